@@ -1,0 +1,156 @@
+"""Command line entry point and the single error boundary.
+
+Every subcommand lives in its own module with two functions::
+
+    def configure(parser: argparse.ArgumentParser) -> None: ...
+    def command(args: argparse.Namespace, runner: Runner) -> int: ...
+
+Only the module of the command being run is imported, so heavy dependencies (PyGithub, httpx)
+load only in the commands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from cursor_agent_action import __version__
+from cursor_agent_action.errors import EXIT_INTERNAL, EXIT_USAGE, ActionError
+from cursor_agent_action.runner_io import Runner
+
+# name -> (module, one-line help). Order is the order shown in --help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("cursor_agent_action.agent_run", "run cursor-agent headless and report on it"),
+    "summarize": (
+        "cursor_agent_action.summarize",
+        "turn a saved stream-json transcript into a log, job summary and outputs",
+    ),
+    "install": ("cursor_agent_action.install", "install a pinned Cursor CLI version (cached)"),
+    "permissions": (
+        "cursor_agent_action.permissions",
+        "write or print the restricted-autonomy .cursor/cli.json",
+    ),
+    "demo": ("cursor_agent_action.demo", "run the whole pipeline on a bundled sample"),
+    "publish": (
+        "cursor_agent_action.publish",
+        "commit the agent's changes to a branch and open or update a pull request",
+    ),
+    "comment": ("cursor_agent_action.comment", "create or update a sticky PR/issue comment"),
+    "ci-context": (
+        "cursor_agent_action.ci_context",
+        "collect the logs of a failed workflow run into a prompt-ready file",
+    ),
+}
+
+# Secrets masked in the log and redacted from summary and outputs before anything else runs.
+SECRET_ENV_VARS = ("CURSOR_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "INPUT_API_KEY")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting with its own message."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _ParseError(f"{self.prog}: {message}")
+
+
+class _ParseError(Exception):
+    """Internal signal from the parser; never escapes main()."""
+
+
+def _selected(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if arg in COMMANDS:
+            return arg
+        if not arg.startswith("-"):
+            return None
+    return None
+
+
+def build_parser(selected: str | None) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="cursor-agent-action",
+        description="Run the Cursor CLI headless in GitHub Actions, safely.",
+        epilog="Exit codes: 0 ok, 1 agent run failed, 2 invalid input, 3 setup error, "
+        "4 git/GitHub error, 70 internal error.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        if name == selected:
+            sub.add_argument(
+                "--output-file",
+                default=None,
+                help="write step outputs here (default: $GITHUB_OUTPUT; none when unset)",
+            )
+            sub.add_argument(
+                "--summary-file",
+                default=None,
+                help="append the job summary here (default: $GITHUB_STEP_SUMMARY; none when unset)",
+            )
+            importlib.import_module(module_name).configure(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every expected failure becomes one ``::error::`` line and an exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    runner = Runner(
+        output_file=os.devnull, summary_file=os.devnull, secrets=_secrets_from_env()
+    )
+    try:
+        selected = _selected(argv)
+        parser = build_parser(selected)
+        try:
+            args = parser.parse_args(argv)
+        except _ParseError as exc:
+            runner.error(f"{exc}. Run 'cursor-agent-action {selected or ''} --help'.",
+                         title="invalid input")
+            runner.flush()
+            return EXIT_USAGE
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        runner = Runner(
+            output_file=args.output_file,
+            summary_file=args.summary_file,
+            secrets=_secrets_from_env(),
+        )
+        module = importlib.import_module(COMMANDS[args.command][0])
+        code: int = module.command(args, runner)
+        return code
+    except ActionError as exc:
+        message = exc.message if not exc.hint else f"{exc.message} Fix: {exc.hint}"
+        runner.error(message, title=exc.title)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        runner.error("interrupted", title="cancelled")
+        return 130
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): nothing left to tell
+        return EXIT_INTERNAL
+    except Exception as exc:
+        runner.error(
+            f"internal error: {type(exc).__name__}: {exc}. This is a bug in "
+            "cursor-agent-action; please report it with the traceback printed on stderr.",
+            title="internal error",
+        )
+        runner.flush()
+        traceback.print_exc(file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+            runner.flush()
+
+
+def _secrets_from_env() -> list[str]:
+    return [value for name in SECRET_ENV_VARS if (value := os.environ.get(name))]
+
+
+def console_main() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

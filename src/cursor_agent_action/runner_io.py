@@ -1,0 +1,285 @@
+"""All I/O with the Actions runner: log, workflow commands, step outputs, job summary.
+
+Nothing else in the package writes ``GITHUB_OUTPUT`` or ``GITHUB_STEP_SUMMARY`` or prints a
+workflow command; everything goes through :class:`Runner`.
+
+References:
+- Workflow commands and their escaping:
+  https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands
+- Multiline outputs with a delimiter (and why the delimiter must be random):
+  https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands#multiline-strings
+- Step summaries are limited to 1 MiB per step:
+  https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands#adding-a-job-summary
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TextIO
+
+SUMMARY_LIMIT_BYTES = 1024 * 1024
+"""GitHub rejects a step summary larger than this."""
+
+# Leave room for whatever a later step of the same job appends to the same file.
+SUMMARY_SAFETY_BYTES = 8 * 1024
+
+_OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_MIN_SECRET_LEN = 4  # shorter "secrets" would redact ordinary text; the runner ignores them too
+_FLUSH_INTERVAL_S = 0.05
+_FLUSH_BYTES = 64 * 1024
+TRUNCATION_NOTE = "\n\n> [!WARNING]\n> The summary was cut to stay under GitHub's 1 MiB limit.\n"
+
+
+def escape_data(value: str) -> str:
+    """Escape the message part of a workflow command (``%``, CR, LF)."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    """Escape a property value of a workflow command (also ``:`` and ``,``)."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def one_line(value: str, limit: int = 200) -> str:
+    """Flatten untrusted text for use inside a single log line or title."""
+    flat = " ".join(value.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class Redactor:
+    """Replaces known secret values with ``***``."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._values: list[str] = []
+        for value in values:
+            self.add(value)
+
+    def add(self, value: str) -> list[str]:
+        """Register a secret; returns the pieces that were added (each line of it)."""
+        added: list[str] = []
+        for raw in {value, *value.splitlines()}:
+            piece = raw.strip()
+            if len(piece) >= _MIN_SECRET_LEN and piece not in self._values:
+                self._values.append(piece)
+                added.append(piece)
+        # Longest first, so a secret that contains another is replaced whole.
+        self._values.sort(key=len, reverse=True)
+        return added
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def __call__(self, text: str) -> str:
+        for value in self._values:
+            if value in text:
+                text = text.replace(value, "***")
+        return text
+
+
+def new_delimiter(value: str) -> str:
+    """A heredoc delimiter that does not occur in ``value``."""
+    while True:
+        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        if delimiter not in value:
+            return delimiter
+
+
+def format_output(name: str, value: str) -> str:
+    """One ``GITHUB_OUTPUT`` entry in the multiline form, with a fresh delimiter."""
+    if not _OUTPUT_NAME.match(name):
+        raise ValueError(f"invalid output name {name!r}")
+    delimiter = new_delimiter(value)
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def parse_output_file(text: str) -> dict[str, str]:
+    """Parse a ``GITHUB_OUTPUT`` file the way the runner does (used by tests and tools).
+
+    Supports ``name=value`` lines and ``name<<DELIM`` blocks. Raises ``ValueError`` on a
+    malformed file, as the runner would fail the step.
+    """
+    result: dict[str, str] = {}
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if line == "":
+            continue
+        heredoc = line.find("<<")
+        equals = line.find("=")
+        if heredoc > 0 and (equals < 0 or heredoc < equals):
+            name, delimiter = line[:heredoc], line[heredoc + 2 :]
+            body: list[str] = []
+            while True:
+                if i >= len(lines):
+                    raise ValueError(f"delimiter {delimiter!r} for {name!r} not found")
+                current = lines[i]
+                i += 1
+                if current == delimiter:
+                    break
+                body.append(current)
+            result[name] = "\n".join(body)
+        elif equals > 0:
+            result[line[:equals]] = line[equals + 1 :]
+        else:
+            raise ValueError(f"invalid output line {line!r}")
+    return result
+
+
+class Runner:
+    """The runner-facing side of a command: log, workflow commands, outputs, summary.
+
+    ``output_file``/``summary_file`` default to ``GITHUB_OUTPUT``/``GITHUB_STEP_SUMMARY`` from
+    ``env``; when neither is set (a local run) outputs and summary are simply not written.
+    """
+
+    def __init__(
+        self,
+        *,
+        stdout: TextIO | None = None,
+        env: Mapping[str, str] | None = None,
+        output_file: str | os.PathLike[str] | None = None,
+        summary_file: str | os.PathLike[str] | None = None,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        env = os.environ if env is None else env
+        self._out = stdout if stdout is not None else sys.stdout
+        output = output_file if output_file is not None else env.get("GITHUB_OUTPUT") or None
+        summary = summary_file if summary_file is not None else env.get("GITHUB_STEP_SUMMARY")
+        self.output_path: Path | None = Path(output) if output else None
+        self.summary_path: Path | None = Path(summary) if summary else None
+        self.redact = Redactor()
+        self._buffer: list[str] = []
+        self._buffered = 0
+        self._last_flush = time.monotonic()
+        self._outputs_written: dict[str, str] = {}
+        for value in secrets:
+            self.mask(value)
+
+    # -- log ------------------------------------------------------------------------------
+
+    def _write(self, text: str) -> None:
+        self._buffer.append(text)
+        self._buffered += len(text)
+        if self._buffered >= _FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write everything buffered to the log now."""
+        if self._buffer:
+            self._out.write("".join(self._buffer))
+            self._buffer.clear()
+            self._buffered = 0
+        with contextlib.suppress(OSError, ValueError):
+            self._out.flush()
+        self._last_flush = time.monotonic()
+
+    def maybe_flush(self) -> None:
+        """Flush if the log has been held back for more than 50 ms (batching under load)."""
+        if self._buffer and time.monotonic() - self._last_flush >= _FLUSH_INTERVAL_S:
+            self.flush()
+
+    def log(self, line: str) -> None:
+        """A line of our own (trusted) text. Secrets are still redacted."""
+        self._write(self.redact(line) + "\n")
+
+    def untrusted(self, text: str) -> None:
+        """Print agent-authored text so that no line of it can act as a workflow command."""
+        text = self.redact(text)
+        if not text.endswith("\n"):
+            text += "\n"
+        token = secrets.token_hex(16)
+        while token in text:  # pragma: no cover - 128 random bits
+            token = secrets.token_hex(16)
+        self._write(f"::stop-commands::{token}\n{text}::{token}::\n")
+
+    def command(self, name: str, message: str = "", **properties: str) -> None:
+        """A raw workflow command with escaped properties and message."""
+        props = ",".join(
+            f"{key}={escape_property(self.redact(value))}" for key, value in properties.items()
+        )
+        head = f"{name} {props}" if props else name
+        self._write(f"::{head}::{escape_data(self.redact(message))}\n")
+
+    def mask(self, value: str) -> None:
+        """Mask a secret in the job log (each line of it) and redact it everywhere we write."""
+        for piece in self.redact.add(value):
+            # Written and flushed at once: nothing printed later may reveal it.
+            self._write(f"::add-mask::{escape_data(piece)}\n")
+        self.flush()
+
+    def error(self, message: str, *, title: str | None = None) -> None:
+        self.command("error", message, **({"title": title} if title else {}))
+
+    def warning(self, message: str, *, title: str | None = None) -> None:
+        self.command("warning", message, **({"title": title} if title else {}))
+
+    def notice(self, message: str, *, title: str | None = None) -> None:
+        self.command("notice", message, **({"title": title} if title else {}))
+
+    @contextlib.contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        """A collapsible log group. ``title`` may be untrusted: it is flattened and escaped."""
+        self._write(f"::group::{escape_data(self.redact(one_line(title, 300)))}\n")
+        try:
+            yield
+        finally:
+            self._write("::endgroup::\n")
+
+    # -- outputs --------------------------------------------------------------------------
+
+    def set_outputs(self, outputs: Mapping[str, str]) -> None:
+        """Append step outputs, each with a fresh random delimiter; values are redacted."""
+        entries = {name: self.redact(value) for name, value in outputs.items()}
+        self._outputs_written.update(entries)
+        if self.output_path is None:
+            return
+        text = "".join(format_output(name, value) for name, value in entries.items())
+        with self.output_path.open("a", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+
+    def set_output(self, name: str, value: str) -> None:
+        self.set_outputs({name: value})
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """Every output set so far (also when no output file is configured)."""
+        return dict(self._outputs_written)
+
+    # -- summary --------------------------------------------------------------------------
+
+    def summary_budget(self) -> int:
+        """Bytes the job summary of this step may still grow by."""
+        used = 0
+        if self.summary_path is not None:
+            with contextlib.suppress(OSError):
+                used = self.summary_path.stat().st_size
+        return max(0, SUMMARY_LIMIT_BYTES - SUMMARY_SAFETY_BYTES - used)
+
+    def append_summary(self, markdown: str) -> bool:
+        """Append Markdown to the job summary, redacted and cut to the budget.
+
+        Returns False when no summary file is configured.
+        """
+        if self.summary_path is None:
+            return False
+        data = self.redact(markdown).encode("utf-8")
+        budget = self.summary_budget()
+        if len(data) > budget:
+            note = TRUNCATION_NOTE.encode("utf-8")
+            cut = data[: max(0, budget - len(note))].decode("utf-8", errors="ignore")
+            data = cut.encode("utf-8") + note if budget >= len(note) else b""
+        with self.summary_path.open("ab") as handle:
+            handle.write(data)
+        return True

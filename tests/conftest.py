@@ -1,0 +1,1 @@
+"""Shared pytest configuration. Reusable helpers live in ``tests/support/``."""
