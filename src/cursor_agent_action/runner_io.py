@@ -103,16 +103,23 @@ def format_output(name: str, value: str) -> str:
 def parse_output_file(text: str) -> dict[str, str]:
     """Parse a ``GITHUB_OUTPUT`` file the way the runner does (used by tests and tools).
 
-    Supports ``name=value`` lines and ``name<<DELIM`` blocks. Raises ``ValueError`` on a
-    malformed file, as the runner would fail the step.
+    Supports ``name=value`` lines and ``name<<DELIM`` blocks. Like the runner, a line may end in
+    ``\r\n``: the ``\r`` is not part of the line but is kept between lines of a value. Raises
+    ``ValueError`` on a malformed file, as the runner would fail the step.
     """
+    # (line, newline) pairs, as actions/runner's FileCommandManager reads them.
+    pairs: list[tuple[str, str]] = []
+    for raw in text.split("\n"):
+        if raw.endswith("\r"):
+            pairs.append((raw[:-1], "\r\n"))
+        else:
+            pairs.append((raw, "\n"))
+    if text.endswith("\n"):
+        pairs.pop()
     result: dict[str, str] = {}
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
     i = 0
-    while i < len(lines):
-        line = lines[i]
+    while i < len(pairs):
+        line = pairs[i][0]
         i += 1
         if line == "":
             continue
@@ -120,16 +127,19 @@ def parse_output_file(text: str) -> dict[str, str]:
         equals = line.find("=")
         if heredoc > 0 and (equals < 0 or heredoc < equals):
             name, delimiter = line[:heredoc], line[heredoc + 2 :]
-            body: list[str] = []
+            body: list[tuple[str, str]] = []
             while True:
-                if i >= len(lines):
+                if i >= len(pairs):
                     raise ValueError(f"delimiter {delimiter!r} for {name!r} not found")
-                current = lines[i]
-                i += 1
-                if current == delimiter:
+                if pairs[i][0] == delimiter:
+                    i += 1
                     break
-                body.append(current)
-            result[name] = "\n".join(body)
+                body.append(pairs[i])
+                i += 1
+            # Lines keep the newline that followed them, except the last one.
+            result[name] = "".join(line + newline for line, newline in body)[
+                : -len(body[-1][1]) if body else None
+            ]
         elif equals > 0:
             result[line[:equals]] = line[equals + 1 :]
         else:

@@ -1,0 +1,68 @@
+"""The single error boundary in ``cli.main`` and lazy loading of heavy dependencies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cursor_agent_action import cli
+from cursor_agent_action.errors import EXIT_USAGE
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cursor_agent_action", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+
+
+def test_unknown_option_is_one_error_line_with_exit_2_and_no_traceback() -> None:
+    proc = run_cli("summarize", "--no-such-option")
+    assert proc.returncode == EXIT_USAGE
+    assert "Traceback" not in proc.stdout + proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
+    assert len(errors) == 1
+    assert "--no-such-option" in errors[0]
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == EXIT_USAGE
+    assert "COMMAND" in capsys.readouterr().out
+
+
+def test_every_command_has_a_module_with_configure_and_command() -> None:
+    import importlib
+
+    for name, (module_name, _help) in cli.COMMANDS.items():
+        module = importlib.import_module(module_name)
+        assert callable(module.configure), name
+        assert callable(module.command), name
+
+
+def test_api_key_is_masked_before_anything_else() -> None:
+    import os
+
+    env = dict(os.environ, CURSOR_API_KEY="key_live_0123456789")
+    proc = run_cli("summarize", "--no-such-option", env=env)
+    assert proc.stdout.splitlines()[0] == "::add-mask::key_live_0123456789"
+
+
+@pytest.mark.parametrize("command", ["summarize", "permissions", "run", "demo"])
+def test_commands_without_github_work_do_not_import_pygithub_or_httpx(command: str) -> None:
+    code = (
+        "import sys\n"
+        "from cursor_agent_action import cli\n"
+        f"cli.build_parser({command!r})\n"
+        "heavy = [m for m in ('github', 'httpx') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert proc.stdout.strip() == ""

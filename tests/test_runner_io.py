@@ -1,0 +1,163 @@
+"""Runner I/O: workflow-command escaping, outputs, masking, stop-commands, summary budget."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cursor_agent_action.runner_io import (
+    SUMMARY_LIMIT_BYTES,
+    Redactor,
+    Runner,
+    escape_data,
+    escape_property,
+    format_output,
+    parse_output_file,
+)
+
+
+def make_runner(tmp_path: Path, *secrets: str) -> tuple[Runner, io.StringIO]:
+    out = io.StringIO()
+    runner = Runner(
+        stdout=out,
+        env={},
+        output_file=tmp_path / "output",
+        summary_file=tmp_path / "summary.md",
+        secrets=secrets,
+    )
+    return runner, out
+
+
+def test_escape_data_and_property_follow_the_runner_rules() -> None:
+    assert escape_data("50%\r\nnext") == "50%25%0D%0Anext"
+    assert escape_property("a:b,c\n") == "a%3Ab%2Cc%0A"
+
+
+def test_output_value_containing_a_delimiter_line_cannot_end_the_value(tmp_path: Path) -> None:
+    runner, _ = make_runner(tmp_path)
+    evil = "x\nghadelimiter_fake\nconclusion=success\nEOF"
+    runner.set_outputs({"result": evil, "conclusion": "failure"})
+    parsed = parse_output_file((tmp_path / "output").read_text())
+    assert parsed == {"result": evil, "conclusion": "failure"}
+
+
+@given(st.text())
+def test_any_value_round_trips_through_the_output_file_format(value: str) -> None:
+    # The runner reads lines ending in "\n" or "\r\n", so only a final "\r" can be lost.
+    parsed = parse_output_file(format_output("value", value))
+    assert parsed == {"value": value[:-1] if value.endswith("\r") else value}
+
+
+def test_invalid_output_name_is_rejected() -> None:
+    with pytest.raises(ValueError, match="invalid output name"):
+        format_output("bad name", "x")
+
+
+def test_mask_is_printed_before_anything_else_and_redacts_every_line(tmp_path: Path) -> None:
+    runner, out = make_runner(tmp_path, "sk-secret-key-1234")
+    assert out.getvalue() == "::add-mask::sk-secret-key-1234\n"
+    runner.log("key is sk-secret-key-1234")
+    runner.set_output("result", "sk-secret-key-1234!")
+    runner.append_summary("summary sk-secret-key-1234")
+    runner.flush()
+    assert "key is ***" in out.getvalue()
+    assert parse_output_file((tmp_path / "output").read_text()) == {"result": "***!"}
+    assert (tmp_path / "summary.md").read_text() == "summary ***"
+
+
+def test_multiline_secret_masks_each_line() -> None:
+    redact = Redactor(["line-one-secret\nline-two-secret"])
+    assert redact("a line-two-secret b") == "a *** b"
+    assert redact("ab") == "ab"
+
+
+def test_short_values_are_not_treated_as_secrets() -> None:
+    redact = Redactor(["abc", ""])
+    assert not redact
+    assert redact("abc") == "abc"
+
+
+def test_untrusted_text_is_fenced_by_a_fresh_stop_commands_token(tmp_path: Path) -> None:
+    runner, out = make_runner(tmp_path)
+    runner.untrusted("::set-output name=x::y\n::error::pwned")
+    runner.untrusted("second")
+    runner.flush()
+    lines = out.getvalue().splitlines()
+    tokens = [m.group(1) for line in lines if (m := re.match(r"::stop-commands::(\w+)$", line))]
+    assert len(tokens) == 2
+    assert tokens[0] != tokens[1]
+    assert lines[0:4] == [
+        f"::stop-commands::{tokens[0]}",
+        "::set-output name=x::y",
+        "::error::pwned",
+        f"::{tokens[0]}::",
+    ]
+
+
+def test_group_title_from_the_agent_cannot_inject_a_command(tmp_path: Path) -> None:
+    runner, out = make_runner(tmp_path)
+    with runner.group("ls\n::error::pwned"):
+        runner.log("inside")
+    runner.flush()
+    assert out.getvalue().splitlines() == [
+        "::group::ls ::error::pwned",
+        "inside",
+        "::endgroup::",
+    ]
+
+
+def test_annotations_escape_message_and_properties(tmp_path: Path) -> None:
+    runner, out = make_runner(tmp_path)
+    runner.warning("denied: rm -rf /\nnext", title="permission, denied")
+    runner.flush()
+    assert out.getvalue() == "::warning title=permission%2C denied::denied: rm -rf /%0Anext\n"
+
+
+def test_log_is_batched_until_flush(tmp_path: Path) -> None:
+    runner, out = make_runner(tmp_path)
+    runner.log("held back")
+    assert out.getvalue() == ""
+    runner.flush()
+    assert out.getvalue() == "held back\n"
+
+
+def test_summary_is_cut_to_the_budget_with_a_visible_note(tmp_path: Path) -> None:
+    runner, _ = make_runner(tmp_path)
+    (tmp_path / "summary.md").write_bytes(b"x" * 1000)
+    runner.append_summary("é" * SUMMARY_LIMIT_BYTES)
+    data = (tmp_path / "summary.md").read_bytes()
+    assert len(data) <= SUMMARY_LIMIT_BYTES
+    text = data.decode("utf-8")  # never cut inside a character
+    assert "1 MiB limit" in text
+    assert runner.summary_budget() < 1024 * 16
+
+
+def test_without_github_files_nothing_is_written_but_outputs_are_kept(tmp_path: Path) -> None:
+    out = io.StringIO()
+    runner = Runner(stdout=out, env={})
+    runner.set_outputs({"conclusion": "success"})
+    assert runner.append_summary("# hi") is False
+    assert runner.outputs == {"conclusion": "success"}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_files_come_from_the_runner_environment(tmp_path: Path) -> None:
+    env = {
+        "GITHUB_OUTPUT": str(tmp_path / "o"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "s"),
+    }
+    runner = Runner(stdout=io.StringIO(), env=env)
+    runner.set_output("a", "1")
+    runner.append_summary("s")
+    assert parse_output_file((tmp_path / "o").read_text()) == {"a": "1"}
+    assert (tmp_path / "s").read_text() == "s"
+
+
+def test_parse_output_file_rejects_an_unterminated_block() -> None:
+    with pytest.raises(ValueError, match="not found"):
+        parse_output_file("a<<EOF\nvalue\n")
