@@ -1,0 +1,61 @@
+"""Helpers to run the stand-in CLI (``cursor_agent_action.standin``) from tests."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from cursor_agent_action.standin import write_wrapper
+
+
+def make_standin(tmp_path: Path, scenario: dict[str, Any], name: str = "cursor-agent") -> Path:
+    """Write ``scenario`` and an executable ``cursor-agent`` wrapper in ``tmp_path/standin/``.
+
+    Relative paths in the scenario (record, counter, transcript) resolve in that directory.
+    """
+    directory = tmp_path / "standin"
+    directory.mkdir(exist_ok=True)
+    scenario_file = directory / f"{name}.scenario.json"
+    scenario_file.write_text(json.dumps(scenario), encoding="utf-8")
+    return write_wrapper(directory / name, scenario_file)
+
+
+def records(tmp_path: Path, name: str = "record.jsonl") -> list[dict[str, Any]]:
+    """Every invocation the stand-in recorded (scenario ``"record": name``), oldest first."""
+    path = tmp_path / "standin" / name
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def runs(tmp_path: Path, name: str = "record.jsonl") -> list[dict[str, Any]]:
+    """Recorded invocations except ``--help`` probes."""
+    return [entry for entry in records(tmp_path, name) if "--help" not in entry["argv"]]
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Pids of processes in process group ``pgid`` that are still running (not zombies)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state, ppid, pgrp, ...
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry))
+    return members
+
+
+def is_running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
