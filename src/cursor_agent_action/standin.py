@@ -140,7 +140,7 @@ def parse_cli(args: Sequence[str], *, accepts_trust: bool) -> tuple[dict[str, An
                     raise CliExit(f"error: option '{name} <value>' argument missing")
                 options[_VALUE_OPTIONS[name]] = value
             elif name == "--resume":
-                # Optional value (as in the real CLI): taken only if it does not look like an option.
+                # An optional value, as in the real CLI: taken unless it looks like an option.
                 if has_inline:
                     options["resume"] = inline
                 elif i < len(args) and not args[i].startswith("-"):
@@ -198,7 +198,7 @@ def _default_lines() -> list[Any]:
 
 def _load_lines(scenario: dict[str, Any], base: Path) -> list[bytes]:
     if "transcript" in scenario:
-        data = (base / scenario["transcript"]).read_bytes()
+        data = (base / str(scenario["transcript"])).read_bytes()
         return data.splitlines(keepends=True)
     items = scenario.get("lines", _default_lines())
     return [
