@@ -27,8 +27,8 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
                  ``stdin`` (text read, or null if stdin was left open), ``cli_json`` (the
                  ``.cursor/cli.json`` seen at start, or null), ``cwd``, ``pid``, ``pgid``,
                  ``child_pid``.
-``spawn_child``  start a grandchild that sleeps (its pid is recorded), to check nothing is left
-                 running after the run.
+``spawn_child``  start a grandchild that sleeps holding stdout/stderr open (its pid is
+                 recorded), to check nothing is left running after the run.
 ``fail_first``   ``{"times": N, "counter": FILE, "stderr": "...", "exit_code": 1}``: the first N
                  runs (counted in FILE) fail like ``crash`` before printing anything.
 ``exit_code``    exit code after a complete replay (default 0).
@@ -311,7 +311,7 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
     if scenario.get("spawn_child"):
         child = subprocess.Popen(  # a background process of the agent's, e.g. a shell tool
             [sys.executable, "-c", f"import time; time.sleep({MAX_HANG_S})"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,  # keeps stdout and stderr open, as a stray tool would
         ).pid
     _record(scenario, base, argv, child)
     prompt = " ".join(words)

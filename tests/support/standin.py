@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +53,12 @@ def live_group_members(pgid: int) -> list[int]:
     return members
 
 
-def is_running(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
+def wait_group_gone(pgid: int, timeout_s: float = 5.0) -> list[int]:
+    """Wait (bounded) until no process of group ``pgid`` runs; returns the ones still running.
+
+    SIGKILL is delivered asynchronously, so a process may take a moment to disappear.
+    """
+    deadline = time.monotonic() + timeout_s
+    while (members := live_group_members(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return members

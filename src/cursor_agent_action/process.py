@@ -1,0 +1,179 @@
+"""Process control for the agent: its own process group, live output, timeouts, no orphans.
+
+The agent runs in a new session (so its process group holds everything it starts), with stdin
+on ``/dev/null`` (a positional prompt with stdin left open can hang the CLI). Its stdout is read
+in chunks as it comes, saved byte for byte to the transcript file and fed to the stream
+processor; its stderr is kept as a bounded tail. The run ends when the agent exits, shortly
+after its ``result`` event (the CLI can linger), at the timeout, or when the helper is asked to
+stop; in every case the whole process group is killed before returning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO, Protocol, cast
+
+from cursor_agent_action.runner_io import Runner
+
+RESULT_GRACE_S = 2.0
+"""How long an agent may keep running after its ``result`` event."""
+
+KILL_GRACE_S = 3.0
+"""SIGTERM to SIGKILL. Short enough to finish inside the runner's cancellation window
+(SIGINT, then SIGTERM 7.5 s later: https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-cancellation)."""
+
+EXIT_DRAIN_S = 0.5
+"""After the agent exits, how long its leftover children may hold the output pipes open."""
+
+STDERR_TAIL_BYTES = 64 * 1024
+_CHUNK = 64 * 1024
+_IDLE_FLUSH_S = 0.01  # the log gets a quiet agent's line within ~10 ms (target: 50 ms)
+_POLL_S = 0.1  # upper bound on reacting to a stop request or a deadline
+
+
+class OutputSink(Protocol):
+    """What consumes the agent's stdout (``pipeline.StreamProcessor``)."""
+
+    def feed(self, chunk: bytes) -> None: ...
+
+    @property
+    def finished(self) -> bool: ...
+
+
+@dataclass
+class AgentExit:
+    """How the agent process ended."""
+
+    ended_by: str  # "result" (a result event arrived) | "exit" | "timeout" | "cancelled"
+    returncode: int | None  # negative: killed by that signal
+    stderr: str  # the last STDERR_TAIL_BYTES of stderr
+    pgid: int
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """Turn SIGTERM/SIGINT (job cancelled) into an event the run loop checks; restore after."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def run_agent_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    sink: OutputSink,
+    runner: Runner,
+    transcript: Path,
+    timeout_s: float,
+    stop: threading.Event,
+    result_grace_s: float = RESULT_GRACE_S,
+    kill_grace_s: float = KILL_GRACE_S,
+) -> AgentExit:
+    """Run the agent to its end; see the module docstring. Raises OSError if it cannot start."""
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    out_fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        proc = subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except BaseException:
+        os.close(out_fd)
+        raise
+    pgid = proc.pid
+    stdout, stderr = cast(IO[bytes], proc.stdout), cast(IO[bytes], proc.stderr)
+    stdout_fd, stderr_fd = stdout.fileno(), stderr.fileno()
+    selector = selectors.DefaultSelector()
+    selector.register(stdout_fd, selectors.EVENT_READ)
+    selector.register(stderr_fd, selectors.EVENT_READ)
+    stderr_tail = bytearray()
+    ended_by = ""
+    term_at: float | None = None  # when to SIGTERM the group
+    kill_at: float | None = None  # when to SIGKILL it
+    deadline = time.monotonic() + timeout_s
+    dirty = False
+    try:
+        while selector.get_map() or proc.poll() is None:
+            now = time.monotonic()
+            if not ended_by and (stop.is_set() or now >= deadline):
+                ended_by = "cancelled" if stop.is_set() else "timeout"
+                term_at = now
+            if term_at is None and sink.finished:
+                term_at = now + result_grace_s
+            if kill_at is None and proc.poll() is not None:
+                kill_at = now + EXIT_DRAIN_S  # only leftover children can keep the pipes open
+            if term_at is not None and now >= term_at:
+                _signal_group(pgid, signal.SIGTERM)
+                term_at = float("inf")  # once
+                kill_at = min(kill_at or float("inf"), now + kill_grace_s)
+            if kill_at is not None and now >= kill_at:
+                break
+            timers = [t - now for t in (term_at, kill_at) if t is not None]
+            wait = min([_IDLE_FLUSH_S if dirty else _POLL_S, deadline - now, *timers])
+            ready = selector.select(max(wait, 0.0))
+            if not ready:
+                if dirty:
+                    runner.flush()
+                    dirty = False
+                continue
+            for key, _ in ready:
+                chunk = os.read(key.fd, _CHUNK)
+                if not chunk:
+                    selector.unregister(key.fd)
+                elif key.fd == stdout_fd:
+                    _write_all(out_fd, chunk)
+                    sink.feed(chunk)
+                    dirty = True
+                    runner.maybe_flush()
+                else:
+                    stderr_tail += chunk
+                    del stderr_tail[:-STDERR_TAIL_BYTES]
+    finally:
+        # Whatever happened, nothing the agent started outlives the run.
+        _signal_group(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=kill_grace_s)
+        selector.close()
+        stdout.close()
+        stderr.close()
+        os.close(out_fd)
+        runner.flush()
+    if not ended_by:
+        ended_by = "result" if sink.finished else "exit"
+    return AgentExit(
+        ended_by=ended_by,
+        returncode=proc.returncode,
+        stderr=stderr_tail.decode("utf-8", "replace"),
+        pgid=pgid,
+    )

@@ -1,0 +1,131 @@
+"""Process control: live output, transcript, timeouts, lingering, stop requests, no orphans."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from cursor_agent_action.process import AgentExit, run_agent_process
+from cursor_agent_action.runner_io import Runner
+from tests.support.standin import make_standin, records, wait_group_gone
+
+ARGS = ["-p", "--output-format", "stream-json", "--", "go"]
+
+
+class Sink:
+    """Collects chunks; finished once a result line arrived (what StreamProcessor reports)."""
+
+    def __init__(self, on_chunk: Any = None) -> None:
+        self.chunks: list[bytes] = []
+        self.on_chunk = on_chunk
+
+    def feed(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        if self.on_chunk:
+            self.on_chunk(self)
+
+    @property
+    def finished(self) -> bool:
+        return b'"type": "result"' in b"".join(self.chunks)
+
+
+def _run(
+    tmp_path: Path, scenario: dict[str, Any], *, sink: Sink | None = None,
+    stop: threading.Event | None = None, timeout_s: float = 20, **kwargs: float,
+) -> tuple[AgentExit, Sink, float]:
+    scenario.setdefault("record", "record.jsonl")
+    agent = make_standin(tmp_path, scenario)
+    sink = sink or Sink()
+    started = time.monotonic()
+    result = run_agent_process(
+        [str(agent), *ARGS], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, sink=sink,
+        runner=Runner(stdout=io.StringIO(), env={}), transcript=tmp_path / "t.jsonl",
+        timeout_s=timeout_s, stop=stop or threading.Event(), **kwargs,
+    )
+    return result, sink, time.monotonic() - started
+
+
+def _assert_group_gone(result: AgentExit) -> None:
+    assert wait_group_gone(result.pgid) == []
+
+
+def test_transcript_is_stdout_byte_for_byte_and_fed_live(tmp_path: Path) -> None:
+    lines: list[Any] = [{"type": "system", "subtype": "init", "n": i} for i in range(4)]
+    lines.insert(2, "not json \u00e9 \t")
+    lines.append({"type": "result", "subtype": "success", "result": "ok"})
+    result, sink, _ = _run(tmp_path, {"lines": lines, "drip_ms": 30})
+    expected = b"".join(
+        (item if isinstance(item, str) else json.dumps(item)).encode() + b"\n" for item in lines
+    )
+    assert (tmp_path / "t.jsonl").read_bytes() == expected
+    assert b"".join(sink.chunks) == expected
+    assert len(sink.chunks) >= 3  # dripped lines arrive as they come, not at the end
+    assert result.ended_by == "result"
+    assert result.returncode == 0
+    _assert_group_gone(result)
+
+
+def test_hang_is_stopped_at_the_timeout_with_sigterm(tmp_path: Path) -> None:
+    result, sink, elapsed = _run(tmp_path, {"hang_after": 1}, timeout_s=0.5)
+    assert result.ended_by == "timeout"
+    assert result.returncode == -signal.SIGTERM
+    assert len(sink.chunks) == 1
+    assert elapsed < 5
+    _assert_group_gone(result)
+
+
+def test_agent_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
+    result, _, elapsed = _run(tmp_path, {"hang_after": 1, "ignore_sigterm": True},
+                              timeout_s=0.3, kill_grace_s=0.3)
+    assert result.ended_by == "timeout"
+    assert result.returncode == -signal.SIGKILL
+    assert elapsed < 5
+    _assert_group_gone(result)
+
+
+def test_lingering_after_result_is_stopped_after_a_short_grace(tmp_path: Path) -> None:
+    result, sink, elapsed = _run(tmp_path, {"linger_s": 60}, result_grace_s=0.2)
+    assert result.ended_by == "result"
+    assert sink.finished
+    assert elapsed < 5
+    _assert_group_gone(result)
+
+
+def test_stop_request_cancels_the_run(tmp_path: Path) -> None:
+    stop = threading.Event()
+    sink = Sink(on_chunk=lambda _: stop.set())  # the job is cancelled as soon as output arrives
+    result, _, elapsed = _run(tmp_path, {"hang_after": 1}, sink=sink, stop=stop)
+    assert result.ended_by == "cancelled"
+    assert elapsed < 5
+    _assert_group_gone(result)
+
+
+def test_background_children_do_not_outlive_a_normal_exit(tmp_path: Path) -> None:
+    result, _, elapsed = _run(tmp_path, {"spawn_child": True})
+    [entry] = records(tmp_path)
+    assert entry["pgid"] == result.pgid
+    assert result.ended_by == "result"
+    assert elapsed < 5  # the child holding stdout open did not keep the run alive
+    _assert_group_gone(result)
+
+
+def test_kill_9_of_the_agent_ends_the_run(tmp_path: Path) -> None:
+    result, sink, _ = _run(tmp_path, {"crash": {"after": 2, "signal": 9}, "spawn_child": True})
+    assert result.ended_by == "exit"
+    assert result.returncode == -signal.SIGKILL
+    assert not sink.finished
+    assert records(tmp_path)[0]["child_pid"]
+    _assert_group_gone(result)
+
+
+def test_stderr_is_captured_as_a_bounded_tail(tmp_path: Path) -> None:
+    message = "x" * 100_000 + "\nAuthentication required"
+    result, _, _ = _run(tmp_path, {"crash": {"after": 0, "stderr": message, "exit_code": 1}})
+    assert result.returncode == 1
+    assert result.stderr.endswith("Authentication required\n")
+    assert len(result.stderr) == 64 * 1024
