@@ -1,0 +1,463 @@
+"""A loopback stand-in for the parts of GitHub's REST API the follow-up commands call.
+
+Two threaded HTTP servers on 127.0.0.1: the API (``api_url``) and a log storage
+(``storage_url``) that job-log requests redirect to, as GitHub does. Payloads follow the shapes
+GitHub documents (only the fields clients read, plus ``url``/``html_url``). Every request is
+recorded; faults can be queued per method and path.
+
+    with GitHubServer() as gh:
+        gh.add_run(...); env = gh.env()
+        ...
+        assert gh.requests_to("POST", "/pulls")
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import urllib.parse
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOKEN = "ghs_testtoken0123456789"
+READ_ONLY_TOKEN = "ghs_readonly0123456789"
+REPO = "octo/widgets"
+_CREATED = "2026-11-22T01:00:00Z"
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Fault:
+    method: str
+    path: re.Pattern[str]
+    status: int
+    headers: dict[str, str]
+    body: Any
+    times: int
+
+
+@dataclass
+class _State:
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    logs: dict[int, bytes | int] = field(default_factory=dict)  # bytes, or an HTTP status
+
+
+class GitHubServer:
+    def __init__(self, repository: str = REPO, *, per_page_max: int = 100) -> None:
+        self.repository = repository
+        self.per_page_max = per_page_max
+        self.tokens = {TOKEN}
+        self.read_only_tokens = {READ_ONLY_TOKEN}
+        self.state = _State()
+        self.requests: list[Recorded] = []
+        self.storage_requests: list[Recorded] = []
+        self._faults: list[Fault] = []
+        self._lock = threading.Lock()
+        self._numbers = itertools.count(1)
+        self._ids = itertools.count(1000)
+        self._api = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self, storage=False))
+        self._storage = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self, storage=True))
+        self.api_url = f"http://127.0.0.1:{self._api.server_address[1]}"
+        self.storage_url = f"http://127.0.0.1:{self._storage.server_address[1]}"
+        self.server_url = "https://github.example"
+        self._threads = [
+            threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+            for server in (self._api, self._storage)
+        ]
+
+    def __enter__(self) -> GitHubServer:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for server in (self._api, self._storage):
+            server.shutdown()
+            server.server_close()
+
+    def env(self, token: str = TOKEN, **extra: str) -> dict[str, str]:
+        """The runner's default variables pointing at this server."""
+        return {
+            "GITHUB_API_URL": self.api_url,
+            "GITHUB_SERVER_URL": self.server_url,
+            "GITHUB_REPOSITORY": self.repository,
+            "GITHUB_RUN_ID": "777",
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_TOKEN": token,
+            **extra,
+        }
+
+    # -- faults and assertions ---------------------------------------------------------------
+
+    def fail(
+        self,
+        method: str,
+        path_regex: str,
+        status: int,
+        *,
+        message: str = "",
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next ``times`` matching requests with ``status`` (and ``body``, default
+        GitHub's error shape)."""
+        if body is None:
+            body = {"message": message or _REASONS.get(status, "error"),
+                    "documentation_url": "https://docs.github.com/rest"}
+        with self._lock:
+            self._faults.append(
+                Fault(method, re.compile(path_regex), status, headers or {}, body, times)
+            )
+
+    def rate_limit(self, method: str, path_regex: str, *, primary: bool, reset_in: int = 0,
+                   times: int = 1, now: float = 0.0) -> None:
+        """Queue a primary (403, x-ratelimit-remaining: 0) or secondary (429) rate limit."""
+        if primary:
+            self.fail(method, path_regex, 403, message="API rate limit exceeded for installation.",
+                      headers={"x-ratelimit-remaining": "0", "x-ratelimit-limit": "5000",
+                               "x-ratelimit-reset": str(int(now) + reset_in)}, times=times)
+        else:
+            self.fail(method, path_regex, 429,
+                      message="You have exceeded a secondary rate limit.",
+                      headers={"retry-after": str(reset_in)}, times=times)
+
+    def requests_to(self, method: str, path_regex: str) -> list[Recorded]:
+        pattern = re.compile(path_regex)
+        with self._lock:
+            return [r for r in self.requests if r.method == method and pattern.search(r.path)]
+
+    # -- data --------------------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return f"{self.api_url}/repos/{self.repository}{path}"
+
+    def _html(self, path: str) -> str:
+        return f"{self.server_url}/{self.repository}{path}"
+
+    def add_issue(self, title: str = "An issue") -> int:
+        with self._lock:
+            number = next(self._numbers)
+            self.state.issues[number] = self._issue(number, title, "")
+            return number
+
+    def _issue(self, number: int, title: str, body: str) -> dict[str, Any]:
+        return {
+            "id": next(self._ids), "number": number, "title": title, "body": body,
+            "state": "open", "labels": [], "user": _user("octocat"),
+            "url": self._url(f"/issues/{number}"), "html_url": self._html(f"/issues/{number}"),
+            "comments_url": self._url(f"/issues/{number}/comments"),
+            "created_at": _CREATED, "updated_at": _CREATED,
+        }
+
+    def add_pull(self, head: str, base: str = "main", *, head_repo: str = "") -> int:
+        """An existing PR (e.g. the one a workflow runs for)."""
+        with self._lock:
+            pull = self._create_pull(
+                {"head": head, "base": base, "title": f"PR {head}", "body": ""},
+                head_repo or self.repository,
+            )
+            return int(pull["number"])
+
+    def _create_pull(self, data: dict[str, Any], head_repo: str) -> dict[str, Any]:
+        number = next(self._numbers)
+        head_ref = str(data["head"]).split(":")[-1]
+        issue = self._issue(number, str(data.get("title", "")), str(data.get("body") or ""))
+        pull = {
+            **issue,
+            "url": self._url(f"/pulls/{number}"), "html_url": self._html(f"/pull/{number}"),
+            "issue_url": self._url(f"/issues/{number}"), "draft": bool(data.get("draft")),
+            "head": {"ref": head_ref, "sha": "0" * 40,
+                     "label": f"{head_repo.partition('/')[0]}:{head_ref}",
+                     "repo": {"full_name": head_repo}},
+            "base": {"ref": data["base"], "sha": "1" * 40, "label": f"{self.repository}",
+                     "repo": {"full_name": self.repository}},
+            "merged": False, "mergeable": None,
+        }
+        self.state.issues[number] = issue
+        self.state.pulls[number] = pull
+        return pull
+
+    def add_run(
+        self,
+        jobs: list[dict[str, Any]],
+        *,
+        head_sha: str = "a" * 40,
+        head_branch: str = "feature",
+        pull_numbers: tuple[int, ...] = (),
+        head_repo: str = "",
+        conclusion: str = "failure",
+    ) -> int:
+        """A completed workflow run; ``jobs`` entries: name, conclusion, steps
+        [(name, conclusion, started, completed)], log (bytes or an HTTP status)."""
+        with self._lock:
+            run_id = next(self._ids)
+            self.state.runs[run_id] = {
+                "id": run_id, "name": "CI", "run_number": 12, "run_attempt": 1,
+                "event": "pull_request", "status": "completed", "conclusion": conclusion,
+                "head_branch": head_branch, "head_sha": head_sha,
+                "url": self._url(f"/actions/runs/{run_id}"),
+                "html_url": self._html(f"/actions/runs/{run_id}"),
+                "jobs_url": self._url(f"/actions/runs/{run_id}/jobs"),
+                "logs_url": self._url(f"/actions/runs/{run_id}/logs"),
+                "pull_requests": [
+                    {"number": n, "url": self._url(f"/pulls/{n}"),
+                     "head": {"ref": head_branch, "sha": head_sha},
+                     "base": {"ref": "main", "sha": "1" * 40}} for n in pull_numbers
+                ],
+                "head_repository": {"full_name": head_repo or self.repository},
+                "repository": {"full_name": self.repository},
+                "created_at": _CREATED, "updated_at": _CREATED,
+            }
+            job_list = []
+            for job in jobs:
+                job_id = next(self._ids)
+                job_list.append({
+                    "id": job_id, "run_id": run_id, "name": job["name"], "status": "completed",
+                    "conclusion": job.get("conclusion", "failure"),
+                    "url": self._url(f"/actions/jobs/{job_id}"),
+                    "html_url": self._html(f"/actions/runs/{run_id}/job/{job_id}"),
+                    "started_at": _CREATED, "completed_at": _CREATED, "head_sha": head_sha,
+                    "steps": [
+                        {"name": name, "status": "completed", "conclusion": result, "number": i,
+                         "started_at": start, "completed_at": end}
+                        for i, (name, result, start, end) in enumerate(job.get("steps", []), 1)
+                    ],
+                })
+                self.state.logs[job_id] = job.get("log", b"")
+            self.state.jobs[run_id] = job_list
+            return run_id
+
+    def job_ids(self, run_id: int) -> list[int]:
+        return [job["id"] for job in self.state.jobs[run_id]]
+
+
+_REASONS = {401: "Bad credentials", 403: "Resource not accessible by integration",
+            404: "Not Found", 410: "Gone", 422: "Validation Failed",
+            500: "Internal Server Error", 502: "Bad Gateway"}
+
+
+def _user(login: str) -> dict[str, Any]:
+    return {"login": login, "id": 1, "type": "Bot" if login.endswith("[bot]") else "User"}
+
+
+def _make_handler(server: GitHubServer, *, storage: bool) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        gh = server
+        is_storage = storage
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    gh: GitHubServer
+    is_storage: bool
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def _send(self, status: int, payload: Any = None, headers: dict[str, str] | None = None,
+              raw: bytes | None = None) -> None:
+        data = raw if raw is not None else json.dumps(payload).encode() if payload is not None \
+            else b""
+        self.send_response(status)
+        content_type = "text/plain" if raw is not None else "application/json; charset=utf-8"
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _handle(self, method: str) -> None:
+        parsed = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(parsed.query))
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else None
+        record = Recorded(method, parsed.path, query, dict(self.headers.items()), body)
+        gh = self.gh
+        with gh._lock:
+            (gh.storage_requests if self.is_storage else gh.requests).append(record)
+        if self.is_storage:
+            self._storage(parsed.path)
+            return
+        with gh._lock:
+            for fault in gh._faults:
+                if fault.times > 0 and fault.method == method and fault.path.search(parsed.path):
+                    fault.times -= 1
+                    self._send(fault.status, fault.body, fault.headers)
+                    return
+        auth = self.headers.get("Authorization", "")
+        token = auth.split(" ", 1)[1] if " " in auth else ""
+        if token not in gh.tokens | gh.read_only_tokens:
+            self._send(401, {"message": "Bad credentials"})
+            return
+        if method != "GET" and token in gh.read_only_tokens:
+            self._send(403, {"message": "Resource not accessible by integration"})
+            return
+        prefix = f"/repos/{gh.repository}"
+        if not parsed.path.startswith(prefix):
+            self._send(404, {"message": "Not Found"})
+            return
+        with gh._lock:
+            self._route(method, parsed.path[len(prefix):], query, body)
+
+    def _storage(self, path: str) -> None:
+        match = re.fullmatch(r"/logs/(\d+)", path)
+        log = self.gh.state.logs.get(int(match.group(1))) if match else None
+        if isinstance(log, bytes):
+            self._send(200, raw=log)
+        else:
+            self._send(404, raw=b"<Error><Code>BlobNotFound</Code></Error>")
+
+    def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> None:
+        gh, state = self.gh, self.gh.state
+        routes: list[tuple[str, str]] = [
+            ("GET", r""), ("GET", r"/pulls"), ("POST", r"/pulls"), ("GET", r"/pulls/(\d+)"),
+            ("PATCH", r"/pulls/(\d+)"), ("GET", r"/issues/(\d+)"), ("POST", r"/issues"),
+            ("POST", r"/issues/(\d+)/labels"), ("GET", r"/issues/(\d+)/comments"),
+            ("POST", r"/issues/(\d+)/comments"), ("PATCH", r"/issues/comments/(\d+)"),
+            ("GET", r"/actions/runs/(\d+)"), ("GET", r"/actions/runs/(\d+)/jobs"),
+            ("GET", r"/actions/jobs/(\d+)/logs"),
+        ]
+        for verb, pattern in routes:
+            match = re.fullmatch(pattern, path)
+            if verb == method and match:
+                break
+        else:
+            self._send(404, {"message": "Not Found"})
+            return
+        arg = int(match.group(1)) if match.groups() else 0
+        key = (method, pattern)
+        if key == ("GET", r""):
+            owner = gh.repository.split("/")[0]
+            self._send(200, {"id": 1, "full_name": gh.repository, "name": gh.repository.split(
+                "/")[1], "owner": _user(owner), "default_branch": "main",
+                "url": f"{gh.api_url}/repos/{gh.repository}", "private": False})
+        elif key == ("GET", r"/pulls"):
+            pulls = [p for p in state.pulls.values()
+                     if query.get("state", "open") in ("all", p["state"])
+                     and ("head" not in query or query["head"] == p["head"]["label"])
+                     and ("base" not in query or query["base"] == p["base"]["ref"])]
+            self._page(pulls, query)
+        elif key == ("POST", r"/pulls"):
+            head = str(body["head"])
+            label = head if ":" in head else f"{gh.repository.split('/')[0]}:{head}"
+            if any(p["head"]["label"] == label and p["base"]["ref"] == body["base"]
+                   and p["state"] == "open" for p in state.pulls.values()):
+                self._send(422, {"message": "Validation Failed", "errors": [{
+                    "resource": "PullRequest", "code": "custom",
+                    "message": f"A pull request already exists for {label}."}]})
+                return
+            self._send(201, gh._create_pull(body, gh.repository))
+        elif key in (("GET", r"/pulls/(\d+)"), ("PATCH", r"/pulls/(\d+)")):
+            pull = state.pulls.get(arg)
+            if pull is None:
+                self._send(404, {"message": "Not Found"})
+                return
+            if method == "PATCH":
+                for name in ("title", "body", "state", "base"):
+                    if name in body:
+                        pull[name] = body[name] if name != "base" else {**pull["base"],
+                                                                        "ref": body["base"]}
+            self._send(200, pull)
+        elif key == ("GET", r"/issues/(\d+)"):
+            issue = state.issues.get(arg)
+            self._send(200 if issue else 404, issue or {"message": "Not Found"})
+        elif key == ("POST", r"/issues"):
+            number = next(gh._numbers)
+            state.issues[number] = gh._issue(number, body["title"], body.get("body", ""))
+            self._send(201, state.issues[number])
+        elif key == ("POST", r"/issues/(\d+)/labels"):
+            issue = state.issues.get(arg)
+            if issue is None:
+                self._send(404, {"message": "Not Found"})
+                return
+            names = body["labels"] if isinstance(body, dict) else body
+            for name in names:
+                if name not in [label["name"] for label in issue["labels"]]:
+                    issue["labels"].append({"name": name, "color": "ededed"})
+            if arg in state.pulls:
+                state.pulls[arg]["labels"] = issue["labels"]
+            self._send(200, issue["labels"])
+        elif key == ("GET", r"/issues/(\d+)/comments"):
+            if arg not in state.issues:
+                self._send(404, {"message": "Not Found"})
+                return
+            self._page([c for c in state.comments.values() if c["_issue"] == arg], query)
+        elif key == ("POST", r"/issues/(\d+)/comments"):
+            if arg not in state.issues:
+                self._send(404, {"message": "Not Found"})
+                return
+            comment_id = next(gh._ids)
+            comment = {
+                "id": comment_id, "_issue": arg, "body": body["body"],
+                "user": _user("github-actions[bot]"),
+                "url": gh._url(f"/issues/comments/{comment_id}"),
+                "html_url": gh._html(f"/issues/{arg}#issuecomment-{comment_id}"),
+                "issue_url": gh._url(f"/issues/{arg}"),
+                "created_at": _CREATED, "updated_at": _CREATED,
+            }
+            state.comments[comment_id] = comment
+            self._send(201, comment)
+        elif key == ("PATCH", r"/issues/comments/(\d+)"):
+            edited = state.comments.get(arg)
+            if edited is None:
+                self._send(404, {"message": "Not Found"})
+                return
+            edited["body"] = body["body"]
+            self._send(200, edited)
+        elif key == ("GET", r"/actions/runs/(\d+)"):
+            run = state.runs.get(arg)
+            self._send(200 if run else 404, run or {"message": "Not Found"})
+        elif key == ("GET", r"/actions/runs/(\d+)/jobs"):
+            if arg not in state.jobs:
+                self._send(404, {"message": "Not Found"})
+                return
+            self._page(state.jobs[arg], query, wrap="jobs")
+        else:  # job logs: a redirect to the storage, as GitHub does
+            log = state.logs.get(arg)
+            if log is None or isinstance(log, int):
+                status = log if isinstance(log, int) else 404
+                self._send(status, {"message": _REASONS.get(status, "error")})
+                return
+            self._send(302, headers={"Location": f"{gh.storage_url}/logs/{arg}?sig=abc"})
+
+    def _page(self, items: list[dict[str, Any]], query: dict[str, str], wrap: str = "") -> None:
+        per_page = min(int(query.get("per_page", 30)), self.gh.per_page_max)
+        page = int(query.get("page", 1))
+        chunk = items[(page - 1) * per_page: page * per_page]
+        chunk = [{k: v for k, v in item.items() if not k.startswith("_")} for item in chunk]
+        headers = {}
+        if page * per_page < len(items):
+            next_query = urllib.parse.urlencode({**query, "page": page + 1})
+            path = urllib.parse.urlsplit(self.path).path
+            headers["Link"] = f'<{self.gh.api_url}{path}?{next_query}>; rel="next"'
+        payload: Any = {"total_count": len(items), wrap: chunk} if wrap else chunk
+        self._send(200, payload, headers)

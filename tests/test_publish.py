@@ -1,0 +1,158 @@
+"""publish: real git against a local bare remote, REST against the loopback GitHub server."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action import cli
+from cursor_agent_action.errors import EXIT_GITHUB
+from cursor_agent_action.runner_io import parse_output_file
+from tests.support.github_server import GitHubServer
+
+
+def sh(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True,
+                          timeout=30).stdout.strip()
+
+
+@dataclass
+class Workspace:
+    repo: Path
+    remote: Path
+    gh: GitHubServer
+    out: Path
+    monkeypatch: pytest.MonkeyPatch
+
+    def publish(self, *args: str) -> tuple[int, dict[str, str]]:
+        self.out.write_text("")
+        code = cli.main(["publish", "--output-file", str(self.out), "--summary-file",
+                         str(self.out.with_suffix(".md")), "--working-directory",
+                         str(self.repo), *args])
+        return code, parse_output_file(self.out.read_text())
+
+    def remote_branch(self, branch: str) -> str:
+        return sh(self.remote, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    remote = tmp_path / "remote.git"
+    repo = tmp_path / "work"
+    sh(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(remote))
+    sh(tmp_path, "init", "--quiet", "-b", "feature", str(repo))
+    (repo / "README.md").write_text("hello\n")
+    (repo / ".gitignore").write_text("*.log\n")
+    sh(repo, "add", "-A")
+    sh(repo, "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-qm", "init")
+    sh(repo, "remote", "add", "origin", str(remote))
+    sh(repo, "push", "-q", "origin", "feature")
+    with GitHubServer() as gh:
+        for key, value in gh.env(GITHUB_HEAD_REF="feature", GITHUB_JOB="docs",
+                                 GITHUB_EVENT_NAME="pull_request").items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.delenv("GITHUB_EVENT_PATH", raising=False)
+        for key in ("BASE", "TITLE", "LABELS", "DRAFT", "PROTECTED_PATHS", "TRANSCRIPT"):
+            monkeypatch.delenv(f"CURSOR_AGENT_ACTION_{key}", raising=False)
+        yield Workspace(repo, remote, gh, tmp_path / "out.txt", monkeypatch)
+
+
+def test_nothing_changed_means_no_branch_no_pr_changed_false(ws: Workspace) -> None:
+    (ws.repo / "build.log").write_text("ignored files do not count\n")
+    code, out = ws.publish()
+    assert code == 0
+    assert out == {"changed": "false", "branch": "", "commit-sha": "", "pr-number": "",
+                   "pr-url": ""}
+    assert ws.gh.requests == []
+    assert sh(ws.remote, "branch", "--list") == "feature"
+
+
+def test_changes_are_committed_pushed_and_a_pr_opened_with_labels(ws: Workspace) -> None:
+    (ws.repo / "README.md").write_text("hello docs\n")
+    (ws.repo / "docs").mkdir()
+    (ws.repo / "docs" / "new.md").write_text("new page\n")
+    head = sh(ws.repo, "rev-parse", "HEAD")
+    code, out = ws.publish("--labels", "docs, bot", "--draft", "--body", "Agent notes")
+    assert code == 0, out
+    assert out["changed"] == "true"
+    assert out["branch"] == "cursor-agent/docs/feature"
+    assert ws.remote_branch(out["branch"]) == out["commit-sha"]
+    # One commit on top of the checkout, by the bot, with the run trailer; checkout untouched.
+    assert sh(ws.remote, "rev-parse", f"{out['commit-sha']}^") == head
+    assert sh(ws.remote, "log", "-1", "--format=%an <%ae>", out["commit-sha"]) == (
+        "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com>")
+    message = sh(ws.remote, "log", "-1", "--format=%B", out["commit-sha"])
+    assert message.startswith("cursor-agent: changes for feature")
+    run_url = "https://github.example/octo/widgets/actions/runs/777/attempts/1"
+    assert f"Cursor-Agent-Action-Run: {run_url}" in message
+    assert sh(ws.remote, "show", "--name-only", "--format=", out["commit-sha"]).split() == [
+        "README.md", "docs/new.md"]
+    assert sh(ws.repo, "rev-parse", "HEAD") == head
+    assert sh(ws.repo, "status", "--porcelain") != ""  # the working tree keeps the changes
+    (create,) = ws.gh.requests_to("POST", r"/pulls$")
+    assert create.body["head"] == "cursor-agent/docs/feature"
+    assert create.body["base"] == "feature"
+    assert create.body["draft"] is True
+    assert create.body["body"].startswith("Agent notes")
+    assert "actions/runs/777" in create.body["body"]
+    pull = ws.gh.state.pulls[int(out["pr-number"])]
+    assert out["pr-url"] == pull["html_url"]
+    assert [label["name"] for label in pull["labels"]] == ["docs", "bot"]
+    summary = ws.out.with_suffix(".md").read_text()
+    assert f"pull request #{out['pr-number']}" in summary
+
+
+def test_rerun_updates_the_same_branch_and_pr(ws: Workspace) -> None:
+    (ws.repo / "README.md").write_text("first try\n")
+    _, first = ws.publish()
+    (ws.repo / "README.md").write_text("second try\n")
+    ws.monkeypatch.setenv("GITHUB_RUN_ID", "778")
+    code, second = ws.publish("--title", "better title")
+    assert code == 0
+    assert second["pr-number"] == first["pr-number"]
+    assert second["commit-sha"] != first["commit-sha"]
+    assert ws.remote_branch(second["branch"]) == second["commit-sha"]
+    assert len(ws.gh.requests_to("POST", r"/pulls$")) == 1
+    (edit,) = ws.gh.requests_to("PATCH", r"/pulls/\d+$")
+    assert edit.body["title"] == "better title"
+    assert len(ws.gh.state.pulls) == 1
+
+
+def test_rerun_with_identical_changes_does_not_push_again(ws: Workspace) -> None:
+    (ws.repo / "README.md").write_text("same\n")
+    _, first = ws.publish()
+    reflog_before = sh(ws.remote, "rev-parse", f"refs/heads/{first['branch']}")
+    code, second = ws.publish()
+    assert code == 0
+    assert second["commit-sha"] == first["commit-sha"] == reflog_before
+    assert second["pr-number"] == first["pr-number"]
+    assert ws.gh.requests_to("PATCH", r"/pulls/") == []  # same title and body: nothing to do
+
+
+def test_pr_opened_meanwhile_422_already_exists_is_found_and_updated(ws: Workspace) -> None:
+    """Another job opens the PR between our list and create: GitHub answers 422."""
+    existing = ws.gh.add_pull("cursor-agent/docs/feature", base="feature")
+    ws.gh.fail("GET", r"/pulls$", 200, body=[])  # the first list does not see it yet
+    (ws.repo / "README.md").write_text("race\n")
+    code, out = ws.publish()
+    assert code == 0
+    assert out["pr-number"] == str(existing)
+    assert len(ws.gh.requests_to("POST", r"/pulls$")) == 1
+    assert len(ws.gh.requests_to("PATCH", rf"/pulls/{existing}$")) == 1
+    assert len(ws.gh.state.pulls) == 1
+
+
+def test_other_validation_error_is_one_clear_error(ws: Workspace,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    ws.gh.fail("POST", r"/pulls$", 422, body={"message": "Validation Failed", "errors": [
+        {"resource": "PullRequest", "field": "base", "code": "invalid"}]})
+    (ws.repo / "README.md").write_text("x\n")
+    code, _ = ws.publish("--base", "nope")
+    assert code == EXIT_GITHUB
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    assert "opening a pull request cursor-agent/docs/feature -> nope failed" in line
+    assert "422 (Validation Failed: base invalid)" in line
