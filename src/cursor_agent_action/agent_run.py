@@ -1,0 +1,585 @@
+"""``cursor-agent-action run``: run cursor-agent headless, safely, and report on it live.
+
+The agent gets the effective permission policy in ``.cursor/cli.json`` (restored afterwards),
+an allowlisted environment, a private ``CURSOR_CONFIG_DIR``, closed stdin and its prompt after
+``--``. Its stdout goes byte for byte to the transcript file and live through the stream engine;
+the run record then gets the CLI's stderr (explained for known failures), the conclusions
+``timeout``/``cancelled``, and a cross-check of the changed files against ``git status``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cursor_agent_action.aggregate import RunRecord
+from cursor_agent_action.errors import SetupError, UsageError
+from cursor_agent_action.permissions import (
+    DEFAULT_PRESET,
+    PRESETS,
+    Policy,
+    PolicyGuard,
+    build_policy,
+    parse_tokens,
+)
+from cursor_agent_action.pipeline import StreamProcessor, report
+from cursor_agent_action.process import AgentExit, run_agent_process, stop_on_signals
+from cursor_agent_action.runner_io import Runner, one_line
+
+PROMPT_ARG_LIMIT = 100 * 1024
+"""Larger prompts go into a file: Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN)."""
+
+DEFAULT_TIMEOUT_MINUTES = 30.0
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_RETRY_DELAY_S = 10.0
+MAX_RETRY_DELAY_S = 120.0
+HELP_PROBE_TIMEOUT_S = 15.0
+
+# The agent's environment is built from these names only (plus --pass-env). Everything else,
+# in particular GITHUB_TOKEN, GH_TOKEN, ACTIONS_* and INPUT_*, never reaches it.
+ENV_ALLOWLIST = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
+    "CI", "GITHUB_ACTIONS", "RUNNER_OS", "RUNNER_ARCH", "CURSOR_API_KEY",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+)  # fmt: skip
+ENV_ALLOWLIST_PREFIXES = ("LC_",)
+# Names --pass-env refuses: runner credentials and the runner's own plumbing.
+_NEVER_PASS = re.compile(r"^(GITHUB_.*|GH_.*|ACTIONS_.*|INPUT_.*|RUNNER_.*|CURSOR_CONFIG_DIR)$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+# -- known CLI failures ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    """A failure the CLI reports on stderr, with what to do about it."""
+
+    title: str
+    pattern: re.Pattern[str]
+    hint: str
+    transient: bool = False
+
+
+def _known(title: str, pattern: str, hint: str, transient: bool = False) -> KnownFailure:
+    return KnownFailure(title, re.compile(pattern, re.IGNORECASE), hint, transient)
+
+
+# First match wins: the free-plan message also names models, so it comes before unknown-model.
+KNOWN_FAILURES = (
+    _known(
+        "authentication failed",
+        r"authentication required|not authenticated|invalid api key|api key is invalid"
+        r"|unauthori[sz]ed",
+        "Create an API key in the Cursor dashboard (Integrations > User API Keys), store it as "
+        "a repository secret and pass it as the action's api-key input (the CLI gets it as "
+        "CURSOR_API_KEY).",
+    ),
+    _known(
+        "named models need a paid plan",
+        r"named models unavailable|free plans can only use auto",
+        "Leave the model input empty (Auto), or use an API key of an account on a paid plan.",
+    ),
+    _known(
+        "unknown model",
+        r"cannot use this model|unknown model|model not found|invalid model",
+        "Use one of the models the message lists (run 'cursor-agent models' locally), or leave "
+        "the model input empty for Auto.",
+    ),
+    _known(
+        "usage limit reached",
+        r"usage limit|spending limit|spend limit",
+        "Wait until the limit resets or raise it in the Cursor dashboard (Settings > Usage). "
+        "Not retried: retrying cannot help.",
+    ),
+    _known(
+        "workspace trust required",
+        r"workspace trust|trust th(is|e) workspace|pass --trust",
+        "Install a CLI version whose --help lists --trust (the action passes it then), or use "
+        "a permissions preset that allows writes (the action then passes --force, which implies "
+        "trust).",
+    ),
+    _known(
+        "rate limited",
+        r"rate.?limit|too many requests|\b429\b|resource.?exhausted",
+        "Cursor's API rate-limited the run and the retries ran out. Rerun later, or run fewer "
+        "agent jobs at once (a workflow-level concurrency group).",
+        transient=True,
+    ),
+    _known(
+        "Cursor API unavailable",
+        r"\[unavailable\]|service unavailable|temporarily unavailable|\b50[234]\b"
+        r"|ECONNRESET|ETIMEDOUT|ECONNREFUSED|ENOTFOUND|EAI_AGAIN",
+        "Cursor's API could not be reached and the retries ran out. Rerun the job later "
+        "(status: https://status.cursor.com); on self-hosted runners check the proxy settings.",
+        transient=True,
+    ),
+)
+
+
+def classify(stderr: str) -> KnownFailure | None:
+    """The known failure that ``stderr`` reports, if any."""
+    return next((known for known in KNOWN_FAILURES if known.pattern.search(stderr)), None)
+
+
+def _stderr_excerpt(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return one_line(" / ".join(lines[-3:]), 400) if lines else ""
+
+
+def explain_exit(ended: AgentExit, timeout_minutes: float) -> str:
+    """One paragraph on why a run without a ``result`` event failed, with a fix."""
+    if ended.ended_by == "timeout":
+        return (
+            f"The agent did not finish within {timeout_minutes:g} minutes and was stopped. "
+            "Fix: raise timeout-minutes or give the agent a smaller task."
+        )
+    if ended.ended_by == "cancelled":
+        return "The run was cancelled (the helper got SIGTERM/SIGINT) and the agent was stopped."
+    excerpt = _stderr_excerpt(ended.stderr)
+    said = f' It said: "{excerpt}".' if excerpt else " It printed nothing on stderr."
+    known = classify(ended.stderr)
+    if known is not None:
+        return f"cursor-agent failed: {known.title}.{said} Fix: {known.hint}"
+    code = ended.returncode
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        return (
+            f"cursor-agent was killed by {name} before it finished.{said} Fix: if nothing "
+            "else killed it, the runner may have run out of memory; try a larger runner."
+        )
+    if code == 0:
+        return (
+            "cursor-agent exited with code 0 but never sent its final result event, so the run "
+            f"did not finish.{said} Fix: some CLI builds do this when the workspace is not "
+            "trusted; install a CLI version that accepts --trust, and check the transcript."
+        )
+    return (
+        f"cursor-agent exited with code {code} without a final result event.{said} Fix: see "
+        "the stderr in the job summary and the transcript file."
+    )
+
+
+# -- options -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A validated ``run`` request."""
+
+    prompt: str
+    agent_bin: Path
+    workspace: Path
+    state_dir: Path  # private: CLI config dir, long prompts, result file
+    transcript: Path
+    policy: Policy
+    timeout_minutes: float = DEFAULT_TIMEOUT_MINUTES
+    model: str = ""
+    resume: str = ""
+    fail_on_error: bool = True
+    verbose: bool = False
+    max_retries: int = DEFAULT_MAX_RETRIES
+    retry_delay_s: float = DEFAULT_RETRY_DELAY_S
+    pass_env: tuple[str, ...] = field(default=())
+
+
+def _env(name: str, default: str = "") -> str:
+    return os.environ.get(f"CURSOR_AGENT_ACTION_{name}", "") or default
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--prompt", help="the task for the agent (env CURSOR_AGENT_ACTION_PROMPT)")
+    add("--prompt-file", help="read the task from this file (env CURSOR_AGENT_ACTION_PROMPT_FILE)")
+    add("--model", help="model name; empty: the CLI's default (Auto) (env ..._MODEL)")
+    add("--agent-bin", help="the CLI to run (default: cursor-agent, then agent, on PATH) "
+        "(env ..._AGENT_BIN)")
+    add("--working-directory", help="the workspace the agent works in (default: .) "
+        "(env ..._WORKING_DIRECTORY)")
+    add("--timeout-minutes", help=f"stop the agent after this long; decimals allowed "
+        f"(default {DEFAULT_TIMEOUT_MINUTES:g}) (env ..._TIMEOUT_MINUTES)")
+    add("--transcript", help="save the agent's stdout here (default: "
+        "$RUNNER_TEMP/cursor-agent-action/transcript.jsonl) (env ..._TRANSCRIPT)")
+    add("--preset", help=f"permissions preset: {', '.join(PRESETS)} (default {DEFAULT_PRESET}) "
+        "(env CURSOR_AGENT_ACTION_PERMISSIONS)")
+    add("--allow", action="append", metavar="TOKEN", help="extra allow token(s), repeatable; "
+        "newline-separated lists accepted (env ..._ALLOW)")
+    add("--deny", action="append", metavar="TOKEN", help="extra deny token(s), repeatable "
+        "(env ..._DENY)")
+    add("--resume", help="resume this chat session id (env ..._RESUME)")
+    add("--fail-on-error", action=argparse.BooleanOptionalAction, default=None,
+        help="exit 1 when the run does not succeed (default true) (env ..._FAIL_ON_ERROR)")
+    add("--verbose", action="store_true", default=None,
+        help="also log thinking and full tool output (env ..._VERBOSE)")
+    add("--max-retries", help=f"retries of a transient failure before any tool ran "
+        f"(default {DEFAULT_MAX_RETRIES}) (env ..._MAX_RETRIES)")
+    add("--retry-delay", help=f"seconds before the first retry, doubled each time "
+        f"(default {DEFAULT_RETRY_DELAY_S:g}) (env ..._RETRY_DELAY)")
+    add("--pass-env", action="append", metavar="NAME", help="also give the agent this "
+        "environment variable, repeatable; newline-separated lists accepted; GITHUB_*, GH_*, "
+        "ACTIONS_*, INPUT_* and RUNNER_* are refused (env ..._PASS_ENV)")
+
+
+def _bool(value: str, name: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise UsageError(f"{name} must be true or false, not {value!r}.",
+                     f"Set {name} to true or false.")
+
+
+def _number(value: str, name: str, *, integer: bool = False, minimum: float = 0.0) -> float:
+    try:
+        number = int(value) if integer else float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number >= minimum):
+        kind = "a whole number" if integer else "a number"
+        raise UsageError(f"{name} must be {kind} >= {minimum:g}, not {value!r}.",
+                         f"Pass {kind} such as {'2' if integer else '30 or 2.5'}.")
+    return number
+
+
+def _lines(values: Sequence[str] | None, env_name: str) -> list[str]:
+    texts = list(values) if values is not None else [_env(env_name)]
+    return [line.strip() for text in texts for line in text.splitlines() if line.strip()]
+
+
+def read_prompt(prompt: str | None, prompt_file: str | None) -> str:
+    """The prompt from ``--prompt`` or ``--prompt-file`` (exactly one), non-empty."""
+    if prompt and prompt_file:
+        raise UsageError("both a prompt and a prompt file were given.",
+                         "Pass either prompt or prompt-file, not both.")
+    if prompt_file:
+        try:
+            prompt = Path(prompt_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise UsageError(f"cannot read the prompt file {prompt_file}: {reason}.",
+                             "Check the path (relative to the job's working directory) and "
+                             "that the file is UTF-8 text.") from exc
+    if not prompt or not prompt.strip():
+        where = f"the prompt file {prompt_file} is empty" if prompt_file else "no prompt given"
+        raise UsageError(f"{where}.", "Pass the task as prompt (or --prompt) or as a file in "
+                         "prompt-file (or --prompt-file).")
+    if "\0" in prompt:
+        raise UsageError("the prompt contains a NUL character.", "Remove it from the prompt.")
+    return prompt
+
+
+def find_agent(requested: str) -> Path:
+    """The CLI binary: ``requested`` (a path or a name on PATH), else cursor-agent, else agent."""
+    candidates = [requested] if requested else ["cursor-agent", "agent"]
+    for name in candidates:
+        found = shutil.which(name)
+        if found:
+            return Path(found).absolute()
+    if requested and os.sep in requested and Path(requested).exists():
+        raise SetupError(f"the agent binary {requested} is not executable.",
+                         f"Run 'chmod +x {requested}' or point agent-bin at the CLI.")
+    raise SetupError(
+        f"the Cursor CLI was not found ({' or '.join(candidates)} on PATH).",
+        "Install it first (the action's install step, or 'cursor-agent-action install') or "
+        "pass its path as agent-bin (--agent-bin).",
+    )
+
+
+def _pass_env_names(values: Sequence[str] | None) -> tuple[str, ...]:
+    names = _lines(values, "PASS_ENV")
+    for name in names:
+        if not _ENV_NAME.match(name):
+            raise UsageError(f"pass-env: {name!r} is not an environment variable name.",
+                             "List one variable name per line.")
+        if _NEVER_PASS.match(name):
+            raise UsageError(f"pass-env: {name} may not be passed to the agent (runner "
+                             "credentials and plumbing never reach it).",
+                             "Remove it; the action's own steps do the GitHub work.")
+    return tuple(names)
+
+
+def default_state_dir(environ: Mapping[str, str]) -> Path:
+    return Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()) / "cursor-agent-action"
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    """Validate the command line (flags win over ``CURSOR_AGENT_ACTION_*`` env vars)."""
+    prompt = read_prompt(args.prompt or _env("PROMPT") or None,
+                         args.prompt_file or _env("PROMPT_FILE") or None)
+    workspace = Path(args.working_directory or _env("WORKING_DIRECTORY", ".")).absolute()
+    if not workspace.is_dir():
+        raise SetupError(f"the working directory {workspace} does not exist or is not a "
+                         "directory.", "Check working-directory; it is relative to the job's "
+                         "working directory (usually the checked-out repository).")
+    policy = build_policy((args.preset or _env("PERMISSIONS", DEFAULT_PRESET)).strip(),
+                          parse_tokens(_lines(args.allow, "ALLOW")),
+                          parse_tokens(_lines(args.deny, "DENY")))
+    fail = args.fail_on_error
+    verbose = args.verbose or _bool(_env("VERBOSE", "false"), "CURSOR_AGENT_ACTION_VERBOSE")
+    state_dir = default_state_dir(os.environ)
+    transcript = args.transcript or _env("TRANSCRIPT")
+    timeout = _number(args.timeout_minutes or _env("TIMEOUT_MINUTES", "30"), "timeout-minutes")
+    if timeout <= 0:
+        raise UsageError("timeout-minutes must be more than 0.", "Pass e.g. 30 or 2.5.")
+    return RunOptions(
+        prompt=prompt,
+        agent_bin=find_agent(args.agent_bin or _env("AGENT_BIN")),
+        workspace=workspace,
+        state_dir=state_dir,
+        transcript=Path(transcript).absolute() if transcript else state_dir / "transcript.jsonl",
+        policy=policy,
+        timeout_minutes=timeout,
+        model=(args.model or _env("MODEL")).strip(),
+        resume=(args.resume or _env("RESUME")).strip(),
+        fail_on_error=fail if fail is not None else _bool(_env("FAIL_ON_ERROR", "true"),
+                                                          "fail-on-error"),
+        verbose=verbose,
+        max_retries=int(_number(args.max_retries or _env("MAX_RETRIES", "2"), "max-retries",
+                                integer=True)),
+        retry_delay_s=_number(args.retry_delay or _env("RETRY_DELAY", "10"), "retry-delay"),
+        pass_env=_pass_env_names(args.pass_env),
+    )
+
+
+# -- the agent's environment and command line --------------------------------------------------
+
+
+def agent_environment(
+    environ: Mapping[str, str], config_dir: Path, pass_env: Sequence[str] = ()
+) -> dict[str, str]:
+    """The allowlisted environment the agent runs with."""
+    env = {
+        name: value
+        for name, value in environ.items()
+        if name in ENV_ALLOWLIST or name.startswith(ENV_ALLOWLIST_PREFIXES) or name in pass_env
+    }
+    env.setdefault("PATH", os.defpath)
+    # --model rewrites the CLI's global config; keep that out of the user's home.
+    env["CURSOR_CONFIG_DIR"] = str(config_dir)
+    return env
+
+
+def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:
+    """Whether this CLI build lists ``--trust`` in its ``--help`` (some builds reject it)."""
+    try:
+        proc = subprocess.Popen(
+            [str(agent), "--help"], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    except OSError as exc:
+        raise SetupError(f"cannot run the Cursor CLI at {agent}: {exc.strerror or exc}.",
+                         "Check that agent-bin points at an executable cursor-agent.") from exc
+    with proc:
+        try:
+            output, _ = proc.communicate(timeout=HELP_PROBE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            output = b""
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    return re.search(rb"(^|\s)--trust\b", output) is not None
+
+
+def build_argv(options: RunOptions, prompt_arg: str, *, trust: bool) -> list[str]:
+    argv = [str(options.agent_bin), "-p", "--output-format", "stream-json"]
+    if options.policy.allows_writes:
+        argv.append("--force")
+    if options.model:
+        argv += ["--model", options.model]
+    if options.resume:
+        argv += ["--resume", options.resume]
+    if trust:
+        argv.append("--trust")
+    return [*argv, "--", prompt_arg]
+
+
+def prompt_argument(prompt: str, state_dir: Path) -> str:
+    """The prompt itself, or for a long one an instruction to read the file it was saved to."""
+    if len(prompt.encode("utf-8")) <= PROMPT_ARG_LIMIT:
+        return prompt
+    path = state_dir / "prompt.md"
+    path.write_text(prompt, encoding="utf-8")
+    return (
+        f"Your task is in the file {path} (it was too long for the command line). Read that "
+        "whole file first and follow its instructions exactly."
+    )
+
+
+# -- files changed: cross-check with git --------------------------------------------------------
+
+
+def _git(workspace: Path, *args: str) -> bytes | None:
+    try:
+        done = subprocess.run(["git", *args], cwd=workspace, capture_output=True, timeout=60,
+                              check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def git_snapshot(workspace: Path) -> dict[str, str] | None:
+    """Status and content hash of every changed or untracked file, by workspace-relative path;
+    None outside a git work tree."""
+    prefix = _git(workspace, "rev-parse", "--show-prefix")
+    status = _git(workspace, "status", "--porcelain=v1", "-z", "--untracked-files=all",
+                  "--no-renames", "--", ".")
+    if prefix is None or status is None:
+        return None
+    cut = len(prefix.decode().strip())
+    snapshot: dict[str, str] = {}
+    for entry in status.decode("utf-8", "surrogateescape").split("\0"):
+        if len(entry) < 4:
+            continue
+        path = entry[3:][cut:]  # porcelain paths are relative to the repository root
+        try:
+            digest = hashlib.sha256((workspace / path).read_bytes()).hexdigest()
+        except OSError:
+            digest = "-"
+        snapshot[path] = f"{entry[:2]} {digest}"
+    return snapshot
+
+
+def _listing(paths: Sequence[str], limit: int = 20) -> str:
+    shown = ", ".join(sorted(paths)[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def cross_check_files(
+    record: RunRecord, before: dict[str, str], after: dict[str, str], ignore: set[str]
+) -> None:
+    """Add what git saw changing to ``files_changed`` and note any mismatch with the tools."""
+    changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)} - ignore
+    reported = set(record.files_changed)
+    inside = {path for path in reported if not path.startswith("/")}
+    by_shell = sorted(changed - reported)
+    unseen = sorted(inside - changed)
+    record.files_changed = sorted(reported | changed)
+    if by_shell:
+        record.notes.append(
+            f"{len(by_shell)} file(s) changed in the working tree without a write tool "
+            f"(e.g. through the shell): {_listing(by_shell)}."
+        )
+    if unseen:
+        record.notes.append(
+            f"{len(unseen)} file(s) reported written by a tool show no change in the working "
+            f"tree (same content, reverted, or ignored by .gitignore): {_listing(unseen)}."
+        )
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def _attempt(
+    options: RunOptions, runner: Runner, argv: Sequence[str], env: Mapping[str, str],
+    stop: threading.Event,
+) -> tuple[RunRecord, AgentExit, bool]:
+    processor = StreamProcessor(runner, verbose=options.verbose)
+    with PolicyGuard(options.workspace, options.policy) as guard:
+        try:
+            ended = run_agent_process(
+                argv, cwd=options.workspace, env=env, sink=processor, runner=runner,
+                transcript=options.transcript, timeout_s=options.timeout_minutes * 60,
+                stop=stop,
+            )
+        except OSError as exc:
+            raise SetupError(f"cannot start the Cursor CLI at {options.agent_bin}: "
+                             f"{exc.strerror or exc}.",
+                             "Check that agent-bin points at an executable cursor-agent.") from exc
+    return processor.close(), ended, guard.tampered
+
+
+def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunOptions) -> None:
+    record.stderr = ended.stderr
+    record.exit_code = ended.returncode
+    record.transcript_file = str(options.transcript)
+    if ended.ended_by in ("timeout", "cancelled"):
+        record.conclusion = ended.ended_by
+        record.failure_reason = explain_exit(ended, options.timeout_minutes)
+    elif not record.has_result:
+        record.conclusion = "failure"
+        record.failure_reason = explain_exit(ended, options.timeout_minutes)
+    if tampered:
+        record.conclusion = "failure" if record.conclusion == "success" else record.conclusion
+        message = (
+            ".cursor/cli.json was changed during the run, so the agent may have widened its own "
+            "permissions; the workspace's original file has been restored. Fix: review the "
+            "agent's changes; keep .cursor/** denied (it is in every preset's floor)."
+        )
+        record.failure_reason = " ".join(filter(None, [message, record.failure_reason]))
+        record.notes.append(message)
+
+
+def execute(
+    options: RunOptions, runner: Runner, environ: Mapping[str, str], stop: threading.Event
+) -> RunRecord:
+    """Run the agent (with retries), then write the summary, outputs and annotation."""
+    options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    config_dir = options.state_dir / "cli-config"
+    config_dir.mkdir(exist_ok=True, mode=0o700)
+    env = agent_environment(environ, config_dir, options.pass_env)
+    if not env.get("CURSOR_API_KEY"):
+        runner.warning("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless it "
+                       "is logged in. Pass the api-key input.", title="no API key")
+    trust = accepts_trust(options.agent_bin, env, options.workspace)
+    argv = build_argv(options, prompt_argument(options.prompt, options.state_dir), trust=trust)
+    runner.log(
+        f"Running {' '.join(argv[:-1])} <prompt: {len(options.prompt)} characters> in "
+        f"{options.workspace} with the {options.policy.preset} policy "
+        f"(writes {'allowed' if options.policy.allows_writes else 'denied'}), timeout "
+        f"{options.timeout_minutes:g} min."
+    )
+    before = git_snapshot(options.workspace)
+    attempts = options.max_retries + 1
+    for attempt in range(1, attempts + 1):
+        record, ended, tampered = _attempt(options, runner, argv, env, stop)
+        known = classify(ended.stderr)
+        retry = (
+            attempt < attempts and ended.ended_by == "exit" and not record.has_result
+            and not record.tool_calls and not tampered and known is not None and known.transient
+        )
+        if not retry:
+            break
+        delay = min(options.retry_delay_s * 2 ** (attempt - 1), MAX_RETRY_DELAY_S)
+        runner.warning(f"cursor-agent failed before any tool ran: {known.title if known else ''}"
+                       f" ({_stderr_excerpt(ended.stderr)}). Retrying in {delay:g} s "
+                       f"(attempt {attempt + 1} of {attempts}).", title="transient failure")
+        runner.flush()
+        if stop.wait(delay):
+            ended = AgentExit("cancelled", ended.returncode, ended.stderr, ended.pgid)
+            break
+    _conclude(record, ended, tampered, options)
+    if ended.stderr.strip():
+        with runner.group("cursor-agent stderr"):
+            runner.untrusted(ended.stderr)
+    after = git_snapshot(options.workspace)
+    if before is not None and after is not None:
+        ignore = {
+            os.path.relpath(path, options.workspace)
+            for path in (options.transcript, options.state_dir / "prompt.md")
+            if path.is_relative_to(options.workspace)
+        }
+        cross_check_files(record, before, after, ignore)
+    report(record, runner, result_dir=options.state_dir,
+           extra_outputs={"transcript-file": str(options.transcript)})
+    return record
+
+
+def command(args: argparse.Namespace, runner: Runner) -> int:
+    options = options_from_args(args)
+    with stop_on_signals() as stop:
+        record = execute(options, runner, os.environ, stop)
+    return 0 if record.conclusion == "success" or not options.fail_on_error else 1
