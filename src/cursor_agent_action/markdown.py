@@ -1,0 +1,85 @@
+"""Markdown building blocks that keep agent-authored text inert in a job summary or comment.
+
+GitHub renders summaries and comments as GitHub Flavored Markdown with some HTML allowed
+(https://github.github.com/gfm/). Text from the agent or the CLI must never become a heading,
+link, image, HTML element or comment there, so it goes into one of three containers:
+
+- :func:`fence`: a fenced code block whose fence is longer than any backtick run inside;
+- :func:`code_cell`: a code span for a table cell (``|`` escaped, newlines shown as ``⏎``);
+- :func:`inline`: prose with every Markdown/HTML meta character escaped and autolinks broken.
+"""
+
+from __future__ import annotations
+
+import re
+
+_BACKTICKS = re.compile(r"`+")
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+# CommonMark lets any ASCII punctuation be backslash-escaped; these are the ones with meaning.
+_MD_META = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+# GFM's autolink extension links bare URLs, www. hosts and e-mail addresses
+# (https://github.github.com/gfm/#autolinks-extension-); a zero-width space defeats it.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+_ZWSP = "\u200b"
+NEWLINE_MARK = "⏎"
+
+
+def html_escape(text: str) -> str:
+    """Escape ``&``, ``<``, ``>`` and quotes for HTML text or attribute values."""
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#39;")
+    )
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+
+
+def fence(text: str, info: str = "text") -> str:
+    """A fenced code block that ``text`` cannot close, followed by a newline."""
+    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
+    body = text if text.endswith("\n") or not text else text + "\n"
+    return f"{ticks}{info}\n{body}{ticks}\n"
+
+
+def shorten(text: str, limit: int) -> str:
+    """Cut ``text`` to at most ``limit`` characters, marking the cut with an ellipsis."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def code_cell(text: str, limit: int = 200) -> str:
+    """A table cell showing ``text`` verbatim as a code span (empty text gives an empty cell).
+
+    Inside a code span nothing renders as Markdown or HTML; the span's backtick string is
+    longer than any run inside, newlines become ``⏎`` and ``|`` is escaped because GFM splits
+    table rows on it even inside code spans.
+    """
+    flat = shorten(_NEWLINES.sub(NEWLINE_MARK, text), limit)
+    if not flat:
+        return ""
+    ticks = "`" * (_longest_backtick_run(flat) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") or flat.strip(" ") == "" else ""
+    return f"{ticks}{pad}{flat}{pad}{ticks}".replace("|", "\\|")
+
+
+def inline(text: str, limit: int = 500) -> str:
+    """One line of prose that renders as the characters of ``text`` (plus zero-width spaces)."""
+    flat = shorten(" ".join(text.split()), limit)
+    broken = _AUTOLINK.sub(_ZWSP, flat)
+    escaped = _MD_META.sub(r"\\\1", broken)
+    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def cut_utf8(text: str, max_bytes: int) -> str:
+    """The longest prefix of ``text`` that fits in ``max_bytes`` UTF-8 bytes."""
+    if len(text) * 4 <= max_bytes:  # cheap exit: cannot be too long
+        return text
+    return text.encode("utf-8")[: max(0, max_bytes)].decode("utf-8", "ignore")

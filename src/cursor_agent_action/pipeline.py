@@ -1,0 +1,191 @@
+"""The stream engine: bytes -> events -> run record -> live log, job summary, step outputs.
+
+``run`` feeds the CLI's stdout to a :class:`StreamProcessor` as it arrives; ``summarize`` and
+``load_record`` push a saved transcript through the same code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from cursor_agent_action.aggregate import Aggregator, RunRecord
+from cursor_agent_action.errors import UsageError
+from cursor_agent_action.events import parse_line
+from cursor_agent_action.framing import CHUNK_SIZE, Line, LineSplitter, is_blank
+from cursor_agent_action.logrender import LogRenderer
+from cursor_agent_action.markdown import cut_utf8, utf8_len
+from cursor_agent_action.runner_io import Runner, one_line
+from cursor_agent_action.summary import render_summary
+
+RESULT_OUTPUT_LIMIT = 64 * 1024
+"""Bytes of ``result``/``final-message`` kept in the step outputs (GitHub allows 1 MB per job:
+https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/passing-information-between-jobs)."""
+
+
+class StreamProcessor:
+    """Incremental processor for a live stream; ``runner=None`` processes silently."""
+
+    def __init__(self, runner: Runner | None, *, verbose: bool = False) -> None:
+        self.runner = runner
+        self._renderer = LogRenderer(runner, verbose=verbose) if runner else None
+        self._aggregator = Aggregator(self._renderer)
+        self._splitter = LineSplitter()
+        self._line_no = 0
+        self._record: RunRecord | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        """Process any bytes; complete lines are rendered at once, then the log is flushed."""
+        self._lines(self._splitter.feed(chunk))
+        if self.runner:
+            self.runner.flush()
+
+    def _lines(self, lines: list[Line]) -> None:
+        apply = self._aggregator.apply
+        line_no = self._line_no
+        for line in lines:
+            line_no += 1
+            if not is_blank(line):
+                apply(parse_line(line), line_no)
+        self._line_no = line_no
+
+    @property
+    def finished(self) -> bool:
+        """A terminal ``result`` event was seen: the run is over even if the CLI lingers."""
+        return self._aggregator.finished
+
+    def close(self) -> RunRecord:
+        """Process the last partial line and compute the conclusion (idempotent)."""
+        if self._record is None:
+            self._lines(self._splitter.close())
+            self._record = self._aggregator.finish()
+            if self._renderer:
+                self._renderer.close(self._record)
+            if self.runner:
+                self.runner.flush()
+        return self._record
+
+
+@contextlib.contextmanager
+def open_transcript(path: Path) -> Iterator[BinaryIO]:
+    """Open a saved transcript (``-`` is stdin), turning OS errors into usage errors."""
+    if str(path) == "-":
+        yield sys.stdin.buffer
+        return
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise UsageError(
+            f"transcript {path} does not exist.",
+            "pass the path of a file saved from 'cursor-agent --output-format stream-json', "
+            "or - to read standard input.",
+        ) from None
+    except IsADirectoryError:
+        raise UsageError(f"transcript {path} is a directory.", "pass a file.") from None
+    except OSError as exc:
+        raise UsageError(
+            f"transcript {path} cannot be read: {exc.strerror or exc}.",
+            "check the path and its permissions.",
+        ) from None
+    with handle:
+        yield handle
+
+
+def process_stream(source: BinaryIO, runner: Runner | None, *, verbose: bool = False) -> RunRecord:
+    """Read ``source`` to its end through a :class:`StreamProcessor`.
+
+    A read error ends the stream early; everything read before it is kept and the error
+    becomes a note on the record.
+    """
+    processor = StreamProcessor(runner, verbose=verbose)
+    read = getattr(source, "read1", source.read)
+    error = ""
+    try:
+        while chunk := read(CHUNK_SIZE):
+            processor.feed(chunk)
+    except OSError as exc:
+        error = f"Reading the transcript failed ({exc.strerror or exc}); the report covers "
+        error += "only what was read before."
+    record = processor.close()
+    if error:
+        record.notes.append(error)
+    return record
+
+
+def cap_text(text: str, limit: int = RESULT_OUTPUT_LIMIT, *, where: str = "result-file") -> str:
+    """``text`` cut to ``limit`` UTF-8 bytes with a visible marker saying where the rest is."""
+    total = utf8_len(text)
+    if total <= limit:
+        return text
+    marker = (
+        f"\n\n[… truncated by cursor-agent-action: {total:,} bytes in total, the first "
+        f"{{kept:,}} shown; the whole text is in the file named by the {where} output]"
+    )
+    head = cut_utf8(text, limit - utf8_len(marker.format(kept=limit)))
+    return head + marker.format(kept=utf8_len(head))
+
+
+def _int_output(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def _write_result_file(text: str, result_dir: Path) -> Path:
+    result_dir.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix="result-", suffix=".md", dir=result_dir)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    return Path(name)
+
+
+def record_outputs(record: RunRecord, result_file: str) -> dict[str, str]:
+    """The step outputs of a record (values not yet redacted: Runner.set_outputs does it)."""
+    return {
+        "conclusion": record.conclusion,
+        "result": cap_text(record.result_text),
+        "result-file": result_file,
+        "final-message": cap_text(record.final_message),
+        "session-id": record.session_id,
+        "request-id": record.request_id,
+        "model": record.model,
+        "duration-ms": _int_output(record.duration_ms),
+        "input-tokens": _int_output(record.input_tokens),
+        "output-tokens": _int_output(record.output_tokens),
+        "cache-read-tokens": _int_output(record.cache_read_tokens),
+        "cache-write-tokens": _int_output(record.cache_write_tokens),
+        "tool-calls": str(len(record.tool_calls)),
+        "failed-tool-calls": str(len(record.failed_tool_calls)),
+        "permission-denials": str(len(record.permission_denials)),
+        "files-changed": orjson.dumps(record.files_changed).decode(),
+    }
+
+
+def report(
+    record: RunRecord,
+    runner: Runner,
+    *,
+    result_dir: Path,
+    extra_outputs: Mapping[str, str] | None = None,
+) -> None:
+    """Write the result file, every step output, the job summary and, on failure, ::error::."""
+    result_file = ""
+    try:
+        result_file = str(_write_result_file(runner.redact(record.result_text), result_dir))
+    except OSError as exc:
+        record.notes.append(
+            f"The result file could not be written in {result_dir} ({exc.strerror or exc}); "
+            "the result output still holds the (capped) text."
+        )
+    runner.set_outputs({**record_outputs(record, result_file), **(extra_outputs or {})})
+    runner.append_summary(render_summary(record, budget_bytes=runner.summary_budget()))
+    if record.conclusion != "success":
+        reason = record.failure_reason or f"the run ended with conclusion {record.conclusion}"
+        runner.error(one_line(reason, 1000), title=f"cursor-agent: {record.conclusion}")
+    with contextlib.suppress(OSError, ValueError):
+        runner.flush()

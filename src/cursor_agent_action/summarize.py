@@ -1,0 +1,64 @@
+"""``cursor-agent-action summarize TRANSCRIPT``: the live run's report from a saved transcript.
+
+Same code path as ``run``: the transcript goes through :class:`~.pipeline.StreamProcessor`, the
+log goes to stdout, the job summary and step outputs to the runner's files. Exit 0 when the
+conclusion is ``success``, 1 otherwise, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from cursor_agent_action.errors import EXIT_OK, EXIT_RUN_FAILED
+from cursor_agent_action.pipeline import open_transcript, process_stream, report
+from cursor_agent_action.runner_io import Runner
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def default_result_dir() -> Path:
+    """``$RUNNER_TEMP/cursor-agent-action`` on a runner, a fresh temporary directory elsewhere."""
+    runner_temp = os.environ.get("RUNNER_TEMP")
+    if runner_temp:
+        return Path(runner_temp) / "cursor-agent-action"
+    return Path(tempfile.mkdtemp(prefix="cursor-agent-action-"))
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "transcript",
+        metavar="TRANSCRIPT",
+        help="stream-json transcript saved from 'cursor-agent --output-format stream-json' "
+        "(- reads standard input)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=os.environ.get("CURSOR_AGENT_ACTION_VERBOSE", "").strip().lower() in _TRUE,
+        help="print every tool call's full output in the log "
+        "(env CURSOR_AGENT_ACTION_VERBOSE=true)",
+    )
+    parser.add_argument(
+        "--result-dir",
+        type=Path,
+        default=None,
+        help="directory for the result-file output (env CURSOR_AGENT_ACTION_RESULT_DIR; "
+        "default $RUNNER_TEMP/cursor-agent-action, or a new temporary directory)",
+    )
+
+
+def command(args: argparse.Namespace, runner: Runner) -> int:
+    path = Path(args.transcript)
+    result_dir = args.result_dir
+    if result_dir is None:
+        env_dir = os.environ.get("CURSOR_AGENT_ACTION_RESULT_DIR")
+        result_dir = Path(env_dir) if env_dir else default_result_dir()
+    with open_transcript(path) as source:
+        record = process_stream(source, runner, verbose=args.verbose)
+    if args.transcript != "-":
+        record.transcript_file = str(path)
+    report(record, runner, result_dir=result_dir)
+    return EXIT_OK if record.conclusion == "success" else EXIT_RUN_FAILED

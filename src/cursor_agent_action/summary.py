@@ -1,0 +1,311 @@
+"""The job summary a reviewer reads in ten seconds, and a compact form for PRs and comments.
+
+Everything from the agent or the CLI goes through :mod:`cursor_agent_action.markdown` (fences,
+code-span cells, escaped prose). The summary is built section by section within a byte budget:
+a section that does not fit is cut with a visible note saying what was left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from cursor_agent_action.aggregate import RunRecord, ToolCallRecord
+from cursor_agent_action.logrender import describe_outcome, format_duration
+from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
+
+ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫"}
+STDERR_TAIL_BYTES = 8 * 1024
+FINAL_MESSAGE_SHARE = 0.4  # of the whole budget, so the tables still get room
+COLLAPSE_ROWS = 25  # tables longer than this are folded into <details>
+_NOTE_RESERVE = 200  # bytes kept free in a section for its truncation note
+
+
+def _number(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _headline(record: RunRecord) -> str:
+    icon = ICONS.get(record.conclusion, "❔")
+    facts = [f"**Model:** {inline(record.model, 80) or 'unknown'}"]
+    if record.duration_ms is not None:
+        facts.append(f"**Duration:** {format_duration(record.duration_ms)}")
+    if record.input_tokens is not None or record.output_tokens is not None:
+        facts.append(
+            f"**Tokens:** {_number(record.input_tokens)} in · {_number(record.output_tokens)} "
+            f"out · {_number(record.cache_read_tokens)} cache read · "
+            f"{_number(record.cache_write_tokens)} cache write"
+        )
+    calls = record.tool_calls
+    facts.append(
+        f"**Tool calls:** {len(calls)} ({len(record.failed_tool_calls)} failed, "
+        f"{len(record.permission_denials)} denied)"
+    )
+    facts.append(f"**Files changed:** {len(record.files_changed)}")
+    if record.exit_code is not None:
+        facts.append(f"**CLI exit code:** {record.exit_code}")
+    ids = [f"**Session:** {code_cell(record.session_id, 80)}"] if record.session_id else []
+    if record.request_id:
+        ids.append(f"**Request:** {code_cell(record.request_id, 80)}")
+    lines = [f"## {icon} Cursor agent: {inline(record.conclusion, 40)}", "", " · ".join(facts)]
+    if ids:
+        lines += ["", " · ".join(ids)]
+    return "\n".join(lines) + "\n\n"
+
+
+def _problems(record: RunRecord) -> str:
+    lines: list[str] = []
+    if record.conclusion != "success":
+        reason = record.failure_reason or f"The run ended with conclusion {record.conclusion}."
+        lines += ["> [!CAUTION]", f"> {inline(reason, 1000)}"]
+    if record.notes:
+        if lines:
+            lines.append(">")
+        else:
+            lines.append("> [!WARNING]")
+        lines += [f"> - {inline(note, 1000)}" for note in record.notes]
+    return "\n".join(lines) + "\n\n" if lines else ""
+
+
+def _fenced(title: str, text: str, budget: int, rest: str) -> str:
+    """A heading and ``text`` in a fence, cut to ``budget`` bytes with a note."""
+    head = f"### {title}\n\n"
+    whole = head + fence(text) + "\n"
+    if utf8_len(whole) <= budget:
+        return whole
+    room = budget - utf8_len(head) - _NOTE_RESERVE - (utf8_len(whole) - utf8_len(text))
+    if room <= 0:
+        return _left_out(title, budget)
+    shown = cut_utf8(text, room)
+    note = (
+        f"*Cut to fit the summary size limit: {utf8_len(shown):,} of {utf8_len(text):,} bytes "
+        f"shown; {rest}.*\n\n"
+    )
+    return head + fence(shown) + "\n" + note
+
+
+def _left_out(title: str, budget: int) -> str:
+    note = f"*{title}: left out to stay under the summary size limit.*\n\n"
+    return note if utf8_len(note) <= budget else ""
+
+
+def _table(
+    title: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    budget: int,
+    *,
+    what: str,
+) -> str:
+    """A Markdown table (folded when long), cut row by row to ``budget`` bytes with a note."""
+    if not rows:
+        return ""
+    head = f"### {title}\n\n"
+    folded = len(rows) > COLLAPSE_ROWS
+    if folded:
+        head += f"<details><summary>Show all {len(rows)} {what}</summary>\n\n"
+    head += "| " + " | ".join(headers) + " |\n|" + "---|" * len(headers) + "\n"
+    tail = "\n</details>\n\n" if folded else "\n"
+    used = utf8_len(head) + utf8_len(tail) + _NOTE_RESERVE
+    if used > budget:
+        return _left_out(title, budget)
+    body: list[str] = []
+    for row in rows:
+        line = "| " + " | ".join(row) + " |\n"
+        size = utf8_len(line)
+        if used + size > budget:
+            break
+        body.append(line)
+        used += size
+    note = ""
+    if len(body) < len(rows):
+        note = (
+            f"\n*{len(rows) - len(body):,} more {what} not shown (summary size limit); the "
+            "transcript has all of them.*\n"
+        )
+    return head + "".join(body) + note + tail
+
+
+def _call_row(number: int, call: ToolCallRecord) -> list[str]:
+    return [
+        str(number),
+        code_cell(call.kind, 40),
+        code_cell(call.target, 120),
+        code_cell(describe_outcome(call), 60),
+        format_duration(call.duration_ms),
+    ]
+
+
+def _files(record: RunRecord, budget: int) -> str:
+    rows = [[code_cell(path, 300)] for path in record.files_changed]
+    return (
+        _table(f"Files changed ({len(rows)})", ["Path"], rows, budget, what="files") if rows else ""
+    )
+
+
+def _detail_table(
+    title: str, calls: Sequence[ToolCallRecord], budget: int, *, detail: str, what: str
+) -> str:
+    rows = [
+        [code_cell(c.kind, 40), code_cell(c.target, 160), code_cell(describe_outcome(c), 60),
+         code_cell(c.detail, 300)]
+        for c in calls
+    ]  # fmt: skip
+    headers = ["Kind", "Target", "Outcome", detail]
+    return _table(f"{title} ({len(rows)})", headers, rows, budget, what=what)
+
+
+def _denials(record: RunRecord, budget: int) -> str:
+    calls = record.permission_denials
+    return _detail_table("Permission denials", calls, budget, detail="Reason", what="denials")
+
+
+def _errors(record: RunRecord, budget: int) -> str:
+    parts: list[str] = []
+    failed = [c for c in record.failed_tool_calls if not c.denied]
+    table = _detail_table("Failed tool calls", failed, budget, detail="Detail", what="calls")
+    parts.append(table)
+    budget -= utf8_len(table)
+    pending = len(record.pending_tool_calls)
+    lines = []
+    if pending:
+        lines.append(f"- {pending} tool call(s) started but never completed.")
+    if record.malformed_lines:
+        lines.append(
+            f"- {record.malformed_lines:,} line(s) of the stream were not JSON events and were "
+            "skipped (the log shows the first few)."
+        )
+    if lines:
+        text = "\n".join(lines) + "\n\n"
+        if utf8_len(text) <= budget:
+            parts.append(text)
+            budget -= utf8_len(text)
+    if record.stderr:
+        tail = record.stderr[-STDERR_TAIL_BYTES:]
+        parts.append(_fenced("CLI stderr (last lines)", tail, budget, "the log has all of it"))
+    return "".join(parts)
+
+
+def _shell(record: RunRecord, budget: int) -> str:
+    rows = [
+        [code_cell(c.target, 200), _number(c.exit_code), code_cell(c.outcome, 40),
+         format_duration(c.duration_ms)]
+        for c in record.tool_calls if c.kind == "shell"
+    ]  # fmt: skip
+    return _table(
+        f"Shell commands ({len(rows)})",
+        ["Command", "Exit", "Outcome", "Duration"],
+        rows,
+        budget,
+        what="commands",
+    )
+
+
+def _tool_calls(record: RunRecord, budget: int) -> str:
+    rows = [_call_row(i, call) for i, call in enumerate(record.tool_calls, 1)]
+    return _table(
+        f"Tool calls ({len(rows)})",
+        ["#", "Kind", "Target", "Outcome", "Duration"],
+        rows,
+        budget,
+        what="tool calls",
+    )
+
+
+def _footer(record: RunRecord) -> str:
+    if record.transcript_file:
+        return f"Full transcript: {code_cell(record.transcript_file, 500)}\n"
+    return "The raw transcript was not saved by this step.\n"
+
+
+def render_summary(record: RunRecord, *, budget_bytes: int) -> str:
+    """The job summary, never longer than ``budget_bytes`` UTF-8 bytes."""
+    footer = _footer(record)
+    remaining = budget_bytes - utf8_len(footer)
+    if remaining <= 0:
+        return ""
+    out: list[str] = []
+
+    def add(text: str) -> None:
+        nonlocal remaining
+        if utf8_len(text) <= remaining:
+            out.append(text)
+            remaining -= utf8_len(text)
+
+    add(_headline(record))
+    add(_problems(record))
+    if record.final_message:
+        share = min(remaining, int(budget_bytes * FINAL_MESSAGE_SHARE))
+        add(
+            _fenced(
+                "Final message",
+                record.final_message,
+                share,
+                "the result-file output and the transcript have all of it",
+            )
+        )
+    else:
+        add("*The agent wrote no final message.*\n\n")
+    sections: list[Callable[[RunRecord, int], str]] = [
+        _files, _denials, _errors, _shell, _tool_calls,
+    ]  # fmt: skip
+    for section in sections:
+        add(section(record, remaining))
+    out.append(footer)
+    return "".join(out)
+
+
+def _safe_link(label: str, url: str) -> str:
+    if not url.startswith(("https://", "http://")) or any(c in url for c in " <>()\n\r\t"):
+        return ""
+    return f"[{inline(label, 60)}](<{url}>)"
+
+
+def render_compact(
+    record: RunRecord, *, max_chars: int = 60000, links: Mapping[str, str] | None = None
+) -> str:
+    """Short Markdown for PR bodies and sticky comments, never over ``max_chars`` characters.
+
+    Not redacted here: callers pass it through ``Runner.redact`` like everything they write.
+    """
+    icon = ICONS.get(record.conclusion, "❔")
+    facts = [f"{icon} **Cursor agent: {inline(record.conclusion, 40)}**"]
+    if record.model:
+        facts.append(f"model {inline(record.model, 80)}")
+    if record.duration_ms is not None:
+        facts.append(format_duration(record.duration_ms))
+    facts.append(
+        f"{len(record.tool_calls)} tool calls ({len(record.failed_tool_calls)} failed, "
+        f"{len(record.permission_denials)} denied)"
+    )
+    facts += [link for label, url in (links or {}).items() if (link := _safe_link(label, url))]
+    head = " · ".join(facts) + "\n\n"
+    if record.conclusion != "success" and record.failure_reason:
+        head += f"> {inline(record.failure_reason, 600)}\n\n"
+    files = ""
+    if record.files_changed:
+        listed = ", ".join(code_cell(p, 200) for p in record.files_changed[:50])
+        more = len(record.files_changed) - 50
+        files = f"**Files changed ({len(record.files_changed)}):** {listed}"
+        files += f" and {more} more\n" if more > 0 else "\n"
+    room = max_chars - len(head) - len(files) - 200
+    message = ""
+    if record.final_message and room > 0:
+        text = record.final_message
+        message = fence(text) + "\n"
+        if len(message) > room:
+            text = text[: max(0, room - (len(message) - len(text)))]
+            message = fence(text) + "\n*(final message cut to fit)*\n\n"
+    compact = head + message + files
+    return compact if len(compact) <= max_chars else compact[:max_chars]
+
+
+def load_record(path: Path) -> RunRecord:
+    """Parse a saved transcript silently (no log) into a record."""
+    # Imported here: pipeline imports this module for render_summary.
+    from cursor_agent_action.pipeline import open_transcript, process_stream  # noqa: PLC0415
+
+    with open_transcript(path) as source:
+        record = process_stream(source, None)
+    record.transcript_file = str(path)
+    return record
