@@ -343,10 +343,18 @@ def rate_limit_error(doing: str, exc: RateLimitWaitTooLong) -> GitHubError:
 class GitHub:
     """A PyGithub client for one repository; :meth:`call` wraps every request."""
 
-    def __init__(self, ctx: Context, token: str, *, retrier: Retrier | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        token: str,
+        *,
+        log: Callable[[str], None],
+        retrier: Retrier | None = None,
+    ) -> None:
         self.ctx = ctx
         self.token = token
         self.retrier = retrier or Retrier()
+        self.retrier.log = log
         # retry=None: PyGithub's own retry sleeps with no bound we control; ours is in call().
         # No write spacing: these commands make a handful of writes, and call() handles a
         # secondary rate limit if one comes.

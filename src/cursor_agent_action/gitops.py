@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cursor_agent_action.errors import GitHubError
+from cursor_agent_action.permissions import glob_to_regex
 
 TRAILER = "Cursor-Agent-Action-Run"
 """Commit trailer marking the commits publish makes; only such a branch tip is overwritten."""
@@ -94,35 +95,16 @@ def changed_paths(repo: Path) -> list[str]:
     return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob as a regex: ``**`` spans directories, ``*`` and ``?`` stay inside one;
-    a trailing ``/`` or a plain directory name also covers everything under it."""
+def protected_regex(pattern: str) -> re.Pattern[str]:
+    """A protected-paths glob (same syntax as permission globs); a trailing ``/`` or a plain
+    directory name also covers everything under it."""
     pattern = pattern.strip().lstrip("/")
-    if pattern.endswith("/"):
-        pattern += "**"
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + "(?:/.*)?")
+    pattern += "**" if pattern.endswith("/") else ""
+    return re.compile(glob_to_regex(pattern).pattern + "(?:/.*)?", re.DOTALL)
 
 
 def matching(paths: Sequence[str], patterns: Sequence[str]) -> list[str]:
-    regexes = [glob_regex(p) for p in patterns if p.strip()]
+    regexes = [protected_regex(p) for p in patterns if p.strip()]
     return [path for path in paths if any(rx.fullmatch(path) for rx in regexes)]
 
 

@@ -156,15 +156,16 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     token = read_token(args.token_env, ctx)
     runner.mask(token)
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
-    body = compose_body(transcript=args.transcript, body=args.body, body_file=args.body_file,
-                        links=links, max_chars=COMMENT_LIMIT)
+    body = runner.redact(compose_body(transcript=args.transcript, body=args.body,
+                                      body_file=args.body_file, links=links,
+                                      max_chars=COMMENT_LIMIT))
 
     with runner.group(f"publish {len(paths)} changed file(s) to {branch}"):
         for path in paths:
             runner.log(f"  {path}")
         sha = _push_branch(repo, args, branch=branch, head=head, message=message, ctx=ctx,
                            token=token, runner=runner)
-        pull = _open_or_update(GitHub(ctx, token), branch=branch, base=base, title=title,
+        pull = _open_or_update(GitHub(ctx, token, log=runner.log), branch=branch, base=base, title=title,
                                body=body, labels=labels, draft=args.draft, runner=runner)
     outputs = {"changed": "true", "branch": branch, "commit-sha": sha,
                "pr-number": str(pull.number), "pr-url": pull.html_url}

@@ -1,0 +1,200 @@
+"""comment: sticky comments through PyGithub against the loopback GitHub server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action import cli
+from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
+from cursor_agent_action.github_api import COMMENT_LIMIT
+from cursor_agent_action.runner_io import parse_output_file
+from tests.support.github_server import READ_ONLY_TOKEN, GitHubServer
+
+SESSION = "0b5c3f0e-1111-4222-8333-444455556666"
+TRANSCRIPT = "\n".join(json.dumps(event) for event in [
+    {"type": "system", "subtype": "init", "cwd": "/w", "session_id": SESSION, "model": "Auto"},
+    {"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": "The docs now describe the new flag."}]}, "session_id": SESSION},
+    {"type": "result", "subtype": "success", "duration_ms": 1200, "is_error": False,
+     "result": "The docs now describe the new flag.", "session_id": SESSION,
+     "request_id": "r-1", "usage": {"inputTokens": 10, "outputTokens": 5}},
+]) + "\n"
+
+
+@dataclass
+class Env:
+    gh: GitHubServer
+    out: Path
+    tmp: Path
+    monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str]
+
+    def comment(self, *args: str) -> tuple[int, dict[str, str], str]:
+        self.out.write_text("")
+        self.capsys.readouterr()
+        code = cli.main(["comment", "--output-file", str(self.out), *args])
+        return code, parse_output_file(self.out.read_text()), self.capsys.readouterr().out
+
+    def event(self, payload: dict[str, object]) -> None:
+        path = self.tmp / "event.json"
+        path.write_text(json.dumps(payload))
+        self.monkeypatch.setenv("GITHUB_EVENT_PATH", str(path))
+
+    def bodies(self) -> list[str]:
+        return [c["body"] for c in self.gh.state.comments.values()]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> Iterator[Env]:
+    with GitHubServer(per_page_max=2) as gh:
+        for key, value in gh.env(GITHUB_WORKFLOW="Docs", GITHUB_JOB="publish").items():
+            monkeypatch.setenv(key, value)
+        for key in ("GITHUB_EVENT_PATH", "CURSOR_AGENT_ACTION_NUMBER",
+                    "CURSOR_AGENT_ACTION_MARKER", "CURSOR_AGENT_ACTION_BODY"):
+            monkeypatch.delenv(key, raising=False)
+        yield Env(gh, tmp_path / "out.txt", tmp_path, monkeypatch, capsys)
+
+
+def test_creates_then_updates_in_place_found_by_marker_across_pages(env: Env) -> None:
+    number = env.gh.add_issue()
+    env.event({"issue": {"number": number}})
+    code, first, _ = env.comment("--body", "first")
+    assert code == 0
+    # Other people's comments push ours onto a later page (the server pages by 2).
+    for text in ("looks good", "<!-- cursor-agent-action:Docs/publish --> quoted", "thanks"):
+        env.gh.state.comments[len(env.gh.state.comments) + 5000] = {
+            "id": len(env.gh.state.comments) + 5000, "_issue": number, "body": text,
+            "user": {"login": "someone"}, "html_url": "x", "url": "x"}
+    code, second, _ = env.comment("--body", "second")
+    assert code == 0
+    assert second == first
+    ours = env.gh.state.comments[int(first["comment-id"])]
+    assert ours["body"].startswith("<!-- cursor-agent-action:Docs/publish -->\nsecond")
+    assert "https://github.example/octo/widgets/actions/runs/777/attempts/1" in ours["body"]
+    assert first["comment-url"] == ours["html_url"]
+    assert len(env.gh.requests_to("POST", r"/comments$")) == 1
+    assert len(env.gh.requests_to("PATCH", r"/comments/")) == 1
+
+
+def test_same_body_again_makes_no_write(env: Env) -> None:
+    number = env.gh.add_issue()
+    env.comment("--number", str(number), "--body", "same")
+    code, _, log = env.comment("--number", str(number), "--body", "same")
+    assert code == 0
+    assert "already up to date" in log
+    assert env.gh.requests_to("PATCH", r"/comments/") == []
+
+
+def test_distinct_markers_keep_distinct_comments(env: Env) -> None:
+    number = env.gh.add_issue()
+    env.comment("--number", str(number), "--body", "a", "--marker", "triage")
+    env.comment("--number", str(number), "--body", "b", "--marker", "docs")
+    assert sorted(b.split("\n")[0] for b in env.bodies()) == [
+        "<!-- cursor-agent-action:docs -->", "<!-- cursor-agent-action:triage -->"]
+
+
+def test_number_comes_from_the_pull_request_event(env: Env) -> None:
+    number = env.gh.add_pull("feature")
+    env.event({"pull_request": {"number": number, "head": {"repo": {
+        "full_name": "octo/widgets"}}}})
+    code, out, _ = env.comment("--body", "hi")
+    assert code == 0
+    assert env.gh.state.comments[int(out["comment-id"])]["_issue"] == number
+
+
+def test_transcript_body_is_the_compact_summary(env: Env) -> None:
+    number = env.gh.add_issue()
+    transcript = env.tmp / "t.jsonl"
+    transcript.write_text(TRANSCRIPT)
+    code, out, _ = env.comment("--number", str(number), "--transcript", str(transcript))
+    assert code == 0
+    body = env.gh.state.comments[int(out["comment-id"])]["body"]
+    assert "The docs now describe the new flag." in body
+    assert "actions/runs/777" in body
+
+
+def test_huge_body_is_cut_to_githubs_limit(env: Env) -> None:
+    number = env.gh.add_issue()
+    big = env.tmp / "big.md"
+    big.write_text("x" * 200_000)
+    code, out, _ = env.comment("--number", str(number), "--body-file", str(big))
+    assert code == 0
+    body = env.gh.state.comments[int(out["comment-id"])]["body"]
+    assert len(body) <= COMMENT_LIMIT
+    assert "cut to fit" in body
+    assert body.endswith("/actions/runs/777/attempts/1)")
+
+
+def test_secrets_in_the_body_are_redacted(env: Env) -> None:
+    number = env.gh.add_issue()
+    env.monkeypatch.setenv("CURSOR_API_KEY", "key_live_supersecret")
+    env.comment("--number", str(number), "--body", "leaked key_live_supersecret here")
+    (body,) = env.bodies()
+    assert "supersecret" not in body
+    assert "leaked *** here" in body
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    ([], "no pull request or issue to comment on"),
+    (["--number", "abc"], "--number must be a pull request or issue number"),
+    (["--number", "1", "--marker", "a-->b"], "not usable in a hidden HTML comment"),
+])
+def test_bad_input_is_a_usage_error(env: Env, args: list[str], needle: str) -> None:
+    code, _, log = env.comment("--body", "x", *args)
+    assert code == EXIT_USAGE
+    assert needle in log
+    assert env.gh.requests == []
+
+
+def test_missing_token_on_a_fork_pr_says_why_and_how_to_fix(env: Env) -> None:
+    env.monkeypatch.delenv("GITHUB_TOKEN")
+    env.event({"pull_request": {"number": 3, "head": {"repo": {"full_name": "fork/widgets"}}}})
+    code, _, log = env.comment("--body", "x")
+    assert code == EXIT_GITHUB
+    (line,) = [ln for ln in log.splitlines() if ln.startswith("::error")]
+    assert "no GitHub token: GITHUB_TOKEN is empty or unset" in line
+    assert "fork fork/widgets" in line
+    assert "workflow_run" in line
+
+
+def test_read_only_token_403_names_the_permission_and_the_fork(env: Env) -> None:
+    number = env.gh.add_issue()
+    env.monkeypatch.setenv("GITHUB_TOKEN", READ_ONLY_TOKEN)
+    env.event({"pull_request": {"number": number, "head": {"repo": {
+        "full_name": "fork/widgets"}}}})
+    code, _, log = env.comment("--body", "x")
+    assert code == EXIT_GITHUB
+    (line,) = [ln for ln in log.splitlines() if ln.startswith("::error")]
+    assert f"commenting on #{number} failed: GitHub answered 403" in line
+    assert "Resource not accessible by integration" in line
+    assert "pull-requests: write" in line
+    assert "read-only" in line
+    assert "Traceback" not in log
+
+
+@pytest.mark.parametrize(("status", "needle"), [
+    (401, "invalid or expired"), (404, "Check that octo/widgets"),
+])
+def test_auth_and_missing_errors_have_hints(env: Env, status: int, needle: str) -> None:
+    env.gh.fail("GET", r"/comments$", status)
+    code, _, log = env.comment("--number", "9", "--body", "x")
+    assert code == EXIT_GITHUB
+    (line,) = [ln for ln in log.splitlines() if ln.startswith("::error")]
+    assert f"GitHub answered {status}" in line
+    assert needle in line
+
+
+def test_secondary_rate_limit_429_is_waited_out_and_retried(env: Env) -> None:
+    number = env.gh.add_issue()
+    env.gh.rate_limit("POST", r"/comments$", primary=False, reset_in=0, times=2)
+    code, out, log = env.comment("--number", str(number), "--body", "x")
+    assert code == 0, log
+    assert len(env.gh.requests_to("POST", r"/comments$")) == 3
+    assert log.count("GitHub answered 429; waiting 0 s") == 2
+    assert len(env.bodies()) == 1
