@@ -193,7 +193,7 @@ def test_auth_and_missing_errors_have_hints(env: Env, status: int, needle: str) 
 def test_secondary_rate_limit_429_is_waited_out_and_retried(env: Env) -> None:
     number = env.gh.add_issue()
     env.gh.rate_limit("POST", r"/comments$", primary=False, reset_in=0, times=2)
-    code, out, log = env.comment("--number", str(number), "--body", "x")
+    code, _, log = env.comment("--number", str(number), "--body", "x")
     assert code == 0, log
     assert len(env.gh.requests_to("POST", r"/comments$")) == 3
     assert log.count("GitHub answered 429; waiting 0 s") == 2

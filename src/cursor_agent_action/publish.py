@@ -165,8 +165,9 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
             runner.log(f"  {path}")
         sha = _push_branch(repo, args, branch=branch, head=head, message=message, ctx=ctx,
                            token=token, runner=runner)
-        pull = _open_or_update(GitHub(ctx, token, log=runner.log), branch=branch, base=base, title=title,
-                               body=body, labels=labels, draft=args.draft, runner=runner)
+        gh = GitHub(ctx, token, log=runner.log)
+        pull = _open_or_update(gh, branch=branch, base=base, title=title, body=body,
+                               labels=labels, draft=args.draft, runner=runner)
     outputs = {"changed": "true", "branch": branch, "commit-sha": sha,
                "pr-number": str(pull.number), "pr-url": pull.html_url}
     runner.set_outputs(outputs)
