@@ -158,6 +158,23 @@ def test_a_flat_package_without_top_level_directory_works(
     assert (result.cli_path.parent / "node").is_dir()
 
 
+def test_relative_cache_and_bin_dirs_give_working_links(
+    server: DownloadServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    serve_package(server, V1)
+    monkeypatch.chdir(tmp_path)
+    result = install_cli(
+        V1,
+        base_url=server.url,
+        cache_dir=Path("cache"),
+        bin_dir=Path("bin"),
+        target=("linux", "x64"),
+    )
+    assert result.cli_path.is_absolute()
+    monkeypatch.chdir("/")
+    assert _run(tmp_path / "bin" / "agent").strip() == V1
+
+
 def test_installing_another_version_repoints_the_links(
     server: DownloadServer, tmp_path: Path
 ) -> None:
@@ -396,11 +413,13 @@ def test_latest_is_the_version_in_the_vendor_install_script(
     assert _run(result.cli_path).strip() == V2
 
 
-def test_latest_resolution_is_retried(server: DownloadServer, tmp_path: Path) -> None:
+def test_latest_resolution_is_retried_and_case_insensitive(
+    server: DownloadServer, tmp_path: Path
+) -> None:
     server.files["/install"] = _script(V2)
     serve_package(server, V2)
     server.plan = ["503"]
-    assert _install(server, tmp_path, "latest").cli_version == V2
+    assert _install(server, tmp_path, " Latest ").cli_version == V2
 
 
 def test_latest_without_a_version_in_the_script_is_an_error(
