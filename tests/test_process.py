@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import signal
 import threading
 import time
@@ -12,6 +11,7 @@ from typing import Any
 
 from cursor_agent_action.process import AgentExit, run_agent_process
 from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.standin import to_json_line
 from tests.support.standin import make_standin, records, wait_group_gone
 
 ARGS = ["-p", "--output-format", "stream-json", "--", "go"]
@@ -31,7 +31,7 @@ class Sink:
 
     @property
     def finished(self) -> bool:
-        return b'"type": "result"' in b"".join(self.chunks)
+        return b'"type":"result"' in b"".join(self.chunks)
 
 
 def _run(
@@ -60,7 +60,7 @@ def test_transcript_is_stdout_byte_for_byte_and_fed_live(tmp_path: Path) -> None
     lines.append({"type": "result", "subtype": "success", "result": "ok"})
     result, sink, _ = _run(tmp_path, {"lines": lines, "drip_ms": 30})
     expected = b"".join(
-        (item if isinstance(item, str) else json.dumps(item)).encode() + b"\n" for item in lines
+        (item if isinstance(item, str) else to_json_line(item)).encode() + b"\n" for item in lines
     )
     assert (tmp_path / "t.jsonl").read_bytes() == expected
     assert b"".join(sink.chunks) == expected

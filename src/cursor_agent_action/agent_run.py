@@ -520,7 +520,6 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
             "agent's changes; keep .cursor/** denied (it is in every preset's floor)."
         )
         record.failure_reason = " ".join(filter(None, [message, record.failure_reason]))
-        record.notes.append(message)
 
 
 def execute(

@@ -9,7 +9,8 @@ errors for an unknown option or a missing prompt) and then plays a *scenario*::
 Scenario JSON keys (all optional; relative paths are relative to the scenario file):
 
 ``transcript``   JSONL file to replay on stdout; or ``lines``: a list of events (objects are
-                 serialised, strings written as-is, e.g. a malformed line). Default: a minimal
+                 serialised compactly like the CLI does, strings written as-is, e.g. a
+                 malformed line). Default: a minimal
                  successful run. The ``system``/``init`` ``cwd`` (and every path under it) is
                  rewritten to the real working directory, as the real CLI would report it.
 ``drip_ms``      delay before each line.
@@ -182,6 +183,11 @@ def _read_stdin() -> str | None:
         selector.close()
 
 
+def to_json_line(event: object) -> str:
+    """An event serialised the way the CLI writes it (compact, UTF-8 unescaped)."""
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
 def _default_lines() -> list[Any]:
     session = "00000000-0000-4000-8000-000000000000"
     return [
@@ -202,7 +208,7 @@ def _load_lines(scenario: dict[str, Any], base: Path) -> list[bytes]:
         return data.splitlines(keepends=True)
     items = scenario.get("lines", _default_lines())
     return [
-        (item if isinstance(item, str) else json.dumps(item)).encode("utf-8") + b"\n"
+        (item if isinstance(item, str) else to_json_line(item)).encode("utf-8") + b"\n"
         for item in items
     ]
 

@@ -1,0 +1,473 @@
+"""`cursor-agent-action run` against the stand-in CLI: invocation, environment, policy,
+conclusions, failure explanations, retries and the git cross-check."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursor_agent_action.cli import main
+from cursor_agent_action.permissions import build_policy
+from cursor_agent_action.runner_io import parse_output_file
+from tests.support.standin import make_standin, records, runs, wait_group_gone
+
+SESSION = "5e55a0b1-0000-4000-8000-00000000c0de"
+API_KEY = "key_test_0123456789abcdef"
+CREDENTIALS = {
+    "GITHUB_TOKEN": "ghs_secret_github_token",
+    "GH_TOKEN": "gho_secret_gh_token",
+    "ACTIONS_RUNTIME_TOKEN": "runtime-secret",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-secret",
+    "ACTIONS_ID_TOKEN_REQUEST_URL": "https://oidc.example/secret",
+    "INPUT_API_KEY": "input-secret",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret",
+}
+
+
+def _event(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, **fields, "session_id": SESSION}
+
+
+INIT = _event("system", subtype="init", apiKeySource="env", cwd="/home/runner/work/repo",
+              model="Auto", permissionMode="default")
+SAY = _event("assistant", message={"role": "assistant",
+                                   "content": [{"type": "text", "text": "All done."}]})
+RESULT = _event("result", subtype="success", duration_ms=2500, duration_api_ms=2500,
+                is_error=False, result="All done.", request_id="req-1",
+                usage={"inputTokens": 10, "outputTokens": 5, "cacheReadTokens": 0,
+                       "cacheWriteTokens": 0})
+
+
+def _tool(subtype: str, call_id: str, kind: str, args: dict[str, Any],
+          result: dict[str, Any] | None = None) -> dict[str, Any]:
+    inner: dict[str, Any] = {"args": args}
+    if result is not None:
+        inner["result"] = result
+    return _event("tool_call", subtype=subtype, call_id=call_id,
+                  tool_call={kind: inner, "toolCallId": call_id})
+
+
+@dataclass
+class Run:
+    code: int
+    outputs: dict[str, str]
+    summary: str
+    log: str
+    workspace: Path
+    tmp: Path
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        return runs(self.tmp)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A git repository with one commit, as actions/checkout leaves it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("# demo\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
+    return repo
+
+
+@pytest.fixture
+def run_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A runner-like environment with credentials that must never reach the agent."""
+    env = {"RUNNER_TEMP": str(tmp_path / "runner-temp"), "CURSOR_API_KEY": API_KEY,
+           "LC_ALL": "C.UTF-8", "CI": "true", **CREDENTIALS}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for name in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(name, raising=False)
+    return env
+
+
+def run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    scenario: dict[str, Any], *args: str, prompt: str | None = "Update the docs.",
+) -> Run:
+    scenario.setdefault("record", "record.jsonl")
+    scenario.setdefault("lines", [INIT, SAY, RESULT])
+    agent = make_standin(tmp_path, scenario)
+    output, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
+    argv = ["run", "--agent-bin", str(agent), "--working-directory", str(workspace),
+            "--output-file", str(output), "--summary-file", str(summary), "--retry-delay", "0",
+            *args]
+    if prompt is not None:
+        argv += ["--prompt", prompt]
+    code = main(argv)
+    return Run(
+        code=code,
+        outputs=parse_output_file(output.read_text()) if output.exists() else {},
+        summary=summary.read_text() if summary.exists() else "",
+        log=capsys.readouterr().out,
+        workspace=workspace,
+        tmp=tmp_path,
+    )
+
+
+pytestmark = pytest.mark.usefixtures("run_env")
+
+
+def test_success_invocation_outputs_and_transcript(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {})
+    assert result.code == 0
+    assert result.outputs["conclusion"] == "success"
+    assert result.outputs["session-id"] == SESSION
+    assert result.outputs["final-message"] == "All done."
+    [entry] = result.runs
+    assert entry["argv"] == ["-p", "--output-format", "stream-json", "--trust", "--",
+                             "Update the docs."]
+    assert entry["stdin"] == ""  # stdin closed
+    assert entry["cwd"] == str(workspace)
+    transcript = Path(result.outputs["transcript-file"])
+    assert transcript.parent == tmp_path / "runner-temp" / "cursor-agent-action"
+    assert json.loads(transcript.read_text().splitlines()[0])["cwd"] == str(workspace)
+    assert "All done." in result.summary
+
+
+def test_policy_in_place_during_the_run_and_no_force_when_read_only(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, "--preset", "docs", "--deny", "Shell(rm)")
+    [entry] = result.runs
+    policy = build_policy("docs", deny=["Shell(rm)"])
+    assert entry["cli_json"] == policy.render().decode()
+    assert "--force" in entry["argv"]  # docs writes Markdown
+    assert not (workspace / ".cursor").exists()  # there was none before
+    read_only = run(tmp_path, workspace, capsys, {}, "--preset", "read-only")
+    assert "--force" not in read_only.runs[-1]["argv"]
+
+
+def test_model_and_resume_are_passed_before_the_prompt(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, "--model", "gpt-5", "--resume", "chat-1",
+                 prompt="--help me; -p")
+    assert result.runs[0]["argv"] == [
+        "-p", "--output-format", "stream-json", "--model", "gpt-5", "--resume", "chat-1",
+        "--trust", "--", "--help me; -p",
+    ]
+    assert result.code == 0
+
+
+def test_trust_is_left_out_for_builds_that_reject_it(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"reject_trust": True})
+    assert result.code == 0
+    assert "--trust" not in result.runs[0]["argv"]
+
+
+def test_environment_is_allowlisted(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JAVA_HOME", "/opt/java")
+    monkeypatch.setenv("OTHER_SECRET", "other")
+    result = run(tmp_path, workspace, capsys, {}, "--pass-env", "JAVA_HOME")
+    entry = result.runs[0]
+    env = entry["env"]
+    assert env["CURSOR_API_KEY"] == API_KEY
+    assert env["LC_ALL"] == "C.UTF-8"
+    assert env["JAVA_HOME"] == "/opt/java"
+    assert env["CURSOR_CONFIG_DIR"].startswith(str(tmp_path / "runner-temp"))
+    for name in [*CREDENTIALS, "OTHER_SECRET", "RUNNER_TEMP"]:
+        assert name not in env
+    everything = json.dumps(entry)
+    for secret in [*CREDENTIALS.values(), "other"]:
+        assert secret not in everything
+    assert API_KEY not in json.dumps(entry["argv"])
+    assert all(line.startswith("::add-mask::") for line in result.log.splitlines()
+               if API_KEY in line)
+
+
+@pytest.mark.parametrize("name", ["GITHUB_TOKEN", "INPUT_API_KEY", "ACTIONS_RUNTIME_TOKEN", "1X"])
+def test_pass_env_refuses_runner_credentials(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, "--pass-env", name)
+    assert result.code == 2
+    assert f"pass-env: {name}" in result.log or f"pass-env: '{name}'" in result.log
+    assert result.runs == []
+
+
+def test_prompt_over_100_kib_goes_through_a_file(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompt = "-" + "Explain every module in detail. " * 9600  # ~300 KiB, starts with "-"
+    prompt_file = tmp_path / "prompt.txt"
+    prompt_file.write_text(prompt)
+    result = run(tmp_path, workspace, capsys, {}, "--prompt-file", str(prompt_file), prompt=None)
+    assert result.code == 0
+    argv = result.runs[0]["argv"]
+    assert argv[-2] == "--"
+    assert len(argv[-1]) < 400
+    [path] = [word for word in argv[-1].split() if word.startswith("/")]
+    assert Path(path).read_text() == prompt
+    assert Path(path).parent == tmp_path / "runner-temp" / "cursor-agent-action"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        ([], 2, "no prompt given"),
+        (["--prompt", "a", "--prompt-file", "p.txt"], 2, "both a prompt and a prompt file"),
+        (["--prompt-file", "/nonexistent/p.txt"], 2, "cannot read the prompt file"),
+        (["--prompt", "   "], 2, "no prompt given"),
+        (["--prompt", "a", "--timeout-minutes", "soon"], 2, "timeout-minutes must be a number"),
+        (["--prompt", "a", "--timeout-minutes", "0"], 2, "timeout-minutes must be more than 0"),
+        (["--prompt", "a", "--preset", "yolo"], 2, "unknown permissions preset"),
+        (["--prompt", "a", "--allow", "Shell(git)"], 2, "cannot allow 'Shell(git)'"),
+        (["--prompt", "a", "--max-retries", "-1"], 2, "max-retries must be a whole number"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_runs(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    *, args: list[str], code: int, message: str,
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, *args, prompt=None)
+    assert result.code == code
+    assert message in result.log
+    assert "::error" in result.log
+    assert "Fix:" in result.log
+    assert result.runs == []
+    assert result.outputs == {}
+
+
+def test_missing_working_directory_and_agent(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    missing = run(tmp_path, tmp_path / "nope", capsys, {})
+    assert missing.code == 3
+    assert "does not exist" in missing.log
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    code = main(["run", "--prompt", "x", "--working-directory", str(workspace)])
+    assert code == 3
+    assert "the Cursor CLI was not found (cursor-agent or agent on PATH)" in capsys.readouterr().out
+
+
+def test_pre_existing_cli_json_is_restored_byte_for_byte(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = b'{"permissions": {"allow": ["Shell(*)", "Write(**)"]}}\r\n'
+    (workspace / ".cursor").mkdir()
+    (workspace / ".cursor" / "cli.json").write_bytes(original)
+    result = run(tmp_path, workspace, capsys, {})
+    assert result.code == 0
+    assert result.runs[0]["cli_json"] == build_policy("read-only").render().decode()
+    assert (workspace / ".cursor" / "cli.json").read_bytes() == original
+    assert json.loads(result.outputs["files-changed"]) == []
+
+
+def test_tampering_with_cli_json_fails_the_run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = b'{"version": 1}\n'
+    (workspace / ".cursor").mkdir()
+    (workspace / ".cursor" / "cli.json").write_bytes(original)
+    tamper = '{"permissions": {"allow": ["Shell(*)"]}}'
+    result = run(tmp_path, workspace, capsys, {"tamper": tamper})
+    assert result.code == 1
+    assert result.outputs["conclusion"] == "failure"
+    assert "::error title=cursor-agent%3A failure::.cursor/cli.json was changed" in result.log
+    assert "cli.json was changed during the run" in result.summary.replace("\\", "")
+    assert (workspace / ".cursor" / "cli.json").read_bytes() == original
+
+
+KNOWN_STDERR = [
+    ("Authentication required. Please run 'cursor-agent login' first, or set CURSOR_API_KEY.",
+     "authentication failed", "api-key input"),
+    ("Cannot use this model: gpt-9. Available models: auto, sonnet-4.5, gpt-5",
+     "unknown model", "leave the model input empty"),
+    ("Named models unavailable. Free plans can only use Auto.",
+     "named models need a paid plan", "paid plan"),
+    ("You've hit your usage limit. Upgrade to Pro or wait until it resets.",
+     "usage limit reached", "raise it in the Cursor dashboard"),
+    ("Workspace Trust Required: Pass --trust, --yolo, or -f to trust this directory.",
+     "workspace trust required", "--trust"),
+    ("Error: [resource_exhausted] Rate limit exceeded. Try again later.",
+     "rate limited", "concurrency group"),
+    ("ConnectError: [unavailable] upstream connect error", "Cursor API unavailable",
+     "status.cursor.com"),
+]
+
+
+@pytest.mark.parametrize(("stderr", "title", "hint"), KNOWN_STDERR)
+def test_known_cli_failures_are_explained(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    *, stderr: str, title: str, hint: str,
+) -> None:
+    scenario = {"crash": {"after": 1, "stderr": stderr, "exit_code": 1}}
+    result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "0")
+    assert result.code == 1
+    assert result.outputs["conclusion"] == "failure"
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert f"cursor-agent failed: {title}." in error
+    assert hint in error
+    assert stderr.split(":", maxsplit=1)[0] in result.summary.replace("\\", "")
+    assert len(result.runs) == 1
+
+
+def test_transient_failure_before_any_tool_is_retried(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = {"fail_first": {"times": 2, "counter": "count", "stderr": "[unavailable] try again"}}
+    result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "2")
+    assert result.code == 0
+    assert result.outputs["conclusion"] == "success"
+    assert len(result.runs) == 3
+    assert result.log.count("::warning title=transient failure::") == 2
+
+
+def test_retries_are_bounded(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = {"fail_first": {"times": 9, "counter": "count", "stderr": "429 Too Many Requests"}}
+    result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "1")
+    assert result.code == 1
+    assert len(result.runs) == 2
+    assert "rate limited" in result.outputs.get("conclusion", "") + result.log
+
+
+def test_transient_failure_after_a_tool_call_is_not_retried(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [INIT, _tool("started", "c1", "shellToolCall", {"command": "ls"}), SAY, RESULT]
+    scenario = {"lines": lines, "crash": {"after": 2, "stderr": "[unavailable]", "exit_code": 1}}
+    result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "2")
+    assert result.code == 1
+    assert len(result.runs) == 1
+
+
+def test_exit_0_without_result_is_a_failure(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"crash": {"after": 2, "exit_code": 0}})
+    assert result.code == 1
+    assert result.outputs["conclusion"] == "failure"
+    assert "exited with code 0 but never sent its final result event" in result.log
+
+
+def test_no_fail_on_error_still_reports_but_exits_0(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"crash": {"after": 1, "exit_code": 2}},
+                 "--no-fail-on-error")
+    assert result.code == 0
+    assert result.outputs["conclusion"] == "failure"
+    assert "exited with code 2 without a final result event" in result.log
+
+
+def test_kill_9_of_the_agent(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"crash": {"after": 2, "signal": 9}})
+    assert result.code == 1
+    assert "killed by SIGKILL" in result.log
+    assert result.outputs["conclusion"] == "failure"
+
+
+def test_hang_ends_in_timeout_and_restores_the_policy_file(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = {"hang_after": 1, "spawn_child": True}
+    result = run(tmp_path, workspace, capsys, scenario, "--timeout-minutes", "0.005")
+    assert result.code == 1
+    assert result.outputs["conclusion"] == "timeout"
+    assert "did not finish within 0.005 minutes" in result.log
+    assert not (workspace / ".cursor").exists()
+    assert wait_group_gone(result.runs[0]["pgid"]) == []
+
+
+def test_linger_after_result_still_succeeds_soon(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"linger_s": 120, "spawn_child": True})
+    assert result.code == 0
+    assert result.outputs["conclusion"] == "success"
+    assert wait_group_gone(result.runs[0]["pgid"]) == []
+
+
+def test_slow_drip_is_logged_and_summarised(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"drip_ms": 60})
+    assert result.code == 0
+    assert "All done." in result.log
+
+
+def test_git_status_cross_check(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = f"{INIT['cwd']}/docs/guide.md"
+    lines = [
+        INIT,
+        _tool("started", "w1", "writeToolCall", {"path": written, "fileText": "# guide\n"}),
+        _tool("completed", "w1", "writeToolCall", {"path": written, "fileText": "# guide\n"},
+              {"success": {"path": written, "linesCreated": 1, "fileSize": 8}}),
+        SAY, RESULT,
+    ]
+    # The stand-in writes docs/guide.md for real (as the tool said) plus a file "through the
+    # shell"; it leaves out nothing the tool reported, except unseen.md below.
+    scenario = {"lines": lines, "edits": {"docs/guide.md": "# guide\n", "build/out.txt": "x"}}
+    result = run(tmp_path, workspace, capsys, scenario)
+    assert json.loads(result.outputs["files-changed"]) == ["build/out.txt", "docs/guide.md"]
+    assert "without a write tool (e.g. through the shell): build/out.txt" in result.summary.replace(
+        "\\", "")
+    lines[1:3] = [
+        _tool("completed", "w2", "writeToolCall", {"path": f"{INIT['cwd']}/unseen.md"},
+              {"success": {"path": f"{INIT['cwd']}/unseen.md"}}),
+    ]
+    mismatch = run(tmp_path, workspace, capsys, {"lines": lines})
+    assert json.loads(mismatch.outputs["files-changed"]) == ["unseen.md"]
+    assert "show no change in the working tree" in mismatch.summary
+
+
+def test_sigterm_to_the_helper_cancels_and_still_reports(tmp_path: Path, workspace: Path) -> None:
+    """A real helper process gets SIGTERM mid-run (job cancelled)."""
+    agent = make_standin(tmp_path, {"lines": [INIT, SAY, RESULT], "hang_after": 1,
+                                    "spawn_child": True, "record": "record.jsonl"})
+    output, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
+    env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path / "rt"), "HOME": str(tmp_path)}
+    transcript = tmp_path / "transcript.jsonl"
+    with subprocess.Popen(
+        [sys.executable, "-m", "cursor_agent_action", "run",
+         "--prompt", "go", "--agent-bin", str(agent), "--working-directory", str(workspace),
+         "--transcript", str(transcript), "--output-file", str(output),
+         "--summary-file", str(summary)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    ) as helper:
+        _wait_for(lambda: transcript.exists() and transcript.stat().st_size > 0)
+        assert (workspace / ".cursor" / "cli.json").exists()
+        helper.terminate()
+        log = helper.communicate(timeout=20)[0].decode()
+    assert helper.returncode == 1
+    outputs = parse_output_file(output.read_text())
+    assert outputs["conclusion"] == "cancelled"
+    assert outputs["transcript-file"] == str(transcript)
+    assert "cancelled" in summary.read_text()
+    assert "::error title=cursor-agent%3A cancelled::" in log
+    assert not (workspace / ".cursor").exists()
+    assert wait_group_gone(records(tmp_path)[-1]["pgid"]) == []
+
+
+def _wait_for(condition: Any, timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
