@@ -354,32 +354,26 @@ def test_transient_failure_after_a_tool_call_is_not_retried(
     assert len(result.runs) == 1
 
 
-def test_exit_0_without_result_is_a_failure(
-    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("crash", "args", "code", "message"),
+    [
+        ({"after": 2, "exit_code": 0}, [], 1,
+         "exited with code 0 but never sent its final result event"),
+        ({"after": 2, "signal": 9}, [], 1, "killed by SIGKILL"),
+        # --no-fail-on-error: still a failure in the report, but the step passes.
+        ({"after": 1, "exit_code": 2}, ["--no-fail-on-error"], 0,
+         "exited with code 2 without a final result event"),
+    ],
+    ids=["exit-0-without-result", "kill-9", "no-fail-on-error"],
+)
+def test_end_without_result_is_a_failure(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    *, crash: dict[str, int], args: list[str], code: int, message: str,
 ) -> None:
-    result = run(tmp_path, workspace, capsys, {"crash": {"after": 2, "exit_code": 0}})
-    assert result.code == 1
+    result = run(tmp_path, workspace, capsys, {"crash": crash}, *args)
+    assert result.code == code
     assert result.outputs["conclusion"] == "failure"
-    assert "exited with code 0 but never sent its final result event" in result.log
-
-
-def test_no_fail_on_error_still_reports_but_exits_0(
-    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    result = run(tmp_path, workspace, capsys, {"crash": {"after": 1, "exit_code": 2}},
-                 "--no-fail-on-error")
-    assert result.code == 0
-    assert result.outputs["conclusion"] == "failure"
-    assert "exited with code 2 without a final result event" in result.log
-
-
-def test_kill_9_of_the_agent(
-    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    result = run(tmp_path, workspace, capsys, {"crash": {"after": 2, "signal": 9}})
-    assert result.code == 1
-    assert "killed by SIGKILL" in result.log
-    assert result.outputs["conclusion"] == "failure"
+    assert message in result.log
 
 
 def test_hang_ends_in_timeout_and_restores_the_policy_file(
