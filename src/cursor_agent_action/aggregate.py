@@ -203,7 +203,10 @@ class Aggregator:
             call_id = f"(no id #{self._anonymous})"
         call = self._calls.get(call_id)
         if call is None:
-            call = ToolCallRecord(call_id, event.kind, _cut(event.target, TARGET_LIMIT), "pending")
+            target = event.target
+            if target and target == event.args.get("path") and self.record.cwd:
+                target = workspace_relative(target, self.record.cwd)  # shorter, same meaning
+            call = ToolCallRecord(call_id, event.kind, _cut(target, TARGET_LIMIT), "pending")
             self._calls[call_id] = call
         elif event.target and not call.target:
             call.target = _cut(event.target, TARGET_LIMIT)
@@ -236,12 +239,14 @@ class Aggregator:
             record.has_result = True
             ok = event.subtype == "success" and not event.is_error
             record.conclusion = "success" if ok else "failure"
+            message = " ".join(event.result.split())[:300]
             self._result_error = (
                 ""
                 if ok
                 else (
-                    f"cursor-agent reported an error: result subtype {event.subtype!r}"
-                    f"{', is_error true' if event.is_error else ''}."
+                    f"cursor-agent reported an error (result subtype {event.subtype!r}"
+                    f"{', is_error true' if event.is_error else ''})"
+                    + (f": {message}" if message else ".")
                 )
             )
             record.result_text = event.result

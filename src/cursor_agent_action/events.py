@@ -36,6 +36,14 @@ _TARGET_KEYS = (
 )  # fmt: skip
 
 
+# Kinds whose best target is not the first of _TARGET_KEYS they carry (grep also has a path).
+_KIND_TARGET_KEYS = {
+    "grep": ("pattern", *_TARGET_KEYS),
+    "glob": ("globPattern", "pattern", *_TARGET_KEYS),
+    "semSearch": ("query", *_TARGET_KEYS),
+}
+
+
 def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
@@ -316,7 +324,7 @@ def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
         return f"{provider}/{tool}" if provider and tool else tool or provider
     if kind == "function":
         return _str(inner.get("name"))
-    for key in _TARGET_KEYS:
+    for key in _KIND_TARGET_KEYS.get(kind, _TARGET_KEYS):
         value = args.get(key)
         if isinstance(value, str) and value:
             return value
@@ -336,7 +344,8 @@ def _tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
                 args = _dict(orjson.loads(arguments))
             except orjson.JSONDecodeError:
                 args = {}
-    result = _dict(inner.get("result"))
+    # The generic `function` form may carry its result beside the call rather than inside.
+    result = _dict(inner.get("result")) or _dict(tool_call.get("result"))
     outcome = _outcome(result) if subtype == "completed" else None
     return ToolCallEvent(
         subtype=subtype,

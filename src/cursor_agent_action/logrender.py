@@ -80,9 +80,10 @@ def _stats(event: ToolCallEvent) -> str:
     payload = event.payload
     if event.kind == "edit" and "linesAdded" in payload:
         return f"+{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
-    for key, label in (("linesCreated", "lines written"), ("totalLines", "lines")):
-        if isinstance(payload.get(key), int):
-            return f"{payload[key]} {label}"
+    for key, label in (("linesCreated", "written"), ("totalLines", "")):
+        count = payload.get(key)
+        if isinstance(count, int):
+            return f"{count} line{'' if count == 1 else 's'} {label}".rstrip()
     return ""
 
 
