@@ -55,6 +55,7 @@ class _State:
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     logs: dict[int, bytes | int] = field(default_factory=dict)  # bytes, or an HTTP status
+    storage_gone: set[int] = field(default_factory=set)  # redirected, but the blob is gone
 
 
 class GitHubServer:
@@ -330,8 +331,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _storage(self, path: str) -> None:
         match = re.fullmatch(r"/logs/(\d+)", path)
-        log = self.gh.state.logs.get(int(match.group(1))) if match else None
-        if isinstance(log, bytes):
+        job_id = int(match.group(1)) if match else 0
+        log = self.gh.state.logs.get(job_id)
+        if isinstance(log, bytes) and job_id not in self.gh.state.storage_gone:
             self._send(200, raw=log)
         else:
             self._send(404, raw=b"<Error><Code>BlobNotFound</Code></Error>")
