@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -377,6 +378,11 @@ def _directory(path: Path) -> None:
     (path / "x").write_text("x")
 
 
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
 def _dir_symlink(path: Path) -> None:
     target = path.parent.parent.parent / "outside"
     target.mkdir()
@@ -386,7 +392,7 @@ def _dir_symlink(path: Path) -> None:
     path.parent.symlink_to(target)
 
 
-@pytest.mark.parametrize("tamper", [_modify, _delete, _symlink, _directory, _dir_symlink])
+@pytest.mark.parametrize("tamper", [_modify, _delete, _symlink, _directory, _fifo, _dir_symlink])
 @pytest.mark.parametrize("pre_existing", [True, False])
 def test_tampering_is_reported_and_the_original_restored(
     tmp_path: Path, tamper: object, pre_existing: bool
@@ -439,6 +445,17 @@ def test_guard_refuses_a_missing_workspace(tmp_path: Path) -> None:
     with pytest.raises(SetupError, match="does not exist"):
         PolicyGuard(tmp_path / "nope", build_policy("edit")).__enter__()
     assert not (tmp_path / "nope").exists()
+
+
+def test_a_failed_restore_is_a_clear_error(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".cursor").mkdir(parents=True)
+    (workspace / ".cursor" / "cli.json").write_bytes(b"ours\n")
+    guard = PolicyGuard(workspace, build_policy("edit"))
+    with pytest.raises(SetupError, match="could not restore") as info, guard:
+        shutil.rmtree(workspace)  # nowhere left to restore the file to
+    assert "Do not commit" in info.value.hint
+    assert guard.tampered
 
 
 def test_agent_files_in_a_created_cursor_dir_are_kept(tmp_path: Path) -> None:

@@ -355,18 +355,25 @@ class PolicyGuard:
         directory = self.workspace / ".cursor"
         path = directory / "cli.json"
         self._tampered = not _holds(path, self.policy.render())
-        if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
-            directory.unlink()
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.exists():
-            shutil.rmtree(path)
-        if self._original is not None:
-            directory.mkdir(exist_ok=True)
-            _write_atomic(path, self._original, self._original_mode)
-        elif self._created_dir:
-            with contextlib.suppress(OSError):  # not empty: the agent's own files stay
-                directory.rmdir()
+        try:
+            if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+                directory.unlink()
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.is_symlink() or path.exists():
+                path.unlink()
+            if self._original is not None:
+                directory.mkdir(exist_ok=True)
+                _write_atomic(path, self._original, self._original_mode)
+            elif self._created_dir:
+                with contextlib.suppress(OSError):  # not empty: the agent's own files stay
+                    directory.rmdir()
+        except OSError as exc:
+            raise SetupError(
+                f"could not restore {path} after the run: {exc}.",
+                "Do not commit the workspace as it is: .cursor/cli.json may still hold the "
+                "action's policy. Check the directory's permissions.",
+            ) from exc
 
 
 def _holds(path: Path, data: bytes) -> bool:
