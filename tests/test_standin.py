@@ -151,3 +151,31 @@ def test_non_print_mode_is_refused(tmp_path: Path) -> None:
     done = _run(tmp_path, {}, "go")
     assert done.returncode == 2
     assert b"print mode" in done.stderr
+
+
+def test_apply_tool_writes_carries_out_completed_write_edit_delete(tmp_path: Path) -> None:
+    (tmp_path / "gone.md").write_text("old")
+    root = "/recorded/ws"
+
+    def completed(kind: str, path: str, args: dict[str, Any], success: dict[str, Any]) -> Any:
+        inner = {"args": {"path": f"{root}/{path}", **args}, "result": {"success": success}}
+        return {"type": "tool_call", "subtype": "completed", "call_id": path,
+                "tool_call": {kind: inner}}
+
+    lines = [
+        {"type": "system", "subtype": "init", "cwd": root, "session_id": "s"},
+        completed("writeToolCall", "docs/a.md", {"fileText": "A\n"}, {"linesCreated": 1}),
+        completed("editToolCall", "b.md", {}, {"afterFullFileContent": "B\n"}),
+        completed("deleteToolCall", "gone.md", {}, {}),
+        completed("writeToolCall", "../outside.md", {"fileText": "no"}, {}),
+        {"type": "tool_call", "subtype": "completed", "call_id": "x", "tool_call": {
+            "writeToolCall": {"args": {"path": f"{root}/denied.md", "fileText": "no"},
+                              "result": {"permissionDenied": {}}}}},
+    ]
+    done = _run(tmp_path, {"lines": lines, "apply_tool_writes": True}, "-p", "go")
+    assert done.returncode == 0
+    assert (tmp_path / "docs" / "a.md").read_text() == "A\n"
+    assert (tmp_path / "b.md").read_text() == "B\n"
+    assert not (tmp_path / "gone.md").exists()
+    assert not (tmp_path / "denied.md").exists()
+    assert not (tmp_path.parent / "outside.md").exists()

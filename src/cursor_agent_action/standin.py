@@ -22,6 +22,8 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
 ``linger_s``     keep running (stdout open) this long after the ``result`` event.
 ``edits``        ``{"relative/path": "content" | null}``: written (null: deleted) in the working
                  directory just before the ``result`` event, like shell-made changes.
+``apply_tool_writes``  carry out the successful write/edit/delete tool calls of the transcript
+                 on files under the working directory as they complete, as the real CLI does.
 ``tamper``       text written to ``.cursor/cli.json`` just before the ``result`` event.
 ``reject_trust`` behave like builds that reject ``--trust`` (unknown option, not in ``--help``).
 ``record``       file to which one JSON line per invocation is appended: ``argv``, ``env``,
@@ -45,7 +47,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +237,41 @@ def _is_result(line: bytes) -> bool:
     return isinstance(event, dict) and event.get("type") == "result"
 
 
+def _apply_tool_write(line: bytes, cwd: Path) -> None:
+    """Do what a completed write/edit/delete call reports, for paths inside ``cwd``."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return
+    if not isinstance(event, dict) or event.get("subtype") != "completed":
+        return
+    calls = event.get("tool_call")
+    for key, content_of in _TOOL_WRITES.items():
+        inner = calls.get(key) if isinstance(calls, dict) else None
+        if not isinstance(inner, dict):
+            continue
+        args, result = inner.get("args"), inner.get("result")
+        success = result.get("success") if isinstance(result, dict) else None
+        if not isinstance(args, dict) or not isinstance(success, dict):
+            continue
+        path = Path(os.path.normpath(str(args.get("path", ""))))
+        if not path.is_absolute() or not path.is_relative_to(cwd):
+            continue
+        content = content_of(args, success)
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")
+
+
+_TOOL_WRITES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str | None]] = {
+    "writeToolCall": lambda args, success: str(args.get("fileText", "")),
+    "editToolCall": lambda args, success: str(success.get("afterFullFileContent", "")),
+    "deleteToolCall": lambda args, success: None,
+}
+
+
 def _apply_changes(scenario: dict[str, Any]) -> None:
     for rel, content in scenario.get("edits", {}).items():
         path = Path(rel)
@@ -337,6 +374,8 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
             return 3
         if drip:
             time.sleep(drip)
+        if scenario.get("apply_tool_writes"):
+            _apply_tool_write(line, Path.cwd())
         result = _is_result(line)
         if result:
             _apply_changes(scenario)
