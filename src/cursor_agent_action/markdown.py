@@ -16,7 +16,9 @@ import re
 _BACKTICKS = re.compile(r"`+")
 _NEWLINES = re.compile(r"\r\n|\r|\n")
 # CommonMark lets any ASCII punctuation be backslash-escaped; these are the ones with meaning.
-_MD_META = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+_MD_META = re.compile(r"([\\`*_{}\[\]#!|~])")
+# "-", "+" and "1." / "1)" only mean something at the start of a line (list items).
+_LIST_START = re.compile(r"^([-+]|\d+(?=[.)]))")
 # GFM's autolink extension links bare URLs, www. hosts and e-mail addresses
 # (https://github.github.com/gfm/#autolinks-extension-); a zero-width space defeats it.
 _AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
@@ -70,7 +72,10 @@ def inline(text: str, limit: int = 500) -> str:
     """One line of prose that renders as the characters of ``text`` (plus zero-width spaces)."""
     flat = shorten(" ".join(text.split()), limit)
     broken = _AUTOLINK.sub(_ZWSP, flat)
-    escaped = _MD_META.sub(r"\\\1", broken)
+    escaped = _LIST_START.sub(
+        lambda m: m.group(1) + "\\" if m.group(1)[0].isdigit() else "\\" + m.group(1),
+        _MD_META.sub(r"\\\1", broken),
+    )
     return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
