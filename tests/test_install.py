@@ -357,6 +357,7 @@ BAD_PACKAGES = {
         ],
         "no executable cursor-agent",
     ),
+    "empty": ([], "no executable cursor-agent"),
     "two top-level directories": (
         [*package_entries(V1), Entry("other/cursor-agent", fake_cli_script(V1), 0o755)],
         "no executable cursor-agent",
@@ -432,8 +433,9 @@ def test_latest_without_a_version_in_the_script_is_an_error(
 
 
 def test_latest_script_missing_is_an_error(server: DownloadServer, tmp_path: Path) -> None:
-    with pytest.raises(InstallError, match="HTTP 404"):
+    with pytest.raises(InstallError, match="HTTP 404") as info:
         _install(server, tmp_path, "latest")
+    assert "--latest-url" in info.value.hint
 
 
 # -- input and platform ------------------------------------------------------------------------

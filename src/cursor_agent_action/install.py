@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -57,6 +57,7 @@ _STALE_TEMP_SECONDS = 24 * 3600
 
 _VERSION = re.compile(r"^\d{4}\.\d{2}\.\d{2}-[0-9A-Za-z][0-9A-Za-z-]*$")
 _VERSION_IN_SCRIPT = re.compile(r"/lab/(\d{4}\.\d{2}\.\d{2}-[0-9A-Za-z][0-9A-Za-z-]*)/")
+T = TypeVar("T")
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 _OS_NAMES = {"linux": "linux", "darwin": "darwin"}
 _ARCH_NAMES = {"x86_64": "x64", "amd64": "x64", "arm64": "arm64", "aarch64": "arm64"}
@@ -137,13 +138,15 @@ def _check_version(version: str) -> None:
 def _fetch(
     what: str,
     url: str,
-    attempt: Callable[[float], Any],
+    attempt: Callable[[float], T],
     retry: RetryPolicy,
     log: Callable[[str], None],
-) -> Any:
+) -> T:
     """Call ``attempt(deadline)`` until it succeeds, retrying :class:`_Retryable` failures."""
     deadline = time.monotonic() + retry.total_seconds
-    for number in range(1, retry.attempts + 1):
+    number = 0
+    while True:  # bounded: gives up after retry.attempts or past the deadline
+        number += 1
         try:
             return attempt(deadline)
         except (_Retryable, httpx.TransportError) as exc:
@@ -158,37 +161,35 @@ def _fetch(
             log(f"{what}: {reason}; retrying in {wait:.1f} s (attempt {number + 1} of "
                 f"{retry.attempts}).")  # fmt: skip
             retry.sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
 
 
-def _check_status(response: httpx.Response, what: str, not_found: str) -> None:
+def _check_status(response: httpx.Response, what: str, *, missing: str, hint: str) -> None:
     status = response.status_code
     if status == 200:
         return
     if status >= 500 or status == 429:
         raise _Retryable(f"HTTP {status}")
-    if status in (403, 404):
-        raise InstallError(f"{what}: HTTP {status} from {response.url}: {not_found}", _hint(status))
+    if status in (403, 404):  # how the download server answers a file that does not exist
+        raise InstallError(f"{what}: HTTP {status} from {response.url}: {missing}", hint)
     raise InstallError(
         f"{what}: unexpected HTTP {status} from {response.url}.",
         "Check --base-url/--latest-url (or leave them unset for the vendor's servers).",
     )
 
 
-def _hint(status: int) -> str:
-    return (
-        f"Check that the version exists (HTTP {status} is how the download server answers a "
-        f"missing file), use the default {DEFAULT_CLI_VERSION} or 'latest', and check "
-        "--base-url if you use a mirror."
-    )
-
-
 def _download(
-    client: httpx.Client, url: str, dest: Path, deadline: float, *, what: str, not_found: str
+    client: httpx.Client, url: str, dest: Path, deadline: float, *, what: str, missing: str
 ) -> None:
     """One download attempt into ``dest`` (raw bytes: no content decoding)."""
     with client.stream("GET", url) as response:
-        _check_status(response, what, not_found)
+        _check_status(
+            response,
+            what,
+            missing=missing,
+            hint="Check that the version exists (the download server answers 403 or 404 for "
+            f"a missing file), use the default {DEFAULT_CLI_VERSION} or 'latest', and check "
+            "--base-url if you use a mirror.",
+        )
         header = response.headers.get("content-length", "")
         expected = int(header) if header.isdigit() else None
         if expected is not None and expected > MAX_ARCHIVE_BYTES:
@@ -226,7 +227,12 @@ def resolve_latest(
 
     def attempt(deadline: float) -> str:
         with client.stream("GET", latest_url) as response:
-            _check_status(response, "resolving 'latest'", "no install script there.")
+            _check_status(
+                response,
+                "resolving 'latest'",
+                missing="no install script there.",
+                hint=f"Check --latest-url, or pin a version, e.g. --version {DEFAULT_CLI_VERSION}.",
+            )
             body = bytearray()
             for chunk in response.iter_bytes():
                 body += chunk
@@ -240,8 +246,7 @@ def resolve_latest(
             )
         return match.group(1)
 
-    version: str = _fetch("resolving 'latest'", latest_url, attempt, retry, log)
-    return version
+    return _fetch("resolving 'latest'", latest_url, attempt, retry, log)
 
 
 # -- archive -----------------------------------------------------------------------------------
@@ -291,6 +296,7 @@ def _unpack(archive: Path, dest: Path, url: str) -> Path:
             "this Python cannot unpack archives safely (no tarfile data filter).",
             "Use Python 3.10.12 or newer (actions/setup-python installs a current one).",
         )
+    dest.mkdir()
     try:
         with tarfile.open(archive, "r:gz") as tar:
             members = tar.getmembers()
@@ -410,12 +416,12 @@ def install_cli(
         try:
             archive = staging / PACKAGE_FILE
             what = f"downloading Cursor CLI {version} for {os_name}/{arch}"
-            not_found = f"no Cursor CLI {version} package for {os_name}/{arch} there."
+            missing = f"no Cursor CLI {version} package for {os_name}/{arch} there."
             _fetch(
                 what,
                 url,
                 lambda deadline: _download(
-                    client, url, archive, deadline, what=what, not_found=not_found
+                    client, url, archive, deadline, what=what, missing=missing
                 ),
                 retry,
                 say,
