@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action import cli
-from cursor_agent_action.errors import EXIT_GITHUB
+from cursor_agent_action import cli, gitops
+from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
 from cursor_agent_action.runner_io import parse_output_file
-from tests.support.github_server import GitHubServer
+from tests.support.github_server import READ_ONLY_TOKEN, TOKEN, GitHubServer
 
 
 def sh(cwd: Path, *args: str) -> str:
@@ -156,3 +156,174 @@ def test_other_validation_error_is_one_clear_error(ws: Workspace,
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
     assert "opening a pull request cursor-agent/docs/feature -> nope failed" in line
     assert "422 (Validation Failed: base invalid)" in line
+
+
+def test_protected_paths_are_refused_naming_the_files(ws: Workspace,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    (ws.repo / ".github" / "workflows").mkdir(parents=True)
+    (ws.repo / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+    (ws.repo / ".cursor").mkdir()
+    (ws.repo / ".cursor" / "cli.json").write_text("{}\n")
+    (ws.repo / "README.md").write_text("fine\n")
+    code, out = ws.publish()
+    assert code == EXIT_GITHUB
+    assert out == {}
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    assert "touch protected paths: .cursor/cli.json, .github/workflows/ci.yml." in line
+    assert ws.gh.requests == []
+    assert sh(ws.remote, "branch", "--list") == "feature"
+
+
+def test_protected_paths_input_replaces_the_default(ws: Workspace) -> None:
+    (ws.repo / "docs").mkdir()
+    (ws.repo / "docs" / "a.md").write_text("a\n")
+    ws.monkeypatch.setenv("CURSOR_AGENT_ACTION_PROTECTED_PATHS", "docs/")
+    code, _ = ws.publish()
+    assert code == EXIT_GITHUB
+    (ws.repo / "docs" / "a.md").unlink()
+    (ws.repo / ".github").mkdir()
+    (ws.repo / ".github" / "x.md").write_text("x\n")
+    code, out = ws.publish("--protected-paths", "none")
+    assert code == 0
+    assert out["changed"] == "true"
+
+
+def test_options_come_from_env_vars(ws: Workspace) -> None:
+    ws.monkeypatch.setenv("CURSOR_AGENT_ACTION_BRANCH_TEMPLATE", "bot/{workflow}-{run_id}")
+    ws.monkeypatch.setenv("CURSOR_AGENT_ACTION_BASE", "main")
+    ws.monkeypatch.setenv("CURSOR_AGENT_ACTION_TITLE", "Docs for #{pr_number}")
+    ws.monkeypatch.setenv("CURSOR_AGENT_ACTION_DRAFT", "false")
+    ws.monkeypatch.setenv("GITHUB_WORKFLOW", "Docs update")
+    event = ws.out.with_name("event.json")
+    event.write_text('{"pull_request": {"number": 7}}')
+    ws.monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    (ws.repo / "README.md").write_text("env\n")
+    code, out = ws.publish()
+    assert code == 0
+    assert out["branch"] == "bot/Docs-update-777"
+    (create,) = ws.gh.requests_to("POST", r"/pulls$")
+    assert (create.body["title"], create.body["base"], create.body["draft"]) == (
+        "Docs for #7", "main", False)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--branch-template", "x/{nope}"], "unknown placeholder {nope}"),
+    (["--branch-template", "x/{base_ref}"], "placeholder {base_ref} in branch template"),
+    (["--branch-template", "bad..name"], "is not a valid branch name"),
+    (["--branch-template", "feature"], "is the base branch itself"),
+    (["--body", "a", "--body-file", "b"], "give only one of --body, --body-file"),
+    (["--draft=maybe"], "ignored explicit argument"),
+])
+def test_bad_input_fails_before_any_write(ws: Workspace, capsys: pytest.CaptureFixture[str],
+                                          args: list[str], needle: str) -> None:
+    (ws.repo / "README.md").write_text("changed\n")
+    code, _ = ws.publish(*args)
+    assert code == EXIT_USAGE
+    assert needle in capsys.readouterr().out
+    assert ws.gh.requests == []
+    assert sh(ws.remote, "branch", "--list") == "feature"
+
+
+def test_invalid_boolean_env_is_a_usage_error(ws: Workspace,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    ws.monkeypatch.setenv("CURSOR_AGENT_ACTION_DRAFT", "yes please")
+    code, _ = ws.publish()
+    assert code == EXIT_USAGE
+    assert "CURSOR_AGENT_ACTION_DRAFT must be 'true' or 'false'" in capsys.readouterr().out
+
+
+def test_missing_token_fails_before_committing(ws: Workspace,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    ws.monkeypatch.delenv("GITHUB_TOKEN")
+    (ws.repo / "README.md").write_text("changed\n")
+    code, _ = ws.publish()
+    assert code == EXIT_GITHUB
+    assert "no GitHub token" in capsys.readouterr().out
+    assert sh(ws.remote, "branch", "--list") == "feature"
+
+
+def test_read_only_token_cannot_open_the_pr(ws: Workspace,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    ws.monkeypatch.setenv("GITHUB_TOKEN", READ_ONLY_TOKEN)
+    (ws.repo / "README.md").write_text("changed\n")
+    code, _ = ws.publish()
+    assert code == EXIT_GITHUB
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    assert "opening a pull request cursor-agent/docs/feature -> feature failed" in line
+    assert "403" in line
+    assert "pull-requests: write" in line
+
+
+def test_someone_elses_commit_on_the_bot_branch_is_never_overwritten(
+        ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    (ws.repo / "human.txt").write_text("human work\n")
+    sh(ws.repo, "add", "human.txt")
+    sh(ws.repo, "-c", "user.name=Jane", "-c", "user.email=jane@example.com", "commit", "-qm",
+       "by hand")
+    sh(ws.repo, "push", "-q", "origin", "HEAD:refs/heads/cursor-agent/docs/feature")
+    human = sh(ws.repo, "rev-parse", "HEAD")
+    sh(ws.repo, "reset", "-q", "--hard", "HEAD^")
+    (ws.repo / "README.md").write_text("agent\n")
+    code, _ = ws.publish()
+    assert code == EXIT_GITHUB
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    assert "refusing to overwrite branch cursor-agent/docs/feature" in line
+    assert "by Jane <jane@example.com>" in line
+    assert ws.remote_branch("cursor-agent/docs/feature") == human
+
+
+def test_branch_moved_during_publish_is_a_clear_rejection(
+        ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A concurrent push lands between our fetch and our push: force-with-lease refuses."""
+    (ws.repo / "README.md").write_text("first\n")
+    code, first = ws.publish()
+    assert code == 0
+    feature = sh(ws.repo, "rev-parse", "HEAD")
+    # The remote's upload-pack moves the bot branch right after serving our fetch (its 2nd
+    # use, after ls-remote): exactly the window force-with-lease guards.
+    counter = tmp_path / "count"
+    wrapper = tmp_path / "upload-pack"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'git-upload-pack "$@"; status=$?\n'
+        f'n=$(cat "{counter}" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "{counter}"\n'
+        f'if [ "$n" -eq 2 ]; then git --git-dir="{ws.remote}" update-ref '
+        f"refs/heads/{first['branch']} {feature}; fi\n"
+        "exit $status\n")
+    wrapper.chmod(0o755)
+    sh(ws.repo, "config", "remote.origin.uploadpack", str(wrapper))
+    (ws.repo / "README.md").write_text("second\n")
+    code, _ = ws.publish()
+    assert code == EXIT_GITHUB
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    assert "rejected: the branch moved on origin while publishing" in line
+    assert "Re-run the job" in line
+    assert ws.remote_branch(first["branch"]) == feature  # the concurrent push survives
+
+
+def test_push_token_goes_in_one_header_and_never_into_git_config(
+        ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """Over HTTP: exactly one Authorization header (checkout's persisted one is reset)."""
+    import base64
+
+    ws.monkeypatch.setenv("GITHUB_SERVER_URL", ws.gh.api_url)
+    sh(ws.repo, "remote", "set-url", "origin", f"{ws.gh.api_url}/octo/widgets.git")
+    sh(ws.repo, "config", f"http.{ws.gh.api_url}/.extraheader", "AUTHORIZATION: basic c3RhbGU=")
+    (ws.repo / "README.md").write_text("http\n")
+    code, _ = ws.publish()
+    assert code == EXIT_GITHUB
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    assert "403" in line
+    assert "contents: write" in line
+    (probe, *_) = ws.gh.requests_to("GET", r"/info/refs$")
+    expected = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
+    assert probe.authorization == [f"basic {expected}"]
+    config = (ws.repo / ".git" / "config").read_text()
+    assert TOKEN not in config
+    assert expected not in config
+
+
+def test_token_environment_for_git_is_scoped_to_the_server() -> None:
+    env = gitops.auth_env("https://github.example/", "tok")
+    assert env["GIT_CONFIG_KEY_1"] == "http.https://github.example/.extraheader"
+    assert env["GIT_CONFIG_VALUE_0"] == ""

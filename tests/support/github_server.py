@@ -35,6 +35,7 @@ class Recorded:
     query: dict[str, str]
     headers: dict[str, str]
     body: Any
+    authorization: list[str] = field(default_factory=list)  # every Authorization header sent
 
 
 @dataclass
@@ -300,13 +301,18 @@ class _Handler(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(parsed.query))
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        body = json.loads(raw) if raw else None
-        record = Recorded(method, parsed.path, query, dict(self.headers.items()), body)
+        smart_git = parsed.path.endswith(("/info/refs", "/git-receive-pack"))
+        body = json.loads(raw) if raw and not smart_git else None
+        record = Recorded(method, parsed.path, query, dict(self.headers.items()), body,
+                          self.headers.get_all("Authorization") or [])
         gh = self.gh
         with gh._lock:
             (gh.storage_requests if self.is_storage else gh.requests).append(record)
         if self.is_storage:
             self._storage(parsed.path)
+            return
+        if smart_git:  # git over HTTPS: GitHub's answer when the token may not push
+            self._send(403, raw=b"Permission to octo/widgets.git denied to github-actions[bot].")
             return
         with gh._lock:
             for fault in gh._faults:
