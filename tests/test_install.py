@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from cursor_agent_action.install import (
     MARKER,
     InstallResult,
     RetryPolicy,
+    default_cache_dir,
     detect_platform,
     install_cli,
 )
@@ -173,6 +175,28 @@ def test_relative_cache_and_bin_dirs_give_working_links(
     assert result.cli_path.is_absolute()
     monkeypatch.chdir("/")
     assert _run(tmp_path / "bin" / "agent").strip() == V1
+
+
+def test_stale_staging_dirs_are_removed_recent_ones_kept(
+    server: DownloadServer, tmp_path: Path
+) -> None:
+    versions = tmp_path / "cache" / "versions"
+    old, recent = versions / ".tmp-old-abc", versions / ".tmp-recent-abc"
+    for path in (old, recent):
+        (path / "unpacked").mkdir(parents=True)
+    day_and_more = time.time() - 25 * 3600
+    os.utime(old, (day_and_more, day_and_more))
+    serve_package(server, V1)
+    _install(server, tmp_path)
+    assert _leftovers(tmp_path) == sorted([".tmp-recent-abc", V1])
+
+
+def test_default_cache_dir() -> None:
+    assert default_cache_dir({"CURSOR_CLI_CACHE_DIR": "/c", "RUNNER_TOOL_CACHE": "/t"}) == Path(
+        "/c"
+    )
+    assert default_cache_dir({"RUNNER_TOOL_CACHE": "/t"}) == Path("/t/cursor-agent")
+    assert default_cache_dir({}) == Path.home() / ".cache" / "cursor-agent-action"
 
 
 def test_installing_another_version_repoints_the_links(
