@@ -1,0 +1,93 @@
+"""``cursor-agent-action demo``: the whole ``run`` pipeline on a bundled sample, offline.
+
+A bundled stand-in CLI replays a bundled, realistic transcript (a docs update with a denied
+``git`` call) in a temporary git workspace, with the real policy file, process control, live
+log, git cross-check, job summary and step outputs. The summary, outputs, transcript and the
+agent's diff are written to ``./cursor-agent-action-demo/`` (or ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from cursor_agent_action.agent_run import RunOptions, execute
+from cursor_agent_action.gitops import git
+from cursor_agent_action.permissions import build_policy
+from cursor_agent_action.process import stop_on_signals
+from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.standin import write_wrapper
+
+DEFAULT_OUT = "cursor-agent-action-demo"
+PROMPT = (
+    "Update the documentation so that it matches hello.py: document every command line option "
+    "in docs/usage.md, fix typos, and keep the README's usage line accurate. Only edit Markdown "
+    "files."
+)
+_GIT_IDENTITY = ["-c", "user.name=demo", "-c", "user.email=demo@example.com",
+                 "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default=DEFAULT_OUT,
+                        help=f"directory for the summary, outputs and transcript "
+                        f"(default: ./{DEFAULT_OUT})")
+
+
+def _git(workspace: Path, *args: str) -> str:
+    done = git([*_GIT_IDENTITY, *args], workspace, doing=f"git {args[0]} in the demo workspace")
+    return done.stdout
+
+
+def command(args: argparse.Namespace, runner: Runner) -> int:
+    out = Path(args.out).absolute()
+    out.mkdir(parents=True, exist_ok=True)
+    summary, outputs = out / "summary.md", out / "outputs.txt"
+    diff, state = out / "changes.diff", out / "state"
+    for stale in (summary, outputs, diff):
+        stale.unlink(missing_ok=True)
+    shutil.rmtree(state, ignore_errors=True)
+    data = resources.files("cursor_agent_action") / "data"
+    with tempfile.TemporaryDirectory(prefix="cursor-agent-action-demo-") as tmp:
+        root = Path(tmp)
+        workspace = root / "hello-cli"
+        with resources.as_file(data / "demo-workspace") as seed:
+            shutil.copytree(seed, workspace)
+        _git(workspace, "init", "-q")
+        _git(workspace, "add", "-A")
+        _git(workspace, "commit", "-qm", "hello-cli")
+        with resources.as_file(data / "demo-transcript.jsonl") as transcript:
+            scenario = root / "scenario.json"
+            scenario.write_text(json.dumps({"transcript": str(transcript), "drip_ms": 40,
+                                            "apply_tool_writes": True}))
+            options = RunOptions(
+                prompt=PROMPT,
+                agent_bin=write_wrapper(root / "cursor-agent", scenario),
+                workspace=workspace,
+                state_dir=state,
+                transcript=out / "transcript.jsonl",
+                policy=build_policy("docs"),
+                timeout_minutes=5,
+                max_retries=0,
+            )
+            demo_runner = Runner(stdout=sys.stdout, env={}, output_file=outputs,
+                                 summary_file=summary)
+            # The stand-in needs no key; a placeholder keeps the "no API key" warning away.
+            environ = {**os.environ, "CURSOR_API_KEY": "demo-placeholder-not-a-key"}
+            with stop_on_signals() as stop:
+                record = execute(options, demo_runner, environ, stop)
+        _git(workspace, "add", "-A")
+        diff.write_text(_git(workspace, "diff", "--cached"), encoding="utf-8")
+    runner.log("")
+    runner.log(f"Demo finished: conclusion {record.conclusion}. Files written:")
+    for path, what in ((summary, "the job summary, Markdown"), (outputs, "step outputs"),
+                       (out / "transcript.jsonl", "the agent's raw stream-json output"),
+                       (diff, "the agent's changes")):
+        runner.log(f"  {path}  ({what})")
+    return 0 if record.conclusion == "success" else 1

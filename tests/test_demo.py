@@ -1,0 +1,64 @@
+"""`cursor-agent-action demo` runs the real pipeline on the bundled sample, offline."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.cli import main
+from cursor_agent_action.runner_io import parse_output_file
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "src" / "cursor_agent_action" / "data"
+
+
+def test_demo_writes_summary_outputs_transcript_and_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    log = capsys.readouterr().out
+    outputs = parse_output_file((out / "outputs.txt").read_text())
+    assert outputs["conclusion"] == "success"
+    assert json.loads(outputs["files-changed"]) == ["README.md", "docs/usage.md"]
+    assert outputs["permission-denials"] == "1"
+    assert outputs["transcript-file"] == str(out / "transcript.jsonl")
+    assert Path(outputs["result-file"]).read_text().startswith("I'll compare the options")
+    # The stand-in replays the bundled transcript, reporting the real workspace as its cwd.
+    replayed = (out / "transcript.jsonl").read_text().splitlines()
+    bundled = (DATA / "demo-transcript.jsonl").read_text().splitlines()
+    assert len(replayed) == len(bundled)
+    assert json.loads(replayed[0])["cwd"].endswith("/hello-cli")
+    assert replayed[-1] == bundled[-1]
+    diff = (out / "changes.diff").read_text()
+    assert "+| `--greeting WORD` | the word to greet with (default: `Hello`) |" in diff
+    assert "b/hello.py" not in diff  # the docs preset let it edit Markdown only
+    summary = (out / "summary.md").read_text()
+    assert summary.count("## ✅ Cursor agent: success") == 1
+    assert "Permission denials (1)" in summary
+    assert f"{out / 'summary.md'}" in log
+    assert "without a write tool" not in summary  # the git cross-check agrees with the tools
+
+    # A second run replaces the files instead of appending to them.
+    assert main(["demo", "--out", str(out)]) == 0
+    assert (out / "summary.md").read_text().count("## ✅ Cursor agent: success") == 1
+    assert len(list((out / "state").glob("result-*.md"))) == 1
+
+
+def test_wheel_ships_the_demo_data(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d",
+                    str(tmp_path)], cwd=ROOT, check=True, capture_output=True, timeout=120)
+    [wheel] = tmp_path.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = {
+        f"cursor_agent_action/data/{path.relative_to(DATA)}"
+        for path in DATA.rglob("*") if path.is_file()
+    }
+    assert expected
+    assert expected <= names
+    assert "cursor_agent_action/standin.py" in names
