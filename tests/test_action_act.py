@@ -1,0 +1,256 @@
+"""The composite action (action.yml) on a real runner implementation: act, host mode, offline.
+
+One workflow holds every scenario as a job (act runs them two at a time); it runs once per
+module and each test checks one behaviour of its result. The Cursor CLI is the stand-in, given
+through ``cli-path``; the helper venv comes from a pre-warmed tool cache (see
+``seed_helper_venv``), so no step touches the network.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.act import ROOT, ActRun, base_python, make_repo, run_workflow, seed_helper_venv
+from tests.support.standin import make_standin, runs
+
+pytestmark = pytest.mark.act
+
+SECRET_KEY = "crsr-secret-4f1a9c0e7d2b"  # given as a repository secret
+PLAIN_KEY = "crsr-plain-8b3e6d1f0a5c"  # a key that reached the job as a plain env var
+CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"
+PROMPT_FILE_TEXT = "Summarise docs/guide.md in one sentence.\n"
+
+SESSION = "5b0c7a52-3f0e-4c3e-9d41-0e6a2f1b9c77"
+
+
+def _tool(call_id: str, kind: str, args: dict[str, Any], result: dict[str, Any]) -> list[Any]:
+    started = {"type": "tool_call", "subtype": "started", "call_id": call_id,
+               "tool_call": {kind: {"args": args}}, "session_id": SESSION}
+    completed = {"type": "tool_call", "subtype": "completed", "call_id": call_id,
+                 "tool_call": {kind: {"args": args, "result": result}}, "session_id": SESSION}
+    return [started, completed]
+
+
+def _lines(final: str) -> list[Any]:
+    """A run with two tool calls (a read and a shell command) and the given final message."""
+    return [
+        {"type": "system", "subtype": "init", "apiKeySource": "env", "cwd": "/workspace",
+         "session_id": SESSION, "model": "Stand-in 1", "permissionMode": "default"},
+        *_tool("call-1", "readToolCall", {"path": "/workspace/docs/guide.md"},
+               {"success": {"content": "# Guide\n", "totalLines": 1}}),
+        *_tool("call-2", "shellToolCall", {"command": "ls docs", "workingDirectory": ""},
+               {"success": {"exitCode": 0, "stdout": "guide.md\n", "stderr": ""}}),
+        {"type": "assistant", "message": {"role": "assistant",
+                                          "content": [{"type": "text", "text": final}]},
+         "session_id": SESSION},
+        {"type": "result", "subtype": "success", "duration_ms": 2100, "is_error": False,
+         "result": final, "session_id": SESSION, "request_id": "req-1"},
+    ]
+
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    # The final message repeats the key: outputs and summary must not.
+    "success": {"lines": _lines(f"Updated docs/guide.md. (debug: key {SECRET_KEY})"),
+                "edits": {"docs/guide.md": "# Guide\n\nNew section.\n"},
+                "record": "record-success.jsonl"},
+    "crash": {"crash": {"after": 1, "stderr": "Error: model overloaded", "exit_code": 1}},
+    "hang": {"hang_after": 1},
+    "record": {"lines": _lines("Done."), "record": "record-prompt.jsonl"},
+    "policy": {"lines": _lines("Done."), "record": "record-policy.jsonl"},
+}
+
+
+def _workflow(clis: dict[str, Path]) -> str:
+    def agent(cli: str, extra: str = "", prompt: str = "prompt: Update the guide") -> str:
+        return f"""      - id: agent
+        uses: ./
+        with:
+          {prompt}
+          cli-path: {clis[cli]}{extra}
+"""
+
+    checkout = f"""      - uses: {CHECKOUT}
+        with:
+          persist-credentials: false
+"""
+    read_conclusion = """      - id: check
+        if: always()
+        env:
+          CONCLUSION: ${{ steps.agent.outputs.conclusion }}
+        run: echo "conclusion=$CONCLUSION" >>"$GITHUB_OUTPUT"
+"""
+    return f"""name: action scenarios
+on: push
+permissions: {{}}
+jobs:
+  success:
+    runs-on: ubuntu-latest
+    steps:
+{checkout}{agent("success", '''
+          api-key: ${{ secrets.CURSOR_API_KEY }}
+          permissions: docs''')}      - id: check
+        env:
+          CONCLUSION: ${{{{ steps.agent.outputs.conclusion }}}}
+          FILES: ${{{{ steps.agent.outputs.files-changed }}}}
+          TOOLS: ${{{{ steps.agent.outputs.tool-calls }}}}
+          SESSION: ${{{{ steps.agent.outputs.session-id }}}}
+        run: |
+          {{
+            echo "conclusion=$CONCLUSION"
+            echo "files=$FILES"
+            echo "tools=$TOOLS"
+            echo "session=$SESSION"
+            echo "status<<STATUS_END"
+            git status --porcelain --untracked-files=all --ignored
+            echo "STATUS_END"
+          }} >>"$GITHUB_OUTPUT"
+      - run: echo "a later step prints the key $CURSOR_API_KEY"
+  failure:
+    runs-on: ubuntu-latest
+    steps:
+{checkout}{agent("crash")}{read_conclusion}
+  tolerated:
+    runs-on: ubuntu-latest
+    steps:
+{checkout}{agent("crash", '''
+          fail-on-error: "false"''')}{read_conclusion}
+  timeout:
+    runs-on: ubuntu-latest
+    steps:
+{checkout}{agent("hang", '''
+          timeout-minutes: "0.05"''')}{read_conclusion}
+  prompt-file:
+    runs-on: ubuntu-latest
+    steps:
+{checkout}{agent("record", prompt="prompt-file: prompts/task.md")}
+  policy:
+    runs-on: ubuntu-latest
+    steps:
+{checkout}{agent("policy", '''
+          permissions: edit
+          allow: |
+            Shell(npm)
+            Shell(make)
+          deny: Write(secrets/**)''')}      - id: check
+        run: |
+          if [[ -e .cursor/cli.json ]]; then left=yes; else left=no; fi
+          echo "policy-left=$left" >>"$GITHUB_OUTPUT"
+"""
+
+
+@pytest.fixture(scope="module")
+def scenario_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[ActRun, Path]:
+    base = tmp_path_factory.mktemp("act-action")
+    clis = {name: make_standin(base, scenario, name=name) for name, scenario in SCENARIOS.items()}
+    repo = make_repo(
+        base / "repo",
+        {"scenarios.yml": _workflow(clis)},
+        {"prompts/task.md": PROMPT_FILE_TEXT, "docs/guide.md": "# Guide\n"},
+    )
+    cache = base / "act-cache"
+    seed_helper_venv(repo, cache / "tool_cache")
+    run = run_workflow(
+        repo,
+        workflow="scenarios.yml",
+        cache_dir=cache,
+        home=base / "home",
+        secrets={"CURSOR_API_KEY": SECRET_KEY},
+        env={"CURSOR_API_KEY": PLAIN_KEY, "CURSOR_AGENT_ACTION_PYTHON": base_python()},
+        timeout_s=180,
+    )
+    assert not run.timed_out, run.explain()
+    return run, base
+
+
+def test_next_step_reads_outputs_through_env(scenario_run: tuple[ActRun, Path]) -> None:
+    run, _ = scenario_run
+    assert run.job_result("success") == "success", run.explain()
+    seen = run.outputs("success", "check")
+    assert seen["conclusion"] == "success"
+    assert json.loads(seen["files"]) == ["docs/guide.md"]
+    assert seen["tools"] == "2"
+    assert seen["session"] == SESSION
+
+
+def test_every_declared_output_is_set(scenario_run: tuple[ActRun, Path]) -> None:
+    """Each output of action.yml is wired to a step; only the install's are empty with cli-path."""
+    run, _ = scenario_run
+    declared = set(yaml.safe_load((ROOT / "action.yml").read_text())["outputs"])
+    outputs = run.outputs("success", "agent")
+    assert set(outputs) == declared
+    unset = {name for name, value in outputs.items() if value == ""}
+    # The stand-in reports no token usage; cli-version/cache-hit belong to the skipped install.
+    assert unset == {"input-tokens", "output-tokens", "cache-read-tokens", "cache-write-tokens",
+                     "cli-version", "cache-hit"}
+    assert Path(outputs["transcript-file"]).name == "transcript.jsonl"
+
+
+def test_job_summary_is_written(scenario_run: tuple[ActRun, Path]) -> None:
+    run, _ = scenario_run
+    summary = run.summary("success")
+    assert "success" in summary.splitlines()[0]
+    assert "docs/guide.md" in summary
+
+
+def test_api_key_never_shown(scenario_run: tuple[ActRun, Path]) -> None:
+    """Neither the secret nor a plain-env key appears in the log, the summary or any output."""
+    run, base = scenario_run
+    for key in (SECRET_KEY, PLAIN_KEY):
+        assert run.leaks(key) == []
+    assert "a later step prints the key ***" in run.job_log("success")
+    # The agent itself did get the key the input named.
+    (recorded,) = runs(base, "record-success.jsonl")
+    assert recorded["env"]["CURSOR_API_KEY"] == SECRET_KEY
+
+
+def test_workspace_holds_only_the_agents_changes(scenario_run: tuple[ActRun, Path]) -> None:
+    run, _ = scenario_run
+    # git status after the step: the stand-in's edit, nothing from the action (its venv lives
+    # in the tool cache, its transcript and policy backup in RUNNER_TEMP).
+    assert run.outputs("success", "check")["status"] == " M docs/guide.md"
+
+
+def test_failed_run_fails_the_step(scenario_run: tuple[ActRun, Path]) -> None:
+    run, _ = scenario_run
+    assert run.step_result("failure", "agent") == "failure", run.explain()
+    assert run.job_result("failure") == "failure"
+    assert run.outputs("failure", "check")["conclusion"] == "failure"
+    assert "model overloaded" in run.job_log("failure")
+
+
+def test_fail_on_error_false_passes_with_conclusion_failure(
+    scenario_run: tuple[ActRun, Path],
+) -> None:
+    run, _ = scenario_run
+    assert run.step_result("tolerated", "agent") == "success", run.explain()
+    assert run.job_result("tolerated") == "success"
+    assert run.outputs("tolerated", "check")["conclusion"] == "failure"
+
+
+def test_timeout_stops_the_agent(scenario_run: tuple[ActRun, Path]) -> None:
+    run, _ = scenario_run
+    assert run.step_result("timeout", "agent") == "failure", run.explain()
+    assert run.outputs("timeout", "check")["conclusion"] == "timeout"
+
+
+def test_prompt_from_prompt_file(scenario_run: tuple[ActRun, Path]) -> None:
+    run, base = scenario_run
+    assert run.job_result("prompt-file") == "success", run.explain()
+    (recorded,) = runs(base, "record-prompt.jsonl")
+    assert PROMPT_FILE_TEXT.strip() in json.dumps(recorded["argv"]) + str(recorded["stdin"])
+
+
+def test_preset_with_extra_allow_and_deny(scenario_run: tuple[ActRun, Path]) -> None:
+    """The agent saw the edit preset plus the extra tokens; the policy file is gone afterwards."""
+    run, base = scenario_run
+    assert run.job_result("policy") == "success", run.explain()
+    (recorded,) = runs(base, "record-policy.jsonl")
+    permissions = json.loads(recorded["cli_json"])["permissions"]
+    assert {"Shell(npm)", "Shell(make)"} <= set(permissions["allow"])
+    assert "Write(secrets/**)" in permissions["deny"]
+    assert run.outputs("policy", "check")["policy-left"] == "no"
