@@ -6,6 +6,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,28 @@ def test_default_cache_dir() -> None:
     )
     assert default_cache_dir({"RUNNER_TOOL_CACHE": "/t"}) == Path("/t/cursor-agent")
     assert default_cache_dir({}) == Path.home() / ".cache" / "cursor-agent-action"
+
+
+def test_concurrent_installs_of_one_version_both_succeed(
+    server: DownloadServer, tmp_path: Path
+) -> None:
+    """A job that loses the race to place the package uses the winner's complete install."""
+    serve_package(server, V1)
+    server.plan = ["slow"]
+    server.slow_seconds = 10
+    with ThreadPoolExecutor(1) as pool:
+        loser = pool.submit(_install, server, tmp_path, timeout=20)
+        assert server.wait_for_requests(1)
+        winner = _install(server, tmp_path)
+        inode = winner.cli_path.stat().st_ino
+        server.release_slow()
+        late = loser.result(timeout=20)
+    assert late.cli_path == winner.cli_path
+    assert late.cli_path.stat().st_ino == inode  # the winner's install was left alone
+    assert not late.cache_hit
+    assert not winner.cache_hit
+    assert _run(late.cli_path).strip() == V1
+    assert _leftovers(tmp_path) == [V1]
 
 
 def test_installing_another_version_repoints_the_links(

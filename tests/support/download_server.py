@@ -30,7 +30,7 @@ class DownloadServer:
         self.default_mode = "ok"
         self.slow_seconds = slow_seconds
         self.requests: list[str] = []
-        self._lock = threading.Lock()
+        self._arrived = threading.Condition()
         self._release = threading.Event()
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
@@ -53,14 +53,24 @@ class DownloadServer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._release.set()  # wake "slow" handlers
+        self.release_slow()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=10)
 
+    def release_slow(self) -> None:
+        """Let every waiting ``slow`` request answer now."""
+        self._release.set()
+
+    def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
+        """Block until ``count`` requests arrived (or the timeout passed)."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= count, timeout)
+
     def _next_mode(self, path: str) -> str:
-        with self._lock:
+        with self._arrived:
             self.requests.append(path)
+            self._arrived.notify_all()
             return self.plan.pop(0) if self.plan else self.default_mode
 
     def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
