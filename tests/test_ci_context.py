@@ -54,7 +54,7 @@ class Env:
         out.write_text("")
         context = self.tmp / "ctx.md"
         self.capsys.readouterr()
-        code = cli.main(["ci-context", "--output-file", str(out), "--output", str(context),
+        code = cli.main(["ci-context", "--output-file", str(out), "--context-file", str(context),
                          *args])
         text = context.read_text() if context.exists() else ""
         return code, parse_output_file(out.read_text()), text, self.capsys.readouterr().out
@@ -72,7 +72,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         for key, value in gh.env(GITHUB_EVENT_NAME="workflow_run").items():
             monkeypatch.setenv(key, value)
         for key in ("GITHUB_EVENT_PATH", "CURSOR_AGENT_ACTION_RUN_ID",
-                    "CURSOR_AGENT_ACTION_MAX_BYTES", "CURSOR_AGENT_ACTION_OUTPUT"):
+                    "CURSOR_AGENT_ACTION_MAX_BYTES", "CURSOR_AGENT_ACTION_CONTEXT_FILE"):
             monkeypatch.delenv(key, raising=False)
         yield Env(gh, tmp_path, monkeypatch, capsys)
 

@@ -50,7 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--run-id", default="",
                help="workflow run to examine (default: workflow_run.id of the triggering "
                "workflow_run event, from GITHUB_EVENT_PATH)")
-    add_option(parser, "--output", default="",
+    add_option(parser, "--context-file", default="",
                help="Markdown file to write (default: "
                "$RUNNER_TEMP/cursor-agent-action/ci-context.md)")
     add_option(parser, "--max-bytes", default=str(DEFAULT_MAX_BYTES),
@@ -161,7 +161,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     ctx = Context.from_env()
     run_id = _run_id(args.run_id, ctx)
     max_bytes = _max_bytes(args.max_bytes)
-    output = Path(args.output or Path(os.environ.get("RUNNER_TEMP") or ".")
+    output = Path(args.context_file or Path(os.environ.get("RUNNER_TEMP") or ".")
                   / "cursor-agent-action" / "ci-context.md")
     token = read_token(args.token_env, ctx)
     runner.mask(token)
@@ -184,8 +184,12 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         for job in jobs:
             reports.append(_job_report(gh, http, job, budget, runner))
     markdown = render(info, reports, pr_number)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(markdown, encoding="utf-8")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(markdown, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write the context file {output}: {exc.strerror}.",
+                         "Set context-file to a writable path, e.g. under $RUNNER_TEMP.") from exc
     failed = [{"id": r.id, "name": r.name, "conclusion": r.conclusion, "url": r.url,
                "failed_steps": r.failed_steps} for r in reports]
     runner.set_outputs({

@@ -58,7 +58,8 @@ def add_option(
     shown = f"'{default}'" if default else "none"
     parser.add_argument(
         flag,
-        default=os.environ.get(name, default),
+        # Empty counts as unset: a sub-action passes every input, empty or not.
+        default=os.environ.get(name) or default,
         help=f"{help} (env {name}; default {shown})",
         **kwargs,
     )
