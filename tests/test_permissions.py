@@ -253,7 +253,9 @@ def test_print_shows_the_exact_file_bytes_and_writes_nothing(
 
 
 @pytest.mark.usefixtures("clean_env")
-def test_command_writes_the_policy_and_sets_outputs(tmp_path: Path) -> None:
+def test_command_writes_the_policy_and_sets_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out.txt"
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -264,11 +266,16 @@ def test_command_writes_the_policy_and_sets_outputs(tmp_path: Path) -> None:
     assert code == 0
     written = (workspace / ".cursor" / "cli.json").read_bytes()
     assert written == build_policy("edit", deny=["Shell(rm)", "Shell(docker)"]).render()
+    assert "replacing" not in capsys.readouterr().out
     outputs = parse_output_file(out.read_text())
     assert outputs == {
         "policy-file": str(workspace / ".cursor" / "cli.json"),
         "allows-writes": "true",
     }
+    assert main(["permissions", "--working-directory", str(workspace)]) == 0
+    assert "read-only policy" in (log := capsys.readouterr().out)
+    assert "replacing the file there" in log
+    assert (workspace / ".cursor" / "cli.json").read_bytes() == build_policy("read-only").render()
 
 
 @pytest.mark.usefixtures("clean_env")

@@ -511,15 +511,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def command(args: argparse.Namespace, runner: Runner) -> int:
     cache_dir = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     bin_dir = Path(args.bin_dir) if args.bin_dir else cache_dir / "bin"
-    with runner.group("Install the Cursor CLI"):
-        result = install_cli(
-            args.cli_version,
-            base_url=args.base_url,
-            latest_url=args.latest_url,
-            cache_dir=cache_dir,
-            bin_dir=bin_dir,
-            log=runner.log,
-        )
+    result = install_cli(
+        args.cli_version,
+        base_url=args.base_url,
+        latest_url=args.latest_url,
+        cache_dir=cache_dir,
+        bin_dir=bin_dir,
+        log=runner.log,
+    )
     runner.set_outputs(
         {
             "cli-path": str(result.cli_path),

@@ -441,10 +441,13 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     if args.print_only:
         runner.log(policy.render().decode("utf-8").rstrip("\n"))
         return 0
-    path = write_policy(Path(args.working_directory), policy)
+    workspace = Path(args.working_directory)
+    replaced = (workspace / ".cursor" / "cli.json").is_file()
+    path = write_policy(workspace, policy)
     runner.log(
-        f"Wrote the {policy.preset} policy to {path} ({len(policy.allow)} allow, "
-        f"{len(policy.deny)} deny rules; writes {'allowed' if policy.allows_writes else 'denied'})."
+        f"Wrote the {policy.preset} policy to {path}{', replacing the file there' * replaced}: "
+        f"{len(policy.allow)} allow and {len(policy.deny)} deny rules, writes "
+        f"{'allowed' if policy.allows_writes else 'denied'}."
     )
     runner.set_outputs(
         {"policy-file": str(path), "allows-writes": "true" if policy.allows_writes else "false"}
