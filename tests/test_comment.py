@@ -78,6 +78,7 @@ def test_creates_then_updates_in_place_found_by_marker_across_pages(env: Env) ->
     assert ours["body"].startswith("<!-- cursor-agent-action:Docs/publish -->\nsecond")
     assert "https://github.example/octo/widgets/actions/runs/777/attempts/1" in ours["body"]
     assert first["comment-url"] == ours["html_url"]
+    assert first["issue-number"] == str(number)
     assert len(env.gh.requests_to("POST", r"/comments$")) == 1
     assert len(env.gh.requests_to("PATCH", r"/comments/")) == 1
 
@@ -198,3 +199,25 @@ def test_secondary_rate_limit_429_is_waited_out_and_retried(env: Env) -> None:
     assert len(env.gh.requests_to("POST", r"/comments$")) == 3
     assert log.count("GitHub answered 429; waiting 0 s") == 2
     assert len(env.bodies()) == 1
+
+
+def test_without_a_pr_an_issue_is_opened_then_updated_in_place(env: Env) -> None:
+    env.gh.add_pull("unrelated")  # pull requests are listed as issues too: never picked
+    code, first, _ = env.comment("--body", "CI broke", "--issue-title", "CI failure on main")
+    assert code == 0
+    number = int(first["issue-number"])
+    issue = env.gh.state.issues[number]
+    assert issue["title"] == "CI failure on main"
+    assert [label["name"] for label in issue["labels"]] == ["cursor-agent"]
+    assert issue["body"].startswith("<!-- cursor-agent-action:Docs/publish -->\nCI broke")
+    assert first["comment-id"] == ""
+    assert first["comment-url"] == issue["html_url"]
+    code, second, _ = env.comment("--body", "CI still broken", "--issue-title",
+                                  "CI failure on main")
+    assert code == 0
+    assert second["issue-number"] == str(number)
+    assert env.gh.state.issues[number]["body"].endswith(
+        "CI still broken\n\n[Workflow run](https://github.example/octo/widgets/actions/runs/"
+        "777/attempts/1)")
+    assert len(env.gh.requests_to("POST", r"/issues$")) == 1
+    assert env.gh.requests_to("GET", r"/issues$")[0].query["labels"] == "cursor-agent"

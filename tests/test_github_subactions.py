@@ -16,7 +16,7 @@ from cursor_agent_action import cli
 ROOT = Path(__file__).resolve().parent.parent
 SUBACTIONS = {
     "publish": ("publish", {"changed", "branch", "commit-sha", "pr-number", "pr-url"}),
-    "comment": ("comment", {"comment-id", "comment-url"}),
+    "comment": ("comment", {"comment-id", "comment-url", "issue-number"}),
     "ci-context": ("ci-context", {"context-file", "failed-jobs", "head-sha", "pr-number"}),
 }
 

@@ -327,3 +327,25 @@ def test_token_environment_for_git_is_scoped_to_the_server() -> None:
     env = gitops.auth_env("https://github.example/", "tok")
     assert env["GIT_CONFIG_KEY_1"] == "http.https://github.example/.extraheader"
     assert env["GIT_CONFIG_VALUE_0"] == ""
+
+
+def test_pr_body_is_the_compact_summary_of_the_transcript(ws: Workspace) -> None:
+    from tests.test_comment import TRANSCRIPT
+
+    transcript = ws.out.with_name("t.jsonl")
+    transcript.write_text(TRANSCRIPT)
+    (ws.repo / "README.md").write_text("docs\n")
+    code, _ = ws.publish("--transcript", str(transcript))
+    assert code == 0
+    (create,) = ws.gh.requests_to("POST", r"/pulls$")
+    assert "The docs now describe the new flag." in create.body["body"]
+    assert "actions/runs/777" in create.body["body"]
+
+
+def test_missing_transcript_is_a_usage_error(ws: Workspace,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (ws.repo / "README.md").write_text("docs\n")
+    code, _ = ws.publish("--transcript", str(ws.out.with_name("missing.jsonl")))
+    assert code == EXIT_USAGE
+    assert "missing.jsonl does not exist" in capsys.readouterr().out
+    assert sh(ws.remote, "branch", "--list") == "feature"

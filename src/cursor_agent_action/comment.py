@@ -37,6 +37,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--body", default="",
                help="comment text, e.g. the run step's final-message output")
     add_option(parser, "--body-file", default="", help="file with the comment text (Markdown)")
+    add_option(parser, "--issue-title", default="",
+               help="when there is no pull request or issue to comment on, keep the text in "
+               "an open issue with this title instead (found again by marker and labels)")
+    add_option(parser, "--issue-labels", default="cursor-agent",
+               help="labels of that issue, comma separated; used to find it again")
     add_token_option(parser)
 
 
@@ -51,7 +56,7 @@ def marker_line(marker: str) -> str:
 
 def command(args: argparse.Namespace, runner: Runner) -> int:
     ctx = Context.from_env()
-    number = _number(args.number, ctx)
+    number = _number(args.number, ctx, fallback=bool(args.issue_title.strip()))
     marker = args.marker or "/".join(
         part for part in (os.environ.get("GITHUB_WORKFLOW", ""), os.environ.get("GITHUB_JOB", ""))
         if part
@@ -67,6 +72,19 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     token = read_token(args.token_env, ctx)
     runner.mask(token)
     gh = GitHub(ctx, token, log=runner.log)
+    if number is None:
+        labels = [label.strip() for label in args.issue_labels.split(",") if label.strip()]
+        issue = _sticky_issue(gh, args.issue_title.strip(), labels, head, body, runner)
+        runner.set_outputs({"comment-id": "", "comment-url": issue.html_url,
+                            "issue-number": str(issue.number)})
+        return 0
+    comment = _sticky_comment(gh, number, head, body, runner)
+    runner.set_outputs({"comment-id": str(comment.id), "comment-url": comment.html_url,
+                        "issue-number": str(number)})
+    return 0
+
+
+def _sticky_comment(gh: GitHub, number: int, head: str, body: str, runner: Runner) -> Any:
     issue = gh.repo.get_issue(number)
     perm = "pull-requests: write (issues: write on issues)"
 
@@ -79,19 +97,44 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         comment = gh.call(f"commenting on #{number}", lambda: issue.create_comment(body),
                           permission=perm)
         runner.log(f"created comment {comment.html_url}")
+        return comment
+    if existing.body == body:
+        runner.log(f"comment {existing.html_url} is already up to date")
     else:
-        comment = existing
-        if comment.body != body:
-            gh.call(f"updating comment {comment.id} on #{number}", lambda: comment.edit(body),
-                    permission=perm)
-            runner.log(f"updated comment {comment.html_url}")
-        else:
-            runner.log(f"comment {comment.html_url} is already up to date")
-    runner.set_outputs({"comment-id": str(comment.id), "comment-url": comment.html_url})
-    return 0
+        gh.call(f"updating comment {existing.id} on #{number}", lambda: existing.edit(body),
+                permission=perm)
+        runner.log(f"updated comment {existing.html_url}")
+    return existing
 
 
-def _number(raw: str, ctx: Context) -> int:
+def _sticky_issue(gh: GitHub, title: str, labels: list[str], head: str, body: str,
+                  runner: Runner) -> Any:
+    """The open issue (not pull request) with our labels whose body starts with the marker."""
+
+    def find() -> Any:
+        issues = gh.repo.get_issues(state="open", labels=labels) if labels else \
+            gh.repo.get_issues(state="open")
+        return next((i for i in issues
+                     if i.pull_request is None and (i.body or "").startswith(head)), None)
+
+    existing = gh.call("looking for the sticky issue", find, permission="issues: read")
+    if existing is None:
+        issue = gh.call(f"opening issue {title!r}",
+                        lambda: gh.repo.create_issue(title=title, body=body, labels=labels),
+                        permission="issues: write")
+        runner.log(f"opened issue #{issue.number}: {issue.html_url}")
+        return issue
+    if existing.body == body and existing.title == title:
+        runner.log(f"issue #{existing.number} is already up to date")
+    else:
+        gh.call(f"updating issue #{existing.number}",
+                lambda: existing.edit(title=title, body=body), permission="issues: write")
+        runner.log(f"updated issue #{existing.number}: {existing.html_url}")
+    return existing
+
+
+def _number(raw: str, ctx: Context, *, fallback: bool) -> int | None:
+    """The explicit number, else the event's; None only when an issue may be opened instead."""
     if raw.strip():
         try:
             value = int(raw.strip().lstrip("#"))
@@ -102,10 +145,11 @@ def _number(raw: str, ctx: Context) -> int:
                              "Pass e.g. ${{ github.event.pull_request.number }}.")
         return value
     found = ctx.issue_number()
-    if found is None:
+    if found is None and not fallback:
         raise UsageError(
             f"no pull request or issue to comment on: the {ctx.event_name or 'current'} event "
             "has none.",
-            "Pass number (for workflow_run, use the ci-context step's pr-number output).",
+            "Pass number (for workflow_run, the ci-context step's pr-number output), or "
+            "issue-title to open an issue when there is none.",
         )
     return found

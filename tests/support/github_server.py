@@ -191,7 +191,7 @@ class GitHubServer:
                      "repo": {"full_name": self.repository}},
             "merged": False, "mergeable": None,
         }
-        self.state.issues[number] = issue
+        self.state.issues[number] = {**issue, "pull_request": {"url": pull["url"]}}
         self.state.pulls[number] = pull
         return pull
 
@@ -349,6 +349,7 @@ class _Handler(BaseHTTPRequestHandler):
         routes: list[tuple[str, str]] = [
             ("GET", r""), ("GET", r"/pulls"), ("POST", r"/pulls"), ("GET", r"/pulls/(\d+)"),
             ("PATCH", r"/pulls/(\d+)"), ("GET", r"/issues/(\d+)"), ("POST", r"/issues"),
+            ("GET", r"/issues"), ("PATCH", r"/issues/(\d+)"),
             ("POST", r"/issues/(\d+)/labels"), ("GET", r"/issues/(\d+)/comments"),
             ("POST", r"/issues/(\d+)/comments"), ("PATCH", r"/issues/comments/(\d+)"),
             ("GET", r"/actions/runs/(\d+)"), ("GET", r"/actions/runs/(\d+)/jobs"),
@@ -401,7 +402,21 @@ class _Handler(BaseHTTPRequestHandler):
         elif key == ("POST", r"/issues"):
             number = next(gh._numbers)
             state.issues[number] = gh._issue(number, body["title"], body.get("body", ""))
+            state.issues[number]["labels"] = [{"name": n, "color": "ededed"}
+                                              for n in body.get("labels", [])]
             self._send(201, state.issues[number])
+        elif key == ("GET", r"/issues"):
+            wanted = {n for n in query.get("labels", "").split(",") if n}
+            self._page([i for i in state.issues.values()
+                        if query.get("state", "open") in ("all", i["state"])
+                        and wanted <= {label["name"] for label in i["labels"]}], query)
+        elif key == ("PATCH", r"/issues/(\d+)"):
+            issue = state.issues.get(arg)
+            if issue is None:
+                self._send(404, {"message": "Not Found"})
+                return
+            issue.update({k: body[k] for k in ("title", "body", "state") if k in body})
+            self._send(200, issue)
         elif key == ("POST", r"/issues/(\d+)/labels"):
             issue = state.issues.get(arg)
             if issue is None:
