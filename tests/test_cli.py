@@ -23,7 +23,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def test_unknown_option_is_one_error_line_with_exit_2_and_no_traceback() -> None:
-    proc = run_cli("summarize", "--no-such-option")
+    proc = run_cli("summarize", "transcript.jsonl", "--no-such-option")
     assert proc.returncode == EXIT_USAGE
     assert "Traceback" not in proc.stdout + proc.stderr
     errors = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
