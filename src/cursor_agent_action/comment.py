@@ -74,7 +74,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     gh = GitHub(ctx, token, log=runner.log)
     if number is None:
         labels = [label.strip() for label in args.issue_labels.split(",") if label.strip()]
-        issue = _sticky_issue(gh, args.issue_title.strip(), labels, head, body, runner)
+        issue = _sticky_issue(gh, args.issue_title.strip(), labels=labels, head=head, body=body,
+                              runner=runner)
         runner.set_outputs({"comment-id": "", "comment-url": issue.html_url,
                             "issue-number": str(issue.number)})
         return 0
@@ -107,7 +108,7 @@ def _sticky_comment(gh: GitHub, number: int, head: str, body: str, runner: Runne
     return existing
 
 
-def _sticky_issue(gh: GitHub, title: str, labels: list[str], head: str, body: str,
+def _sticky_issue(gh: GitHub, title: str, *, labels: list[str], head: str, body: str,
                   runner: Runner) -> Any:
     """The open issue (not pull request) with our labels whose body starts with the marker."""
 
