@@ -190,7 +190,7 @@ def read_token(token_env: str, ctx: Context, env: Mapping[str, str] | None = Non
         hint += (
             f" This run is for a pull request from the fork {fork}: GitHub gives such runs no "
             "secrets and a read-only token. Do the write in a separate workflow triggered by "
-            "`workflow_run` (see the README, 'Fork pull requests')."
+            "`workflow_run` (README: Troubleshooting, GitHub operations)."
         )
     raise GitHubError(f"no GitHub token: {token_env} is empty or unset.", hint)
 
@@ -290,7 +290,7 @@ def github_error(
     fork_note = (
         f" This run is for a pull request from the fork {fork}: its GITHUB_TOKEN is read-only "
         "whatever `permissions:` says. Do the write in a separate workflow triggered by "
-        "`workflow_run` (see the README, 'Fork pull requests')."
+        "`workflow_run` (README: Troubleshooting, GitHub operations)."
         if fork
         else ""
     )

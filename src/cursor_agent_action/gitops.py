@@ -66,7 +66,7 @@ def _hint_for(detail: str) -> str:
     if "permission to" in lower or "403" in lower or "denied" in lower:
         return ("The token may not push: give the job `permissions: contents: write`. A pull "
                 "request from a fork gets a read-only token; publish from a `workflow_run` "
-                "workflow instead (see the README, 'Fork pull requests').")
+                "workflow instead (README: Troubleshooting, GitHub operations).")
     if "authentication failed" in lower or "401" in lower or "could not read username" in lower:
         return "The token was refused; pass a valid one in github-token."
     return "See git's message above."
