@@ -14,7 +14,7 @@ from cursor_agent_action import cli
 from cursor_agent_action.ci_context import Tail, clean, fence
 from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
 from cursor_agent_action.runner_io import parse_output_file
-from tests.support.github_server import TOKEN, GitHubServer
+from tests.support.github_server import TOKEN, GitHubServer, error_line
 
 T = "2026-11-22T01:00:{:02d}.1234567Z "
 
@@ -173,7 +173,7 @@ def test_no_log_at_all_is_an_error_but_the_file_and_outputs_are_written(
     run_id = env.gh.add_run([{"name": "test", "steps": STEPS, "log": status}])
     code, out, text, log_out = env.run("--run-id", str(run_id))
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in log_out.splitlines() if ln.startswith("::error")]
+    line = error_line(log_out)
     assert f"no log of the failed jobs of run {run_id} could be downloaded" in line
     assert needle in line
     assert "re-run the failed jobs" in line
@@ -203,7 +203,7 @@ def test_rate_limited_log_download_is_retried(env: Env) -> None:
 def test_run_not_found_names_the_permission(env: Env) -> None:
     code, _, _, log_out = env.run("--run-id", "999999")
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in log_out.splitlines() if ln.startswith("::error")]
+    line = error_line(log_out)
     assert "reading workflow run 999999 failed: GitHub answered 404" in line
     assert "actions: read" in line
 
@@ -212,7 +212,7 @@ def test_unreachable_api_is_one_clear_error(env: Env) -> None:
     env.monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
     code, _, _, log_out = env.run("--run-id", "5")
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in log_out.splitlines() if ln.startswith("::error")]
+    line = error_line(log_out)
     assert "cannot reach http://127.0.0.1:9" in line
     assert "GITHUB_API_URL" in line
 

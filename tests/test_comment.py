@@ -13,7 +13,7 @@ from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
 from cursor_agent_action.github_api import COMMENT_LIMIT
 from cursor_agent_action.runner_io import parse_output_file
-from tests.support.github_server import READ_ONLY_TOKEN, GitHubServer
+from tests.support.github_server import READ_ONLY_TOKEN, GitHubServer, error_line
 
 SESSION = "0b5c3f0e-1111-4222-8333-444455556666"
 TRANSCRIPT = "\n".join(json.dumps(event) for event in [
@@ -158,7 +158,7 @@ def test_missing_token_on_a_fork_pr_says_why_and_how_to_fix(env: Env) -> None:
     env.event({"pull_request": {"number": 3, "head": {"repo": {"full_name": "fork/widgets"}}}})
     code, _, log = env.comment("--body", "x")
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in log.splitlines() if ln.startswith("::error")]
+    line = error_line(log)
     assert "no GitHub token: GITHUB_TOKEN is empty or unset" in line
     assert "fork fork/widgets" in line
     assert "workflow_run" in line
@@ -171,7 +171,7 @@ def test_read_only_token_403_names_the_permission_and_the_fork(env: Env) -> None
         "full_name": "fork/widgets"}}}})
     code, _, log = env.comment("--body", "x")
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in log.splitlines() if ln.startswith("::error")]
+    line = error_line(log)
     assert f"commenting on #{number} failed: GitHub answered 403" in line
     assert "Resource not accessible by integration" in line
     assert "pull-requests: write" in line
@@ -186,7 +186,7 @@ def test_auth_and_missing_errors_have_hints(env: Env, status: int, needle: str) 
     env.gh.fail("GET", r"/comments$", status)
     code, _, log = env.comment("--number", "9", "--body", "x")
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in log.splitlines() if ln.startswith("::error")]
+    line = error_line(log)
     assert f"GitHub answered {status}" in line
     assert needle in line
 

@@ -12,7 +12,7 @@ import pytest
 from cursor_agent_action import cli, gitops
 from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
 from cursor_agent_action.runner_io import parse_output_file
-from tests.support.github_server import READ_ONLY_TOKEN, TOKEN, GitHubServer
+from tests.support.github_server import READ_ONLY_TOKEN, TOKEN, GitHubServer, error_line
 
 
 def sh(cwd: Path, *args: str) -> str:
@@ -153,7 +153,7 @@ def test_other_validation_error_is_one_clear_error(ws: Workspace,
     (ws.repo / "README.md").write_text("x\n")
     code, _ = ws.publish("--base", "nope")
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    line = error_line(capsys.readouterr().out)
     assert "opening a pull request cursor-agent/docs/feature -> nope failed" in line
     assert "422 (Validation Failed: base invalid)" in line
 
@@ -168,7 +168,7 @@ def test_protected_paths_are_refused_naming_the_files(ws: Workspace,
     code, out = ws.publish()
     assert code == EXIT_GITHUB
     assert out == {}
-    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    line = error_line(capsys.readouterr().out)
     assert "touch protected paths: .cursor/cli.json, .github/workflows/ci.yml." in line
     assert ws.gh.requests == []
     assert sh(ws.remote, "branch", "--list") == "feature"
@@ -248,7 +248,7 @@ def test_read_only_token_cannot_open_the_pr(ws: Workspace,
     (ws.repo / "README.md").write_text("changed\n")
     code, _ = ws.publish()
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    line = error_line(capsys.readouterr().out)
     assert "opening a pull request cursor-agent/docs/feature -> feature failed" in line
     assert "403" in line
     assert "pull-requests: write" in line
@@ -266,7 +266,7 @@ def test_someone_elses_commit_on_the_bot_branch_is_never_overwritten(
     (ws.repo / "README.md").write_text("agent\n")
     code, _ = ws.publish()
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    line = error_line(capsys.readouterr().out)
     assert "refusing to overwrite branch cursor-agent/docs/feature" in line
     assert "by Jane <jane@example.com>" in line
     assert ws.remote_branch("cursor-agent/docs/feature") == human
@@ -295,7 +295,7 @@ def test_branch_moved_during_publish_is_a_clear_rejection(
     (ws.repo / "README.md").write_text("second\n")
     code, _ = ws.publish()
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    line = error_line(capsys.readouterr().out)
     assert "rejected: the branch moved on origin while publishing" in line
     assert "Re-run the job" in line
     assert ws.remote_branch(first["branch"]) == feature  # the concurrent push survives
@@ -312,7 +312,7 @@ def test_push_token_goes_in_one_header_and_never_into_git_config(
     (ws.repo / "README.md").write_text("http\n")
     code, _ = ws.publish()
     assert code == EXIT_GITHUB
-    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error")]
+    line = error_line(capsys.readouterr().out)
     assert "403" in line
     assert "contents: write" in line
     (probe, *_) = ws.gh.requests_to("GET", r"/info/refs$")

@@ -460,4 +460,4 @@ def compose_body(
                 "Pass a Markdown file the job wrote.",
             ) from exc
     footer = "".join(f"\n\n[{name}]({url})" for name, url in links.items() if url)
-    return fit(text.rstrip(), max_chars - len(footer)) + footer
+    return (fit(text.rstrip(), max_chars - len(footer)) + footer).lstrip("\n")

@@ -20,11 +20,12 @@ import threading
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 TOKEN = "ghs_testtoken0123456789"
 READ_ONLY_TOKEN = "ghs_readonly0123456789"
 REPO = "octo/widgets"
+T = TypeVar("T")
 _CREATED = "2026-11-22T01:00:00Z"
 
 
@@ -254,6 +255,16 @@ _REASONS = {401: "Bad credentials", 403: "Resource not accessible by integration
             500: "Internal Server Error", 502: "Bad Gateway"}
 
 
+class _Missing(Exception):
+    """The resource a request names does not exist: 404."""
+
+
+def _need(value: T | None) -> T:
+    if value is None:
+        raise _Missing
+    return value
+
+
 def _user(login: str) -> dict[str, Any]:
     return {"login": login, "id": 1, "type": "Bot" if login.endswith("[bot]") else "User"}
 
@@ -333,7 +344,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"message": "Not Found"})
             return
         with gh._lock:
-            self._route(method, parsed.path[len(prefix):], query, body)
+            try:
+                self._route(method, parsed.path[len(prefix):], query, body)
+            except _Missing:
+                self._send(404, {"message": "Not Found"})
 
     def _storage(self, path: str) -> None:
         match = re.fullmatch(r"/logs/(\d+)", path)
@@ -386,10 +400,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._send(201, gh._create_pull(body, gh.repository))
         elif key in (("GET", r"/pulls/(\d+)"), ("PATCH", r"/pulls/(\d+)")):
-            pull = state.pulls.get(arg)
-            if pull is None:
-                self._send(404, {"message": "Not Found"})
-                return
+            pull = _need(state.pulls.get(arg))
             if method == "PATCH":
                 for name in ("title", "body", "state", "base"):
                     if name in body:
@@ -397,8 +408,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                                         "ref": body["base"]}
             self._send(200, pull)
         elif key == ("GET", r"/issues/(\d+)"):
-            issue = state.issues.get(arg)
-            self._send(200 if issue else 404, issue or {"message": "Not Found"})
+            self._send(200, _need(state.issues.get(arg)))
         elif key == ("POST", r"/issues"):
             number = next(gh._numbers)
             state.issues[number] = gh._issue(number, body["title"], body.get("body", ""))
@@ -411,17 +421,11 @@ class _Handler(BaseHTTPRequestHandler):
                         if query.get("state", "open") in ("all", i["state"])
                         and wanted <= {label["name"] for label in i["labels"]}], query)
         elif key == ("PATCH", r"/issues/(\d+)"):
-            issue = state.issues.get(arg)
-            if issue is None:
-                self._send(404, {"message": "Not Found"})
-                return
+            issue = _need(state.issues.get(arg))
             issue.update({k: body[k] for k in ("title", "body", "state") if k in body})
             self._send(200, issue)
         elif key == ("POST", r"/issues/(\d+)/labels"):
-            issue = state.issues.get(arg)
-            if issue is None:
-                self._send(404, {"message": "Not Found"})
-                return
+            issue = _need(state.issues.get(arg))
             names = body["labels"] if isinstance(body, dict) else body
             for name in names:
                 if name not in [label["name"] for label in issue["labels"]]:
@@ -430,14 +434,10 @@ class _Handler(BaseHTTPRequestHandler):
                 state.pulls[arg]["labels"] = issue["labels"]
             self._send(200, issue["labels"])
         elif key == ("GET", r"/issues/(\d+)/comments"):
-            if arg not in state.issues:
-                self._send(404, {"message": "Not Found"})
-                return
+            _need(state.issues.get(arg))
             self._page([c for c in state.comments.values() if c["_issue"] == arg], query)
         elif key == ("POST", r"/issues/(\d+)/comments"):
-            if arg not in state.issues:
-                self._send(404, {"message": "Not Found"})
-                return
+            _need(state.issues.get(arg))
             comment_id = next(gh._ids)
             comment = {
                 "id": comment_id, "_issue": arg, "body": body["body"],
@@ -450,20 +450,13 @@ class _Handler(BaseHTTPRequestHandler):
             state.comments[comment_id] = comment
             self._send(201, comment)
         elif key == ("PATCH", r"/issues/comments/(\d+)"):
-            edited = state.comments.get(arg)
-            if edited is None:
-                self._send(404, {"message": "Not Found"})
-                return
+            edited = _need(state.comments.get(arg))
             edited["body"] = body["body"]
             self._send(200, edited)
         elif key == ("GET", r"/actions/runs/(\d+)"):
-            run = state.runs.get(arg)
-            self._send(200 if run else 404, run or {"message": "Not Found"})
+            self._send(200, _need(state.runs.get(arg)))
         elif key == ("GET", r"/actions/runs/(\d+)/jobs"):
-            if arg not in state.jobs:
-                self._send(404, {"message": "Not Found"})
-                return
-            self._page(state.jobs[arg], query, wrap="jobs")
+            self._page(_need(state.jobs.get(arg)), query, wrap="jobs")
         else:  # job logs: a redirect to the storage, as GitHub does
             log = state.logs.get(arg)
             if log is None or isinstance(log, int):
@@ -484,3 +477,9 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Link"] = f'<{self.gh.api_url}{path}?{next_query}>; rel="next"'
         payload: Any = {"total_count": len(items), wrap: chunk} if wrap else chunk
         self._send(200, payload, headers)
+
+
+def error_line(log: str) -> str:
+    """The one ``::error`` line a failed command printed (fails when there is not exactly one)."""
+    (line,) = [ln for ln in log.splitlines() if ln.startswith("::error")]
+    return line
