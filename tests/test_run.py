@@ -4,6 +4,7 @@ conclusions, failure explanations, retries and the git cross-check."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -394,6 +395,7 @@ def test_linger_after_result_still_succeeds_soon(
     result = run(tmp_path, workspace, capsys, {"linger_s": 120, "spawn_child": True})
     assert result.code == 0
     assert result.outputs["conclusion"] == "success"
+    assert "kept running after its result event and was stopped" in result.summary
     assert wait_group_gone(result.runs[0]["pgid"]) == []
 
 
@@ -432,8 +434,11 @@ def test_git_status_cross_check(
     assert "show no change in the working tree" in mismatch.summary
 
 
-def test_sigterm_to_the_helper_cancels_and_still_reports(tmp_path: Path, workspace: Path) -> None:
-    """A real helper process gets SIGTERM mid-run (job cancelled)."""
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_to_the_helper_cancels_and_still_reports(
+    tmp_path: Path, workspace: Path, signum: int
+) -> None:
+    """A real helper process gets SIGTERM or SIGINT mid-run (job cancelled)."""
     agent = make_standin(tmp_path, {"lines": [INIT, SAY, RESULT], "hang_after": 1,
                                     "spawn_child": True, "record": "record.jsonl"})
     output, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
@@ -448,7 +453,7 @@ def test_sigterm_to_the_helper_cancels_and_still_reports(tmp_path: Path, workspa
     ) as helper:
         _wait_for(lambda: transcript.exists() and transcript.stat().st_size > 0)
         assert (workspace / ".cursor" / "cli.json").exists()
-        helper.terminate()
+        helper.send_signal(signum)
         log = helper.communicate(timeout=20)[0].decode()
     assert helper.returncode == 1
     outputs = parse_output_file(output.read_text())

@@ -512,6 +512,9 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
     elif not record.has_result:
         record.conclusion = "failure"
         record.failure_reason = explain_exit(ended, options.timeout_minutes)
+    elif ended.returncode is not None and ended.returncode < 0:
+        record.notes.append("cursor-agent kept running after its result event and was stopped "
+                            "(hence the negative exit code); the run itself had finished.")
     if tampered:
         record.conclusion = "failure" if record.conclusion == "success" else record.conclusion
         message = (
