@@ -48,11 +48,11 @@ _STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--run-id", default="",
-               help="workflow run to examine (default: workflow_run.id of the triggering "
-               "workflow_run event, from GITHUB_EVENT_PATH)")
+               help="workflow run to examine",
+               default_help="workflow_run.id of the triggering event (GITHUB_EVENT_PATH)")
     add_option(parser, "--context-file", default="",
-               help="Markdown file to write (default: "
-               "$RUNNER_TEMP/cursor-agent-action/ci-context.md)")
+               help="Markdown file to write",
+               default_help="$RUNNER_TEMP/cursor-agent-action/ci-context.md")
     add_option(parser, "--max-bytes", default=str(DEFAULT_MAX_BYTES),
                help="budget for all log excerpts together, in bytes")
     add_token_option(parser)

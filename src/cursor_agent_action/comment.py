@@ -28,10 +28,11 @@ _MARKER_TEXT = re.compile(r"^[A-Za-z0-9._/:@ -]{1,200}$")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--number", default="",
-               help="pull request or issue number (default: the one of the triggering event)")
+               help="pull request or issue number",
+               default_help="the one of the triggering event")
     add_option(parser, "--marker", default="",
-               help="what makes this comment unique: one sticky comment per marker "
-               "(default: '<workflow>/<job>', from GITHUB_WORKFLOW and GITHUB_JOB)")
+               help="what makes this comment unique: one sticky comment per marker",
+               default_help="'<workflow>/<job>' from GITHUB_WORKFLOW and GITHUB_JOB")
     add_option(parser, "--transcript", default="",
                help="saved transcript: the comment is the run's compact summary")
     add_option(parser, "--body", default="",

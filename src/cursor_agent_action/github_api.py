@@ -51,11 +51,20 @@ def env_name(option: str) -> str:
 
 
 def add_option(
-    parser: argparse.ArgumentParser, flag: str, *, default: str, help: str, **kwargs: Any
+    parser: argparse.ArgumentParser,
+    flag: str,
+    *,
+    default: str,
+    help: str,
+    default_help: str = "",
+    **kwargs: Any,
 ) -> None:
-    """An option whose default comes from its env var; the help names both."""
+    """An option whose default comes from its env var; the help names both.
+
+    ``default_help`` describes a default computed at run time (``default`` is then "").
+    """
     name = env_name(flag)
-    shown = f"'{default}'" if default else "none"
+    shown = default_help or (f"'{default}'" if default else "none")
     parser.add_argument(
         flag,
         # Empty counts as unset: a sub-action passes every input, empty or not.

@@ -55,12 +55,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--branch-template", default=DEFAULT_BRANCH_TEMPLATE,
                help=f"name of the bot branch; placeholders: {names}")
     add_option(parser, "--base", default="",
-               help="branch the pull request targets (default: GITHUB_HEAD_REF on pull_request "
-               "events, else GITHUB_REF_NAME)")
+               help="branch the pull request targets",
+               default_help="GITHUB_HEAD_REF on pull_request events, else GITHUB_REF_NAME")
     add_option(parser, "--title", default=DEFAULT_TITLE,
                help="pull request title (same placeholders)")
     add_option(parser, "--commit-message", default="",
-               help="commit message (same placeholders; default: the title)")
+               help="commit message (same placeholders)", default_help="the title")
     add_option(parser, "--author-name", default=BOT_NAME, help="commit author and committer name")
     add_option(parser, "--author-email", default=BOT_EMAIL,
                help="commit author and committer email")
