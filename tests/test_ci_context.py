@@ -200,6 +200,17 @@ def test_rate_limited_log_download_is_retried(env: Env) -> None:
     assert len(env.gh.requests_to("GET", r"/logs$")) == 2
 
 
+def test_log_download_refused_is_one_error_naming_the_permission(env: Env) -> None:
+    run_id = env.gh.add_run([{"name": "test", "steps": STEPS, "log": TEST_LOG}])
+    env.gh.fail("GET", r"/logs$", 403, message="Must have admin rights to Repository.")
+    code, _, _, log_out = env.run("--run-id", str(run_id))
+    assert code == EXIT_GITHUB
+    line = error_line(log_out)
+    assert "downloading the log of job 'test' failed: GitHub answered 403" in line
+    assert "Must have admin rights" in line
+    assert "actions: read" in line
+
+
 def test_run_not_found_names_the_permission(env: Env) -> None:
     code, _, _, log_out = env.run("--run-id", "999999")
     assert code == EXIT_GITHUB

@@ -81,6 +81,17 @@ def test_attempts_are_bounded(server: GitHubServer) -> None:
     assert "kept refusing" in info.value.hint
 
 
+def test_exhausted_primary_rate_limit_says_so_not_permissions(server: GitHubServer) -> None:
+    server.rate_limit("GET", r"/pulls$", primary=True, reset_in=0, now=NOW, times=10)
+    sleeps: list[float] = []
+    with pytest.raises(GitHubError) as info:
+        list_pulls(client(server, sleeps))
+    assert sleeps == [1.0] * 4
+    assert "GitHub answered 403 (API rate limit exceeded" in info.value.message
+    assert "kept refusing for 5 attempts" in info.value.hint
+    assert "permissions" not in info.value.hint
+
+
 def test_transient_server_error_is_retried(server: GitHubServer) -> None:
     server.fail("GET", r"/pulls$", 502)
     sleeps: list[float] = []

@@ -33,6 +33,7 @@ from cursor_agent_action.github_api import (
     network_error,
     rate_limit_error,
     read_token,
+    retry_delay,
 )
 from cursor_agent_action.runner_io import Runner
 
@@ -260,8 +261,10 @@ def _log_lines(gh: GitHub, http: httpx.Client, url: str, doing: str) -> Iterator
         if status == 404:
             raise LogUnavailable("GitHub answered 404: the log has expired or was deleted, or "
                                  "the token lacks actions: read") from None
-        raise github_error(doing, status, _error_message(exc.response), gh.ctx,
-                           permission="actions: read") from None
+        message = _error_message(exc.response)
+        retried = retry_delay(status, exc.response.headers, message, gh.retrier.clock())
+        raise github_error(doing, status, message, gh.ctx, permission="actions: read",
+                           retried=retried is not None) from None
     except httpx.HTTPError as exc:
         raise network_error(doing, url, exc) from None
     try:

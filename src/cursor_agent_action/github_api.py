@@ -289,10 +289,12 @@ def github_error(
     ctx: Context,
     *,
     permission: str = "",
+    retried: bool = False,
 ) -> GitHubError:
     """One clear error for a failed REST call, with what to do about it.
 
-    ``permission`` is the ``permissions:`` entry the call needs, e.g. "pull-requests: write".
+    ``permission`` is the ``permissions:`` entry the call needs, e.g. "pull-requests: write";
+    ``retried``: the failure was a rate limit or transient error that outlasted the retries.
     """
     text = f"{doing} failed: GitHub answered {status}" + (f" ({message})" if message else "") + "."
     fork = ctx.fork_repository()
@@ -304,7 +306,12 @@ def github_error(
         else ""
     )
     needs = f"`permissions: {permission}`" if permission else "the permission it needs"
-    if status == 401:
+    if retried:
+        hint = (
+            f"GitHub kept refusing for {MAX_ATTEMPTS} attempts (rate limit or server trouble); "
+            "re-run the job later."
+        )
+    elif status == 401:
         hint = (
             "The token is invalid or expired. Pass a current token (the sub-actions' "
             "`github-token` input, default github.token); a personal access token may have "
@@ -324,8 +331,6 @@ def github_error(
         )
     elif status == 422:
         hint = "GitHub rejected the request as invalid; the message above says which field."
-    elif status in (403, 429) or status in _TRANSIENT:
-        hint = "GitHub kept refusing after the retries; re-run the job later."
     else:
         hint = "See https://www.githubstatus.com/ and re-run the job."
     return GitHubError(text, hint)
@@ -391,8 +396,10 @@ class GitHub:
         except RateLimitWaitTooLong as exc:
             raise rate_limit_error(doing, exc) from None
         except github.GithubException as exc:
+            status, headers, message = exc.status, exc.headers or {}, _message(exc.data)
+            retried = retry_delay(status, headers, message, self.retrier.clock()) is not None
             raise github_error(
-                doing, exc.status, _message(exc.data), self.ctx, permission=permission
+                doing, status, message, self.ctx, permission=permission, retried=retried
             ) from None
         except requests.RequestException as exc:
             raise network_error(doing, self.ctx.api_url, exc) from None
