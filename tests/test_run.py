@@ -99,7 +99,8 @@ def run(
     scenario: dict[str, Any], *args: str, prompt: str | None = "Update the docs.",
 ) -> Run:
     scenario.setdefault("record", "record.jsonl")
-    scenario.setdefault("lines", [INIT, SAY, RESULT])
+    if "transcript" not in scenario:
+        scenario.setdefault("lines", [INIT, SAY, RESULT])
     agent = make_standin(tmp_path, scenario)
     output, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
     argv = ["run", "--agent-bin", str(agent), "--working-directory", str(workspace),
@@ -470,3 +471,21 @@ def _wait_for(condition: Any, timeout_s: float = 20) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.02)
+
+
+def test_replays_the_docs_update_fixture_with_real_file_changes(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A realistic session end to end: the write/edit tools really change the files, so the
+    git cross-check agrees with the tools and reports no mismatch."""
+    fixture = Path(__file__).parent / "fixtures" / "docs-update.jsonl"
+    scenario = {"transcript": str(fixture), "apply_tool_writes": True}
+    result = run(tmp_path, workspace, capsys, scenario, "--preset", "docs")
+    assert result.code == 0
+    assert json.loads(result.outputs["files-changed"]) == [
+        "README.md", "docs/index.md", "docs/upgrading.md", "docs/usage.md"]
+    assert result.outputs["permission-denials"] == "1"
+    assert "working tree" not in result.summary
+    saved = Path(result.outputs["transcript-file"]).read_bytes()
+    assert saved == fixture.read_bytes().replace(
+        b"/home/runner/work/acme-widgets/acme-widgets", str(workspace).encode())

@@ -166,6 +166,9 @@ def test_apply_tool_writes_carries_out_completed_write_edit_delete(tmp_path: Pat
         {"type": "system", "subtype": "init", "cwd": root, "session_id": "s"},
         completed("writeToolCall", "docs/a.md", {"fileText": "A\n"}, {"linesCreated": 1}),
         completed("editToolCall", "b.md", {}, {"afterFullFileContent": "B\n"}),
+        {"type": "tool_call", "subtype": "completed", "call_id": "rel", "tool_call": {
+            "writeToolCall": {"args": {"path": "rel/c.md", "fileText": "C"},
+                              "result": {"success": {}}}}},
         completed("deleteToolCall", "gone.md", {}, {}),
         completed("writeToolCall", "../outside.md", {"fileText": "no"}, {}),
         {"type": "tool_call", "subtype": "completed", "call_id": "x", "tool_call": {
@@ -176,6 +179,7 @@ def test_apply_tool_writes_carries_out_completed_write_edit_delete(tmp_path: Pat
     assert done.returncode == 0
     assert (tmp_path / "docs" / "a.md").read_text() == "A\n"
     assert (tmp_path / "b.md").read_text() == "B\n"
+    assert (tmp_path / "rel" / "c.md").read_text() == "C"
     assert not (tmp_path / "gone.md").exists()
     assert not (tmp_path / "denied.md").exists()
     assert not (tmp_path.parent / "outside.md").exists()

@@ -254,8 +254,11 @@ def _apply_tool_write(line: bytes, cwd: Path) -> None:
         success = result.get("success") if isinstance(result, dict) else None
         if not isinstance(args, dict) or not isinstance(success, dict):
             continue
-        path = Path(os.path.normpath(str(args.get("path", ""))))
-        if not path.is_absolute() or not path.is_relative_to(cwd):
+        raw = str(args.get("path", ""))
+        if not raw:
+            continue
+        path = Path(os.path.normpath(cwd / raw))  # relative paths are relative to the cwd
+        if not path.is_relative_to(cwd):
             continue
         content = content_of(args, success)
         if content is None:
