@@ -161,8 +161,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                                       max_chars=COMMENT_LIMIT))
 
     with runner.group(f"publish {len(paths)} changed file(s) to {branch}"):
-        for path in paths:
-            runner.log(f"  {path}")
+        runner.untrusted("\n".join(paths))  # names the agent chose: never workflow commands
         sha = _push_branch(repo, args, branch=branch, head=head, message=message, ctx=ctx,
                            token=token, runner=runner)
         gh = GitHub(ctx, token, log=runner.log)
