@@ -92,6 +92,15 @@ def test_same_body_again_makes_no_write(env: Env) -> None:
     assert env.gh.requests_to("PATCH", r"/comments/") == []
 
 
+def test_default_marker_survives_any_workflow_name(env: Env) -> None:
+    env.monkeypatch.setenv("GITHUB_WORKFLOW", "CI (nightly) -- <main>")
+    number = env.gh.add_issue()
+    code, _, _ = env.comment("--number", str(number), "--body", "x")
+    assert code == 0
+    (body,) = env.bodies()
+    assert body.startswith("<!-- cursor-agent-action:CI -nightly- - -main-/publish -->\n")
+
+
 def test_distinct_markers_keep_distinct_comments(env: Env) -> None:
     number = env.gh.add_issue()
     env.comment("--number", str(number), "--body", "a", "--marker", "triage")

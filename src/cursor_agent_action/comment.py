@@ -55,14 +55,17 @@ def marker_line(marker: str) -> str:
     return f"<!-- cursor-agent-action:{marker} -->"
 
 
+def default_marker() -> str:
+    """'<workflow>/<job>', reduced to the characters a marker allows."""
+    parts = (os.environ.get("GITHUB_WORKFLOW", ""), os.environ.get("GITHUB_JOB", ""))
+    marker = "/".join(part for part in parts if part) or "comment"
+    return re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9._/:@ ]+", "-", marker))[:200]
+
+
 def command(args: argparse.Namespace, runner: Runner) -> int:
     ctx = Context.from_env()
     number = _number(args.number, ctx, fallback=bool(args.issue_title.strip()))
-    marker = args.marker or "/".join(
-        part for part in (os.environ.get("GITHUB_WORKFLOW", ""), os.environ.get("GITHUB_JOB", ""))
-        if part
-    ) or "comment"
-    head = marker_line(" ".join(marker.split()))
+    head = marker_line(" ".join(args.marker.split()) or default_marker())
     if not (args.transcript or args.body or args.body_file):
         raise UsageError("nothing to comment: give --transcript, --body or --body-file.",
                          "Pass the run step's transcript-file output as transcript.")
