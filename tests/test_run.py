@@ -197,6 +197,29 @@ def test_environment_is_allowlisted(
                if API_KEY in line)
 
 
+def test_options_come_from_env_vars_and_flags_win(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {"MODEL": "sonnet-4.5", "RESUME": "chat-9", "PERMISSIONS": "edit",
+                        "DENY": "Shell(rm)\nShell(make)", "FAIL_ON_ERROR": "false",
+                        "PROMPT": "from env"}.items():
+        monkeypatch.setenv(f"CURSOR_AGENT_ACTION_{name}", value)
+    result = run(tmp_path, workspace, capsys, {"crash": {"after": 1, "exit_code": 1}},
+                 "--model", "gpt-5", prompt=None)
+    [entry] = result.runs
+    assert entry["argv"] == ["-p", "--output-format", "stream-json", "--force", "--model",
+                             "gpt-5", "--resume", "chat-9", "--trust", "--", "from env"]
+    assert entry["cli_json"] == build_policy("edit", deny=["Shell(rm)", "Shell(make)"]).render(
+        ).decode()
+    assert result.outputs["conclusion"] == "failure"
+    assert result.code == 0  # fail-on-error false from the env
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_FAIL_ON_ERROR", "maybe")
+    refused = run(tmp_path, workspace, capsys, {}, prompt=None)
+    assert refused.code == 2
+    assert "fail-on-error must be true or false, not 'maybe'" in refused.log
+
+
 @pytest.mark.parametrize("name", ["GITHUB_TOKEN", "INPUT_API_KEY", "ACTIONS_RUNTIME_TOKEN", "1X"])
 def test_pass_env_refuses_runner_credentials(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str], name: str
@@ -235,6 +258,7 @@ def test_prompt_over_100_kib_goes_through_a_file(
         (["--prompt", "a", "--preset", "yolo"], 2, "unknown permissions preset"),
         (["--prompt", "a", "--allow", "Shell(git)"], 2, "cannot allow 'Shell(git)'"),
         (["--prompt", "a", "--max-retries", "-1"], 2, "max-retries must be a whole number"),
+        (["--prompt", "a", "--max-retries", "11"], 2, "from 0 to 10"),
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(

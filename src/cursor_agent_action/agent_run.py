@@ -43,6 +43,7 @@ PROMPT_ARG_LIMIT = 100 * 1024
 
 DEFAULT_TIMEOUT_MINUTES = 30.0
 DEFAULT_MAX_RETRIES = 2
+MAX_RETRIES = 10
 DEFAULT_RETRY_DELAY_S = 10.0
 MAX_RETRY_DELAY_S = 120.0
 HELP_PROBE_TIMEOUT_S = 15.0
@@ -243,14 +244,15 @@ def _bool(value: str, name: str) -> bool:
                      f"Set {name} to true or false.")
 
 
-def _number(value: str, name: str, *, integer: bool = False, minimum: float = 0.0) -> float:
+def _number(value: str, name: str, *, integer: bool = False, maximum: float = math.inf) -> float:
     try:
         number = int(value) if integer else float(value)
     except ValueError:
         number = math.nan
-    if not (math.isfinite(number) and number >= minimum):
+    if not (math.isfinite(number) and 0 <= number <= maximum):
         kind = "a whole number" if integer else "a number"
-        raise UsageError(f"{name} must be {kind} >= {minimum:g}, not {value!r}.",
+        limit = f" from 0 to {maximum:g}" if math.isfinite(maximum) else " >= 0"
+        raise UsageError(f"{name} must be {kind}{limit}, not {value!r}.",
                          f"Pass {kind} such as {'2' if integer else '30 or 2.5'}.")
     return number
 
@@ -329,10 +331,11 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                           parse_tokens(_lines(args.allow, "ALLOW")),
                           parse_tokens(_lines(args.deny, "DENY")))
     fail = args.fail_on_error
-    verbose = args.verbose or _bool(_env("VERBOSE", "false"), "CURSOR_AGENT_ACTION_VERBOSE")
+    verbose = args.verbose or _bool(_env("VERBOSE", "false"), "verbose")
     state_dir = default_state_dir(os.environ)
     transcript = args.transcript or _env("TRANSCRIPT")
-    timeout = _number(args.timeout_minutes or _env("TIMEOUT_MINUTES", "30"), "timeout-minutes")
+    timeout = _number(args.timeout_minutes or _env("TIMEOUT_MINUTES", str(DEFAULT_TIMEOUT_MINUTES)),
+                      "timeout-minutes")
     if timeout <= 0:
         raise UsageError("timeout-minutes must be more than 0.", "Pass e.g. 30 or 2.5.")
     return RunOptions(
@@ -348,9 +351,10 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         fail_on_error=fail if fail is not None else _bool(_env("FAIL_ON_ERROR", "true"),
                                                           "fail-on-error"),
         verbose=verbose,
-        max_retries=int(_number(args.max_retries or _env("MAX_RETRIES", "2"), "max-retries",
-                                integer=True)),
-        retry_delay_s=_number(args.retry_delay or _env("RETRY_DELAY", "10"), "retry-delay"),
+        max_retries=int(_number(args.max_retries or _env("MAX_RETRIES", str(DEFAULT_MAX_RETRIES)),
+                                "max-retries", integer=True, maximum=MAX_RETRIES)),
+        retry_delay_s=_number(args.retry_delay or _env("RETRY_DELAY", str(DEFAULT_RETRY_DELAY_S)),
+                              "retry-delay", maximum=MAX_RETRY_DELAY_S),
         pass_env=_pass_env_names(args.pass_env),
     )
 
