@@ -287,6 +287,32 @@ def test_missing_working_directory_and_agent(
     assert "the Cursor CLI was not found (cursor-agent or agent on PATH)" in capsys.readouterr().out
 
 
+def test_unusable_transcript_or_agent_is_a_setup_error(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    bad_path = run(tmp_path, workspace, capsys, {}, "--transcript",
+                   str(tmp_path / "a-file" / "t.jsonl"))
+    assert bad_path.code == 3
+    assert "cannot create the transcript file" in bad_path.log
+    assert not (workspace / ".cursor").exists()  # the policy file was restored (removed)
+    not_executable = tmp_path / "cursor-agent"
+    not_executable.write_text("#!/bin/sh\n")
+    code = main(["run", "--prompt", "x", "--agent-bin", str(not_executable),
+                 "--working-directory", str(workspace)])
+    assert code == 3
+    assert f"the agent binary {not_executable} is not executable" in capsys.readouterr().out
+
+
+def test_transcript_write_failure_does_not_stop_the_run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, "--transcript", "/dev/full")
+    assert result.code == 0
+    assert result.outputs["conclusion"] == "success"
+    assert "Writing the transcript file failed (No space left on device)" in result.summary
+
+
 def test_pre_existing_cli_json_is_restored_byte_for_byte(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -493,16 +493,10 @@ def _attempt(
 ) -> tuple[RunRecord, AgentExit, bool]:
     processor = StreamProcessor(runner, verbose=options.verbose)
     with PolicyGuard(options.workspace, options.policy) as guard:
-        try:
-            ended = run_agent_process(
-                argv, cwd=options.workspace, env=env, sink=processor, runner=runner,
-                transcript=options.transcript, timeout_s=options.timeout_minutes * 60,
-                stop=stop,
-            )
-        except OSError as exc:
-            raise SetupError(f"cannot start the Cursor CLI at {options.agent_bin}: "
-                             f"{exc.strerror or exc}.",
-                             "Check that agent-bin points at an executable cursor-agent.") from exc
+        ended = run_agent_process(
+            argv, cwd=options.workspace, env=env, sink=processor, runner=runner,
+            transcript=options.transcript, timeout_s=options.timeout_minutes * 60, stop=stop,
+        )
     return processor.close(), ended, guard.tampered
 
 
@@ -510,6 +504,9 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
     record.stderr = ended.stderr
     record.exit_code = ended.returncode
     record.transcript_file = str(options.transcript)
+    if ended.transcript_error:
+        record.notes.append(f"Writing the transcript file failed ({ended.transcript_error}); it "
+                            "is incomplete. The log and this summary cover the whole run.")
     if ended.ended_by in ("timeout", "cancelled"):
         record.conclusion = ended.ended_by
         record.failure_reason = explain_exit(ended, options.timeout_minutes)

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Protocol, cast
 
+from cursor_agent_action.errors import SetupError
 from cursor_agent_action.runner_io import Runner
 
 RESULT_GRACE_S = 2.0
@@ -58,6 +59,7 @@ class AgentExit:
     returncode: int | None  # negative: killed by that signal
     stderr: str  # the last STDERR_TAIL_BYTES of stderr
     pgid: int
+    transcript_error: str = ""  # why the transcript file is incomplete, "" when it is whole
 
 
 @contextlib.contextmanager
@@ -100,17 +102,29 @@ def run_agent_process(
     result_grace_s: float = RESULT_GRACE_S,
     kill_grace_s: float = KILL_GRACE_S,
 ) -> AgentExit:
-    """Run the agent to its end; see the module docstring. Raises OSError if it cannot start."""
-    transcript.parent.mkdir(parents=True, exist_ok=True)
-    out_fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Run the agent to its end; see the module docstring.
+
+    Raises SetupError if the transcript file cannot be created or the agent cannot start. A
+    transcript write that fails later (disk full) does not stop the run: the rest of the output
+    is still processed and ``AgentExit.transcript_error`` says what happened.
+    """
+    try:
+        transcript.parent.mkdir(parents=True, exist_ok=True)
+        out_fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError as exc:
+        raise SetupError(f"cannot create the transcript file {transcript}: "
+                         f"{exc.strerror or exc}.",
+                         "Point transcript at a writable path (default: under $RUNNER_TEMP).",
+                         ) from exc
     try:
         proc = subprocess.Popen(
             list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )
-    except BaseException:
+    except OSError as exc:
         os.close(out_fd)
-        raise
+        raise SetupError(f"cannot start the Cursor CLI at {argv[0]}: {exc.strerror or exc}.",
+                         "Check that agent-bin points at an executable cursor-agent.") from exc
     pgid = proc.pid
     stdout, stderr = cast(IO[bytes], proc.stdout), cast(IO[bytes], proc.stderr)
     stdout_fd, stderr_fd = stdout.fileno(), stderr.fileno()
@@ -118,6 +132,7 @@ def run_agent_process(
     selector.register(stdout_fd, selectors.EVENT_READ)
     selector.register(stderr_fd, selectors.EVENT_READ)
     stderr_tail = bytearray()
+    transcript_error = ""
     ended_by = ""
     term_at: float | None = None  # when to SIGTERM the group
     kill_at: float | None = None  # when to SIGKILL it
@@ -152,7 +167,11 @@ def run_agent_process(
                 if not chunk:
                     selector.unregister(key.fd)
                 elif key.fd == stdout_fd:
-                    _write_all(out_fd, chunk)
+                    if not transcript_error:
+                        try:
+                            _write_all(out_fd, chunk)
+                        except OSError as exc:
+                            transcript_error = f"{exc.strerror or exc}"
                     sink.feed(chunk)
                     dirty = True
                     runner.maybe_flush()
@@ -176,4 +195,5 @@ def run_agent_process(
         returncode=proc.returncode,
         stderr=stderr_tail.decode("utf-8", "replace"),
         pgid=pgid,
+        transcript_error=transcript_error,
     )
