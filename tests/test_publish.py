@@ -323,6 +323,22 @@ def test_push_token_goes_in_one_header_and_never_into_git_config(
     assert expected not in config
 
 
+def test_no_hook_runs_with_the_token_in_its_environment(ws: Workspace, tmp_path: Path) -> None:
+    """A hook in the work tree (core.hooksPath, as husky sets it) must not see the token."""
+    leak = tmp_path / "leak.txt"
+    hooks = ws.repo / ".husky"
+    hooks.mkdir()
+    for name in ("pre-push", "reference-transaction", "post-checkout"):
+        (hooks / name).write_text(f'#!/bin/sh\nenv >> "{leak}"\n')
+        (hooks / name).chmod(0o755)
+    sh(ws.repo, "config", "core.hooksPath", ".husky")
+    (ws.repo / "README.md").write_text("hooked\n")
+    code, out = ws.publish("--protected-paths", ".github/**")
+    assert code == 0
+    assert ws.remote_branch(out["branch"]) == out["commit-sha"]
+    assert not leak.exists()
+
+
 def test_token_environment_for_git_is_scoped_to_the_server() -> None:
     env = gitops.auth_env("https://github.example/", "tok")
     assert env["GIT_CONFIG_KEY_1"] == "http.https://github.example/.extraheader"
