@@ -174,8 +174,8 @@ def push(repo: Path, remote: str, sha: str, branch: str, *, expected: str,
          env: Mapping[str, str]) -> None:
     """Point ``branch`` on the remote at ``sha`` if it is still at ``expected`` ("" = absent)."""
     ref = f"refs/heads/{branch}"
-    result = git(["push", "--porcelain", "--no-verify", f"--force-with-lease={ref}:{expected}", remote,
-                  f"{sha}:{ref}"], repo, env=env, check=False)
+    result = git(["push", "--porcelain", "--no-verify", f"--force-with-lease={ref}:{expected}",
+                  remote, f"{sha}:{ref}"], repo, env=env, check=False)
     if result.returncode == 0:
         return
     detail = " ".join((result.stderr + " " + result.stdout).split())[:600]
