@@ -485,6 +485,17 @@ def test_git_status_cross_check(
     assert "show no change in the working tree" in mismatch.summary
 
 
+def test_outside_git_files_changed_are_the_tools_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    result = run(tmp_path, plain, capsys, {"edits": {"made-by-shell.txt": "x"}})
+    assert result.code == 0
+    assert json.loads(result.outputs["files-changed"]) == []
+    assert "is not a git work tree" in result.log
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_to_the_helper_cancels_and_still_reports(
     tmp_path: Path, workspace: Path, signum: int

@@ -576,6 +576,9 @@ def execute(
             if path.is_relative_to(options.workspace)
         }
         cross_check_files(record, before, after, ignore)
+    else:
+        runner.log(f"{options.workspace} is not a git work tree (or git failed there): "
+                   "files-changed lists only what the write tools reported.")
     report(record, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript)})
     return record
