@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
 
-from cursor_agent_action.framing import BOM, LineSplitter, is_blank, iter_lines
+from cursor_agent_action.framing import BOM, LineSplitter
 
 SAMPLE = BOM + b'{"a":1}\r\n\n  \n{"b":"\xc3\xa9"}\nno newline at end'
 EXPECTED = [b'{"a":1}\r', b"", b"  ", b'{"b":"\xc3\xa9"}', b"no newline at end"]
@@ -52,13 +50,3 @@ def test_huge_line_is_accumulated_in_one_buffer() -> None:
     assert len(line) == 500_000
     assert line == piece * 500
     assert splitter.close() == [b"next"]
-
-
-def test_iter_lines_reads_a_binary_file() -> None:
-    assert [bytes(x) for x in iter_lines(io.BytesIO(SAMPLE), chunk_size=3)] == EXPECTED
-
-
-def test_is_blank() -> None:
-    assert is_blank(b"")
-    assert is_blank(b" \t\r")
-    assert not is_blank(b" x")

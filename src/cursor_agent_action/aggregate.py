@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import ntpath
 import posixpath
 import re
@@ -26,7 +27,9 @@ from cursor_agent_action.events import (
     ToolCallEvent,
     UnknownEvent,
     UserEvent,
+    delta_text,
 )
+from cursor_agent_action.framing import Line
 
 # Display text kept per call is bounded, so thousands of calls stay cheap.
 TARGET_LIMIT = 1000
@@ -109,6 +112,7 @@ def _canonical(path: str) -> str:
     return path[len("/private") :] if path.startswith("/private/") else path
 
 
+@functools.lru_cache(maxsize=4096)  # agents touch the same few files again and again
 def workspace_relative(path: str, cwd: str) -> str:
     """``path`` relative to the workspace ``cwd`` with ``/`` separators; paths outside the
     workspace stay absolute (normalized)."""
@@ -146,30 +150,37 @@ class Aggregator:
         self.lines = 0  # non-blank lines
         self._calls: dict[str, ToolCallRecord] = {}
         self._segments: list[str] = []
-        self._deltas: list[str] = []
+        self._deltas: list[str | Line] = []  # text, or a raw line from the fast path
         self._files: set[str] = set()
         self._anonymous = 0
         self._result_error = ""
 
     # -- events ---------------------------------------------------------------------------
 
+    def add_raw_delta(self, line: Line) -> None:
+        """A token-delta line the caller recognised with ``is_assistant_delta``; decoded only
+        if its whole-segment repeat never arrives (see ``_end_segment``)."""
+        self._deltas.append(line)
+
+    def count_fast_lines(self, lines: int) -> None:
+        """Lines the caller handled on a fast path (thinking, raw deltas): still events."""
+        self.events += lines
+        self.lines += lines
+
     def apply(self, event: Event, line_no: int) -> None:
         self.lines += 1
-        if isinstance(event, ThinkingEvent):
-            self.events += 1
-        elif isinstance(event, AssistantEvent):
-            self.events += 1
-            self._assistant(event)
-        elif isinstance(event, ToolCallEvent):
-            self.events += 1
-            self._end_segment()
-            self._tool_call(event)
-        elif isinstance(event, MalformedLine):
+        if isinstance(event, MalformedLine):
             self.record.malformed_lines += 1
             if self.listener:
                 self.listener.on_malformed(line_no, event)
-        else:
-            self.events += 1
+            return
+        self.events += 1
+        if isinstance(event, ToolCallEvent):
+            self._end_segment()
+            self._tool_call(event)
+        elif isinstance(event, AssistantEvent):
+            self._assistant(event)
+        elif not isinstance(event, ThinkingEvent):
             self._other(event)
 
     def _assistant(self, event: AssistantEvent) -> None:
@@ -185,7 +196,7 @@ class Aggregator:
     def _end_segment(self) -> None:
         """Deltas never repeated whole (cut-off stream) still count as a segment."""
         if self._deltas:
-            text = "".join(self._deltas)
+            text = "".join(d if isinstance(d, str) else delta_text(d) for d in self._deltas)
             self._deltas.clear()
             self._add_segment(text)
 

@@ -9,6 +9,7 @@ key) rather than dropped, and nothing here trusts a field's type.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,13 +19,24 @@ import orjson
 from cursor_agent_action.framing import BOM, Line
 
 # Thinking deltas are most of a real stream and are never shown: recognised by their prefix
-# (the CLI always writes "type" first, compactly) and skipped without decoding.
-_THINKING_PREFIX = b'{"type":"thinking"'
+# (the CLI always writes "type" first, compactly) and skipped without decoding. Assistant token
+# deltas (no "model_call_id" key) are decoded only if their whole-segment repeat never comes.
+# A key cannot be faked by text: a quote inside a JSON string is always escaped.
+THINKING_PREFIX = b'{"type":"thinking"'
+ASSISTANT_PREFIX = b'{"type":"assistant"'
+_MODEL_CALL_KEY = b'"model_call_id":'
+_TIMESTAMP_KEY = b'"timestamp_ms":'
 # A backslash before anything but a JSON escape character (seen in real captures, e.g. a
 # Windows path "C:\ws"): repaired by escaping the backslash, so the rest of the line survives.
 _BAD_ESCAPE = re.compile(rb'\\(["\\/bfnrtu]|.)', re.DOTALL)
 _JSON_ESCAPES = frozenset(b'"\\/bfnrtu')
 _PREVIEW_CHARS = 120
+# Tool results can hold whole files (tens of MiB on one line). For such a line, long runs of
+# plain string characters are elided before decoding, so memory stays near the line's own
+# size. Only tool-call lines: assistant and result text is always decoded whole.
+HUGE_LINE_BYTES = 8 * 1024 * 1024
+_TOOL_CALL_PREFIX = b'{"type":"tool_call"'
+_LONG_RUN = re.compile(rb'[^"\\]{65536,}')
 
 # Keys of a completed call's result that say how it ended, in the order we prefer them.
 OUTCOMES = ("success", "error", "rejected", "permissionDenied", "spawnError", "failure", "timeout")
@@ -50,9 +62,7 @@ def _str(value: object) -> str:
 
 def _int(value: object) -> int | None:
     """An integer from an int or a digit string (the CLI sends ``startedAtMs`` as a string)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    if type(value) is int:  # the common case first; bool (a subclass) is not a number here
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
@@ -185,6 +195,10 @@ Event = (
 )  # fmt: skip
 
 
+def _elided(match: re.Match[bytes]) -> bytes:
+    return b"[... %d bytes not decoded ...]" % (match.end() - match.start())
+
+
 def _repair_escapes(line: bytes) -> bytes:
     def fix(match: re.Match[bytes]) -> bytes:
         escaped = match.group(1)
@@ -201,6 +215,9 @@ def _preview(line: Line) -> str:
 
 def _loads(line: Line) -> tuple[object, str]:
     """Decode JSON leniently; returns (value, "") or (None, reason)."""
+    if len(line) > HUGE_LINE_BYTES and line.startswith(_TOOL_CALL_PREFIX):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            return orjson.loads(_LONG_RUN.sub(_elided, line)), ""
     try:
         return orjson.loads(line), ""
     except orjson.JSONDecodeError as exc:
@@ -218,9 +235,30 @@ def _loads(line: Line) -> tuple[object, str]:
     return None, first_error.split(":", 1)[0] or "not JSON"
 
 
+def is_thinking(line: Line) -> bool:
+    """A complete thinking event line, recognised without decoding it."""
+    return line.startswith(THINKING_PREFIX) and (line.endswith(b"}") or line.endswith(b"}\r"))
+
+
+def is_assistant_delta(line: Line) -> bool:
+    """A complete assistant token-delta line (``timestamp_ms`` without ``model_call_id``)."""
+    return (
+        line.startswith(ASSISTANT_PREFIX)
+        and _MODEL_CALL_KEY not in line
+        and _TIMESTAMP_KEY in line
+        and (line.endswith(b"}") or line.endswith(b"}\r"))
+    )
+
+
+def delta_text(line: Line) -> str:
+    """The text of a line that :func:`is_assistant_delta` accepted (decoded on demand)."""
+    value, _ = _loads(line)
+    return _message_text(value.get("message")) if isinstance(value, dict) else ""
+
+
 def parse_line(line: Line) -> Event:
     """One physical line (not blank) to an event. Never raises."""
-    if line.startswith(_THINKING_PREFIX) and line.rstrip().endswith(b"}"):
+    if is_thinking(line):
         return THINKING
     value, reason = _loads(line)
     if not isinstance(value, dict):

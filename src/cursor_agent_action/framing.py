@@ -9,9 +9,6 @@ only until its ``\\n`` arrives, in one ``bytearray`` grown in place, so a 50 MiB
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import BinaryIO
-
 BOM = b"\xef\xbb\xbf"
 CHUNK_SIZE = 1024 * 1024
 
@@ -54,17 +51,3 @@ class LineSplitter:
         """The last line when the stream did not end with ``\\n``."""
         tail, self._pending = self._pending, bytearray()
         return [tail] if tail else []
-
-
-def iter_lines(source: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Line]:
-    """Every line of ``source``; reads what is available (``read1``) so pipes stay live."""
-    splitter = LineSplitter()
-    read = getattr(source, "read1", source.read)
-    while chunk := read(chunk_size):
-        yield from splitter.feed(chunk)
-    yield from splitter.close()
-
-
-def is_blank(line: Line) -> bool:
-    """True for an empty or whitespace-only line (checked without copying it)."""
-    return not line or line.isspace()

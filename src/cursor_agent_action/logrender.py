@@ -52,13 +52,11 @@ def describe_outcome(call: ToolCallRecord) -> str:
     return call.outcome
 
 
-def call_title(call: ToolCallRecord) -> str:
-    parts = [call.kind]
-    if call.target:
-        parts.append(one_line(call.target, 160))
-    title = " ".join(parts) + f" → {describe_outcome(call)}"
-    duration = format_duration(call.duration_ms)
-    return f"{title} · {duration}" if duration else title
+def call_title(call: ToolCallRecord, stats: str = "") -> str:
+    """``kind target → outcome · stats · duration`` (the target flattened to one line)."""
+    head = f"{call.kind} {one_line(call.target, 160)}" if call.target else call.kind
+    facts = [f"{head} → {describe_outcome(call)}", stats, format_duration(call.duration_ms)]
+    return " · ".join(fact for fact in facts if fact)
 
 
 def _tool_output(event: ToolCallEvent) -> str:
@@ -108,7 +106,7 @@ class LogRenderer:
 
     def on_tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
         runner = self.runner
-        with runner.group(call_title(call)):
+        with runner.group(call_title(call, _stats(event))):
             if call.detail:
                 runner.untrusted(call.detail)
             if self.verbose:
@@ -121,9 +119,6 @@ class LogRenderer:
                 if tail:
                     runner.log("last lines of output (all of it with --verbose):")
                     runner.untrusted(tail)
-            stats = _stats(event)
-            if stats:
-                runner.log(stats)
         if call.denied:
             reason = f": {one_line(call.detail)}" if call.detail else ""
             runner.warning(

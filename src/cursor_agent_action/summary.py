@@ -7,7 +7,7 @@ a section that does not fit is cut with a visible note saying what was left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from cursor_agent_action.aggregate import RunRecord, ToolCallRecord
@@ -92,18 +92,20 @@ def _left_out(title: str, budget: int) -> str:
 def _table(
     title: str,
     headers: Sequence[str],
-    rows: Sequence[Sequence[str]],
+    rows: Iterable[Sequence[str]],
+    total: int,
     budget: int,
     *,
     what: str,
 ) -> str:
-    """A Markdown table (folded when long), cut row by row to ``budget`` bytes with a note."""
-    if not rows:
+    """A Markdown table of ``total`` rows (folded when long), cut row by row to ``budget`` bytes
+    with a note. ``rows`` is consumed lazily: rows that cannot fit are never rendered."""
+    if not total:
         return ""
-    head = f"### {title}\n\n"
-    folded = len(rows) > COLLAPSE_ROWS
+    head = f"### {title} ({total:,})\n\n"
+    folded = total > COLLAPSE_ROWS
     if folded:
-        head += f"<details><summary>Show all {len(rows)} {what}</summary>\n\n"
+        head += f"<details><summary>Show {total:,} {what}</summary>\n\n"
     head += "| " + " | ".join(headers) + " |\n|" + "---|" * len(headers) + "\n"
     tail = "\n</details>\n\n" if folded else "\n"
     used = utf8_len(head) + utf8_len(tail) + _NOTE_RESERVE
@@ -118,9 +120,9 @@ def _table(
         body.append(line)
         used += size
     note = ""
-    if len(body) < len(rows):
+    if len(body) < total:
         note = (
-            f"\n*{len(rows) - len(body):,} more {what} not shown (summary size limit); the "
+            f"\n*{total - len(body):,} more {what} not shown (summary size limit); the "
             "transcript has all of them.*\n"
         )
     return head + "".join(body) + note + tail
@@ -137,22 +139,21 @@ def _call_row(number: int, call: ToolCallRecord) -> list[str]:
 
 
 def _files(record: RunRecord, budget: int) -> str:
-    rows = [[code_cell(path, 300)] for path in record.files_changed]
-    return (
-        _table(f"Files changed ({len(rows)})", ["Path"], rows, budget, what="files") if rows else ""
-    )
+    files = record.files_changed
+    rows = ([code_cell(path, 300)] for path in files)
+    return _table("Files changed", ["Path"], rows, len(files), budget, what="files")
 
 
 def _detail_table(
     title: str, calls: Sequence[ToolCallRecord], budget: int, *, detail: str, what: str
 ) -> str:
-    rows = [
+    rows = (
         [code_cell(c.kind, 40), code_cell(c.target, 160), code_cell(describe_outcome(c), 60),
          code_cell(c.detail, 300)]
         for c in calls
-    ]  # fmt: skip
+    )  # fmt: skip
     headers = ["Kind", "Target", "Outcome", detail]
-    return _table(f"{title} ({len(rows)})", headers, rows, budget, what=what)
+    return _table(title, headers, rows, len(calls), budget, what=what)
 
 
 def _denials(record: RunRecord, budget: int) -> str:
@@ -187,29 +188,21 @@ def _errors(record: RunRecord, budget: int) -> str:
 
 
 def _shell(record: RunRecord, budget: int) -> str:
-    rows = [
+    calls = [c for c in record.tool_calls if c.kind == "shell"]
+    rows = (
         [code_cell(c.target, 200), _number(c.exit_code), code_cell(c.outcome, 40),
          format_duration(c.duration_ms)]
-        for c in record.tool_calls if c.kind == "shell"
-    ]  # fmt: skip
-    return _table(
-        f"Shell commands ({len(rows)})",
-        ["Command", "Exit", "Outcome", "Duration"],
-        rows,
-        budget,
-        what="commands",
-    )
+        for c in calls
+    )  # fmt: skip
+    headers = ["Command", "Exit", "Outcome", "Duration"]
+    return _table("Shell commands", headers, rows, len(calls), budget, what="commands")
 
 
 def _tool_calls(record: RunRecord, budget: int) -> str:
-    rows = [_call_row(i, call) for i, call in enumerate(record.tool_calls, 1)]
-    return _table(
-        f"Tool calls ({len(rows)})",
-        ["#", "Kind", "Target", "Outcome", "Duration"],
-        rows,
-        budget,
-        what="tool calls",
-    )
+    calls = record.tool_calls
+    rows = (_call_row(i, call) for i, call in enumerate(calls, 1))
+    headers = ["#", "Kind", "Target", "Outcome", "Duration"]
+    return _table("Tool calls", headers, rows, len(calls), budget, what="tool calls")
 
 
 def _footer(record: RunRecord) -> str:

@@ -1,0 +1,138 @@
+"""Stream-engine benchmarks; figures go in bench/README.md.
+
+    python bench/stream/bench_stream.py [--events 300000] [--jq-lines 3000] [--workdir DIR]
+
+1. ``summarize`` (the whole command, log to /dev/null) vs a bare ``orjson.loads`` loop over the
+   same lines, each in a fresh process, same run: best wall time of 3.
+2. Peak RSS of ``summarize`` on that transcript and on a single 50 MiB line.
+3. Start-up: ``cursor-agent-action --help`` vs ``python -c pass`` (median of 15).
+4. The vendor-documented progress loop (bash ``while read line`` + jq per field) on the first
+   ``--jq-lines`` lines, extrapolated to the whole transcript.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from gen_transcript import generate  # noqa: E402
+
+BIN = Path(sys.executable).parent
+CLI = shutil.which("cursor-agent-action", path=str(BIN)) or "cursor-agent-action"
+ORJSON_LOOP = """import sys, orjson
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        orjson.loads(line)
+"""
+# The loop the vendor's docs suggest for tracking progress of stream-json output.
+JQ_LOOP = r"""
+while IFS= read -r line; do
+  type=$(printf '%s' "$line" | jq -r '.type // empty' 2>/dev/null)
+  subtype=$(printf '%s' "$line" | jq -r '.subtype // empty' 2>/dev/null)
+  case "$type" in
+    assistant) printf '%s' "$line" | jq -r '.message.content[0].text // empty' >/dev/null 2>&1 ;;
+    tool_call) printf '%s' "$line" | jq -r '.tool_call | keys[0]' >/dev/null 2>&1 ;;
+  esac
+done < "$1"
+"""
+
+
+def timed(cmd: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one run of ``cmd`` (stdout discarded)."""
+    wrapper = (
+        "import resource, subprocess, sys, time\n"
+        "t = time.perf_counter()\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=False)\n"
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True,
+                         check=True).stdout.split()  # fmt: skip
+    return float(out[0]), int(out[1])
+
+
+def best(cmd: list[str], runs: int = 3) -> tuple[float, int]:
+    results = [timed(cmd) for _ in range(runs)]
+    return min(r[0] for r in results), max(r[1] for r in results)
+
+
+def summarize_cmd(transcript: Path, work: Path) -> list[str]:
+    return [CLI, "summarize", str(transcript), "--output-file", str(work / "out"),
+            "--summary-file", str(work / "summary.md"), "--result-dir", str(work)]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=300_000)
+    parser.add_argument("--jq-lines", type=int, default=3000)
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-stream-"))
+    work.mkdir(parents=True, exist_ok=True)
+    transcript = work / "transcript.jsonl"
+    count = generate(transcript, args.events, seed=1)
+    size = transcript.stat().st_size
+    print(f"transcript: {count:,} events, {size / 1e6:.1f} MB ({size / 2**20:.1f} MiB)")
+
+    loop_s, loop_rss = best([sys.executable, "-c", ORJSON_LOOP, str(transcript)])
+    ours_s, ours_rss = best(summarize_cmd(transcript, work))
+    print(f"orjson.loads loop: {loop_s:.2f} s, peak RSS {loop_rss / 1024:.0f} MiB")
+    print(f"summarize:         {ours_s:.2f} s, peak RSS {ours_rss / 1024:.0f} MiB "
+          f"-> {ours_s / loop_s:.2f}x the bare loop")  # fmt: skip
+
+    huge = work / "huge-line.jsonl"
+    with huge.open("wb") as handle:
+        handle.write(
+            b'{"type":"tool_call","subtype":"completed","call_id":"c1","tool_call":'
+            b'{"readToolCall":{"args":{"path":"big.txt"},"result":{"success":{"content":"'
+        )
+        handle.write(b"x" * (50 * 2**20))
+        handle.write(
+            b'"}}}}}\n{"type":"result","subtype":"success","is_error":false,"result":"ok"}\n'
+        )
+    huge_s, huge_rss = best(summarize_cmd(huge, work), runs=1)
+    print(f"one 50 MiB line:   {huge_s:.2f} s, peak RSS {huge_rss / 1024:.0f} MiB")
+
+    def median_wall(cmd: list[str], runs: int = 15) -> float:
+        samples = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples)
+
+    bare = median_wall([sys.executable, "-c", "pass"])
+    helper = median_wall([CLI, "--help"])
+    print(f"start-up: python -c pass {bare * 1000:.0f} ms, cursor-agent-action --help "
+          f"{helper * 1000:.0f} ms (+{(helper - bare) * 1000:.0f} ms)")  # fmt: skip
+
+    if shutil.which("jq") and shutil.which("bash"):
+        head = work / "slice.jsonl"
+        with transcript.open("rb") as src, head.open("wb") as dst:
+            for _, line in zip(range(args.jq_lines), src, strict=False):
+                dst.write(line)
+        start = time.perf_counter()
+        subprocess.run(["bash", "-c", JQ_LOOP, "bash", str(head)], check=False)
+        jq_s = time.perf_counter() - start
+        whole = jq_s * count / args.jq_lines
+        print(f"bash+jq loop: {jq_s:.1f} s for {args.jq_lines:,} lines -> ~{whole / 60:.0f} min "
+              f"for the whole transcript ({whole / ours_s:.0f}x summarize)")  # fmt: skip
+    else:
+        print("bash+jq loop: skipped (jq or bash not installed)")
+    if args.workdir is None:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    os.environ.pop("GITHUB_OUTPUT", None)
+    main()
