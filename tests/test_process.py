@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import signal
 import threading
 import time
@@ -129,3 +130,14 @@ def test_stderr_is_captured_as_a_bounded_tail(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.endswith("Authentication required\n")
     assert len(result.stderr) == 64 * 1024
+
+
+def test_waiting_out_the_kill_grace_does_not_spin(tmp_path: Path) -> None:
+    """After the timeout, waiting for a SIGTERM-ignoring agent sleeps instead of busy-looping."""
+    before = os.times()
+    result, _, elapsed = _run(tmp_path, {"hang_after": 1, "ignore_sigterm": True},
+                              timeout_s=0.2, kill_grace_s=1.0)
+    after = os.times()
+    assert result.returncode == -signal.SIGKILL
+    assert elapsed >= 1.0
+    assert (after.user - before.user) + (after.system - before.system) < 0.5

@@ -155,7 +155,9 @@ def run_agent_process(
             if kill_at is not None and now >= kill_at:
                 break
             timers = [t - now for t in (term_at, kill_at) if t is not None]
-            wait = min([_IDLE_FLUSH_S if dirty else _POLL_S, deadline - now, *timers])
+            if not ended_by:
+                timers.append(deadline - now)
+            wait = min([_IDLE_FLUSH_S if dirty else _POLL_S, *timers])
             ready = selector.select(max(wait, 0.0))
             if not ready:
                 if dirty:
