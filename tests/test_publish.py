@@ -339,6 +339,30 @@ def test_no_hook_runs_with_the_token_in_its_environment(ws: Workspace, tmp_path:
     assert not leak.exists()
 
 
+def test_token_never_appears_in_any_git_command_line(ws: Workspace, tmp_path: Path) -> None:
+    """argv is world-readable (/proc/PID/cmdline): every git call is recorded by a PATH shim."""
+    import base64
+    import os
+    import shutil
+
+    real_git = shutil.which("git")
+    shim_dir = tmp_path / "shim"
+    shim_dir.mkdir()
+    argv_log = tmp_path / "argv.log"
+    (shim_dir / "git").write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{argv_log}"\nexec "{real_git}" "$@"\n')
+    (shim_dir / "git").chmod(0o755)
+    ws.monkeypatch.setenv("PATH", f"{shim_dir}{os.pathsep}{os.environ['PATH']}")
+    (ws.repo / "README.md").write_text("argv\n")
+    code, _ = ws.publish()
+    assert code == 0
+    calls = argv_log.read_text()
+    assert "push" in calls
+    assert "ls-remote" in calls
+    assert TOKEN not in calls
+    assert base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode() not in calls
+
+
 def test_token_environment_for_git_is_scoped_to_the_server() -> None:
     env = gitops.auth_env("https://github.example/", "tok")
     assert env["GIT_CONFIG_KEY_1"] == "http.https://github.example/.extraheader"

@@ -130,13 +130,14 @@ def auth_env(server_url: str, token: str) -> dict[str, str]:
     }
 
 
-def snapshot_commit(repo: Path, *, message: str, author_name: str, author_email: str) -> str:
-    """Commit the whole working tree (as ``git add -A`` sees it) on top of HEAD; return its sha.
+def snapshot_commit(repo: Path, parent: str, *, message: str, author_name: str,
+                    author_email: str) -> str:
+    """Commit the whole working tree (as ``git add -A`` sees it) on top of ``parent`` (HEAD);
+    return its sha.
 
     Uses a temporary index and ``commit-tree``: the user's index, HEAD and branch are left
     exactly as they were. No hooks run and no signing is attempted.
     """
-    parent = head_commit(repo)
     identity = {"GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email,
                 "GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email}
     with tempfile.TemporaryDirectory(prefix="caa-index-") as tmp:

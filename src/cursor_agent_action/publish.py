@@ -179,7 +179,7 @@ def _push_branch(repo: Path, args: argparse.Namespace, *, branch: str, head: str
                  ctx: Context, token: str, runner: Runner) -> str:
     remote = args.remote
     trailer = f"{gitops.TRAILER}: {ctx.run_url or 'local'}"
-    sha = gitops.snapshot_commit(repo, message=f"{message.rstrip()}\n\n{trailer}\n",
+    sha = gitops.snapshot_commit(repo, head, message=f"{message.rstrip()}\n\n{trailer}\n",
                                  author_name=args.author_name, author_email=args.author_email)
     auth = gitops.auth_env(ctx.server_url, token)
     tip = gitops.remote_tip(repo, remote, branch, auth)
