@@ -118,6 +118,14 @@ def test_number_comes_from_the_pull_request_event(env: Env) -> None:
     assert env.gh.state.comments[int(out["comment-id"])]["_issue"] == number
 
 
+def test_number_comes_from_a_workflow_run_event(env: Env) -> None:
+    number = env.gh.add_pull("feature")
+    env.event({"workflow_run": {"id": 5, "pull_requests": [{"number": number}]}})
+    code, out, _ = env.comment("--body", "triage")
+    assert code == 0
+    assert out["issue-number"] == str(number)
+
+
 def test_transcript_body_is_the_compact_summary(env: Env) -> None:
     number = env.gh.add_issue()
     transcript = env.tmp / "t.jsonl"

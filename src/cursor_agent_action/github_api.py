@@ -167,9 +167,13 @@ class Context:
         return f"{url}/attempts/{self.run_attempt}" if self.run_attempt else url
 
     def issue_number(self) -> int | None:
-        """The pull request or issue of the triggering event, if any."""
-        for key in ("pull_request", "issue"):
-            item = self.event.get(key)
+        """The pull request or issue of the triggering event, if any (for ``workflow_run``:
+        the run's first pull request, which GitHub omits for runs from forks)."""
+        run = self.event.get("workflow_run")
+        pulls = run.get("pull_requests") if isinstance(run, dict) else None
+        candidates = [self.event.get("pull_request"), self.event.get("issue"),
+                      *(pulls if isinstance(pulls, list) else [])]
+        for item in candidates:
             if isinstance(item, dict) and isinstance(item.get("number"), int):
                 return int(item["number"])
         return None
