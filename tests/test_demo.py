@@ -62,3 +62,16 @@ def test_wheel_ships_the_demo_data(tmp_path: Path) -> None:
     assert expected
     assert expected <= names
     assert "cursor_agent_action/standin.py" in names
+
+
+def test_summary_and_output_files_can_be_redirected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary, outputs = tmp_path / "step-summary.md", tmp_path / "github-output"
+    summary.write_text("earlier step\n")
+    assert main(["demo", "--out", str(tmp_path / "d"), "--summary-file", str(summary),
+                 "--output-file", str(outputs)]) == 0
+    assert summary.read_text().startswith("earlier step\n## ✅ Cursor agent: success")
+    assert parse_output_file(outputs.read_text())["conclusion"] == "success"
+    assert not (tmp_path / "d" / "summary.md").exists()
+    assert str(summary) in capsys.readouterr().out

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cursor_agent_action.aggregate import RunRecord
 from cursor_agent_action.errors import SetupError, UsageError
@@ -202,36 +203,37 @@ def _env(name: str, default: str = "") -> str:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--prompt", help="the task for the agent (env CURSOR_AGENT_ACTION_PROMPT)")
-    add("--prompt-file", help="read the task from this file (env CURSOR_AGENT_ACTION_PROMPT_FILE)")
-    add("--model", help="model name; empty: the CLI's default (Auto) (env ..._MODEL)")
-    add("--agent-bin", help="the CLI to run (default: cursor-agent, then agent, on PATH) "
-        "(env ..._AGENT_BIN)")
-    add("--working-directory", help="the workspace the agent works in (default: .) "
-        "(env ..._WORKING_DIRECTORY)")
-    add("--timeout-minutes", help=f"stop the agent after this long; decimals allowed "
-        f"(default {DEFAULT_TIMEOUT_MINUTES:g}) (env ..._TIMEOUT_MINUTES)")
-    add("--transcript", help="save the agent's stdout here (default: "
-        "$RUNNER_TEMP/cursor-agent-action/transcript.jsonl) (env ..._TRANSCRIPT)")
-    add("--preset", help=f"permissions preset: {', '.join(PRESETS)} (default {DEFAULT_PRESET}) "
-        "(env CURSOR_AGENT_ACTION_PERMISSIONS)")
-    add("--allow", action="append", metavar="TOKEN", help="extra allow token(s), repeatable; "
-        "newline-separated lists accepted (env ..._ALLOW)")
-    add("--deny", action="append", metavar="TOKEN", help="extra deny token(s), repeatable "
-        "(env ..._DENY)")
-    add("--resume", help="resume this chat session id (env ..._RESUME)")
-    add("--fail-on-error", action=argparse.BooleanOptionalAction, default=None,
-        help="exit 1 when the run does not succeed (default true) (env ..._FAIL_ON_ERROR)")
-    add("--verbose", action="store_true", default=None,
-        help="also log thinking and full tool output (env ..._VERBOSE)")
-    add("--max-retries", help=f"retries of a transient failure before any tool ran "
-        f"(default {DEFAULT_MAX_RETRIES}) (env ..._MAX_RETRIES)")
-    add("--retry-delay", help=f"seconds before the first retry, doubled each time "
-        f"(default {DEFAULT_RETRY_DELAY_S:g}) (env ..._RETRY_DELAY)")
-    add("--pass-env", action="append", metavar="NAME", help="also give the agent this "
-        "environment variable, repeatable; newline-separated lists accepted; GITHUB_*, GH_*, "
-        "ACTIONS_*, INPUT_* and RUNNER_* are refused (env ..._PASS_ENV)")
+    def add(flag: str, env: str, text: str, **kwargs: Any) -> None:
+        parser.add_argument(flag, help=f"{text} (env CURSOR_AGENT_ACTION_{env})", **kwargs)
+
+    add("--prompt", "PROMPT", "the task for the agent")
+    add("--prompt-file", "PROMPT_FILE", "read the task from this UTF-8 file")
+    add("--model", "MODEL", "model name (default: the CLI's, Auto)")
+    add("--agent-bin", "AGENT_BIN", "the CLI to run (default: cursor-agent, then agent, on PATH)")
+    add("--working-directory", "WORKING_DIRECTORY", "the workspace the agent works in "
+        "(default: .)")
+    add("--timeout-minutes", "TIMEOUT_MINUTES", "stop the agent after this long; decimals "
+        f"allowed (default {DEFAULT_TIMEOUT_MINUTES:g})")
+    add("--transcript", "TRANSCRIPT", "save the agent's stdout here (default: "
+        "$RUNNER_TEMP/cursor-agent-action/transcript.jsonl)")
+    add("--preset", "PERMISSIONS", f"permissions preset: {', '.join(PRESETS)} "
+        f"(default {DEFAULT_PRESET})")
+    add("--allow", "ALLOW", "extra allow token, repeatable; newline-separated lists accepted",
+        action="append", metavar="TOKEN")
+    add("--deny", "DENY", "extra deny token, repeatable; newline-separated lists accepted",
+        action="append", metavar="TOKEN")
+    add("--resume", "RESUME", "resume this chat session id", metavar="SESSION_ID")
+    add("--fail-on-error", "FAIL_ON_ERROR", "exit 1 when the run does not succeed "
+        "(default true)", action=argparse.BooleanOptionalAction, default=None)
+    add("--verbose", "VERBOSE", "print every tool call's full output in the log",
+        action="store_true", default=None)
+    add("--max-retries", "MAX_RETRIES", "retries of a transient failure (rate limit, API "
+        f"unavailable) before any tool ran, 0-{MAX_RETRIES} (default {DEFAULT_MAX_RETRIES})")
+    add("--retry-delay", "RETRY_DELAY", "seconds before the first retry, doubled each time "
+        f"(default {DEFAULT_RETRY_DELAY_S:g})", metavar="SECONDS")
+    add("--pass-env", "PASS_ENV", "also give the agent this environment variable, repeatable; "
+        "newline-separated lists accepted; GITHUB_*, GH_*, ACTIONS_*, INPUT_*, RUNNER_* are "
+        "refused", action="append", metavar="NAME")
 
 
 def _bool(value: str, name: str) -> bool:

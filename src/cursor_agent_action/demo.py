@@ -36,8 +36,9 @@ _GIT_IDENTITY = ["-c", "user.name=demo", "-c", "user.email=demo@example.com",
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=DEFAULT_OUT,
-                        help=f"directory for the summary, outputs and transcript "
-                        f"(default: ./{DEFAULT_OUT})")
+                        help=f"directory for the summary, outputs, transcript and diff "
+                        f"(default: ./{DEFAULT_OUT}); --summary-file/--output-file move "
+                        "those two elsewhere")
 
 
 def _git(workspace: Path, *args: str) -> str:
@@ -50,9 +51,13 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     out.mkdir(parents=True, exist_ok=True)
     summary, outputs = out / "summary.md", out / "outputs.txt"
     diff, state = out / "changes.diff", out / "state"
+    # A rerun replaces its own files; files named with --summary-file/--output-file are
+    # appended to, as in every command.
     for stale in (summary, outputs, diff):
         stale.unlink(missing_ok=True)
     shutil.rmtree(state, ignore_errors=True)
+    summary = Path(args.summary_file).absolute() if args.summary_file else summary
+    outputs = Path(args.output_file).absolute() if args.output_file else outputs
     data = resources.files("cursor_agent_action") / "data"
     with tempfile.TemporaryDirectory(prefix="cursor-agent-action-demo-") as tmp:
         root = Path(tmp)
