@@ -485,6 +485,20 @@ def test_git_status_cross_check(
     assert "show no change in the working tree" in mismatch.summary
 
 
+def test_files_dirty_before_the_run_count_only_if_the_agent_changed_them(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "README.md").write_text("# edited by an earlier step\n")
+    (workspace / "notes.txt").write_text("untracked, from an earlier step\n")
+    (workspace / "sub").mkdir()
+    # A workspace below the repository root: paths are relative to the workspace.
+    nested = run(tmp_path, workspace / "sub", capsys, {"edits": {"x.txt": "x"}})
+    assert json.loads(nested.outputs["files-changed"]) == ["x.txt"]
+    again = run(tmp_path, workspace, capsys,
+                {"edits": {"README.md": "# edited again by the agent\n"}})
+    assert json.loads(again.outputs["files-changed"]) == ["README.md"]
+
+
 def test_outside_git_files_changed_are_the_tools_own(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

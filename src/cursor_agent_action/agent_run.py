@@ -451,12 +451,20 @@ def git_snapshot(workspace: Path) -> dict[str, str] | None:
         if len(entry) < 4:
             continue
         path = entry[3:][cut:]  # porcelain paths are relative to the repository root
-        try:
-            digest = hashlib.sha256((workspace / path).read_bytes()).hexdigest()
-        except OSError:
-            digest = "-"
-        snapshot[path] = f"{entry[:2]} {digest}"
+        snapshot[path] = f"{entry[:2]} {_digest(workspace / path)}"
     return snapshot
+
+
+def _digest(path: Path) -> str:
+    """SHA-256 of a file read in chunks (untracked build output can be large); "-" if unreadable."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(1024 * 1024):
+                digest.update(chunk)
+    except OSError:
+        return "-"
+    return digest.hexdigest()
 
 
 def _listing(paths: Sequence[str], limit: int = 20) -> str:
