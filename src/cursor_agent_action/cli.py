@@ -18,6 +18,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 from cursor_agent_action import __version__
 from cursor_agent_action.errors import EXIT_INTERNAL, EXIT_USAGE, ActionError
@@ -100,9 +101,8 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every expected failure becomes one ``::error::`` line and an exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    runner = Runner(
-        output_file=os.devnull, summary_file=os.devnull, secrets=_secrets_from_env()
-    )
+    # Masks go out first, before anything (even a usage error) can print a secret.
+    runner = Runner(secrets=_secrets_from_env())
     try:
         selected = _selected(argv)
         parser = build_parser(selected)
@@ -116,11 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
-        runner = Runner(
-            output_file=args.output_file,
-            summary_file=args.summary_file,
-            secrets=_secrets_from_env(),
-        )
+        if args.output_file is not None:
+            runner.output_path = Path(args.output_file)
+        if args.summary_file is not None:
+            runner.summary_path = Path(args.summary_file)
         module = importlib.import_module(COMMANDS[args.command][0])
         code: int = module.command(args, runner)
         return code
