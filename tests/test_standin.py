@@ -183,3 +183,15 @@ def test_apply_tool_writes_carries_out_completed_write_edit_delete(tmp_path: Pat
     assert not (tmp_path / "gone.md").exists()
     assert not (tmp_path / "denied.md").exists()
     assert not (tmp_path.parent / "outside.md").exists()
+
+
+def test_workspace_flag_sets_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    done = _run(tmp_path, {"record": "record.jsonl"}, "-p", "--workspace", "ws",
+                "--output-format", "stream-json", "go")
+    assert done.returncode == 0
+    assert _events(done.stdout)[0]["cwd"] == str(tmp_path / "ws")
+    assert records(tmp_path)[0]["cwd"] == str(tmp_path / "ws")
+    missing = _run(tmp_path, {}, "-p", "--workspace", "nope", "go")
+    assert missing.returncode == 1
+    assert b"workspace nope" in missing.stderr

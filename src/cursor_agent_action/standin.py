@@ -351,6 +351,11 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
         return 0
     if not options.get("print"):
         return _fail("error: the stand-in supports print mode only (-p)", 2)
+    if "workspace" in options:
+        try:
+            os.chdir(options["workspace"])
+        except OSError as exc:
+            return _fail(f"Error: workspace {options['workspace']}: {exc.strerror}", 1)
     if scenario.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     child = None
