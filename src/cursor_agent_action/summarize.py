@@ -44,7 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--result-dir",
         type=Path,
-        default=None,
+        default=os.environ.get("CURSOR_AGENT_ACTION_RESULT_DIR") or None,
         help="directory for the result-file output (env CURSOR_AGENT_ACTION_RESULT_DIR; "
         "default $RUNNER_TEMP/cursor-agent-action, or a new temporary directory)",
     )
@@ -52,10 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def command(args: argparse.Namespace, runner: Runner) -> int:
     path = Path(args.transcript)
-    result_dir = args.result_dir
-    if result_dir is None:
-        env_dir = os.environ.get("CURSOR_AGENT_ACTION_RESULT_DIR")
-        result_dir = Path(env_dir) if env_dir else default_result_dir()
+    result_dir = args.result_dir or default_result_dir()
     with open_transcript(path) as source:
         record = process_stream(source, runner, verbose=args.verbose)
     if args.transcript != "-":

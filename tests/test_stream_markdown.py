@@ -1,0 +1,96 @@
+"""markdown: agent text stays inert (fences, code-span cells, escaped prose)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cursor_agent_action.markdown import (
+    code_cell,
+    cut_utf8,
+    fence,
+    html_escape,
+    inline,
+    utf8_len,
+)
+
+
+@given(st.text())
+def test_fence_cannot_be_closed_from_inside(text: str) -> None:
+    """No line of the text is a closing fence of the block's length or longer."""
+    block = fence(text)
+    opening = block.split("\n", 1)[0]
+    ticks = len(opening) - len(opening.lstrip("`"))
+    assert ticks >= 3
+    inner = block[len(opening) + 1 : -(ticks + 1)]
+    assert all(not line.strip().startswith("`" * ticks) for line in inner.split("\n"))
+    assert block.endswith("`" * ticks + "\n")
+
+
+def test_fence_examples() -> None:
+    assert fence("a") == "```text\na\n```\n"
+    assert fence("x ````` y").startswith("``````text\n")
+
+
+@given(st.text())
+def test_code_cell_is_one_cell(text: str) -> None:
+    """No raw newline and no unescaped pipe: the text stays in its table cell."""
+    cell = code_cell(text)
+    assert "\n" not in cell
+    assert "\r" not in cell
+    assert re.search(r"(?<!\\)\|", cell) is None
+
+
+def test_code_cell_examples() -> None:
+    assert code_cell("") == ""
+    assert code_cell("a|b") == "`a\\|b`"
+    assert code_cell("x`y") == "``x`y``"
+    assert code_cell("`x`") == "`` `x` ``"
+    assert code_cell("l1\nl2") == "`l1⏎l2`"
+    assert code_cell("abcdef", limit=4) == "`abc…`"
+
+
+@pytest.mark.parametrize(
+    ("text", "absent"),
+    [
+        ("<script>alert(1)</script>", "<script"),
+        ("<!-- c -->", "<!--"),
+        ("[x](https://e.x)", "[x]("),
+        ("![i](https://e.x/i.png)", "!["),
+        ("see https://evil.example now", "https://evil"),
+        ("www.evil.example", "www.evil"),
+        ("mail a@b.example", "a@b"),
+        ("**bold** _it_", "**bold**"),
+        ("a\nb", "\n"),
+    ],
+)
+def test_inline_neutralises_markup(text: str, absent: str) -> None:
+    assert absent not in inline(text)
+
+
+@pytest.mark.parametrize("text", ["# heading", "- item", "+ item", "1. item", "2) item", "> quote"])
+def test_inline_never_starts_a_block(text: str) -> None:
+    """Line-start markers (heading, list, quote) are escaped so the line stays a paragraph."""
+    assert re.match(r"[#>+-]|\d+[.)]", inline(text)) is None
+
+
+def test_inline_keeps_plain_words_readable() -> None:
+    assert inline("cursor-agent (v1.2) ran") == "cursor-agent (v1.2) ran"
+
+
+def test_html_escape() -> None:
+    assert (
+        html_escape("<a href=\"x\">'&'</a>")
+        == "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+    )
+
+
+@given(st.text(), st.integers(min_value=0, max_value=64))
+def test_cut_utf8_is_a_valid_prefix_within_budget(text: str, limit: int) -> None:
+    cut = cut_utf8(text, limit)
+    assert text.startswith(cut)
+    assert utf8_len(cut) <= limit
+    assert cut == text or utf8_len(text[: len(cut) + 1]) > limit

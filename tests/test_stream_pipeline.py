@@ -1,0 +1,220 @@
+"""pipeline: StreamProcessor (live feed) and report (outputs, summary, result file, ::error::)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.pipeline import (
+    RESULT_OUTPUT_LIMIT,
+    StreamProcessor,
+    cap_text,
+    process_stream,
+    report,
+)
+from cursor_agent_action.runner_io import Runner, parse_output_file
+from tests.test_stream_support import FIXTURES, processed_commands
+
+OUTPUT_NAMES = [
+    "conclusion", "result", "result-file", "final-message", "session-id", "request-id", "model",
+    "duration-ms", "input-tokens", "output-tokens", "cache-read-tokens", "cache-write-tokens",
+    "tool-calls", "failed-tool-calls", "permission-denials", "files-changed",
+]  # fmt: skip
+SECRET = "sk-live-0123456789abcdef"
+
+
+def _runner(tmp_path: Path, *, secrets: tuple[str, ...] = ()) -> tuple[Runner, io.StringIO]:
+    log = io.StringIO()
+    runner = Runner(stdout=log, env={}, output_file=tmp_path / "out",
+                    summary_file=tmp_path / "summary.md", secrets=secrets)  # fmt: skip
+    return runner, log
+
+
+def _lines(*objects: object) -> bytes:
+    return b"".join(json.dumps(o).encode() + b"\n" for o in objects)
+
+
+def test_report_writes_every_output_and_the_result_file(tmp_path: Path) -> None:
+    runner, _ = _runner(tmp_path)
+    record = process_stream(io.BytesIO((FIXTURES / "docs-update.jsonl").read_bytes()), runner)
+    report(record, runner, result_dir=tmp_path / "r", extra_outputs={"transcript-file": "/t"})
+    outputs = parse_output_file((tmp_path / "out").read_text())
+    assert list(outputs) == [*OUTPUT_NAMES, "transcript-file"]
+    assert outputs["files-changed"] == (
+        '["README.md","docs/index.md","docs/upgrading.md","docs/usage.md"]'
+    )
+    assert (outputs["tool-calls"], outputs["failed-tool-calls"]) == ("11", "1")
+    assert outputs["permission-denials"] == "1"
+    assert Path(outputs["result-file"]).read_text() == outputs["result"] == record.result_text
+    assert outputs["final-message"].startswith("Updated the docs")
+    assert outputs["transcript-file"] == "/t"
+
+
+def test_long_result_is_capped_with_a_marker_and_kept_whole_in_the_file(tmp_path: Path) -> None:
+    text = "ü" * 100_000  # 200,000 bytes
+    runner, _ = _runner(tmp_path)
+    record = process_stream(io.BytesIO(_lines(
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "result": text},
+    )), runner)  # fmt: skip
+    report(record, runner, result_dir=tmp_path)
+    outputs = parse_output_file((tmp_path / "out").read_text())
+    for name in ("result", "final-message"):
+        assert len(outputs[name].encode()) <= RESULT_OUTPUT_LIMIT
+        assert "truncated by cursor-agent-action: 200,000 bytes in total" in outputs[name]
+    assert Path(outputs["result-file"]).read_text() == text
+
+
+def test_cap_text_keeps_short_text_and_whole_characters() -> None:
+    assert cap_text("short") == "short"
+    capped = cap_text("€" * 200, limit=300)
+    assert len(capped.encode()) <= 300
+    assert capped.startswith("€")
+    assert "600 bytes in total" in capped
+
+
+def test_secrets_are_redacted_everywhere(tmp_path: Path) -> None:
+    """The key never reaches the log, summary, any output or the result file."""
+    runner, log = _runner(tmp_path, secrets=(SECRET,))
+    say = {"type": "assistant", "message": {"content": [{"type": "text", "text": f"k={SECRET}"}]}}
+    shell = {"type": "tool_call", "subtype": "completed", "call_id": SECRET, "tool_call": {
+        "shellToolCall": {"args": {"command": f"echo {SECRET}"},
+                          "result": {"rejected": {"reason": f"no {SECRET}"}}}}}  # fmt: skip
+    result = {"type": "result", "subtype": "weird", "is_error": True, "result": f"r {SECRET}",
+              "session_id": SECRET}  # fmt: skip
+    record = process_stream(io.BytesIO(_lines(say, shell, result)), runner)
+    report(record, runner, result_dir=tmp_path / "r")
+    outputs = parse_output_file((tmp_path / "out").read_text())
+    shown = log.getvalue().replace(f"::add-mask::{SECRET}\n", "", 1)
+    written = [shown, (tmp_path / "summary.md").read_text(), *outputs.values(),
+               Path(outputs["result-file"]).read_text()]  # fmt: skip
+    assert all(SECRET not in text for text in written)
+    assert "***" in outputs["result"]
+    assert "***" in log.getvalue()
+    assert f"::add-mask::{SECRET}" in log.getvalue()  # masked first, by the runner
+
+
+def test_failure_prints_one_error_annotation_success_none(tmp_path: Path) -> None:
+    runner, log = _runner(tmp_path)
+    report(process_stream(io.BytesIO(b""), runner), runner, result_dir=tmp_path)
+    errors = [c for c in processed_commands(log.getvalue()) if c[0] == "error"]
+    assert len(errors) == 1
+    assert "The transcript is empty" in errors[0][2]
+    runner, log = _runner(tmp_path)
+    ok = process_stream(io.BytesIO((FIXTURES / "corpus-usage.jsonl").read_bytes()), runner)
+    report(ok, runner, result_dir=tmp_path)
+    assert not [c for c in processed_commands(log.getvalue()) if c[0] == "error"]
+
+
+def test_byte_by_byte_feed_equals_whole_input(tmp_path: Path) -> None:
+    """A live pipe delivering arbitrary fragments gives the same record as a file."""
+    data = (FIXTURES / "adversarial-messy.jsonl").read_bytes()
+    whole = process_stream(io.BytesIO(data), None)
+    processor = StreamProcessor(None)
+    for i in range(len(data)):
+        processor.feed(data[i : i + 1])
+    assert processor.close() == whole
+
+
+def test_finished_turns_true_at_the_result_event_and_close_is_idempotent() -> None:
+    processor = StreamProcessor(None)
+    data = (FIXTURES / "corpus-usage.jsonl").read_bytes()
+    body, last = data[: data.rindex(b'{"type":"result"')], data[data.rindex(b'{"type":"result"') :]
+    processor.feed(body)
+    before = processor.finished
+    processor.feed(last)
+    assert (before, processor.finished) == (False, True)
+    assert processor.close() is processor.close()
+
+
+def test_log_is_flushed_after_each_fed_chunk(tmp_path: Path) -> None:
+    runner, log = _runner(tmp_path)
+    processor = StreamProcessor(runner)
+    processor.feed(_lines({"type": "assistant", "message": {"content": [
+        {"type": "text", "text": "visible now"}]}}))  # fmt: skip
+    assert "visible now" in log.getvalue()
+
+
+def test_verbose_shows_full_tool_output_default_only_failure_tail(tmp_path: Path) -> None:
+    output = "".join(f"line {i}\n" for i in range(100))
+    shell = {"type": "tool_call", "subtype": "completed", "call_id": "c", "tool_call": {
+        "shellToolCall": {"args": {"command": "make"}, "result": {"success": {
+            "exitCode": 2, "interleavedOutput": output}}}}}  # fmt: skip
+    read = {
+        "type": "tool_call",
+        "subtype": "completed",
+        "call_id": "r",
+        "tool_call": {
+            "readToolCall": {
+                "args": {"path": "a"},
+                "result": {"success": {"content": "SECRET-ISH"}},
+            }
+        },
+    }
+    default_runner, default_log = _runner(tmp_path)
+    process_stream(io.BytesIO(_lines(shell, read)), default_runner)
+    verbose_runner, verbose_log = _runner(tmp_path)
+    process_stream(io.BytesIO(_lines(shell, read)), verbose_runner, verbose=True)
+    assert "line 99" in default_log.getvalue()
+    assert "line 79" not in default_log.getvalue()
+    assert "SECRET-ISH" not in default_log.getvalue()
+    assert "line 0\n" in verbose_log.getvalue()
+    assert "SECRET-ISH" in verbose_log.getvalue()
+    processed_commands(verbose_log.getvalue())
+
+
+class _FailingSource(io.RawIOBase):
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if not self._data:
+            raise OSError(5, "Input/output error")
+        chunk, self._data = self._data, b""
+        return chunk
+
+
+def test_read_error_keeps_what_was_read_and_says_so() -> None:
+    data = (FIXTURES / "corpus-usage.jsonl").read_bytes()
+    record = process_stream(_FailingSource(data), None)  # type: ignore[arg-type]
+    assert record.conclusion == "success"
+    assert record.notes == [
+        "Reading the transcript failed (Input/output error); the report covers only what "
+        "was read before."
+    ]
+
+
+def test_unwritable_result_dir_is_a_note_not_a_crash(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    runner, _ = _runner(tmp_path)
+    record = process_stream(io.BytesIO((FIXTURES / "corpus-usage.jsonl").read_bytes()), runner)
+    report(record, runner, result_dir=blocker / "sub")
+    outputs = parse_output_file((tmp_path / "out").read_text())
+    assert outputs["result-file"] == ""
+    assert outputs["result"] == "ok"
+    assert "could not be written" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("calls", [3000])
+def test_thousands_of_calls_stay_within_the_summary_limit(tmp_path: Path, calls: int) -> None:
+    events = []
+    for i in range(calls):
+        call = {"shellToolCall": {"args": {"command": f"echo {i} " + "|" * 300},
+                                  "result": {"success": {"exitCode": 0}}}}  # fmt: skip
+        events.append({"type": "tool_call", "subtype": "completed", "call_id": f"c{i}\n|",
+                       "tool_call": call})  # fmt: skip
+    runner, log = _runner(tmp_path)
+    record = process_stream(io.BytesIO(_lines(*events)), runner)
+    report(record, runner, result_dir=tmp_path)
+    summary = (tmp_path / "summary.md").read_bytes()
+    assert len(summary) <= 1024 * 1024
+    assert b"more tool calls not shown" in summary
+    assert parse_output_file((tmp_path / "out").read_text())["tool-calls"] == str(calls)
+    assert log.getvalue().count("::group::") == calls
