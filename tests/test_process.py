@@ -141,3 +141,18 @@ def test_waiting_out_the_kill_grace_does_not_spin(tmp_path: Path) -> None:
     assert result.returncode == -signal.SIGKILL
     assert elapsed >= 1.0
     assert (after.user - before.user) + (after.system - before.system) < 0.5
+
+
+def test_stop_request_after_the_result_keeps_the_result(tmp_path: Path) -> None:
+    stop = threading.Event()
+
+    def cancel_after_result(sink: Sink) -> None:
+        if sink.finished:
+            stop.set()
+
+    sink = Sink(on_chunk=cancel_after_result)
+    result, _, elapsed = _run(tmp_path, {"linger_s": 60}, sink=sink, stop=stop,
+                              result_grace_s=30)
+    assert result.ended_by == "result"
+    assert elapsed < 10  # stopped at once, not after the 30 s grace
+    _assert_group_gone(result)

@@ -141,11 +141,12 @@ def run_agent_process(
     try:
         while selector.get_map() or proc.poll() is None:
             now = time.monotonic()
-            if not ended_by and (stop.is_set() or now >= deadline):
+            finished = sink.finished  # after its result, a stop or timeout changes no conclusion
+            if not ended_by and not finished and (stop.is_set() or now >= deadline):
                 ended_by = "cancelled" if stop.is_set() else "timeout"
                 term_at = now
-            if term_at is None and sink.finished:
-                term_at = now + result_grace_s
+            if term_at is None and finished:
+                term_at = now + (0.0 if stop.is_set() else result_grace_s)
             if kill_at is None and proc.poll() is not None:
                 kill_at = now + EXIT_DRAIN_S  # only leftover children can keep the pipes open
             if term_at is not None and now >= term_at:
