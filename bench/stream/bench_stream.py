@@ -1,9 +1,10 @@
 """Stream-engine benchmarks; figures go in bench/README.md.
 
-    python bench/stream/bench_stream.py [--events 300000] [--jq-lines 3000] [--workdir DIR]
+    python bench/stream/bench_stream.py [--events 300000] [--jq-lines 1000] [--workdir DIR]
 
 1. ``summarize`` (the whole command, log to /dev/null) vs a bare ``orjson.loads`` loop over the
-   same lines, each in a fresh process, same run: best wall time of 3.
+   same lines, each in a fresh process, same run: best wall time of 3. Done for the "typical"
+   event mix and again for a "tool-heavy" one (see gen_transcript.MIXES).
 2. Peak RSS of ``summarize`` on that transcript and on a single 50 MiB line.
 3. Start-up: ``cursor-agent-action --help`` vs ``python -c pass`` (median of 15).
 4. The vendor-documented progress loop (bash ``while read line`` + jq per field) on the first
@@ -74,21 +75,21 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--events", type=int, default=300_000)
-    parser.add_argument("--jq-lines", type=int, default=3000)
+    parser.add_argument("--jq-lines", type=int, default=1000)
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-stream-"))
     work.mkdir(parents=True, exist_ok=True)
     transcript = work / "transcript.jsonl"
-    count = generate(transcript, args.events, seed=1)
-    size = transcript.stat().st_size
-    print(f"transcript: {count:,} events, {size / 1e6:.1f} MB ({size / 2**20:.1f} MiB)")
-
-    loop_s, loop_rss = best([sys.executable, "-c", ORJSON_LOOP, str(transcript)])
-    ours_s, ours_rss = best(summarize_cmd(transcript, work))
-    print(f"orjson.loads loop: {loop_s:.2f} s, peak RSS {loop_rss / 1024:.0f} MiB")
-    print(f"summarize:         {ours_s:.2f} s, peak RSS {ours_rss / 1024:.0f} MiB "
-          f"-> {ours_s / loop_s:.2f}x the bare loop")  # fmt: skip
+    for mix in ("tool-heavy", "typical"):  # the typical transcript is kept for the jq slice
+        count = generate(transcript, args.events, seed=1, mix_name=mix)
+        size = transcript.stat().st_size
+        print(f"[{mix}] transcript: {count:,} events, {size / 1e6:.1f} MB")
+        loop_s, loop_rss = best([sys.executable, "-c", ORJSON_LOOP, str(transcript)])
+        ours_s, ours_rss = best(summarize_cmd(transcript, work))
+        print(f"[{mix}] orjson.loads loop: {loop_s:.2f} s, peak RSS {loop_rss / 1024:.0f} MiB")
+        print(f"[{mix}] summarize:         {ours_s:.2f} s, peak RSS {ours_rss / 1024:.0f} MiB "
+              f"-> {ours_s / loop_s:.2f}x the bare loop")  # fmt: skip
 
     huge = work / "huge-line.jsonl"
     with huge.open("wb") as handle:

@@ -62,8 +62,20 @@ def _code(rng: random.Random, lines: int) -> str:
     )
 
 
-def generate(path: Path, events: int, seed: int) -> int:
+# Per turn: thinking deltas, assistant deltas, parallel tool calls; lines of command output and
+# of file content. "typical" follows the proportions of real captures (tool events ~2-5% of all
+# events, thinking deltas the majority); "tool-heavy" has about twice as many tool calls.
+MIXES: dict[str, dict[str, tuple[int, ...]]] = {
+    "typical": {"thinking": (20, 60), "deltas": (10, 30), "parallel": (1, 1, 1, 2, 3),
+                "shell_lines": (20, 100), "read_lines": (280, 660)},
+    "tool-heavy": {"thinking": (10, 40), "deltas": (5, 20), "parallel": (1, 2, 2, 3, 4),
+                   "shell_lines": (20, 70), "read_lines": (100, 220)},
+}  # fmt: skip
+
+
+def generate(path: Path, events: int, seed: int, mix_name: str = "typical") -> int:
     rng = random.Random(seed)
+    mix = MIXES[mix_name]
     ts = 1_790_000_000_000
     written = 0
     calls = 0
@@ -85,13 +97,13 @@ def generate(path: Path, events: int, seed: int) -> int:
         while written < events - 1:
             turn += 1
             model_call = f"{SESSION[:8]}-{turn}-mc"
-            for _ in range(rng.randint(10, 40)):
+            for _ in range(rng.randint(*mix["thinking"])):
                 ts += rng.randint(1, 40)
                 emit({"type": "thinking", "subtype": "delta", "text": " " + _text(rng, 3),
                       "session_id": SESSION, "timestamp_ms": ts})  # fmt: skip
             emit({"type": "thinking", "subtype": "completed", "session_id": SESSION,
                   "timestamp_ms": ts})  # fmt: skip
-            deltas = [" " + _text(rng, 2) for _ in range(rng.randint(5, 20))]
+            deltas = [" " + _text(rng, 2) for _ in range(rng.randint(*mix["deltas"]))]
             for delta in deltas:
                 ts += 3
                 emit({"type": "assistant", "message": {"role": "assistant", "content": [
@@ -102,7 +114,7 @@ def generate(path: Path, events: int, seed: int) -> int:
             emit({"type": "assistant", "message": {"role": "assistant", "content": [
                 {"type": "text", "text": segment}]}, "session_id": SESSION,
                 "model_call_id": model_call, "timestamp_ms": ts})  # fmt: skip
-            parallel = rng.choice((1, 2, 2, 3, 4))
+            parallel = rng.choice(mix["parallel"])
             started = []
             for _ in range(parallel):
                 calls += 1
@@ -131,13 +143,13 @@ def generate(path: Path, events: int, seed: int) -> int:
             for call_id, kind, args in started:
                 ts += rng.randint(50, 3000)
                 if kind == "shellToolCall":
-                    output = _code(rng, rng.randint(20, 70))
+                    output = _code(rng, rng.randint(*mix["shell_lines"]))
                     result: dict[str, object] = {"success": {
                         "command": args["command"], "exitCode": rng.choice((0, 0, 0, 1)),
                         "signal": "", "stdout": output, "stderr": "", "executionTime": 900,
                         "interleavedOutput": output}, "isBackground": False}  # fmt: skip
                 elif kind == "readToolCall":
-                    content = _code(rng, rng.randint(100, 220))
+                    content = _code(rng, rng.randint(*mix["read_lines"]))
                     result = {"success": {"content": content, "isEmpty": False,
                               "totalLines": content.count("\n"), "path": args["path"]}}  # fmt: skip
                 elif kind == "editToolCall":
@@ -169,8 +181,9 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--mix", choices=sorted(MIXES), default="typical")
     args = parser.parse_args()
-    count = generate(args.out, args.events, args.seed)
+    count = generate(args.out, args.events, args.seed, args.mix)
     print(f"{count} events, {args.out.stat().st_size / 1e6:.1f} MB -> {args.out}")
 
 
