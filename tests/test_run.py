@@ -499,6 +499,27 @@ def test_files_dirty_before_the_run_count_only_if_the_agent_changed_them(
     assert json.loads(again.outputs["files-changed"]) == ["README.md"]
 
 
+def test_changes_outside_the_policy_fail_the_run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --force only the deny list binds the CLI, so the allow list is checked afterwards."""
+    allowed = run(tmp_path, workspace, capsys, {"edits": {"docs/guide.md": "# guide\n"}},
+                  "--preset", "docs")
+    assert allowed.code == 0
+    assert allowed.outputs["conclusion"] == "success"
+    subprocess.run(["git", "clean", "-fdq"], cwd=workspace, check=True)
+    outside = run(tmp_path, workspace, capsys,
+                  {"edits": {"docs/guide.md": "# guide\n", "src/app.py": "x = 1\n"}},
+                  "--preset", "docs")
+    assert outside.code == 1
+    assert outside.outputs["conclusion"] == "failure"
+    assert "the docs policy does not allow writing: src/app.py" in outside.log
+    assert "docs/guide.md" not in outside.log.split("does not allow writing")[1]
+    widened = run(tmp_path, workspace, capsys, {"edits": {"src/app.py": "x = 2\n"}},
+                  "--preset", "docs", "--allow", "Write(src/**)")
+    assert widened.outputs["conclusion"] == "success"
+
+
 def test_outside_git_files_changed_are_the_tools_own(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

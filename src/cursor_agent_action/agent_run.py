@@ -494,6 +494,30 @@ def cross_check_files(
         )
 
 
+def check_policy(record: RunRecord, policy: Policy) -> None:
+    """Fail the run if the workspace changed where the policy does not allow writing.
+
+    With ``--force`` the CLI enforces only the deny list, and a shell command can write files
+    without any write tool, so the allow list is checked here, after the fact.
+    """
+    outside = [
+        path for path in record.files_changed
+        if not path.startswith("/") and not policy.permits_write(path)
+    ]
+    if not outside:
+        return
+    message = (
+        f"The agent changed {len(outside)} file(s) that the {policy.preset} policy does not "
+        f"allow writing: {_listing(outside)}. Fix: review and revert them before publishing, "
+        "or allow them explicitly with the allow input (e.g. Write(src/**))."
+    )
+    if record.conclusion == "success":
+        record.conclusion = "failure"
+        record.failure_reason = message
+    else:
+        record.notes.append(message)
+
+
 # -- the run -----------------------------------------------------------------------------------
 
 
@@ -589,6 +613,7 @@ def execute(
     else:
         runner.log(f"{options.workspace} is not a git work tree (or git failed there): "
                    "files-changed lists only what the write tools reported.")
+    check_policy(record, options.policy)
     report(record, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript)})
     return record
