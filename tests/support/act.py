@@ -193,8 +193,9 @@ def run_workflow(
     """Run one workflow file of ``repo`` with act in host mode, offline, bounded in time.
 
     ``cache_dir`` is act's action cache (workspaces and ``RUNNER_TOOL_CACHE`` live there; share
-    it between runs to keep the tool cache warm). ``env`` is the whole environment the steps
-    see besides ``PATH`` and a private ``HOME``.
+    it between runs to keep the tool cache warm). ``env`` is what the steps see besides
+    ``PATH``, a private ``HOME`` (write a ``.gitconfig`` there if a test needs one) and act's
+    defaults, which it may override (e.g. ``GITHUB_API_URL``).
     """
     work = cache_dir.parent / f"act-{repo.name}-{time.monotonic_ns()}"
     work.mkdir(parents=True)
@@ -225,6 +226,10 @@ def run_workflow(
     stubs = {f"{name}@{ref}": STUBS / name.split("/")[1] for name, ref in _stubbed_uses(repo)}
     for ref, local in {**stubs, **(local_repositories or {})}.items():
         argv += ["--local-repository", f"{ref}={local}"]
+    # --env (not act's own environment): these also override act's defaults such as
+    # GITHUB_API_URL, in the env and in the github context.
+    for name, value in (env or {}).items():
+        argv += ["--env", f"{name}={value}"]
     if job:
         argv += ["-j", job]
     home.mkdir(parents=True, exist_ok=True)
@@ -232,8 +237,8 @@ def run_workflow(
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "LANG": "C.UTF-8",
+        "GIT_PAGER": "cat",  # act runs steps on a terminal; a runner never pages
         "ACT_TEST_ARTIFACTS": str(work / "artifacts"),
-        **(env or {}),
     }
     started = time.monotonic()
     with subprocess.Popen(
