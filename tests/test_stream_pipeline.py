@@ -119,6 +119,15 @@ def test_byte_by_byte_feed_equals_whole_input(tmp_path: Path) -> None:
     assert processor.close() == whole
 
 
+def test_fast_path_reconstructs_the_clis_result_text() -> None:
+    """Through the pipeline (raw-delta fast path) a cut-off stream yields the CLI's own text."""
+    lines = (FIXTURES / "corpus-segmented-turn.jsonl").read_bytes().splitlines(keepends=True)
+    expected = json.loads(lines[-1])["result"]
+    record = process_stream(io.BytesIO(b"".join(lines[:-1])), None)
+    assert record.result_text == expected
+    assert not record.has_result
+
+
 def test_finished_turns_true_at_the_result_event_and_close_is_idempotent() -> None:
     processor = StreamProcessor(None)
     data = (FIXTURES / "corpus-usage.jsonl").read_bytes()

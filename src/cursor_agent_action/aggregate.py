@@ -158,8 +158,8 @@ class Aggregator:
     # -- events ---------------------------------------------------------------------------
 
     def add_raw_delta(self, line: Line) -> None:
-        """A token-delta line the caller recognised with ``is_assistant_delta``; decoded only
-        if its whole-segment repeat never arrives (see ``_end_segment``)."""
+        """A token-delta line the caller recognised by its keys; decoded only if its
+        whole-segment repeat never arrives (see ``_end_segment``)."""
         self._deltas.append(line)
 
     def count_fast_lines(self, lines: int) -> None:

@@ -24,8 +24,8 @@ from cursor_agent_action.framing import BOM, Line
 # A key cannot be faked by text: a quote inside a JSON string is always escaped.
 THINKING_PREFIX = b'{"type":"thinking"'
 ASSISTANT_PREFIX = b'{"type":"assistant"'
-_MODEL_CALL_KEY = b'"model_call_id":'
-_TIMESTAMP_KEY = b'"timestamp_ms":'
+MODEL_CALL_KEY = b'"model_call_id":'
+TIMESTAMP_KEY = b'"timestamp_ms":'
 # A backslash before anything but a JSON escape character (seen in real captures, e.g. a
 # Windows path "C:\ws"): repaired by escaping the backslash, so the rest of the line survives.
 _BAD_ESCAPE = re.compile(rb'\\(["\\/bfnrtu]|.)', re.DOTALL)
@@ -240,18 +240,8 @@ def is_thinking(line: Line) -> bool:
     return line.startswith(THINKING_PREFIX) and (line.endswith(b"}") or line.endswith(b"}\r"))
 
 
-def is_assistant_delta(line: Line) -> bool:
-    """A complete assistant token-delta line (``timestamp_ms`` without ``model_call_id``)."""
-    return (
-        line.startswith(ASSISTANT_PREFIX)
-        and _MODEL_CALL_KEY not in line
-        and _TIMESTAMP_KEY in line
-        and (line.endswith(b"}") or line.endswith(b"}\r"))
-    )
-
-
 def delta_text(line: Line) -> str:
-    """The text of a line that :func:`is_assistant_delta` accepted (decoded on demand)."""
+    """The text of a raw assistant token-delta line (decoded on demand)."""
     value, _ = _loads(line)
     return _message_text(value.get("message")) if isinstance(value, dict) else ""
 

@@ -20,8 +20,9 @@ from cursor_agent_action.aggregate import Aggregator, RunRecord
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.events import (
     ASSISTANT_PREFIX,
+    MODEL_CALL_KEY,
     THINKING_PREFIX,
-    is_assistant_delta,
+    TIMESTAMP_KEY,
     parse_line,
 )
 from cursor_agent_action.framing import CHUNK_SIZE, Line, LineSplitter
@@ -64,7 +65,12 @@ class StreamProcessor:
             line_no += 1
             if line.startswith(THINKING_PREFIX) and (line.endswith(b"}") or line.endswith(b"}\r")):
                 fast += 1
-            elif line.startswith(ASSISTANT_PREFIX) and is_assistant_delta(line):
+            elif (
+                line.startswith(ASSISTANT_PREFIX)  # a token delta: timestamp, no model_call_id
+                and MODEL_CALL_KEY not in line
+                and TIMESTAMP_KEY in line
+                and (line.endswith(b"}") or line.endswith(b"}\r"))
+            ):
                 fast += 1
                 add_raw_delta(line)
             elif line and not line.isspace():
