@@ -109,15 +109,17 @@ def test_thinking_is_skipped_without_decoding_but_same_as_decoded() -> None:
 def test_tool_key_is_picked_among_siblings() -> None:
     """The `*ToolCall` key is found whatever its position among toolCallId and friends."""
     event = _tool(
-        "started",
+        "completed",
         {
             "hookAdditionalContexts": [],
             "toolCallId": "x",
             "startedAtMs": "100",
-            "shellToolCall": {"args": {"command": "ls"}},
+            "completedAtMs": 250,
+            "shellToolCall": {"args": {"command": "ls"}, "result": {"success": {}}},
         },
     )
-    assert (event.kind, event.target, event.started_at_ms) == ("shell", "ls", 100)
+    assert (event.kind, event.target, event.outcome) == ("shell", "ls", "success")
+    assert (event.started_at_ms, event.completed_at_ms) == (100, 250)
 
 
 def test_outcome_is_picked_among_siblings_such_as_is_background() -> None:

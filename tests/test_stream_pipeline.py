@@ -227,3 +227,21 @@ def test_thousands_of_calls_stay_within_the_summary_limit(tmp_path: Path, calls:
     assert b"more tool calls not shown" in summary
     assert parse_output_file((tmp_path / "out").read_text())["tool-calls"] == str(calls)
     assert log.getvalue().count("::group::") == calls
+
+
+def test_huge_lines_tool_output_elided_agent_text_whole() -> None:
+    """A 20 MiB tool result is summarised without decoding its content; a 20 MiB assistant
+    segment is kept whole (it is the run's result)."""
+    big = 20 * 1024 * 1024
+    tool = (
+        b'{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"readToolCall":'
+        b'{"args":{"path":"/w/big.txt"},"result":{"success":{"content":"' + b"x" * big + b'"}}}}}'
+    )
+    text = "y" * big
+    say = json.dumps(
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}}
+    )
+    record = process_stream(io.BytesIO(tool + b"\n" + say.encode()), None)
+    (call,) = record.tool_calls
+    assert (call.kind, call.target, call.outcome) == ("read", "/w/big.txt", "success")
+    assert record.result_text == text

@@ -62,8 +62,10 @@ def _str(value: object) -> str:
 
 def _int(value: object) -> int | None:
     """An integer from an int or a digit string (the CLI sends ``startedAtMs`` as a string)."""
-    if type(value) is int:  # the common case first; bool (a subclass) is not a number here
+    if type(value) is int:  # the common cases first; bool (a subclass) is not a number here
         return value
+    if type(value) is str and value.isascii() and value.isdigit():
+        return int(value)
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str):
@@ -373,17 +375,19 @@ def _tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
             except orjson.JSONDecodeError:
                 args = {}
     # The generic `function` form may carry its result beside the call rather than inside.
-    result = _dict(inner.get("result")) or _dict(tool_call.get("result"))
-    outcome = _outcome(result) if subtype == "completed" else None
+    completed = subtype == "completed"
+    result = _dict(inner.get("result")) or _dict(tool_call.get("result")) if completed else {}
+    outcome = _outcome(result) if completed else None
     return ToolCallEvent(
         subtype=subtype,
         call_id=_str(obj.get("call_id")) or _str(tool_call.get("toolCallId")),
         kind=kind or "unknown",
         target=_target(kind, inner, args),
         args=args,
-        outcome=outcome if outcome is not None or subtype != "completed" else "unknown",
+        outcome=outcome if outcome is not None or not completed else "unknown",
         payload=_dict(result.get(outcome)) if outcome else {},
-        started_at_ms=_int(tool_call.get("startedAtMs")),
-        completed_at_ms=_int(tool_call.get("completedAtMs")),
+        # Only a completion needs the call's own clock (its duration).
+        started_at_ms=_int(tool_call.get("startedAtMs")) if completed else None,
+        completed_at_ms=_int(tool_call.get("completedAtMs")) if completed else None,
         timestamp_ms=_int(obj.get("timestamp_ms")),
     )
