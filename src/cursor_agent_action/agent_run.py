@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import math
 import os
 import re
 import shutil
@@ -23,17 +22,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cursor_agent_action.aggregate import RunRecord
 from cursor_agent_action.errors import SetupError, UsageError
+from cursor_agent_action.options import add_flag, add_list, add_number, add_option
 from cursor_agent_action.permissions import (
-    DEFAULT_PRESET,
-    PRESETS,
     Policy,
     PolicyGuard,
-    build_policy,
-    parse_tokens,
+    add_policy_options,
+    policy_from_args,
 )
 from cursor_agent_action.pipeline import StreamProcessor, report
 from cursor_agent_action.process import AgentExit, run_agent_process, stop_on_signals
@@ -198,70 +195,31 @@ class RunOptions:
     pass_env: tuple[str, ...] = field(default=())
 
 
-def _env(name: str, default: str = "") -> str:
-    return os.environ.get(f"CURSOR_AGENT_ACTION_{name}", "") or default
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
-    def add(flag: str, env: str, text: str, **kwargs: Any) -> None:
-        parser.add_argument(flag, help=f"{text} (env CURSOR_AGENT_ACTION_{env})", **kwargs)
-
-    add("--prompt", "PROMPT", "the task for the agent")
-    add("--prompt-file", "PROMPT_FILE", "read the task from this UTF-8 file")
-    add("--model", "MODEL", "model name (default: the CLI's, Auto)")
-    add("--agent-bin", "AGENT_BIN", "the CLI to run (default: cursor-agent, then agent, on PATH)")
-    add("--working-directory", "WORKING_DIRECTORY", "the workspace the agent works in "
-        "(default: .)")
-    add("--timeout-minutes", "TIMEOUT_MINUTES", "stop the agent after this long; decimals "
-        f"allowed (default {DEFAULT_TIMEOUT_MINUTES:g})")
-    add("--transcript", "TRANSCRIPT", "save the agent's stdout here (default: "
-        "$RUNNER_TEMP/cursor-agent-action/transcript.jsonl)")
-    add("--preset", "PERMISSIONS", f"permissions preset: {', '.join(PRESETS)} "
-        f"(default {DEFAULT_PRESET})")
-    add("--allow", "ALLOW", "extra allow token, repeatable; newline-separated lists accepted",
-        action="append", metavar="TOKEN")
-    add("--deny", "DENY", "extra deny token, repeatable; newline-separated lists accepted",
-        action="append", metavar="TOKEN")
-    add("--resume", "RESUME", "resume this chat session id", metavar="SESSION_ID")
-    add("--fail-on-error", "FAIL_ON_ERROR", "exit 1 when the run does not succeed "
-        "(default true)", action=argparse.BooleanOptionalAction, default=None)
-    add("--verbose", "VERBOSE", "print every tool call's full output in the log",
-        action="store_true", default=None)
-    add("--max-retries", "MAX_RETRIES", "retries of a transient failure (rate limit, API "
-        f"unavailable) before any tool ran, 0-{MAX_RETRIES} (default {DEFAULT_MAX_RETRIES})")
-    add("--retry-delay", "RETRY_DELAY", "seconds before the first retry, doubled each time "
-        f"(default {DEFAULT_RETRY_DELAY_S:g})", metavar="SECONDS")
-    add("--pass-env", "PASS_ENV", "also give the agent this environment variable, repeatable; "
-        "newline-separated lists accepted; GITHUB_*, GH_*, ACTIONS_*, INPUT_*, RUNNER_* are "
-        "refused", action="append", metavar="NAME")
-
-
-def _bool(value: str, name: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise UsageError(f"{name} must be true or false, not {value!r}.",
-                     f"Set {name} to true or false.")
-
-
-def _number(value: str, name: str, *, integer: bool = False, maximum: float = math.inf) -> float:
-    try:
-        number = int(value) if integer else float(value)
-    except ValueError:
-        number = math.nan
-    if not (math.isfinite(number) and 0 <= number <= maximum):
-        kind = "a whole number" if integer else "a number"
-        limit = f" from 0 to {maximum:g}" if math.isfinite(maximum) else " >= 0"
-        raise UsageError(f"{name} must be {kind}{limit}, not {value!r}.",
-                         f"Pass {kind} such as {'2' if integer else '30 or 2.5'}.")
-    return number
-
-
-def _lines(values: Sequence[str] | None, env_name: str) -> list[str]:
-    texts = list(values) if values is not None else [_env(env_name)]
-    return [line.strip() for text in texts for line in text.splitlines() if line.strip()]
+    add_option(parser, "--prompt", help="the task for the agent")
+    add_option(parser, "--prompt-file", help="read the task from this UTF-8 file")
+    add_option(parser, "--model", help="model name", default_help="the CLI's, Auto")
+    add_option(parser, "--agent-bin", help="the CLI to run",
+               default_help="cursor-agent, then agent, on PATH")
+    add_option(parser, "--working-directory", default=".",
+               help="the workspace the agent works in")
+    add_number(parser, "--timeout-minutes", default=DEFAULT_TIMEOUT_MINUTES,
+               help="stop the agent after this long; decimals allowed")
+    add_option(parser, "--transcript", help="save the agent's stdout here",
+               default_help="$RUNNER_TEMP/cursor-agent-action/transcript.jsonl")
+    add_policy_options(parser)
+    add_option(parser, "--resume", help="resume this chat session id", metavar="SESSION_ID")
+    add_flag(parser, "--fail-on-error", default=True,
+             help="exit 1 when the run does not succeed")
+    add_flag(parser, "--verbose", default=False,
+             help="print every tool call's full output in the log")
+    add_number(parser, "--max-retries", default=DEFAULT_MAX_RETRIES, integer=True,
+               maximum=MAX_RETRIES, help="retries of a transient failure (rate limit, API "
+               "unavailable) before any tool ran")
+    add_number(parser, "--retry-delay", default=DEFAULT_RETRY_DELAY_S, maximum=MAX_RETRY_DELAY_S,
+               metavar="SECONDS", help="seconds before the first retry, doubled each time")
+    add_list(parser, "--pass-env", metavar="NAME", help="also give the agent this environment "
+             "variable; GITHUB_*, GH_*, ACTIONS_*, INPUT_*, RUNNER_* are refused")
 
 
 def read_prompt(prompt: str | None, prompt_file: str | None) -> str:
@@ -303,8 +261,7 @@ def find_agent(requested: str) -> Path:
     )
 
 
-def _pass_env_names(values: Sequence[str] | None) -> tuple[str, ...]:
-    names = _lines(values, "PASS_ENV")
+def _pass_env_names(names: Sequence[str]) -> tuple[str, ...]:
     for name in names:
         if not _ENV_NAME.match(name):
             raise UsageError(f"pass-env: {name!r} is not an environment variable name.",
@@ -322,41 +279,31 @@ def default_state_dir(environ: Mapping[str, str]) -> Path:
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """Validate the command line (flags win over ``CURSOR_AGENT_ACTION_*`` env vars)."""
-    prompt = read_prompt(args.prompt or _env("PROMPT") or None,
-                         args.prompt_file or _env("PROMPT_FILE") or None)
-    workspace = Path(args.working_directory or _env("WORKING_DIRECTORY", ".")).absolute()
+    prompt = read_prompt(args.prompt or None, args.prompt_file or None)
+    workspace = Path(args.working_directory).absolute()
     if not workspace.is_dir():
         raise SetupError(f"the working directory {workspace} does not exist or is not a "
                          "directory.", "Check working-directory; it is relative to the job's "
                          "working directory (usually the checked-out repository).")
-    policy = build_policy((args.preset or _env("PERMISSIONS", DEFAULT_PRESET)).strip(),
-                          parse_tokens(_lines(args.allow, "ALLOW")),
-                          parse_tokens(_lines(args.deny, "DENY")))
-    fail = args.fail_on_error
-    verbose = args.verbose or _bool(_env("VERBOSE", "false"), "verbose")
-    state_dir = default_state_dir(os.environ)
-    transcript = args.transcript or _env("TRANSCRIPT")
-    timeout = _number(args.timeout_minutes or _env("TIMEOUT_MINUTES", str(DEFAULT_TIMEOUT_MINUTES)),
-                      "timeout-minutes")
-    if timeout <= 0:
+    policy = policy_from_args(args)
+    if args.timeout_minutes <= 0:
         raise UsageError("timeout-minutes must be more than 0.", "Pass e.g. 30 or 2.5.")
+    state_dir = default_state_dir(os.environ)
     return RunOptions(
         prompt=prompt,
-        agent_bin=find_agent(args.agent_bin or _env("AGENT_BIN")),
+        agent_bin=find_agent(args.agent_bin),
         workspace=workspace,
         state_dir=state_dir,
-        transcript=Path(transcript).absolute() if transcript else state_dir / "transcript.jsonl",
+        transcript=(Path(args.transcript).absolute() if args.transcript
+                    else state_dir / "transcript.jsonl"),
         policy=policy,
-        timeout_minutes=timeout,
-        model=(args.model or _env("MODEL")).strip(),
-        resume=(args.resume or _env("RESUME")).strip(),
-        fail_on_error=fail if fail is not None else _bool(_env("FAIL_ON_ERROR", "true"),
-                                                          "fail-on-error"),
-        verbose=verbose,
-        max_retries=int(_number(args.max_retries or _env("MAX_RETRIES", str(DEFAULT_MAX_RETRIES)),
-                                "max-retries", integer=True, maximum=MAX_RETRIES)),
-        retry_delay_s=_number(args.retry_delay or _env("RETRY_DELAY", str(DEFAULT_RETRY_DELAY_S)),
-                              "retry-delay", maximum=MAX_RETRY_DELAY_S),
+        timeout_minutes=args.timeout_minutes,
+        model=args.model.strip(),
+        resume=args.resume.strip(),
+        fail_on_error=args.fail_on_error,
+        verbose=args.verbose,
+        max_retries=int(args.max_retries),
+        retry_delay_s=args.retry_delay,
         pass_env=_pass_env_names(args.pass_env),
     )
 

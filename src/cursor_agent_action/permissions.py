@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 
 from cursor_agent_action.errors import SetupError, UsageError
+from cursor_agent_action.options import add_list, add_option, env_name
 from cursor_agent_action.runner_io import Runner
 
 PRESETS: tuple[str, ...] = ("read-only", "docs", "edit")
@@ -389,51 +390,28 @@ def _holds(path: Path, data: bytes) -> bool:
 # -- command -----------------------------------------------------------------------------------
 
 
-def _env_list(name: str) -> list[str]:
-    value = os.environ.get(name, "")
-    return [value] if value else []
+def add_policy_options(parser: argparse.ArgumentParser) -> None:
+    """--preset, --allow and --deny, shared with ``run``."""
+    add_option(parser, "--preset", env=env_name("--permissions"), default=DEFAULT_PRESET,
+               help=f"permissions preset: one of {', '.join(PRESETS)}")
+    add_list(parser, "--allow", metavar="TOKEN", help="extra allow token")
+    add_list(parser, "--deny", metavar="TOKEN", help="extra deny token")
+
+
+def policy_from_args(args: argparse.Namespace) -> Policy:
+    """The policy for ``--preset/--allow/--deny`` (flags win over the env vars)."""
+    return build_policy(args.preset.strip(), parse_tokens(args.allow), parse_tokens(args.deny))
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--preset",
-        default=os.environ.get("CURSOR_AGENT_ACTION_PERMISSIONS") or DEFAULT_PRESET,
-        help=f"one of {', '.join(PRESETS)} (env CURSOR_AGENT_ACTION_PERMISSIONS; "
-        f"default {DEFAULT_PRESET})",
-    )
-    parser.add_argument(
-        "--allow",
-        action="append",
-        default=None,
-        metavar="TOKEN",
-        help="extra allow token(s), repeatable, newline-separated lists accepted "
-        "(env CURSOR_AGENT_ACTION_ALLOW)",
-    )
-    parser.add_argument(
-        "--deny",
-        action="append",
-        default=None,
-        metavar="TOKEN",
-        help="extra deny token(s), repeatable (env CURSOR_AGENT_ACTION_DENY)",
-    )
-    parser.add_argument(
-        "--working-directory",
-        default=os.environ.get("CURSOR_AGENT_ACTION_WORKING_DIRECTORY") or ".",
-        help="write <dir>/.cursor/cli.json (env CURSOR_AGENT_ACTION_WORKING_DIRECTORY; default .)",
-    )
+    add_policy_options(parser)
+    add_option(parser, "--working-directory", default=".", help="write <dir>/.cursor/cli.json")
     parser.add_argument(
         "--print",
         action="store_true",
         dest="print_only",
         help="print the effective cli.json to stdout and write nothing",
     )
-
-
-def policy_from_args(args: argparse.Namespace) -> Policy:
-    """The policy for ``--preset/--allow/--deny`` (flags win over the env vars)."""
-    allow = args.allow if args.allow is not None else _env_list("CURSOR_AGENT_ACTION_ALLOW")
-    deny = args.deny if args.deny is not None else _env_list("CURSOR_AGENT_ACTION_DENY")
-    return build_policy(args.preset.strip(), parse_tokens(allow), parse_tokens(deny))
 
 
 def command(args: argparse.Namespace, runner: Runner) -> int:

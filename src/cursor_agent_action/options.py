@@ -1,0 +1,183 @@
+"""Command options that can also come from environment variables.
+
+action.yml passes each input as ``CURSOR_AGENT_ACTION_<OPTION>`` (``--max-retries`` ->
+``CURSOR_AGENT_ACTION_MAX_RETRIES``); ``install`` keeps its own ``CURSOR_CLI_*`` names via
+``env=``. Rules shared by every command: a flag on the command line wins over the env var, and
+an empty (or blank) env var counts as unset, because a sub-action passes every input, empty or
+not. Each option's ``--help`` names its env var and its default.
+
+Stdlib only: every command imports this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from cursor_agent_action.errors import UsageError
+
+ENV_PREFIX = "CURSOR_AGENT_ACTION_"
+_TRUE = ("true", "1", "yes")
+_FALSE = ("false", "0", "no")
+
+
+def env_name(flag: str) -> str:
+    """``--branch-template`` -> ``CURSOR_AGENT_ACTION_BRANCH_TEMPLATE``."""
+    return ENV_PREFIX + flag.lstrip("-").upper().replace("-", "_")
+
+
+def env_value(name: str) -> str:
+    """The env var's value; "" when unset, empty or blank."""
+    value = os.environ.get(name, "")
+    return value if value.strip() else ""
+
+
+def _help(text: str, env: str, shown: str) -> str:
+    # argparse %-formats help strings: a literal % in a default must be doubled.
+    return f"{text} (env {env}; default {shown})".replace("%", "%%")
+
+
+def add_option(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    *,
+    help: str,
+    default: str = "",
+    default_help: str = "",
+    env: str = "",
+    **kwargs: Any,
+) -> None:
+    """A string option, default from its env var, else ``default``.
+
+    ``default_help`` describes a default worked out at run time (``default`` is then "").
+    """
+    name = env or env_name(flag)
+    shown = default_help or (f"'{default}'" if default else "none")
+    parser.add_argument(flag, default=env_value(name) or default,
+                        help=_help(help, name, shown), **kwargs)
+
+
+def lines(texts: Sequence[str]) -> list[str]:
+    """The non-blank lines of ``texts``, stripped."""
+    return [line.strip() for text in texts for line in text.splitlines() if line.strip()]
+
+
+class _Lines(argparse.Action):
+    """Repeatable; each value may hold several lines. Flags replace the env var's list."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        current = getattr(namespace, self.dest)
+        kept = [] if current is self.default else list(current)
+        setattr(namespace, self.dest, kept + lines([str(values)]))
+
+
+def add_list(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    *,
+    help: str,
+    metavar: str,
+    env: str = "",
+) -> None:
+    """A repeatable option giving a list of lines; the env var holds one item per line."""
+    name = env or env_name(flag)
+    parser.add_argument(
+        flag,
+        action=_Lines,
+        default=lines([env_value(name)]),
+        metavar=metavar,
+        help=_help(f"{help}; repeatable, newline-separated lists accepted",
+                   name, "none"),
+    )
+
+
+def parse_bool(raw: str, label: str, env: str) -> bool:
+    """'true'/'false' (also 1/0, yes/no, any case) from env var ``env`` of option ``label``."""
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise UsageError(f"{label} must be true or false, not {raw!r} (from {env}).",
+                     f"Set {env} to 'true' or 'false' (quoted in YAML), or leave it empty.")
+
+
+def add_flag(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    *,
+    help: str,
+    default: bool,
+    env: str = "",
+) -> None:
+    """A boolean ``--x/--no-x``; the env var holds 'true' or 'false'."""
+    name = env or env_name(flag)
+    raw = env_value(name)
+    parser.add_argument(
+        flag,
+        action=argparse.BooleanOptionalAction,
+        default=parse_bool(raw, flag.lstrip("-"), name) if raw else default,
+        help=_help(help, f"{name}: 'true'/'false'", str(default).lower()),
+    )
+
+
+def parse_number(
+    raw: str,
+    label: str,
+    *,
+    integer: bool = False,
+    minimum: float = 0,
+    maximum: float = math.inf,
+    hint: str = "",
+) -> float:
+    """``raw`` as a number within [minimum, maximum] (a whole number if ``integer``)."""
+    try:
+        number: float = int(raw) if integer else float(raw)
+    except ValueError:
+        number = math.nan
+    if math.isfinite(number) and minimum <= number <= maximum:
+        return number
+    kind = "a whole number" if integer else "a number"
+    limit = f" from {minimum:g} to {maximum:g}" if math.isfinite(maximum) else f" >= {minimum:g}"
+    raise UsageError(f"{label} must be {kind}{limit}, not {raw!r}.",
+                     hint or f"Pass {kind}{limit}.")
+
+
+def add_number(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    *,
+    help: str,
+    default: float,
+    integer: bool = False,
+    minimum: float = 0,
+    maximum: float = math.inf,
+    env: str = "",
+    metavar: str = "",
+) -> None:
+    """A number option (int if ``integer``, else float), checked against the range at parse
+    time: argparse runs ``type`` on the flag's value, or on the string default when no flag
+    was given, so a bad env var fails only when it is used. Out-of-range values raise
+    :class:`UsageError`, which argparse lets through to ``cli.main``."""
+    name = env or env_name(flag)
+    label = flag.lstrip("-")
+    example = str(int(default)) if integer else f"{default:g}"
+    hint = (f"Pass {flag} or set {name} (input {label}) to "
+            f"{'a whole number' if integer else 'a number'} such as {example} (the default).")
+
+    def convert(raw: str) -> float:
+        return parse_number(raw, label, integer=integer, minimum=minimum, maximum=maximum,
+                            hint=hint)
+
+    limit = f"{minimum:g} to {maximum:g}" if math.isfinite(maximum) else f"at least {minimum:g}"
+    parser.add_argument(flag, type=convert, default=env_value(name) or example,
+                        metavar=metavar or None, help=_help(f"{help}; {limit}", name, example))
