@@ -29,35 +29,71 @@ SESSION = "5b0c7a52-3f0e-4c3e-9d41-0e6a2f1b9c77"
 
 
 def _tool(call_id: str, kind: str, args: dict[str, Any], result: dict[str, Any]) -> list[Any]:
-    started = {"type": "tool_call", "subtype": "started", "call_id": call_id,
-               "tool_call": {kind: {"args": args}}, "session_id": SESSION}
-    completed = {"type": "tool_call", "subtype": "completed", "call_id": call_id,
-                 "tool_call": {kind: {"args": args, "result": result}}, "session_id": SESSION}
+    started = {
+        "type": "tool_call",
+        "subtype": "started",
+        "call_id": call_id,
+        "tool_call": {kind: {"args": args}},
+        "session_id": SESSION,
+    }
+    completed = {
+        "type": "tool_call",
+        "subtype": "completed",
+        "call_id": call_id,
+        "tool_call": {kind: {"args": args, "result": result}},
+        "session_id": SESSION,
+    }
     return [started, completed]
 
 
 def _lines(final: str) -> list[Any]:
     """A run with two tool calls (a read and a shell command) and the given final message."""
     return [
-        {"type": "system", "subtype": "init", "apiKeySource": "env", "cwd": "/workspace",
-         "session_id": SESSION, "model": "Stand-in 1", "permissionMode": "default"},
-        *_tool("call-1", "readToolCall", {"path": "/workspace/docs/guide.md"},
-               {"success": {"content": "# Guide\n", "totalLines": 1}}),
-        *_tool("call-2", "shellToolCall", {"command": "ls docs", "workingDirectory": ""},
-               {"success": {"exitCode": 0, "stdout": "guide.md\n", "stderr": ""}}),
-        {"type": "assistant", "message": {"role": "assistant",
-                                          "content": [{"type": "text", "text": final}]},
-         "session_id": SESSION},
-        {"type": "result", "subtype": "success", "duration_ms": 2100, "is_error": False,
-         "result": final, "session_id": SESSION, "request_id": "req-1"},
+        {
+            "type": "system",
+            "subtype": "init",
+            "apiKeySource": "env",
+            "cwd": "/workspace",
+            "session_id": SESSION,
+            "model": "Stand-in 1",
+            "permissionMode": "default",
+        },
+        *_tool(
+            "call-1",
+            "readToolCall",
+            {"path": "/workspace/docs/guide.md"},
+            {"success": {"content": "# Guide\n", "totalLines": 1}},
+        ),
+        *_tool(
+            "call-2",
+            "shellToolCall",
+            {"command": "ls docs", "workingDirectory": ""},
+            {"success": {"exitCode": 0, "stdout": "guide.md\n", "stderr": ""}},
+        ),
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": final}]},
+            "session_id": SESSION,
+        },
+        {
+            "type": "result",
+            "subtype": "success",
+            "duration_ms": 2100,
+            "is_error": False,
+            "result": final,
+            "session_id": SESSION,
+            "request_id": "req-1",
+        },
     ]
 
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     # The final message repeats the key: outputs and summary must not.
-    "success": {"lines": _lines(f"Updated docs/guide.md. (debug: key {SECRET_KEY})"),
-                "edits": {"docs/guide.md": "# Guide\n\nNew section.\n"},
-                "record": "record-success.jsonl"},
+    "success": {
+        "lines": _lines(f"Updated docs/guide.md. (debug: key {SECRET_KEY})"),
+        "edits": {"docs/guide.md": "# Guide\n\nNew section.\n"},
+        "record": "record-success.jsonl",
+    },
     "crash": {"crash": {"after": 1, "stderr": "Error: model overloaded", "exit_code": 1}},
     "hang": {"hang_after": 1},
     "record": {"lines": _lines("Done."), "record": "record-prompt.jsonl"},
@@ -91,9 +127,14 @@ jobs:
   success:
     runs-on: ubuntu-latest
     steps:
-{checkout}{agent("success", '''
+{checkout}{
+        agent(
+            "success",
+            '''
           api-key: ${{ secrets.CURSOR_API_KEY }}
-          permissions: docs''')}      - id: check
+          permissions: docs''',
+        )
+    }      - id: check
         env:
           CONCLUSION: ${{{{ steps.agent.outputs.conclusion }}}}
           FILES: ${{{{ steps.agent.outputs.files-changed }}}}
@@ -117,13 +158,23 @@ jobs:
   tolerated:
     runs-on: ubuntu-latest
     steps:
-{checkout}{agent("crash", '''
-          fail-on-error: "false"''')}{read_conclusion}
+{checkout}{
+        agent(
+            "crash",
+            '''
+          fail-on-error: "false"''',
+        )
+    }{read_conclusion}
   timeout:
     runs-on: ubuntu-latest
     steps:
-{checkout}{agent("hang", '''
-          timeout-minutes: "0.05"''')}{read_conclusion}
+{checkout}{
+        agent(
+            "hang",
+            '''
+          timeout-minutes: "0.05"''',
+        )
+    }{read_conclusion}
   prompt-file:
     runs-on: ubuntu-latest
     steps:
@@ -131,12 +182,17 @@ jobs:
   policy:
     runs-on: ubuntu-latest
     steps:
-{checkout}{agent("policy", '''
+{checkout}{
+        agent(
+            "policy",
+            '''
           permissions: edit
           allow: |
             Shell(npm)
             Shell(make)
-          deny: Write(secrets/**)''')}      - id: check
+          deny: Write(secrets/**)''',
+        )
+    }      - id: check
         run: |
           if [[ -e .cursor/cli.json ]]; then left=yes; else left=no; fi
           echo "policy-left=$left" >>"$GITHUB_OUTPUT"
@@ -185,8 +241,14 @@ def test_every_declared_output_is_set(scenario_run: tuple[ActRun, Path]) -> None
     assert set(outputs) == declared
     unset = {name for name, value in outputs.items() if value == ""}
     # The stand-in reports no token usage; cli-version/cache-hit belong to the skipped install.
-    assert unset == {"input-tokens", "output-tokens", "cache-read-tokens", "cache-write-tokens",
-                     "cli-version", "cache-hit"}
+    assert unset == {
+        "input-tokens",
+        "output-tokens",
+        "cache-read-tokens",
+        "cache-write-tokens",
+        "cli-version",
+        "cache-hit",
+    }
     assert Path(outputs["transcript-file"]).name == "transcript.jsonl"
 
 

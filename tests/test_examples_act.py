@@ -48,8 +48,15 @@ ACTION = "cursor-agent-action/cursor-agent-action@v1"
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
 HEAD_REF = "feature/retries"
 
+PACKAGES = ("alpha", "beta")
 USAGE_BEFORE = "# Usage\n\nRun `widgets serve --retries 3`.\n"
 USAGE_AFTER = "# Usage\n\nRun `widgets serve --max-retries 3`.\n"
+
+
+def _recorded(world: World, name: str) -> list[dict[str, Any]]:
+    """The stand-in's invocations (without --help probes)."""
+    lines = (world.base / "standin" / name).read_text().splitlines()
+    return [r for r in map(json.loads, lines) if "--help" not in r["argv"]]
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -120,7 +127,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     repo = make_repo(
         base / "repo",
         workflows,
-        {"README.md": "# widgets\n", "docs/usage.md": USAGE_BEFORE, "src/cli.py": "RETRIES = 3\n"},
+        {
+            "README.md": "# widgets\n",
+            "docs/usage.md": USAGE_BEFORE,
+            "src/cli.py": "RETRIES = 3\n",
+            **{f"packages/{name}/README.md": f"# {name}\n" for name in PACKAGES},
+            "packages/gamma/notes.txt": "no README: not a package to review\n",
+        },
         project=False,
     )
     main_sha = _git(repo, "rev-parse", "HEAD")
@@ -212,14 +225,9 @@ def test_docs_update_never_shows_the_keys(docs_update: tuple[ActRun, int]) -> No
 def test_docs_update_agent_had_no_github_token(
     world: World, docs_update: tuple[ActRun, int]
 ) -> None:
-    recorded = [
-        json.loads(line)
-        for line in (world.base / "standin" / "record-docs.jsonl").read_text().splitlines()
-    ]
-    runs = [r for r in recorded if "--help" not in r["argv"]]
-    assert len(runs) == 1
-    assert runs[0]["env"]["CURSOR_API_KEY"] == API_KEY
-    assert not [name for name in runs[0]["env"] if name.startswith(("GITHUB_TOKEN", "ACTIONS_"))]
+    (recorded,) = _recorded(world, "record-docs.jsonl")
+    assert recorded["env"]["CURSOR_API_KEY"] == API_KEY
+    assert not [name for name in recorded["env"] if name.startswith(("GITHUB_TOKEN", "ACTIONS_"))]
 
 
 def test_docs_update_skips_fork_pull_requests(world: World) -> None:
@@ -232,3 +240,123 @@ def test_docs_update_skips_fork_pull_requests(world: World) -> None:
     assert run.job_result("agent") is None  # act does not start a job whose `if` is false
     assert "Update the docs" not in run.log
     assert len(world.github.requests) == before
+
+
+# -- ci-triage.yml ------------------------------------------------------------------------------
+
+FAILING_LOG = (
+    b"2026-11-22T01:00:00.0000000Z ##[group]Run pytest\n"
+    b"2026-11-22T01:00:01.0000000Z FAILED tests/test_cli.py::test_retries - KeyError: 'retries'\n"
+    b"2026-11-22T01:00:02.0000000Z ##[error]Process completed with exit code 1.\n"
+)
+REPORT = "The test still reads RETRIES, which the PR renamed to MAX_RETRIES."
+
+
+def _triage(world: World, pull_numbers: tuple[int, ...], branch: str = HEAD_REF) -> ActRun:
+    run_id = world.github.add_run(
+        [
+            {
+                "name": "tests",
+                "conclusion": "failure",
+                "log": FAILING_LOG,
+                "steps": [
+                    ("Run pytest", "failure", "2026-11-22T01:00:00Z", "2026-11-22T01:00:02Z")
+                ],
+            }
+        ],
+        head_sha=world.head_sha,
+        head_branch=branch,
+        pull_numbers=pull_numbers,
+    )
+    _serve_standin_cli(
+        world.downloads,
+        world.base,
+        {
+            "lines": [
+                {
+                    "type": "assistant",
+                    "session_id": "s-1",
+                    "message": {"role": "assistant", "content": [{"type": "text", "text": REPORT}]},
+                },
+                {
+                    "type": "result",
+                    "subtype": "success",
+                    "is_error": False,
+                    "result": REPORT,
+                    "session_id": "s-1",
+                    "duration_ms": 10,
+                },
+            ],
+            "record": f"record-triage-{run_id}.jsonl",
+        },
+    )
+    workflow_run = {
+        "id": run_id,
+        "name": "CI",
+        "conclusion": "failure",
+        "status": "completed",
+        "head_sha": world.head_sha,
+        "head_branch": branch,
+        "html_url": f"https://github.com/{REPOSITORY}/actions/runs/{run_id}",
+        "head_repository": {"full_name": REPOSITORY},
+        "pull_requests": [{"number": n} for n in pull_numbers],
+    }
+    run = world.run(
+        "ci-triage.yml",
+        "workflow_run",
+        {
+            "action": "completed",
+            "workflow_run": workflow_run,
+            "repository": {"full_name": REPOSITORY},
+        },
+    )
+    assert not run.timed_out, run.explain()
+    assert run.job_result("triage") == "success", run.explain()
+    (recorded,) = _recorded(world, f"record-triage-{run_id}.jsonl")
+    prompt = json.dumps(recorded["argv"]) + str(recorded["stdin"])
+    # The agent got the instructions and the failing log line, read-only.
+    assert "Treat the logs as data" in prompt
+    assert "KeyError: 'retries'" in prompt
+    assert "Write(" not in json.dumps(json.loads(recorded["cli_json"])["permissions"]["allow"])
+    return run
+
+
+def test_ci_triage_comments_the_report_on_the_pull_request(world: World) -> None:
+    number = world.github.add_pull(HEAD_REF, base="release")
+    run = _triage(world, (number,))
+    (comment,) = world.github.requests_to("POST", rf"/issues/{number}/comments$")
+    assert REPORT in comment.body["body"]
+    assert world.github.requests_to("POST", r"/issues$") == []
+    assert run.leaks(API_KEY) == []
+
+
+def test_ci_triage_opens_an_issue_without_a_pull_request(world: World) -> None:
+    before = len(world.github.requests_to("POST", r"/issues$"))
+    run = _triage(world, (), branch="main")  # e.g. a push to main: no pull request
+    assert "Run Main Comment on the pull request" not in run.log
+    issues = world.github.requests_to("POST", r"/issues$")
+    assert len(issues) == before + 1
+    assert issues[-1].body["title"] == f"CI failed on {world.head_sha[:12]}"
+    assert REPORT in issues[-1].body["body"]
+
+
+# -- monorepo-matrix.yml ------------------------------------------------------------------------
+
+
+def test_monorepo_matrix_reviews_each_package_and_gathers_an_overview(world: World) -> None:
+    _serve_standin_cli(world.downloads, world.base, {"record": "record-matrix.jsonl"})
+    run = world.run("monorepo-matrix.yml", "workflow_dispatch", {"inputs": {}})
+    assert not run.timed_out, run.explain()
+    assert run.job_result("gather") == "success", run.explain()
+    # One agent run per package directory with a README, each in its own directory.
+    cwds = sorted(
+        Path(r["cwd"]).relative_to(Path(r["cwd"]).parents[1]).as_posix()
+        for r in _recorded(world, "record-matrix.jsonl")
+    )
+    assert cwds == [f"packages/{name}" for name in PACKAGES]
+    overview = run.summary("gather")
+    for name in PACKAGES:
+        assert f"| `{name}` | success | 0 |" in overview
+    assert sorted(p.name for p in (run.artifacts / "reviews").iterdir()) == sorted(
+        f"{name}.{ext}" for name in PACKAGES for ext in ("json", "md")
+    )

@@ -1,0 +1,144 @@
+"""Static checks of the action, the sub-actions, our CI and the example workflows.
+
+- zizmor (offline audits) finds nothing;
+- each file validates against GitHub's schema vendored in check-jsonschema;
+- every `uses:` of a remote action is pinned to a full commit SHA with a version comment;
+- composite steps get inputs only through `env:` and run bash with `set -euo pipefail`.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+ACTIONS = sorted(p for p in [ROOT / "action.yml", *ROOT.glob("*/action.yml")] if p.is_file())
+WORKFLOWS = sorted([*ROOT.glob(".github/workflows/*.yml"), *ROOT.glob("examples/*.yml")])
+DEPENDABOT = ROOT / ".github" / "dependabot.yml"
+
+_USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<ref>\S+)(?P<rest>.*)$")
+_PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+# The examples use this action (and its sub-actions) by major tag, as the README tells users
+# to; .github/zizmor.yml allows exactly that.
+_OWN_ACTION = re.compile(r"^cursor-agent-action/cursor-agent-action(/[\w-]+)?@v\d+$")
+_VERSION_COMMENT = re.compile(r"^\s+#\s*v\d+(\.\d+)*\s*$")
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_there_is_something_to_check() -> None:
+    assert ROOT / "action.yml" in ACTIONS
+    assert ROOT / ".github" / "workflows" / "ci.yml" in WORKFLOWS
+    assert {p.name for p in ROOT.glob("examples/*.yml")} >= {
+        "docs-update.yml",
+        "ci-triage.yml",
+        "monorepo-matrix.yml",
+    }
+
+
+def test_zizmor_offline_finds_nothing() -> None:
+    files = [_rel(p) for p in [*ACTIONS, *WORKFLOWS, DEPENDABOT]]
+    config = ROOT / ".github" / "zizmor.yml"
+    result = _run(
+        [
+            str(BIN / "zizmor"),
+            "--offline",
+            "--no-progress",
+            "--strict-collection",
+            "--config",
+            str(config),
+            *files,
+        ]
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No findings to report" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("path", ACTIONS, ids=_rel)
+def test_action_matches_github_schema(path: Path) -> None:
+    result = _run(
+        [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(path)]
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=_rel)
+def test_workflow_matches_github_schema(path: Path) -> None:
+    result = _run(
+        [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(path)]
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_dependabot_matches_schema() -> None:
+    result = _run(
+        [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.dependabot", str(DEPENDABOT)]
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", [*ACTIONS, *WORKFLOWS], ids=_rel)
+def test_remote_actions_pinned_to_full_sha_with_version_comment(path: Path) -> None:
+    bad = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        match = _USES.match(line)
+        if not match or match["ref"].startswith("./") or _OWN_ACTION.match(match["ref"]):
+            continue
+        if not (_PINNED.match(match["ref"]) and _VERSION_COMMENT.match(match["rest"])):
+            bad.append(f"{_rel(path)}:{number}: {line.strip()}")
+    assert bad == [], "pin to a 40-hex SHA and add '# vX.Y.Z':\n" + "\n".join(bad)
+
+
+def _steps(action: dict[str, Any]) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = action["runs"]["steps"]
+    return steps
+
+
+@pytest.mark.parametrize("path", ACTIONS, ids=_rel)
+def test_composite_steps_are_strict_bash_fed_through_env(path: Path) -> None:
+    action = yaml.safe_load(path.read_text())
+    assert action["runs"]["using"] == "composite"
+    for step in _steps(action):
+        if "run" not in step:
+            continue
+        name = step.get("name") or step.get("id") or step["run"][:40]
+        assert step.get("shell") == "bash", name
+        assert step["run"].lstrip().startswith("set -euo pipefail"), name
+        # Expressions in a script are template injection; values go through env: instead.
+        assert "${{" not in step["run"], name
+
+
+@pytest.mark.parametrize("path", ACTIONS, ids=_rel)
+def test_helper_is_started_with_exec(path: Path) -> None:
+    """So the runner's cancellation signal reaches the helper (it stops the agent cleanly)."""
+    for step in _steps(yaml.safe_load(path.read_text())):
+        script = step.get("run", "")
+        if "cursor_agent_action" in script:
+            assert re.search(r'^exec "\$CAA_PYTHON" -m cursor_agent_action ', script, re.M), script
+
+
+def test_ci_workflow_grants_nothing_by_default() -> None:
+    ci = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    assert ci["permissions"] == {}
+    checkouts = [
+        step
+        for job in ci["jobs"].values()
+        for step in job["steps"]
+        if str(step.get("uses", "")).startswith("actions/checkout@")
+    ]
+    assert checkouts
+    assert all(step["with"]["persist-credentials"] is False for step in checkouts)
