@@ -229,7 +229,8 @@ def test_invalid_boolean_env_is_a_usage_error(ws: Workspace,
     ws.monkeypatch.setenv("CURSOR_AGENT_ACTION_DRAFT", "yes please")
     code, _ = ws.publish()
     assert code == EXIT_USAGE
-    assert "CURSOR_AGENT_ACTION_DRAFT must be 'true' or 'false'" in capsys.readouterr().out
+    assert ("draft must be true or false, not 'yes please' (from CURSOR_AGENT_ACTION_DRAFT)"
+            in capsys.readouterr().out)
 
 
 def test_missing_token_fails_before_committing(ws: Workspace,

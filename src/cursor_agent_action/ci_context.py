@@ -27,7 +27,6 @@ from cursor_agent_action.github_api import (
     Context,
     GitHub,
     RateLimitWaitTooLong,
-    add_option,
     add_token_option,
     github_error,
     network_error,
@@ -35,6 +34,7 @@ from cursor_agent_action.github_api import (
     read_token,
     retry_delay,
 )
+from cursor_agent_action.options import add_number, add_option
 from cursor_agent_action.runner_io import Runner
 
 DEFAULT_MAX_BYTES = 60_000
@@ -54,8 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--context-file", default="",
                help="Markdown file to write",
                default_help="$RUNNER_TEMP/cursor-agent-action/ci-context.md")
-    add_option(parser, "--max-bytes", default=str(DEFAULT_MAX_BYTES),
-               help="budget for all log excerpts together, in bytes")
+    add_number(parser, "--max-bytes", default=DEFAULT_MAX_BYTES, integer=True,
+               minimum=_MIN_SECTION_BYTES, help="budget for all log excerpts together, in bytes")
     add_token_option(parser)
 
 
@@ -161,7 +161,7 @@ class JobReport:
 def command(args: argparse.Namespace, runner: Runner) -> int:
     ctx = Context.from_env()
     run_id = _run_id(args.run_id, ctx)
-    max_bytes = _max_bytes(args.max_bytes)
+    max_bytes = int(args.max_bytes)
     output = Path(args.context_file or Path(os.environ.get("RUNNER_TEMP") or ".")
                   / "cursor-agent-action" / "ci-context.md")
     token = read_token(args.token_env, ctx)
@@ -298,17 +298,6 @@ def _run_id(raw: str, ctx: Context) -> int:
         raise UsageError(f"run-id must be a workflow run id (digits), got {raw!r}.",
                          "Pass e.g. ${{ github.event.workflow_run.id }}.")
     return int(value)
-
-
-def _max_bytes(raw: str) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value < _MIN_SECTION_BYTES:
-        raise UsageError(f"max-bytes must be a whole number >= {_MIN_SECTION_BYTES}, got {raw!r}.",
-                         f"The default is {DEFAULT_MAX_BYTES}.")
-    return value
 
 
 def _pr_number(gh: GitHub, run: dict[str, Any]) -> int | None:

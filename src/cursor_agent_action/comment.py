@@ -16,11 +16,11 @@ from cursor_agent_action.github_api import (
     COMMENT_LIMIT,
     Context,
     GitHub,
-    add_option,
     add_token_option,
     compose_body,
     read_token,
 )
+from cursor_agent_action.options import add_option
 from cursor_agent_action.runner_io import Runner
 
 _MARKER_TEXT = re.compile(r"^[A-Za-z0-9._/:@ -]{1,200}$")

@@ -28,6 +28,7 @@ import github
 import requests
 
 from cursor_agent_action.errors import GitHubError, UsageError
+from cursor_agent_action.options import add_option
 
 T = TypeVar("T")
 
@@ -43,57 +44,6 @@ MAX_TOTAL_WAIT_S = 300.0
 _SECONDARY_LIMIT_WAIT_S = 60.0  # GitHub: "wait at least one minute" when no header says how long
 _TRANSIENT = frozenset({500, 502, 503, 504})
 _HTTP_TIMEOUT_S = 30
-
-
-def env_name(option: str) -> str:
-    """``--branch-template`` -> ``CURSOR_AGENT_ACTION_BRANCH_TEMPLATE``."""
-    return "CURSOR_AGENT_ACTION_" + option.lstrip("-").upper().replace("-", "_")
-
-
-def add_option(
-    parser: argparse.ArgumentParser,
-    flag: str,
-    *,
-    default: str,
-    help: str,
-    default_help: str = "",
-    **kwargs: Any,
-) -> None:
-    """An option whose default comes from its env var; the help names both.
-
-    ``default_help`` describes a default computed at run time (``default`` is then "").
-    """
-    name = env_name(flag)
-    shown = default_help or (f"'{default}'" if default else "none")
-    parser.add_argument(
-        flag,
-        # Empty counts as unset: a sub-action passes every input, empty or not.
-        default=os.environ.get(name) or default,
-        help=f"{help} (env {name}; default {shown})",
-        **kwargs,
-    )
-
-
-def add_flag(parser: argparse.ArgumentParser, flag: str, *, default: bool, help: str) -> None:
-    """A boolean ``--x/--no-x`` whose default comes from its env var ("true"/"false")."""
-    name = env_name(flag)
-    raw = os.environ.get(name, "")
-    value = default if raw.strip() == "" else parse_bool(raw, name)
-    parser.add_argument(
-        flag,
-        action=argparse.BooleanOptionalAction,
-        default=value,
-        help=f"{help} (env {name}: 'true'/'false'; default {str(default).lower()})",
-    )
-
-
-def parse_bool(raw: str, name: str) -> bool:
-    value = raw.strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise UsageError(f"{name} must be 'true' or 'false', got {raw!r}.", "Quote booleans in YAML.")
 
 
 def add_token_option(parser: argparse.ArgumentParser) -> None:

@@ -20,12 +20,11 @@ from cursor_agent_action.github_api import (
     COMMENT_LIMIT,
     Context,
     GitHub,
-    add_flag,
-    add_option,
     add_token_option,
     compose_body,
     read_token,
 )
+from cursor_agent_action.options import add_flag, add_option
 from cursor_agent_action.runner_io import Runner
 
 DEFAULT_BRANCH_TEMPLATE = "cursor-agent/{job}/{head_ref}"
