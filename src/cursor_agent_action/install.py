@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from cursor_agent_action.errors import InstallError, UsageError
+from cursor_agent_action.options import add_option
 from cursor_agent_action.runner_io import Runner
 
 DEFAULT_CLI_VERSION = "2026.09.28-64d2043"
@@ -475,37 +476,16 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    env = os.environ
-    parser.add_argument(
-        "--version",
-        dest="cli_version",
-        default=env.get("CURSOR_CLI_VERSION") or DEFAULT_CLI_VERSION,
-        help=f"Cursor CLI version or 'latest' (env CURSOR_CLI_VERSION; default "
-        f"{DEFAULT_CLI_VERSION})",
-    )
-    parser.add_argument(
-        "--base-url",
-        default=env.get("CURSOR_CLI_DOWNLOAD_BASE_URL") or DEFAULT_BASE_URL,
-        help=f"download server (env CURSOR_CLI_DOWNLOAD_BASE_URL; default {DEFAULT_BASE_URL})",
-    )
-    parser.add_argument(
-        "--latest-url",
-        default=env.get("CURSOR_CLI_LATEST_URL") or DEFAULT_LATEST_URL,
-        help="install script whose download URL names the latest version "
-        f"(env CURSOR_CLI_LATEST_URL; default {DEFAULT_LATEST_URL})",
-    )
-    parser.add_argument(
-        "--cache-dir",
-        default=None,
-        help="cache directory (env CURSOR_CLI_CACHE_DIR; default $RUNNER_TOOL_CACHE/"
-        "cursor-agent, else ~/.cache/cursor-agent-action)",
-    )
-    parser.add_argument(
-        "--bin-dir",
-        default=env.get("CURSOR_CLI_BIN_DIR") or None,
-        help="where to link cursor-agent and agent (env CURSOR_CLI_BIN_DIR; default "
-        "<cache-dir>/bin)",
-    )
+    add_option(parser, "--version", dest="cli_version", env="CURSOR_CLI_VERSION",
+               default=DEFAULT_CLI_VERSION, help="Cursor CLI version or 'latest'")
+    add_option(parser, "--base-url", env="CURSOR_CLI_DOWNLOAD_BASE_URL", default=DEFAULT_BASE_URL,
+               help="download server")
+    add_option(parser, "--latest-url", env="CURSOR_CLI_LATEST_URL", default=DEFAULT_LATEST_URL,
+               help="install script whose download URL names the latest version")
+    add_option(parser, "--cache-dir", env="CURSOR_CLI_CACHE_DIR", help="cache directory",
+               default_help="$RUNNER_TOOL_CACHE/cursor-agent, else ~/.cache/cursor-agent-action")
+    add_option(parser, "--bin-dir", env="CURSOR_CLI_BIN_DIR",
+               help="where to link cursor-agent and agent", default_help="<cache-dir>/bin")
 
 
 def command(args: argparse.Namespace, runner: Runner) -> int:
