@@ -85,6 +85,20 @@ def test_deltas_cut_off_before_their_repeat_still_count() -> None:
     assert record.final_message == "Done so far"
 
 
+def test_late_repeat_after_a_tool_call_is_not_doubled() -> None:
+    """Deltas flushed by a tool call, then the whole repeat: the segment counts once."""
+    record = _record(
+        [
+            _say("Let me", timestamp_ms=1),
+            _say(" look.", timestamp_ms=2),
+            _call("started", "c1", command="ls"),
+            _say("Let me look.", timestamp_ms=3, model_call_id="m1"),
+            _say("Let me look."),  # a genuine second segment with the same words
+        ]
+    )
+    assert record.result_text == "Let me look.Let me look."
+
+
 def test_result_text_wins_over_reconstruction() -> None:
     result = json.dumps(
         {"type": "result", "subtype": "success", "is_error": False, "result": "from CLI"}

@@ -154,6 +154,7 @@ class Aggregator:
         self._files: set[str] = set()
         self._anonymous = 0
         self._result_error = ""
+        self._flushed = ""  # a segment rebuilt from deltas whose whole repeat may still come
 
     # -- events ---------------------------------------------------------------------------
 
@@ -191,6 +192,9 @@ class Aggregator:
             self._deltas.append(event.text)
             return
         self._deltas.clear()
+        if event.text == self._flushed:  # the repeat came after a tool call had flushed it
+            self._flushed = ""
+            return
         self._add_segment(event.text)
 
     def _end_segment(self) -> None:
@@ -199,8 +203,10 @@ class Aggregator:
             text = "".join(d if isinstance(d, str) else delta_text(d) for d in self._deltas)
             self._deltas.clear()
             self._add_segment(text)
+            self._flushed = text
 
     def _add_segment(self, text: str) -> None:
+        self._flushed = ""
         if not text:
             return
         self._segments.append(text)

@@ -1,7 +1,7 @@
 """Lines to typed events. :func:`parse_line` never raises: every line becomes an event.
 
-Shapes follow what the Cursor CLI really emits with ``--output-format stream-json`` (see the
-field notes in the README's "log and summary" section): fields can be missing or of the wrong
+Shapes follow what the Cursor CLI really emits with ``--output-format stream-json`` (real
+captures are in tests/fixtures/corpus-*.jsonl): fields can be missing or of the wrong
 type, unknown event types and tool kinds appear over time, and some lines are not JSON at all.
 Unknown things are kept generically (:class:`UnknownEvent`, a tool ``kind`` equal to the raw
 key) rather than dropped, and nothing here trusts a field's type.
