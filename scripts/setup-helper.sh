@@ -18,8 +18,10 @@
 # `setup-helper.sh --print-dir` prints the venv directory for the current key and exits.
 set -euo pipefail
 
+group_open=false
 fail() {
-  # One annotation, the way the helper reports setup errors (exit code 3).
+  # One annotation, the way the helper reports setup errors (exit code 3), outside any group.
+  if [[ "$group_open" == true ]]; then echo "::endgroup::"; fi
   printf '::error title=cursor-agent-action setup failed::%s\n' "$1"
   exit 3
 }
@@ -71,6 +73,7 @@ else
   mkdir -p "$cache_root"
   build=$(mktemp -d "$cache_root/.build.XXXXXX")
   trap 'rm -rf "$build"' EXIT
+  group_open=true
   echo "::group::Set up the helper venv (Python $("$python" -c 'import platform; print(platform.python_version())'))"
   "$python" -m venv "$build/venv" ||
     fail "Could not create a virtual environment with '$python'. Fix: install the venv module (Debian/Ubuntu: apt-get install python3-venv) or add an actions/setup-python step."
@@ -82,6 +85,7 @@ else
   "$build/venv/bin/python" -m cursor_agent_action --version
   : >"$build/venv/.complete"
   echo "::endgroup::"
+  group_open=false
   # Atomic: when another job of this runner finished the same venv first, keep theirs.
   "$python" -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "$build/venv" "$venv" 2>/dev/null ||
     [[ -f "$venv/.complete" ]] ||

@@ -1,0 +1,147 @@
+"""scripts/setup-helper.sh: the step that builds (or reuses) the helper's venv.
+
+The cache-hit path runs under act in test_action_act.py; here: refusals, the cache key, and a
+failed install that must leave nothing half-built behind. No network: pip is pointed at an
+empty local index.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.act import PROJECT_FILES, ROOT, base_python, seed_helper_venv
+
+SCRIPT = ROOT / "scripts" / "setup-helper.sh"
+
+
+def _project_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "action"
+    copy.mkdir()
+    for name in PROJECT_FILES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.is_file():
+            shutil.copy2(src, copy / name)
+    return copy
+
+
+def _setup(
+    tmp_path: Path, *args: str, script: Path = SCRIPT, **env: str
+) -> subprocess.CompletedProcess[str]:
+    output = tmp_path / "github_output"
+    full_env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "home"),
+        "RUNNER_OS": "Linux",
+        "RUNNER_TOOL_CACHE": str(tmp_path / "tool_cache"),
+        "RUNNER_TEMP": str(tmp_path / "temp"),
+        "GITHUB_OUTPUT": str(output),
+        "CURSOR_AGENT_ACTION_PYTHON": base_python(),
+        # Offline: an empty index, and no pip configuration of this machine.
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(tmp_path / "no-wheels"),
+        **env,
+    }
+    (tmp_path / "no-wheels").mkdir(exist_ok=True)
+    return subprocess.run(
+        ["bash", str(script), *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _outputs(tmp_path: Path) -> dict[str, str]:
+    text = (tmp_path / "github_output").read_text()
+    return dict(line.split("=", 1) for line in text.splitlines())
+
+
+@pytest.mark.parametrize("runner_os", ["Windows", "MINGW64_NT-10.0"])
+def test_windows_is_refused_with_a_fix(tmp_path: Path, runner_os: str) -> None:
+    result = _setup(tmp_path, RUNNER_OS=runner_os)
+    assert result.returncode == 3
+    assert result.stdout.startswith("::error title=cursor-agent-action setup failed::Windows")
+    assert "ubuntu-latest or macos-latest" in result.stdout
+    assert not (tmp_path / "tool_cache").exists()
+
+
+def test_missing_python_is_reported(tmp_path: Path) -> None:
+    result = _setup(tmp_path, CURSOR_AGENT_ACTION_PYTHON="python-that-does-not-exist")
+    assert result.returncode == 3
+    assert "No Python interpreter 'python-that-does-not-exist'" in result.stdout
+    assert "actions/setup-python" in result.stdout
+
+
+def test_old_python_is_refused(tmp_path: Path) -> None:
+    old = tmp_path / "python3.8"
+    # Answers like a Python 3.8 would: the version check fails, the version prints 3.8.18.
+    old.write_text(
+        '#!/bin/sh\ncase "$2" in *version_info*) exit 1 ;; *) echo 3.8.18 ;; esac\n'
+    )
+    old.chmod(0o755)
+    result = _setup(tmp_path, CURSOR_AGENT_ACTION_PYTHON=str(old))
+    assert result.returncode == 3
+    assert "needs Python >= 3.10" in result.stdout
+    assert "is 3.8.18" in result.stdout
+
+
+def test_cache_key_follows_the_helper_source(tmp_path: Path) -> None:
+    """Same content, same venv; any change to the source or the lock file, a new one."""
+    copy = _project_copy(tmp_path)
+    script = copy / "scripts" / "setup-helper.sh"
+
+    def venv_dir() -> str:
+        result = _setup(tmp_path, "--print-dir", script=script)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout.strip()
+
+    first = venv_dir()
+    assert first.startswith(str(tmp_path / "tool_cache" / "cursor-agent-action" / "helper"))
+    assert venv_dir() == first
+    (copy / "README.md").write_text("docs do not change the helper\n")
+    assert venv_dir() == first
+    with (copy / "src" / "cursor_agent_action" / "errors.py").open("a") as handle:
+        handle.write("\n# changed\n")
+    second = venv_dir()
+    assert second != first
+    with (copy / "requirements" / "action.txt").open("a") as handle:
+        handle.write("\n")
+    assert venv_dir() not in (first, second)
+
+
+def test_failed_install_explains_and_leaves_no_partial_venv(tmp_path: Path) -> None:
+    result = _setup(tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "Could not install the helper's pinned dependencies" in result.stdout
+    assert "PIP_INDEX_URL" in result.stdout
+    helper = tmp_path / "tool_cache" / "cursor-agent-action" / "helper"
+    assert list(helper.iterdir()) == []
+    assert not (tmp_path / "github_output").exists()
+
+
+def test_a_complete_cached_venv_is_reused(tmp_path: Path) -> None:
+    copy = _project_copy(tmp_path)
+    venv = seed_helper_venv(copy, tmp_path / "tool_cache")
+    result = _setup(tmp_path, script=copy / "scripts" / "setup-helper.sh")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _outputs(tmp_path) == {"python": f"{venv}/bin/python", "cache-hit": "true"}
+
+
+def test_an_incomplete_cached_venv_is_not_used(tmp_path: Path) -> None:
+    """A venv without its completion marker (a job killed mid-install) is rebuilt, not run."""
+    copy = _project_copy(tmp_path)
+    venv = seed_helper_venv(copy, tmp_path / "tool_cache")
+    (venv / ".complete").unlink()
+    result = _setup(tmp_path, script=copy / "scripts" / "setup-helper.sh")
+    # Rebuilding needs the (here unreachable) index: the failure proves it was not reused.
+    assert result.returncode == 3
+    assert "Could not install the helper's pinned dependencies" in result.stdout
