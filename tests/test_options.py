@@ -1,0 +1,173 @@
+"""options.py: env-backed command options (flag wins, empty env var counts as unset)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from cursor_agent_action.errors import UsageError
+from cursor_agent_action.options import (
+    add_flag,
+    add_list,
+    add_number,
+    add_option,
+    env_name,
+    parse_bool,
+    parse_number,
+)
+
+PREFIX = "CURSOR_AGENT_ACTION_"
+
+
+def parser_with_all() -> argparse.ArgumentParser:
+    """Built after the test has set its env vars: defaults are read when options are added."""
+    parser = argparse.ArgumentParser(prog="t")
+    add_option(parser, "--branch-template", default="bot/{job}", help="branch name")
+    add_option(parser, "--base", help="target branch", default_help="the event's branch")
+    add_option(parser, "--version", dest="cli_version", env="CURSOR_CLI_VERSION",
+               default="1.0", help="CLI version")
+    add_list(parser, "--allow", metavar="TOKEN", help="allow token")
+    add_flag(parser, "--draft", default=False, help="draft")
+    add_flag(parser, "--fail-on-error", default=True, help="fail")
+    add_number(parser, "--max-retries", default=2, integer=True, maximum=10, help="retries")
+    add_number(parser, "--timeout-minutes", default=30.0, help="timeout")
+    return parser
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for flag in ("BRANCH_TEMPLATE", "BASE", "ALLOW", "DRAFT", "FAIL_ON_ERROR", "MAX_RETRIES",
+                 "TIMEOUT_MINUTES"):
+        monkeypatch.delenv(PREFIX + flag, raising=False)
+    monkeypatch.delenv("CURSOR_CLI_VERSION", raising=False)
+
+
+def test_env_name_is_the_prefixed_upper_snake_case_flag() -> None:
+    assert env_name("--branch-template") == "CURSOR_AGENT_ACTION_BRANCH_TEMPLATE"
+    assert env_name("--max-retries") == "CURSOR_AGENT_ACTION_MAX_RETRIES"
+
+
+def test_defaults_apply_without_flags_or_env() -> None:
+    args = parser_with_all().parse_args([])
+    assert (args.branch_template, args.base, args.cli_version) == ("bot/{job}", "", "1.0")
+    assert args.allow == []
+    assert (args.draft, args.fail_on_error) == (False, True)
+    assert args.max_retries == 2
+    assert isinstance(args.max_retries, int)
+    assert args.timeout_minutes == 30.0
+
+
+def test_env_vars_set_every_kind_of_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PREFIX + "BRANCH_TEMPLATE", "x/{run_id}")
+    monkeypatch.setenv("CURSOR_CLI_VERSION", "latest")
+    monkeypatch.setenv(PREFIX + "ALLOW", "# comment line kept for the consumer\n Shell(make) \n\n"
+                       "Read(**)\n")
+    monkeypatch.setenv(PREFIX + "DRAFT", "TRUE")
+    monkeypatch.setenv(PREFIX + "FAIL_ON_ERROR", "no")
+    monkeypatch.setenv(PREFIX + "MAX_RETRIES", "7")
+    monkeypatch.setenv(PREFIX + "TIMEOUT_MINUTES", "2.5")
+    args = parser_with_all().parse_args([])
+    assert (args.branch_template, args.cli_version) == ("x/{run_id}", "latest")
+    assert args.allow == ["# comment line kept for the consumer", "Shell(make)", "Read(**)"]
+    assert (args.draft, args.fail_on_error) == (True, False)
+    assert (args.max_retries, args.timeout_minutes) == (7, 2.5)
+
+
+def test_flags_win_over_env_vars(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PREFIX + "BRANCH_TEMPLATE", "from-env")
+    monkeypatch.setenv(PREFIX + "ALLOW", "Shell(env1)\nShell(env2)")
+    monkeypatch.setenv(PREFIX + "DRAFT", "true")
+    monkeypatch.setenv(PREFIX + "MAX_RETRIES", "7")
+    args = parser_with_all().parse_args([
+        "--branch-template", "from-flag", "--allow", "Shell(a)", "--allow", "Shell(b)\nShell(c)",
+        "--no-draft", "--max-retries", "0",
+    ])
+    assert args.branch_template == "from-flag"
+    assert args.allow == ["Shell(a)", "Shell(b)", "Shell(c)"]  # replaced, not appended to
+    assert args.draft is False
+    assert args.max_retries == 0
+
+
+@pytest.mark.parametrize("blank", ["", "  ", "\n"])
+def test_an_empty_env_var_counts_as_unset(monkeypatch: pytest.MonkeyPatch, blank: str) -> None:
+    """A sub-action passes every input, empty or not."""
+    for flag in ("BRANCH_TEMPLATE", "ALLOW", "DRAFT", "FAIL_ON_ERROR", "MAX_RETRIES"):
+        monkeypatch.setenv(PREFIX + flag, blank)
+    args = parser_with_all().parse_args([])
+    assert args.branch_template == "bot/{job}"
+    assert args.allow == []
+    assert (args.draft, args.fail_on_error, args.max_retries) == (False, True, 2)
+
+
+def test_help_names_each_env_var_and_default() -> None:
+    helps = {action.dest: action.help for action in parser_with_all()._actions}
+    assert helps["branch_template"] == (
+        "branch name (env CURSOR_AGENT_ACTION_BRANCH_TEMPLATE; default 'bot/{job}')")
+    assert helps["base"] == (
+        "target branch (env CURSOR_AGENT_ACTION_BASE; default the event's branch)")
+    assert "(env CURSOR_CLI_VERSION; default '1.0')" in (helps["cli_version"] or "")
+    assert "(env CURSOR_AGENT_ACTION_ALLOW; default none)" in (helps["allow"] or "")
+    assert "(env CURSOR_AGENT_ACTION_DRAFT: 'true'/'false'; default false)" in (helps["draft"]
+                                                                                or "")
+    assert helps["max_retries"] == (
+        "retries; 0 to 10 (env CURSOR_AGENT_ACTION_MAX_RETRIES; default 2)")
+    assert helps["timeout_minutes"] == (
+        "timeout; at least 0 (env CURSOR_AGENT_ACTION_TIMEOUT_MINUTES; default 30)")
+
+
+def test_a_percent_sign_in_a_default_does_not_break_help() -> None:
+    parser = argparse.ArgumentParser(prog="t")
+    add_option(parser, "--title", default="100% done", help="title")
+    assert "default '100% done'" in parser.format_help()
+
+
+@pytest.mark.parametrize("raw", ["maybe", "yes please", "on", "2"])
+def test_a_bad_boolean_env_var_names_the_option_and_the_env_var(
+    monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    monkeypatch.setenv(PREFIX + "DRAFT", raw)
+    with pytest.raises(UsageError) as caught:
+        parser_with_all()
+    assert caught.value.message == (
+        f"draft must be true or false, not {raw!r} (from CURSOR_AGENT_ACTION_DRAFT).")
+    assert "CURSOR_AGENT_ACTION_DRAFT" in caught.value.hint
+
+
+@pytest.mark.parametrize(("raw", "value"), [("true", True), (" Yes ", True), ("1", True),
+                                            ("FALSE", False), ("no", False), ("0", False)])
+def test_parse_bool_accepts_true_false_yes_no_one_zero(raw: str, value: bool) -> None:
+    assert parse_bool(raw, "draft", "X") is value
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-retries", "11"], "max-retries must be a whole number from 0 to 10, not '11'."),
+        (["--max-retries", "-1"], "max-retries must be a whole number from 0 to 10, not '-1'."),
+        (["--max-retries", "2.5"], "max-retries must be a whole number from 0 to 10, not '2.5'."),
+        (["--timeout-minutes", "soon"], "timeout-minutes must be a number >= 0, not 'soon'."),
+        (["--timeout-minutes", "nan"], "timeout-minutes must be a number >= 0, not 'nan'."),
+        (["--timeout-minutes", "inf"], "timeout-minutes must be a number >= 0, not 'inf'."),
+    ],
+)
+def test_a_bad_number_flag_is_a_usage_error_with_a_fix(argv: list[str], message: str) -> None:
+    """The UsageError passes through argparse (it is no ValueError) to cli.main."""
+    with pytest.raises(UsageError) as caught:
+        parser_with_all().parse_args(argv)
+    assert caught.value.message == message
+    flag = argv[0]
+    assert f"Pass {flag} or set {env_name(flag)}" in caught.value.hint
+
+
+def test_a_bad_number_env_var_fails_only_when_it_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PREFIX + "MAX_RETRIES", "lots")
+    assert parser_with_all().parse_args(["--max-retries", "3"]).max_retries == 3
+    with pytest.raises(UsageError, match=r"max-retries must be a whole number .* not 'lots'"):
+        parser_with_all().parse_args([])
+
+
+def test_parse_number_checks_the_minimum_and_names_it() -> None:
+    assert parse_number("2000", "max-bytes", integer=True, minimum=2000) == 2000
+    with pytest.raises(UsageError, match=r"^max-bytes must be a whole number >= 2000, not '10'"):
+        parse_number("10", "max-bytes", integer=True, minimum=2000)
