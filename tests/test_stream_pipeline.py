@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.errors import SetupError
 from cursor_agent_action.pipeline import (
     RESULT_OUTPUT_LIMIT,
     StreamProcessor,
@@ -245,3 +246,16 @@ def test_huge_lines_tool_output_elided_agent_text_whole() -> None:
     (call,) = record.tool_calls
     assert (call.kind, call.target, call.outcome) == ("read", "/w/big.txt", "success")
     assert record.result_text == text
+
+
+def test_unwritable_summary_warns_and_unwritable_outputs_fail_clearly(tmp_path: Path) -> None:
+    """Everything that can still be written is; then a SetupError names the file."""
+    log = io.StringIO()
+    runner = Runner(stdout=log, env={}, output_file=tmp_path / "no" / "out",
+                    summary_file=tmp_path)  # fmt: skip
+    record = process_stream(io.BytesIO(b""), runner)
+    with pytest.raises(SetupError, match="step outputs could not be written"):
+        report(record, runner, result_dir=tmp_path / "r")
+    commands = processed_commands(log.getvalue())
+    assert [c[0] for c in commands] == ["warning", "error"]
+    assert "job summary could not be written" in commands[0][2]

@@ -28,6 +28,7 @@ OUR_TITLES = frozenset(
         "malformed stream lines",
         "cursor-agent: failure",
         "invalid input",
+        "job summary not written",
     }
 )
 _COMMAND = re.compile(r"^::([A-Za-z-]+)(?: ([^:]*))?::(.*)$")

@@ -17,7 +17,7 @@ from typing import BinaryIO
 import orjson
 
 from cursor_agent_action.aggregate import Aggregator, RunRecord
-from cursor_agent_action.errors import UsageError
+from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.events import (
     ASSISTANT_PREFIX,
     MODEL_CALL_KEY,
@@ -204,10 +204,27 @@ def report(
             f"The result file could not be written in {result_dir} ({exc.strerror or exc}); "
             "the result output still holds the (capped) text."
         )
-    runner.set_outputs({**record_outputs(record, result_file), **(extra_outputs or {})})
-    runner.append_summary(render_summary(record, budget_bytes=runner.summary_budget()))
+    outputs_error: OSError | None = None
+    try:
+        runner.set_outputs({**record_outputs(record, result_file), **(extra_outputs or {})})
+    except OSError as exc:  # still write the summary and the annotation below
+        outputs_error = exc
+    try:
+        runner.append_summary(render_summary(record, budget_bytes=runner.summary_budget()))
+    except OSError as exc:
+        runner.warning(
+            f"The job summary could not be written to {runner.summary_path} "
+            f"({exc.strerror or exc}); the log above has the whole report.",
+            title="job summary not written",
+        )
     if record.conclusion != "success":
         reason = record.failure_reason or f"the run ended with conclusion {record.conclusion}"
         runner.error(one_line(reason, 1000), title=f"cursor-agent: {record.conclusion}")
     with contextlib.suppress(OSError, ValueError):
         runner.flush()
+    if outputs_error is not None:
+        raise SetupError(
+            f"the step outputs could not be written to {runner.output_path} "
+            f"({outputs_error.strerror or outputs_error}).",
+            "check that GITHUB_OUTPUT (or --output-file) names a writable file.",
+        )
