@@ -51,6 +51,7 @@ def test_code_cell_examples() -> None:
     assert code_cell("`x`") == "`` `x` ``"
     assert code_cell("l1\nl2") == "`l1⏎l2`"
     assert code_cell("abcdef", limit=4) == "`abc…`"
+    assert code_cell("a|b", in_table=False) == "`a|b`"
 
 
 @pytest.mark.parametrize(

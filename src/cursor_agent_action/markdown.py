@@ -55,19 +55,20 @@ def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
-def code_cell(text: str, limit: int = 200) -> str:
-    """A table cell showing ``text`` verbatim as a code span (empty text gives an empty cell).
+def code_cell(text: str, limit: int = 200, *, in_table: bool = True) -> str:
+    """``text`` verbatim as a code span, for a table cell (empty text gives an empty cell).
 
     Inside a code span nothing renders as Markdown or HTML; the span's backtick string is
-    longer than any run inside, newlines become ``⏎`` and ``|`` is escaped because GFM splits
-    table rows on it even inside code spans.
+    longer than any run inside, newlines become ``⏎`` and, in a table, ``|`` is escaped
+    because GFM splits table rows on it even inside code spans.
     """
     flat = shorten(_NEWLINES.sub(NEWLINE_MARK, text), limit)
     if not flat:
         return ""
     ticks = "`" * (_longest_backtick_run(flat) + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") or flat.strip(" ") == "" else ""
-    return f"{ticks}{pad}{flat}{pad}{ticks}".replace("|", "\\|")
+    span = f"{ticks}{pad}{flat}{pad}{ticks}"
+    return span.replace("|", "\\|") if in_table else span
 
 
 def inline(text: str, limit: int = 500) -> str:

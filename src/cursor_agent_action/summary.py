@@ -21,6 +21,11 @@ COLLAPSE_ROWS = 25  # tables longer than this are folded into <details>
 _NOTE_RESERVE = 200  # bytes kept free in a section for its truncation note
 
 
+def _code(text: str, limit: int) -> str:
+    """A code span outside tables."""
+    return code_cell(text, limit, in_table=False)
+
+
 def _number(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
@@ -44,9 +49,9 @@ def _headline(record: RunRecord) -> str:
     facts.append(f"**Files changed:** {len(record.files_changed)}")
     if record.exit_code is not None:
         facts.append(f"**CLI exit code:** {record.exit_code}")
-    ids = [f"**Session:** {code_cell(record.session_id, 80)}"] if record.session_id else []
+    ids = [f"**Session:** {_code(record.session_id, 80)}"] if record.session_id else []
     if record.request_id:
-        ids.append(f"**Request:** {code_cell(record.request_id, 80)}")
+        ids.append(f"**Request:** {_code(record.request_id, 80)}")
     lines = [f"## {icon} Cursor agent: {inline(record.conclusion, 40)}", "", " · ".join(facts)]
     if ids:
         lines += ["", " · ".join(ids)]
@@ -207,7 +212,7 @@ def _tool_calls(record: RunRecord, budget: int) -> str:
 
 def _footer(record: RunRecord) -> str:
     if record.transcript_file:
-        return f"Full transcript: {code_cell(record.transcript_file, 500)}\n"
+        return f"Full transcript: {_code(record.transcript_file, 500)}\n"
     return "The raw transcript was not saved by this step.\n"
 
 
@@ -277,7 +282,7 @@ def render_compact(
         head += f"> {inline(record.failure_reason, 600)}\n\n"
     files = ""
     if record.files_changed:
-        listed = ", ".join(code_cell(p, 200) for p in record.files_changed[:50])
+        listed = ", ".join(_code(p, 200) for p in record.files_changed[:50])
         more = len(record.files_changed) - 50
         files = f"**Files changed ({len(record.files_changed)}):** {listed}"
         files += f" and {more} more\n" if more > 0 else "\n"
