@@ -302,7 +302,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         resume=args.resume.strip(),
         fail_on_error=args.fail_on_error,
         verbose=args.verbose,
-        max_retries=int(args.max_retries),
+        max_retries=args.max_retries,
         retry_delay_s=args.retry_delay,
         pass_env=_pass_env_names(args.pass_env),
     )

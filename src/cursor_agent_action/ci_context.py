@@ -161,7 +161,7 @@ class JobReport:
 def command(args: argparse.Namespace, runner: Runner) -> int:
     ctx = Context.from_env()
     run_id = _run_id(args.run_id, ctx)
-    max_bytes = int(args.max_bytes)
+    max_bytes: int = args.max_bytes
     output = Path(args.context_file or Path(os.environ.get("RUNNER_TEMP") or ".")
                   / "cursor-agent-action" / "ci-context.md")
     token = read_token(args.token_env, ctx)
