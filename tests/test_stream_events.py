@@ -226,3 +226,8 @@ def test_invalid_escape_is_repaired() -> None:
 
 def test_bom_inside_stream_is_tolerated() -> None:
     assert parse_line(b'\xef\xbb\xbf{"type":"user","message":{"content":"x"}}') == UserEvent("x")
+
+
+def test_invalid_utf8_and_invalid_escape_together_are_both_repaired() -> None:
+    event = parse_line(b'\xef\xbb\xbf{"type":"user","message":{"content":"\xff C:\\ws"}}')
+    assert event == UserEvent("\ufffd C:\\ws")

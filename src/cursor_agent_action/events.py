@@ -28,8 +28,8 @@ MODEL_CALL_KEY = b'"model_call_id":'
 TIMESTAMP_KEY = b'"timestamp_ms":'
 # A backslash before anything but a JSON escape character (seen in real captures, e.g. a
 # Windows path "C:\ws"): repaired by escaping the backslash, so the rest of the line survives.
-_BAD_ESCAPE = re.compile(rb'\\(["\\/bfnrtu]|.)', re.DOTALL)
-_JSON_ESCAPES = frozenset(b'"\\/bfnrtu')
+_BAD_ESCAPE = re.compile(r'\\(["\\/bfnrtu]|.)', re.DOTALL)
+_JSON_ESCAPES = '"\\/bfnrtu'
 _PREVIEW_CHARS = 120
 # Tool results can hold whole files (tens of MiB on one line). For such a line, long runs of
 # plain string characters are elided before decoding, so memory stays near the line's own
@@ -201,12 +201,12 @@ def _elided(match: re.Match[bytes]) -> bytes:
     return b"[... %d bytes not decoded ...]" % (match.end() - match.start())
 
 
-def _repair_escapes(line: bytes) -> bytes:
-    def fix(match: re.Match[bytes]) -> bytes:
+def _repair_escapes(text: str) -> str:
+    def fix(match: re.Match[str]) -> str:
         escaped = match.group(1)
-        return match.group(0) if escaped[0] in _JSON_ESCAPES else b"\\\\" + escaped
+        return match.group(0) if escaped[0] in _JSON_ESCAPES else "\\\\" + escaped
 
-    return _BAD_ESCAPE.sub(fix, line)
+    return _BAD_ESCAPE.sub(fix, text)
 
 
 def _preview(line: Line) -> str:
@@ -223,18 +223,31 @@ def _loads(line: Line) -> tuple[object, str]:
     try:
         return orjson.loads(line), ""
     except orjson.JSONDecodeError as exc:
-        first_error = str(exc)
-    data = bytes(line)
-    if data.startswith(BOM):  # a BOM in the middle (concatenated files)
-        data = data[len(BOM) :]
-    candidates = [data, _repair_escapes(data)]
-    for candidate in candidates:
+        error = exc
+    reason = str(error).split(":", 1)[0] or "not JSON"
+    if error.pos == 0 and not line.startswith((b"{", BOM)):
+        return None, reason  # not JSON at all: no repair can help
+    # Repairs, each at most once and only for the error that calls for it, so a long broken
+    # line is not copied more than needed.
+    data: Line | str = line
+    for _ in range(3):
+        message = str(error)
+        if not isinstance(data, str) and data.startswith(BOM):  # concatenated files
+            data = data[len(BOM) :]
+        elif not isinstance(data, str) and ("UTF-8" in message or "escape" in message):
+            data = data.decode("utf-8", "replace")  # invalid UTF-8 becomes U+FFFD
+        elif isinstance(data, str) and "escape" in message:
+            repaired = _repair_escapes(data)
+            if repaired == data:
+                break
+            data = repaired
+        else:
+            break
         try:
-            # Invalid UTF-8 becomes U+FFFD instead of losing the whole event.
-            return orjson.loads(candidate.decode("utf-8", "replace")), ""
-        except orjson.JSONDecodeError:
-            continue
-    return None, first_error.split(":", 1)[0] or "not JSON"
+            return orjson.loads(data), ""
+        except orjson.JSONDecodeError as exc:
+            error = exc
+    return None, reason
 
 
 def is_thinking(line: Line) -> bool:

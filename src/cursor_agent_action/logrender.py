@@ -60,7 +60,7 @@ def call_title(call: ToolCallRecord, stats: str = "") -> str:
 
 
 def _tool_output(event: ToolCallEvent) -> str:
-    """The full output of a completed call, as text (verbose mode)."""
+    """The full output of a completed call, as text."""
     payload = event.payload
     for key in ("interleavedOutput", "content", "diffString", "output"):
         value = payload.get(key)
