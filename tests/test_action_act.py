@@ -102,46 +102,34 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 
 
 def _workflow(clis: dict[str, Path]) -> str:
-    def agent(cli: str, extra: str = "", prompt: str = "prompt: Update the guide") -> str:
-        return f"""      - id: agent
+    checkout = f"""      - uses: {CHECKOUT}
+        with:
+          persist-credentials: false
+"""
+
+    def agent(cli: str, *with_lines: str, prompt: str = "prompt: Update the guide") -> str:
+        extra = "".join(f"\n          {line}" for line in with_lines)
+        return f"""{checkout}      - id: agent
         uses: ./
         with:
           {prompt}
           cli-path: {clis[cli]}{extra}
 """
 
-    checkout = f"""      - uses: {CHECKOUT}
-        with:
-          persist-credentials: false
-"""
     read_conclusion = """      - id: check
         if: always()
         env:
           CONCLUSION: ${{ steps.agent.outputs.conclusion }}
         run: echo "conclusion=$CONCLUSION" >>"$GITHUB_OUTPUT"
 """
-    return f"""name: action scenarios
-on: push
-permissions: {{}}
-jobs:
-  success:
-    runs-on: ubuntu-latest
-    steps:
-{checkout}{
-        agent(
-            "success",
-            '''
-          api-key: ${{ secrets.CURSOR_API_KEY }}
-          permissions: docs''',
-        )
-    }      - id: check
+    check_success = """      - id: check
         env:
-          CONCLUSION: ${{{{ steps.agent.outputs.conclusion }}}}
-          FILES: ${{{{ steps.agent.outputs.files-changed }}}}
-          TOOLS: ${{{{ steps.agent.outputs.tool-calls }}}}
-          SESSION: ${{{{ steps.agent.outputs.session-id }}}}
+          CONCLUSION: ${{ steps.agent.outputs.conclusion }}
+          FILES: ${{ steps.agent.outputs.files-changed }}
+          TOOLS: ${{ steps.agent.outputs.tool-calls }}
+          SESSION: ${{ steps.agent.outputs.session-id }}
         run: |
-          {{
+          {
             echo "conclusion=$CONCLUSION"
             echo "files=$FILES"
             echo "tools=$TOOLS"
@@ -149,54 +137,43 @@ jobs:
             echo "status<<STATUS_END"
             git status --porcelain --untracked-files=all --ignored
             echo "STATUS_END"
-          }} >>"$GITHUB_OUTPUT"
+          } >>"$GITHUB_OUTPUT"
       - run: echo "a later step prints the key $CURSOR_API_KEY"
-  failure:
-    runs-on: ubuntu-latest
-    steps:
-{checkout}{agent("crash")}{read_conclusion}
-  tolerated:
-    runs-on: ubuntu-latest
-    steps:
-{checkout}{
-        agent(
-            "crash",
-            '''
-          fail-on-error: "false"''',
-        )
-    }{read_conclusion}
-  timeout:
-    runs-on: ubuntu-latest
-    steps:
-{checkout}{
-        agent(
-            "hang",
-            '''
-          timeout-minutes: "0.05"''',
-        )
-    }{read_conclusion}
-  prompt-file:
-    runs-on: ubuntu-latest
-    steps:
-{checkout}{agent("record", prompt="prompt-file: prompts/task.md")}
-  policy:
-    runs-on: ubuntu-latest
-    steps:
-{checkout}{
-        agent(
-            "policy",
-            '''
-          permissions: edit
-          allow: |
-            Shell(npm)
-            Shell(make)
-          deny: Write(secrets/**)''',
-        )
-    }      - id: check
+"""
+    check_policy = """      - id: check
         run: |
           if [[ -e .cursor/cli.json ]]; then left=yes; else left=no; fi
           echo "policy-left=$left" >>"$GITHUB_OUTPUT"
 """
+    jobs = {
+        "success": agent(
+            "success",
+            "api-key: ${{ secrets.CURSOR_API_KEY }}",
+            "permissions: docs",
+            "transcript-artifact: transcript-success",
+        )
+        + check_success,
+        "failure": agent("crash") + read_conclusion,
+        "tolerated": agent("crash", 'fail-on-error: "false"') + read_conclusion,
+        "timeout": agent("hang", 'timeout-minutes: "0.05"') + read_conclusion,
+        "prompt-file": agent("record", prompt="prompt-file: prompts/task.md"),
+        "policy": agent(
+            "policy",
+            "permissions: edit",
+            "allow: |\n            Shell(npm)\n            Shell(make)",
+            "deny: Write(secrets/**)",
+            "pass-env: EXTRA_SETTING",
+        )
+        + check_policy,
+    }
+    job_env = {"policy": {"EXTRA_SETTING": "for-the-agent", "OTHER_SETTING": "not-for-the-agent"}}
+    text = "name: action scenarios\non: push\npermissions: {}\njobs:\n"
+    for name, steps in jobs.items():
+        text += f"  {name}:\n    runs-on: ubuntu-latest\n"
+        if name in job_env:
+            text += "    env:\n" + "".join(f"      {k}: {v}\n" for k, v in job_env[name].items())
+        text += "    steps:\n" + steps
+    return text
 
 
 @pytest.fixture(scope="module")
@@ -316,3 +293,20 @@ def test_preset_with_extra_allow_and_deny(scenario_run: tuple[ActRun, Path]) -> 
     assert {"Shell(npm)", "Shell(make)"} <= set(permissions["allow"])
     assert "Write(secrets/**)" in permissions["deny"]
     assert run.outputs("policy", "check")["policy-left"] == "no"
+
+
+def test_pass_env_gives_the_agent_only_the_named_variables(
+    scenario_run: tuple[ActRun, Path],
+) -> None:
+    _, base = scenario_run
+    (recorded,) = runs(base, "record-policy.jsonl")
+    assert recorded["env"]["EXTRA_SETTING"] == "for-the-agent"
+    assert "OTHER_SETTING" not in recorded["env"]
+    assert not [n for n in recorded["env"] if n == "GITHUB_TOKEN" or n.startswith("INPUT_")]
+
+
+def test_transcript_artifact_is_uploaded(scenario_run: tuple[ActRun, Path]) -> None:
+    run, _ = scenario_run
+    (transcript,) = (run.artifacts / "transcript-success").iterdir()
+    assert transcript.name == "transcript.jsonl"
+    assert f'"session_id":"{SESSION}"' in transcript.read_text()

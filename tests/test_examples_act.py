@@ -192,6 +192,14 @@ def test_docs_update_agent_job_uploads_patch_and_transcript(
     assert "src/cli.py" not in patch
 
 
+def test_docs_update_installs_the_pinned_cli(docs_update: tuple[ActRun, int]) -> None:
+    """No cli-path: the action installs the CLI (here from the loopback download server)."""
+    run, _ = docs_update
+    outputs = run.outputs("agent", "agent")
+    assert outputs["cli-version"] == DEFAULT_CLI_VERSION
+    assert outputs["cache-hit"] == "false"  # the first install into this tool cache
+
+
 def test_docs_update_publishes_a_branch_with_only_the_docs_change(
     world: World, docs_update: tuple[ActRun, int]
 ) -> None:
@@ -334,6 +342,7 @@ def test_ci_triage_opens_an_issue_without_a_pull_request(world: World) -> None:
     before = len(world.github.requests_to("POST", r"/issues$"))
     run = _triage(world, (), branch="main")  # e.g. a push to main: no pull request
     assert "Run Main Comment on the pull request" not in run.log
+    assert run.outputs("triage", "agent")["cache-hit"] == "true"  # installed by docs-update
     issues = world.github.requests_to("POST", r"/issues$")
     assert len(issues) == before + 1
     assert issues[-1].body["title"] == f"CI failed on {world.head_sha[:12]}"

@@ -121,16 +121,20 @@ class ActRun:
         }
 
     def summary(self, job: str) -> str:
-        """The job summary: what the top-level steps appended to GITHUB_STEP_SUMMARY, in order.
+        """The job summary: what the steps appended to GITHUB_STEP_SUMMARY, in step order.
 
-        act reports a composite action's summary for its inner steps and again for the outer
-        step; only the outer (top-level) reports are kept.
+        act reports a composite action's summary for its inner step and, usually, again for
+        the outer step; per top-level step only the reports at the shallowest level are kept.
         """
-        return "".join(
-            str(r["content"])
-            for r in self._for(job)
-            if r.get("command") == "summary" and len(r.get("stepID", [])) == 1
-        )
+        reports = [r for r in self._for(job) if r.get("command") == "summary" and r.get("stepID")]
+        by_step: dict[str, list[dict[str, Any]]] = {}
+        for r in reports:
+            by_step.setdefault(str(r["stepID"][0]), []).append(r)
+        parts = []
+        for step_reports in by_step.values():
+            depth = min(len(r["stepID"]) for r in step_reports)
+            parts += [str(r["content"]) for r in step_reports if len(r["stepID"]) == depth]
+        return "".join(parts)
 
     def explain(self) -> str:
         """Failure message for assertions: the tail of the log."""

@@ -1,0 +1,130 @@
+"""The README's inputs and outputs tables are action.yml's, exactly (both directions).
+
+Regenerate them after changing action.yml with ``python -m tests.test_readme --write``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+ACTION = ROOT / "action.yml"
+_DEFAULT = re.compile(r"^(?P<text>.*?)\s*Default: (?P<default>.+?)\.?$", re.S)
+
+
+def _action() -> dict[str, Any]:
+    action: dict[str, Any] = yaml.safe_load(ACTION.read_text())
+    return action
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def split_default(description: str) -> tuple[str, str]:
+    """'Does X. Default: `y`.' -> ('Does X.', '`y`')."""
+    match = _DEFAULT.match(description.strip())
+    if not match:
+        raise ValueError(f"description does not state its default: {description!r}")
+    return match["text"], match["default"]
+
+
+def render_inputs(action: dict[str, Any]) -> str:
+    rows = ["| Input | Description | Default |", "| --- | --- | --- |"]
+    for name, spec in action["inputs"].items():
+        text, default = split_default(spec["description"])
+        rows.append(f"| `{name}` | {_cell(text)} | {_cell(default)} |")
+    return "## Inputs\n\n" + "\n".join(rows) + "\n"
+
+
+def render_outputs(action: dict[str, Any]) -> str:
+    rows = ["| Output | Description |", "| --- | --- |"]
+    rows += [
+        f"| `{name}` | {_cell(spec['description'])} |" for name, spec in action["outputs"].items()
+    ]
+    intro = (
+        "## Outputs\n\nEvery output is set, also when the run fails. Outputs that hold the "
+        "agent's text are untrusted: read them through `env:` (see [Security](#security)).\n\n"
+    )
+    return intro + "\n".join(rows) + "\n"
+
+
+SECTIONS = {"inputs": render_inputs, "outputs": render_outputs}
+
+
+def _section_re(name: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"(<!-- section:{name} \(owner: action[^>]*-->\n)(?P<body>.*?)(<!-- /section:{name} -->)",
+        re.S,
+    )
+
+
+def section(text: str, name: str) -> str:
+    match = _section_re(name).search(text)
+    assert match, f"README.md has no '{name}' section markers"
+    return match["body"]
+
+
+def _table_names(body: str) -> list[str]:
+    return re.findall(r"^\| `([^`]+)` \|", body, re.M)
+
+
+@pytest.mark.parametrize("kind", ["inputs", "outputs"])
+def test_readme_table_lists_exactly_the_actions_names(kind: str) -> None:
+    in_readme = _table_names(section(README.read_text(), kind))
+    in_action = list(_action()[kind])
+    assert [n for n in in_action if n not in in_readme] == [], "missing from README.md"
+    assert [n for n in in_readme if n not in in_action] == [], "not in action.yml"
+    assert in_readme == in_action, "same order as action.yml"
+
+
+@pytest.mark.parametrize("kind", ["inputs", "outputs"])
+def test_readme_table_matches_action_yml(kind: str) -> None:
+    expected = SECTIONS[kind](_action())
+    assert section(README.read_text(), kind) == expected, (
+        "README.md is out of date: run `python -m tests.test_readme --write`"
+    )
+
+
+def test_each_input_states_its_default() -> None:
+    """The description's 'Default:' is the `default:` value itself when there is one."""
+    for name, spec in _action()["inputs"].items():
+        _, stated = split_default(spec["description"])
+        if "default" in spec:
+            assert stated == f"`{spec['default']}`", name
+        else:
+            assert not stated.startswith("`"), f"{name}: states a value but sets no default"
+
+
+def test_cli_version_default_named_is_the_installers() -> None:
+    from cursor_agent_action.install import DEFAULT_CLI_VERSION
+
+    _, stated = split_default(_action()["inputs"]["cli-version"]["description"])
+    assert f"({DEFAULT_CLI_VERSION})" in stated
+
+
+def test_split_default_rejects_a_description_without_default() -> None:
+    with pytest.raises(ValueError, match="does not state its default"):
+        split_default("The task for the agent.")
+
+
+def write() -> None:
+    text = README.read_text()
+    for name, render in SECTIONS.items():
+        match = _section_re(name).search(text)
+        assert match, f"README.md has no '{name}' section markers"
+        text = text[: match.start("body")] + render(_action()) + text[match.end("body") :]
+    README.write_text(text)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python -m tests.test_readme --write")
+    write()
