@@ -98,6 +98,16 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "hang": {"hang_after": 1},
     "record": {"lines": _lines("Done."), "record": "record-prompt.jsonl"},
     "policy": {"lines": _lines("Done."), "record": "record-policy.jsonl"},
+    # Rate-limited once: with max-retries 0 that is the end of the run (the default retries).
+    "wiring": {
+        "fail_first": {
+            "times": 1,
+            "counter": "counter-wiring",
+            "exit_code": 1,
+            "stderr": "Error: 429 Too Many Requests",
+        },
+        "record": "record-wiring.jsonl",
+    },
 }
 
 
@@ -165,6 +175,15 @@ def _workflow(clis: dict[str, Path]) -> str:
             "pass-env: EXTRA_SETTING",
         )
         + check_policy,
+        "wiring": agent(
+            "wiring",
+            "model: gpt-test",
+            "resume: sess-42",
+            "working-directory: sub",
+            'max-retries: "0"',
+            'fail-on-error: "false"',
+        )
+        + read_conclusion,
     }
     job_env = {"policy": {"EXTRA_SETTING": "for-the-agent", "OTHER_SETTING": "not-for-the-agent"}}
     text = "name: action scenarios\non: push\npermissions: {}\njobs:\n"
@@ -183,7 +202,7 @@ def scenario_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[ActRun, Path
     repo = make_repo(
         base / "repo",
         {"scenarios.yml": _workflow(clis)},
-        {"prompts/task.md": PROMPT_FILE_TEXT, "docs/guide.md": "# Guide\n"},
+        {"prompts/task.md": PROMPT_FILE_TEXT, "docs/guide.md": "# Guide\n", "sub/a.txt": "a\n"},
     )
     cache = base / "act-cache"
     seed_helper_venv(repo, cache / "tool_cache")
@@ -310,3 +329,14 @@ def test_transcript_artifact_is_uploaded(scenario_run: tuple[ActRun, Path]) -> N
     (transcript,) = (run.artifacts / "transcript-success").iterdir()
     assert transcript.name == "transcript.jsonl"
     assert f'"session_id":"{SESSION}"' in transcript.read_text()
+
+
+def test_inputs_reach_the_cli(scenario_run: tuple[ActRun, Path]) -> None:
+    """model, resume, working-directory and max-retries arrive where they should."""
+    run, base = scenario_run
+    (recorded,) = runs(base, "record-wiring.jsonl")  # max-retries 0: no second attempt
+    argv = recorded["argv"]
+    assert argv[argv.index("--model") + 1] == "gpt-test"
+    assert argv[argv.index("--resume") + 1] == "sess-42"
+    assert Path(recorded["cwd"]).name == "sub"
+    assert run.outputs("wiring", "check")["conclusion"] == "failure"
