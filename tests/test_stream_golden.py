@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_stream_summary import DANGEROUS, rendered_markup
 from tests.test_stream_support import FIXTURES, processed_commands, summarize
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -50,6 +51,8 @@ def test_golden(transcript: Path, tmp_path: Path) -> None:
     """Log, summary and outputs match the reviewed golden files; the log is injection-safe."""
     run = summarize(tmp_path, transcript)
     processed_commands(run.log)
+    outside = rendered_markup(run.summary)
+    assert not [marker for marker in DANGEROUS if marker in outside]
     result_file = Path(run.outputs["result-file"])
     assert result_file.parent == run.result_dir
     if "truncated by cursor-agent-action" not in run.outputs["result"]:
