@@ -8,27 +8,18 @@ empty local index.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.act import PROJECT_FILES, ROOT, base_python, seed_helper_venv
+from tests.support.act import ROOT, base_python, copy_project, seed_helper_venv
 
 SCRIPT = ROOT / "scripts" / "setup-helper.sh"
 
 
 def _project_copy(tmp_path: Path) -> Path:
-    copy = tmp_path / "action"
-    copy.mkdir()
-    for name in PROJECT_FILES:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif src.is_file():
-            shutil.copy2(src, copy / name)
-    return copy
+    return copy_project(tmp_path / "action")
 
 
 def _setup(

@@ -16,7 +16,6 @@ What stands in for the outside world:
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,12 +26,12 @@ import pytest
 
 from cursor_agent_action.install import DEFAULT_CLI_VERSION
 from tests.support.act import (
-    PROJECT_FILES,
     REPOSITORY,
     ROOT,
     STUBS,
     ActRun,
     base_python,
+    copy_project,
     make_repo,
     run_workflow,
     seed_helper_venv,
@@ -113,14 +112,7 @@ def _serve_standin_cli(downloads: DownloadServer, base: Path, scenario: dict[str
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     base = tmp_path_factory.mktemp("act-examples")
-    action = base / "action"
-    for name in PROJECT_FILES:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, action / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif src.is_file():
-            action.mkdir(exist_ok=True)
-            shutil.copy2(src, action / name)
+    action = copy_project(base / "action")
     seed_helper_venv(action, base / "act-cache" / "tool_cache")
 
     workflows = {p.name: p.read_text() for p in (ROOT / "examples").glob("*.yml")}
