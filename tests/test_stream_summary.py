@@ -130,3 +130,11 @@ def test_load_record_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
         load_record(tmp_path / "nope.jsonl")
     with pytest.raises(UsageError, match="is a directory"):
         load_record(tmp_path)
+
+
+def test_long_tables_stop_at_max_rows_or_at_the_size_limit() -> None:
+    record = _big_record(calls=600, message_bytes=10)
+    roomy = render_summary(record, budget_bytes=1_000_000)
+    assert "*100 more tool calls not shown (the summary lists at most 500)" in roomy
+    tight = render_summary(record, budget_bytes=60_000)
+    assert re.search(r"\*[\d,]+ more [a-z ]+ not shown \(summary size limit\)", tight)

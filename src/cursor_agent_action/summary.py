@@ -18,6 +18,7 @@ ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "
 STDERR_TAIL_BYTES = 8 * 1024
 FINAL_MESSAGE_SHARE = 0.4  # of the whole budget, so the tables still get room
 COLLAPSE_ROWS = 25  # tables longer than this are folded into <details>
+MAX_ROWS = 500  # a reviewer does not scroll further; the transcript has every row
 _NOTE_RESERVE = 200  # bytes kept free in a section for its truncation note
 
 
@@ -117,18 +118,22 @@ def _table(
     if used > budget:
         return _left_out(title, budget)
     body: list[str] = []
+    why = f"the summary lists at most {MAX_ROWS}"
     for row in rows:
         line = "| " + " | ".join(row) + " |\n"
         size = utf8_len(line)
         if used + size > budget:
+            why = "summary size limit"
+            break
+        if len(body) == MAX_ROWS:
             break
         body.append(line)
         used += size
     note = ""
     if len(body) < total:
         note = (
-            f"\n*{total - len(body):,} more {what} not shown (summary size limit); the "
-            "transcript has all of them.*\n"
+            f"\n*{total - len(body):,} more {what} not shown ({why}); the transcript has "
+            "all of them.*\n"
         )
     return head + "".join(body) + note + tail
 
