@@ -177,7 +177,8 @@ class Aggregator:
             return
         self.events += 1
         if isinstance(event, ToolCallEvent):
-            self._end_segment()
+            if self._deltas:
+                self._end_segment()
             self._tool_call(event)
         elif isinstance(event, AssistantEvent):
             self._assistant(event)
