@@ -68,7 +68,7 @@ def _lines(final: str) -> list[Any]:
             "call-2",
             "shellToolCall",
             {"command": "ls docs", "workingDirectory": ""},
-            {"success": {"exitCode": 0, "stdout": "guide.md\n", "stderr": ""}},
+            {"success": {"exitCode": 0, "stdout": "listing: guide.md\n", "stderr": ""}},
         ),
         {
             "type": "assistant",
@@ -173,6 +173,7 @@ def _workflow(clis: dict[str, Path]) -> str:
             "allow: |\n            Shell(npm)\n            Shell(make)",
             "deny: Write(secrets/**)",
             "pass-env: EXTRA_SETTING",
+            'verbose: "true"',
         )
         + check_policy,
         "wiring": agent(
@@ -340,3 +341,9 @@ def test_inputs_reach_the_cli(scenario_run: tuple[ActRun, Path]) -> None:
     assert argv[argv.index("--resume") + 1] == "sess-42"
     assert Path(recorded["cwd"]).name == "sub"
     assert run.outputs("wiring", "check")["conclusion"] == "failure"
+
+
+def test_verbose_logs_full_tool_output(scenario_run: tuple[ActRun, Path]) -> None:
+    run, _ = scenario_run
+    assert "listing: guide.md" in run.job_log("policy")  # verbose: "true"
+    assert "listing: guide.md" not in run.job_log("success")  # the default
