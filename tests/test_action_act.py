@@ -9,6 +9,10 @@ through ``cli-path``; the helper venv comes from a pre-warmed tool cache (see
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,7 @@ import pytest
 import yaml
 
 from tests.support.act import ROOT, ActRun, base_python, make_repo, run_workflow, seed_helper_venv
-from tests.support.standin import make_standin, runs
+from tests.support.standin import make_standin, runs, wait_group_gone
 
 pytestmark = pytest.mark.act
 
@@ -347,3 +351,62 @@ def test_verbose_logs_full_tool_output(scenario_run: tuple[ActRun, Path]) -> Non
     run, _ = scenario_run
     assert "listing: guide.md" in run.job_log("policy")  # verbose: "true"
     assert "listing: guide.md" not in run.job_log("success")  # the default
+
+
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def test_runner_signal_reaches_the_helper_which_stops_the_agent(tmp_path: Path) -> None:
+    """The helper is the step's process itself (exec), so the runner's SIGINT on cancellation
+    reaches it: it stops the agent, and the outputs say `cancelled`."""
+    cli = make_standin(tmp_path, {"hang_after": 1, "record": "record-cancel.jsonl"})
+    workflow = f"""name: cancel
+on: push
+jobs:
+  cancel:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: {CHECKOUT}
+        with:
+          persist-credentials: false
+      - id: agent
+        uses: ./
+        with:
+          prompt: Take forever
+          cli-path: {cli}
+      - id: check
+        if: always()
+        env:
+          CONCLUSION: ${{{{ steps.agent.outputs.conclusion }}}}
+        run: echo "conclusion=$CONCLUSION" >>"$GITHUB_OUTPUT"
+"""
+    repo = make_repo(tmp_path / "repo", {"cancel.yml": workflow})
+    cache = tmp_path / "act-cache"
+    seed_helper_venv(repo, cache / "tool_cache")
+    seen: dict[str, int] = {}
+
+    def cancel_like_the_runner(act: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + 60
+        while not runs(tmp_path, "record-cancel.jsonl") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (agent,) = runs(tmp_path, "record-cancel.jsonl")
+        helper = _parent(agent["pid"])
+        seen.update(act=act.pid, helper_parent=_parent(helper), agent_pgid=agent["pgid"])
+        os.kill(helper, signal.SIGINT)
+
+    run = run_workflow(
+        repo,
+        workflow="cancel.yml",
+        cache_dir=cache,
+        home=tmp_path / "home",
+        env={"CURSOR_AGENT_ACTION_PYTHON": base_python()},
+        during=cancel_like_the_runner,
+        timeout_s=120,
+    )
+    assert not run.timed_out, run.explain()
+    assert seen["helper_parent"] == seen["act"]  # no shell in between: exec
+    assert run.step_result("cancel", "agent") == "failure", run.explain()
+    assert run.outputs("cancel", "check")["conclusion"] == "cancelled"
+    assert wait_group_gone(seen["agent_pgid"]) == []

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,13 +203,15 @@ def run_workflow(
     local_repositories: Mapping[str, Path] | None = None,
     job: str | None = None,
     timeout_s: float = 120.0,
+    during: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> ActRun:
     """Run one workflow file of ``repo`` with act in host mode, offline, bounded in time.
 
     ``cache_dir`` is act's action cache (workspaces and ``RUNNER_TOOL_CACHE`` live there; share
     it between runs to keep the tool cache warm). ``env`` is what the steps see besides
     ``PATH``, a private ``HOME`` (write a ``.gitconfig`` there if a test needs one) and act's
-    defaults, which it may override (e.g. ``GITHUB_API_URL``).
+    defaults, which it may override (e.g. ``GITHUB_API_URL``). ``during(process)`` runs while
+    act does (e.g. to signal a step); its time counts against ``timeout_s``.
     """
     work = cache_dir.parent / f"act-{repo.name}-{time.monotonic_ns()}"
     work.mkdir(parents=True)
@@ -255,9 +257,10 @@ def run_workflow(
         "ACT_TEST_ARTIFACTS": str(work / "artifacts"),
     }
     started = time.monotonic()
-    with subprocess.Popen(
+    log_file = work / "act.log"  # a file, not a pipe: `during` may take its time
+    with log_file.open("wb") as log, subprocess.Popen(
         argv,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         env=process_env,
@@ -266,12 +269,16 @@ def run_workflow(
     ) as proc:
         timed_out = False
         try:
-            out, _ = proc.communicate(timeout=timeout_s)
+            if during:
+                during(proc)
+            proc.wait(timeout=max(0.0, timeout_s - (time.monotonic() - started)))
         except subprocess.TimeoutExpired:
             timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate(timeout=30)
-    raw = out.decode("utf-8", "replace")
+        finally:  # also when `during` failed: never leave act running
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+    raw = log_file.read_text("utf-8", "replace")
     records = []
     for line in raw.splitlines():
         if line.startswith("{"):
