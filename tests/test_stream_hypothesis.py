@@ -16,7 +16,7 @@ from tests.test_stream_pipeline import OUTPUT_NAMES
 from tests.test_stream_support import processed_commands
 
 PROPERTY_SETTINGS = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 # Text that tries every trick: workflow commands, output delimiters, Markdown, HTML, ids.
 NASTY = st.lists(
@@ -105,3 +105,46 @@ def test_adversarial_event_streams_give_a_safe_report(
     data = b"\n".join(lines + junk) + b"\n"
     with tempfile.TemporaryDirectory() as tmp:
         _check_report(Path(tmp), data, cuts, 0)
+
+
+@st.composite
+def segmented_streams(draw: st.DrawFn) -> tuple[list[bytes], str]:
+    """Segments in every form the CLI uses (whole with model_call_id; deltas then a repeat
+    with model_call_id; final deltas then a repeat with neither field), tool calls between."""
+    segments = draw(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=6))
+    lines: list[bytes] = []
+
+    def say(text: str, **extra: object) -> None:
+        message = {"content": [{"type": "text", "text": text}]}
+        lines.append(json.dumps({"type": "assistant", "message": message, **extra}).encode())
+
+    for number, segment in enumerate(segments):
+        last = number == len(segments) - 1
+        if draw(st.booleans()):  # --stream-partial-output: deltas first
+            cuts = sorted(draw(st.lists(st.integers(0, len(segment)), max_size=4)))
+            for start, end in zip([0, *cuts], [*cuts, len(segment)], strict=True):
+                say(segment[start:end], timestamp_ms=number)
+        if last:
+            say(segment)
+        else:
+            say(segment, model_call_id=f"m{number}", timestamp_ms=number)
+            call = {"type": "tool_call", "subtype": "started", "call_id": f"c{number}",
+                    "tool_call": {"shellToolCall": {"args": {"command": "ls"}}}}  # fmt: skip
+            lines.append(json.dumps(call).encode())
+    return lines, "".join(segments)
+
+
+@PROPERTY_SETTINGS
+@given(stream=segmented_streams(), cut=st.integers(0, 4000))
+def test_reconstructed_text_has_each_segment_once(
+    stream: tuple[list[bytes], str], cut: int
+) -> None:
+    """Without a result event, `result` is the segments joined, each exactly once, whichever
+    form each segment took and however the bytes were chunked."""
+    lines, expected = stream
+    data = b"\n".join(lines) + b"\n"
+    processor = StreamProcessor(None)
+    processor.feed(data[:cut])
+    processor.feed(data[cut:])
+    record = processor.close()
+    assert record.result_text == expected
