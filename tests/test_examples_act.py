@@ -222,11 +222,13 @@ def test_docs_update_never_shows_the_keys(docs_update: tuple[ActRun, int]) -> No
     assert run.leaks(TOKEN) == []
 
 
-def test_docs_update_agent_had_no_github_token(
+def test_docs_update_agent_gets_the_diff_but_no_github_token(
     world: World, docs_update: tuple[ActRun, int]
 ) -> None:
     (recorded,) = _recorded(world, "record-docs.jsonl")
     assert recorded["env"]["CURSOR_API_KEY"] == API_KEY
+    # The prompt carries the pull request's diff (the agent may not run git).
+    assert "+MAX_RETRIES = 3" in json.dumps(recorded["argv"]) + str(recorded["stdin"])
     assert not [name for name in recorded["env"] if name.startswith(("GITHUB_TOKEN", "ACTIONS_"))]
 
 
