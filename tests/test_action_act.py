@@ -167,7 +167,7 @@ def _workflow(clis: dict[str, Path]) -> str:
             "transcript-artifact: transcript-success",
         )
         + check_success,
-        "failure": agent("crash") + read_conclusion,
+        "failure": agent("crash", 'job-summary: "false"') + read_conclusion,
         "tolerated": agent("crash", 'fail-on-error: "false"') + read_conclusion,
         "timeout": agent("hang", 'timeout-minutes: "0.05"') + read_conclusion,
         "prompt-file": agent("record", prompt="prompt-file: prompts/task.md"),
@@ -180,6 +180,7 @@ def _workflow(clis: dict[str, Path]) -> str:
             'verbose: "true"',
         )
         + check_policy,
+        "bad-input": agent("record", 'job-summary: "yes"'),
         "wiring": agent(
             "wiring",
             "model: gpt-test",
@@ -284,6 +285,12 @@ def test_failed_run_fails_the_step(scenario_run: tuple[ActRun, Path]) -> None:
     assert run.job_result("failure") == "failure"
     assert run.outputs("failure", "check")["conclusion"] == "failure"
     assert "model overloaded" in run.job_log("failure")
+
+
+def test_job_summary_false_writes_no_summary(scenario_run: tuple[ActRun, Path]) -> None:
+    run, _ = scenario_run
+    assert run.summary("failure") == ""  # job-summary: "false"
+    assert "failure" in run.summary("tolerated").splitlines()[0]  # the default
 
 
 def test_fail_on_error_false_passes_with_conclusion_failure(
@@ -410,3 +417,12 @@ jobs:
     assert run.step_result("cancel", "agent") == "failure", run.explain()
     assert run.outputs("cancel", "check")["conclusion"] == "cancelled"
     assert wait_group_gone(seen["agent_pgid"]) == []
+
+
+def test_invalid_job_summary_is_refused_before_the_agent_runs(
+    scenario_run: tuple[ActRun, Path],
+) -> None:
+    run, base = scenario_run
+    assert run.step_result("bad-input", "agent") == "failure", run.explain()
+    assert "job-summary must be 'true' or 'false'" in run.log
+    assert len(runs(base, "record-prompt.jsonl")) == 1  # only the prompt-file job's run

@@ -128,7 +128,10 @@ def test_helper_is_started_with_exec(path: Path) -> None:
     for step in _steps(yaml.safe_load(path.read_text())):
         script = step.get("run", "")
         if "cursor_agent_action" in script:
-            assert re.search(r'^exec "\$CAA_PYTHON" -m cursor_agent_action ', script, re.M), script
+            starts = [line for line in script.splitlines() if "-m cursor_agent_action" in line]
+            assert starts, script
+            for line in starts:
+                assert 'exec "$CAA_PYTHON" -m cursor_agent_action ' in line, line
 
 
 def test_ci_workflow_grants_nothing_by_default() -> None:
