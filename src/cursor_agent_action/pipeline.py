@@ -54,8 +54,9 @@ class StreamProcessor:
             self.runner.flush()
 
     def _lines(self, lines: list[Line]) -> None:
-        # The hot loop. Thinking and assistant-delta lines (most of a stream) take the same
-        # fast paths as parse_line, inlined here: a function call per line is the main cost.
+        # The hot loop. Thinking lines (most of a stream) are only counted and assistant token
+        # deltas kept raw (decoded only if their whole repeat never comes), with no call per
+        # line: the record is the same as parse_line + apply would build.
         aggregator = self._aggregator
         apply = aggregator.apply
         add_raw_delta = aggregator.add_raw_delta
