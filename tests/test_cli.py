@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from cursor_agent_action import cli
-from cursor_agent_action.errors import EXIT_USAGE
+from cursor_agent_action.errors import EXIT_SETUP, EXIT_USAGE
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -66,3 +67,23 @@ def test_commands_without_github_work_do_not_import_pygithub_or_httpx(command: s
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert proc.stdout.strip() == ""
+
+
+def test_unwritable_output_file_is_a_setup_error_not_a_traceback(tmp_path: Path) -> None:
+    proc = run_cli(
+        "permissions",
+        "--working-directory",
+        str(tmp_path),
+        "--output-file",
+        str(tmp_path / "missing-dir" / "output"),
+    )
+    assert proc.returncode == EXIT_SETUP
+    assert "Traceback" not in proc.stdout + proc.stderr
+    [error] = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
+    assert "missing-dir" in error
+    assert "writable file" in error
+
+
+def test_usage_hint_names_the_command_without_a_stray_space() -> None:
+    proc = run_cli("--bogus")
+    assert "Run 'cursor-agent-action --help'" in proc.stdout

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cursor_agent_action import __version__
-from cursor_agent_action.errors import EXIT_INTERNAL, EXIT_USAGE, ActionError
+from cursor_agent_action.errors import EXIT_INTERNAL, EXIT_SETUP, EXIT_USAGE, ActionError
 from cursor_agent_action.runner_io import Runner
 
 # name -> (module, one-line help). Order is the order shown in --help.
@@ -109,8 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             args = parser.parse_args(argv)
         except _ParseError as exc:
-            runner.error(f"{exc}. Run 'cursor-agent-action {selected or ''} --help'.",
-                         title="invalid input")
+            hint = " ".join(filter(None, ["cursor-agent-action", selected, "--help"]))
+            runner.error(f"{exc}. Run '{hint}'.", title="invalid input")
             runner.flush()
             return EXIT_USAGE
         if args.command is None:
@@ -132,18 +132,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # the reader went away (e.g. `| head`): nothing left to tell
         return EXIT_INTERNAL
-    except Exception as exc:
+    except OSError as exc:
+        if exc.filename is None or Path(exc.filename) not in (
+            runner.output_path,
+            runner.summary_path,
+        ):
+            return _internal_error(runner, exc)
         runner.error(
-            f"internal error: {type(exc).__name__}: {exc}. This is a bug in "
-            "cursor-agent-action; please report it with the traceback printed on stderr.",
-            title="internal error",
+            f"could not write {exc.filename} ({exc.strerror or exc}). Fix: make sure "
+            "GITHUB_OUTPUT / GITHUB_STEP_SUMMARY (or --output-file / --summary-file) name a "
+            "writable file.",
+            title="setup failed",
         )
-        runner.flush()
-        traceback.print_exc(file=sys.stderr)
-        return EXIT_INTERNAL
+        return EXIT_SETUP
+    except Exception as exc:
+        return _internal_error(runner, exc)
     finally:
         with contextlib.suppress(BrokenPipeError, ValueError, OSError):
             runner.flush()
+
+
+def _internal_error(runner: Runner, exc: BaseException) -> int:
+    runner.error(
+        f"internal error: {type(exc).__name__}: {exc}. This is a bug in "
+        "cursor-agent-action; please report it with the traceback printed on stderr.",
+        title="internal error",
+    )
+    runner.flush()
+    traceback.print_exception(exc, file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def _secrets_from_env() -> list[str]:
