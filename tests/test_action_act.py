@@ -102,6 +102,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "hang": {"hang_after": 1},
     "record": {"lines": _lines("Done."), "record": "record-prompt.jsonl"},
     "policy": {"lines": _lines("Done."), "record": "record-policy.jsonl"},
+    "second": {"lines": _lines("Done.")},
     # Rate-limited once: with max-retries 0 that is the end of the run (the default retries).
     "wiring": {
         "fail_first": {
@@ -121,9 +122,12 @@ def _workflow(clis: dict[str, Path]) -> str:
           persist-credentials: false
 """
 
-    def agent(cli: str, *with_lines: str, prompt: str = "prompt: Update the guide") -> str:
+    def agent(
+        cli: str, *with_lines: str, prompt: str = "prompt: Update the guide", step: str = "agent"
+    ) -> str:
+        """A checkout (for the first step) and the action."""
         extra = "".join(f"\n          {line}" for line in with_lines)
-        return f"""{checkout}      - id: agent
+        return f"""{checkout if step == "agent" else ""}      - id: {step}
         uses: ./
         with:
           {prompt}
@@ -181,6 +185,8 @@ def _workflow(clis: dict[str, Path]) -> str:
         )
         + check_policy,
         "bad-input": agent("record", 'job-summary: "yes"'),
+        # A second use of the action in the same job keeps its own transcript.
+        "twice": agent("crash", 'fail-on-error: "false"') + agent("second", step="agent2"),
         "wiring": agent(
             "wiring",
             "model: gpt-test",
@@ -426,3 +432,13 @@ def test_invalid_job_summary_is_refused_before_the_agent_runs(
     assert run.step_result("bad-input", "agent") == "failure", run.explain()
     assert "job-summary must be 'true' or 'false'" in run.log
     assert len(runs(base, "record-prompt.jsonl")) == 1  # only the prompt-file job's run
+
+
+def test_each_use_of_the_action_keeps_its_own_transcript(
+    scenario_run: tuple[ActRun, Path],
+) -> None:
+    run, _ = scenario_run
+    first = run.outputs("twice", "agent")
+    second = run.outputs("twice", "agent2")
+    assert (first["conclusion"], second["conclusion"]) == ("failure", "success"), run.explain()
+    assert first["transcript-file"] != second["transcript-file"]
