@@ -161,3 +161,11 @@ def test_files_come_from_the_runner_environment(tmp_path: Path) -> None:
 def test_parse_output_file_rejects_an_unterminated_block() -> None:
     with pytest.raises(ValueError, match="not found"):
         parse_output_file("a<<EOF\nvalue\n")
+
+
+def test_untrusted_text_cannot_fake_log_viewer_formatting(tmp_path: Path) -> None:
+    runner, out = make_runner(tmp_path)
+    runner.untrusted("##[group]fake\nok ##[x] mid-line\n##[error]fake")
+    runner.flush()
+    lines = out.getvalue().splitlines()[1:-1]
+    assert lines == ["#\u200b#[group]fake", "ok ##[x] mid-line", "#\u200b#[error]fake"]

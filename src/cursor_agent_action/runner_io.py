@@ -31,6 +31,7 @@ SUMMARY_LIMIT_BYTES = 1024 * 1024
 # Leave room for whatever a later step of the same job appends to the same file.
 SUMMARY_SAFETY_BYTES = 8 * 1024
 
+_LOG_FORMAT_LINE = re.compile(r"(?m)^##\[")
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _MIN_SECRET_LEN = 4  # shorter "secrets" would redact ordinary text; the runner ignores them too
 _FLUSH_INTERVAL_S = 0.05
@@ -206,7 +207,9 @@ class Runner:
 
     def untrusted(self, text: str) -> None:
         """Print agent-authored text so that no line of it can act as a workflow command."""
-        text = self.redact(text)
+        # The web log viewer formats "##[group]", "##[error]"... even inside stop-commands
+        # (display only): a zero-width space keeps the agent from faking them.
+        text = _LOG_FORMAT_LINE.sub("#\u200b#[", self.redact(text))
         if not text.endswith("\n"):
             text += "\n"
         token = secrets.token_hex(16)
