@@ -193,7 +193,7 @@ def test_not_an_object_is_malformed_with_reason_and_preview(line: bytes) -> None
     event = parse_line(line)
     assert isinstance(event, MalformedLine)
     assert event.reason
-    assert len(event.preview) <= 120
+    assert len(event.preview) <= 1024
 
 
 def test_wrong_field_types_never_raise() -> None:

@@ -17,6 +17,7 @@ from cursor_agent_action.pipeline import (
     report,
 )
 from cursor_agent_action.runner_io import Runner, parse_output_file
+from cursor_agent_action.summary import load_record
 from tests.test_stream_support import FIXTURES, processed_commands
 
 OUTPUT_NAMES = [
@@ -259,3 +260,34 @@ def test_unwritable_summary_warns_and_unwritable_outputs_fail_clearly(tmp_path: 
     commands = processed_commands(log.getvalue())
     assert [c[0] for c in commands] == ["warning", "error"]
     assert "job summary could not be written" in commands[0][2]
+
+
+@pytest.mark.parametrize("offset", [0, 110, 150, 190, 290, 990, 65_530])
+def test_no_piece_of_a_secret_survives_a_cut(tmp_path: Path, offset: int) -> None:
+    """Text is redacted before anything is cut for display or output, wherever the secret
+    falls relative to the cut (1,000-character targets, 64 KiB outputs, 120-character
+    previews, the stderr tail)."""
+    filler = "a" * offset + SECRET + "b" * 70_000
+    runner, log = _runner(tmp_path, secrets=(SECRET,))
+    say = {"type": "assistant", "message": {"content": [{"type": "text", "text": filler}]}}
+    shell = {"type": "tool_call", "subtype": "completed", "call_id": "c", "tool_call": {
+        "shellToolCall": {"args": {"command": filler[:1010]},
+                          "result": {"error": {"errorMessage": filler[:5000]}}}}}  # fmt: skip
+    junk = ("x" * min(offset, 100) + SECRET + " not json").encode()
+    record = process_stream(io.BytesIO(_lines(say, shell) + junk + b"\n"), runner)
+    record.stderr = "e" * offset + SECRET + "f" * 9000
+    record.notes.append(filler[:1200])
+    report(record, runner, result_dir=tmp_path / "r")
+    outputs = parse_output_file((tmp_path / "out").read_text())
+    shown = log.getvalue().replace(f"::add-mask::{SECRET}\n", "", 1)
+    written = [shown, (tmp_path / "summary.md").read_text(), *outputs.values(),
+               Path(outputs["result-file"]).read_text()]  # fmt: skip
+    piece = SECRET[:6]
+    assert [text.count(piece) for text in written] == [0] * len(written)
+
+
+def test_load_record_redacts_before_cutting() -> None:
+    record = load_record(FIXTURES / "docs-update.jsonl", redact=lambda text: text.replace(
+        "acme_widgets", "***"))  # fmt: skip
+    assert all("acme_widgets" not in call.target for call in record.tool_calls)
+    assert any("***" in call.target for call in record.tool_calls)

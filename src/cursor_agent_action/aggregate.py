@@ -143,9 +143,14 @@ def workspace_relative(path: str, cwd: str) -> str:
 class Aggregator:
     """Folds events into a :class:`RunRecord`; :meth:`finish` computes the conclusion."""
 
-    def __init__(self, listener: Listener | None = None) -> None:
+    def __init__(
+        self, listener: Listener | None = None, *, redact: Callable[[str], str] | None = None
+    ) -> None:
         self.record = RunRecord()
         self.listener = listener
+        # Secrets are removed as text enters the record, before anything cuts it: a cut
+        # through a secret would leave a piece no later redaction recognises.
+        self._redact = redact if redact is not None else _unchanged
         self.events = 0  # JSON events (not malformed lines)
         self.lines = 0  # non-blank lines
         self._calls: dict[str, ToolCallRecord] = {}
@@ -210,6 +215,7 @@ class Aggregator:
         self._flushed = ""
         if not text:
             return
+        text = self._redact(text)
         self._segments.append(text)
         if self.listener:
             self.listener.on_segment(text)
@@ -224,17 +230,17 @@ class Aggregator:
             target = event.target
             if target and target == event.args.get("path") and self.record.cwd:
                 target = workspace_relative(target, self.record.cwd)  # shorter, same meaning
-            call = ToolCallRecord(call_id, event.kind, _cut(target, TARGET_LIMIT), "pending")
+            call = ToolCallRecord(call_id, event.kind, self._cut(target, TARGET_LIMIT), "pending")
             self._calls[call_id] = call
         elif event.target and not call.target:
-            call.target = _cut(event.target, TARGET_LIMIT)
+            call.target = self._cut(event.target, TARGET_LIMIT)
         if event.subtype == "started":
             call.started_at_ms = event.timestamp_ms
             return
         if event.subtype != "completed" or event.outcome is None:
             return
         call.outcome = event.outcome
-        call.detail = _cut(event.detail, DETAIL_LIMIT)
+        call.detail = self._cut(event.detail, DETAIL_LIMIT)
         call.exit_code = event.exit_code
         call.duration_ms = _duration(event, call)
         if call.kind in _WRITE_KINDS and call.outcome == "success":
@@ -247,9 +253,9 @@ class Aggregator:
         record = self.record
         if isinstance(event, InitEvent):
             # A resumed session can repeat init: the first one names the workspace.
-            record.session_id = record.session_id or event.session_id
-            record.model = record.model or event.model
-            record.cwd = record.cwd or event.cwd
+            record.session_id = record.session_id or self._redact(event.session_id)
+            record.model = record.model or self._redact(event.model)
+            record.cwd = record.cwd or event.cwd  # for paths only; never cut
             if self.listener:
                 self.listener.on_init(event)
         elif isinstance(event, ResultEvent):
@@ -267,10 +273,10 @@ class Aggregator:
                     + (f": {message}" if message else ".")
                 )
             )
-            record.result_text = event.result
+            record.result_text = self._redact(event.result)
             record.duration_ms = event.duration_ms
-            record.session_id = event.session_id or record.session_id
-            record.request_id = event.request_id or record.request_id
+            record.session_id = self._redact(event.session_id) or record.session_id
+            record.request_id = self._redact(event.request_id) or record.request_id
             record.input_tokens = event.usage.get("input")
             record.output_tokens = event.usage.get("output")
             record.cache_read_tokens = event.usage.get("cache_read")
@@ -281,6 +287,10 @@ class Aggregator:
             event, (UserEvent, SystemEvent, InteractionEvent, UnknownEvent)
         ):
             self.listener.on_other(event)
+
+    def _cut(self, text: str, limit: int) -> str:
+        text = self._redact(text)
+        return text if len(text) <= limit else text[: limit - 1] + "…"
 
     @property
     def finished(self) -> bool:
@@ -317,8 +327,8 @@ class Aggregator:
         )
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _unchanged(text: str) -> str:
+    return text
 
 
 def _duration(event: ToolCallEvent, call: ToolCallRecord) -> int | None:

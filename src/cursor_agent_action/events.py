@@ -30,7 +30,7 @@ TIMESTAMP_KEY = b'"timestamp_ms":'
 # Windows path "C:\ws"): repaired by escaping the backslash, so the rest of the line survives.
 _BAD_ESCAPE = re.compile(r'\\(["\\/bfnrtu]|.)', re.DOTALL)
 _JSON_ESCAPES = '"\\/bfnrtu'
-_PREVIEW_CHARS = 120
+_PREVIEW_BYTES = 1024
 # Tool results can hold whole files (tens of MiB on one line). For such a line, long runs of
 # plain string characters are elided before decoding, so memory stays near the line's own
 # size. Only tool-call lines: assistant and result text is always decoded whole.
@@ -210,9 +210,9 @@ def _repair_escapes(text: str) -> str:
 
 
 def _preview(line: Line) -> str:
-    head = bytes(line[: _PREVIEW_CHARS * 4]).decode("utf-8", "replace")
-    flat = " ".join(head.split())
-    return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
+    """The start of a bad line, longer than shown, so a secret in it is redacted whole before
+    the log cuts it to size."""
+    return " ".join(bytes(line[:_PREVIEW_BYTES]).decode("utf-8", "replace").split())
 
 
 def _loads(line: Line) -> tuple[object, str]:

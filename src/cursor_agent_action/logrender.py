@@ -28,6 +28,7 @@ from cursor_agent_action.events import (
 from cursor_agent_action.runner_io import Runner, one_line
 
 MALFORMED_SHOWN = 5
+PREVIEW_CHARS = 120
 FAILED_OUTPUT_TAIL_LINES = 20
 
 
@@ -95,10 +96,11 @@ class LogRenderer:
         self._unknown: dict[str, int] = {}
 
     def on_init(self, event: InitEvent) -> None:
+        redact = self.runner.redact  # before one_line cuts anything
         self.runner.log(
-            f"cursor-agent session {one_line(event.session_id, 80) or '(no id)'}: "
-            f"model {one_line(event.model, 80) or '(unknown)'}, "
-            f"workspace {one_line(event.cwd, 200) or '(unknown)'}"
+            f"cursor-agent session {one_line(redact(event.session_id), 80) or '(no id)'}: "
+            f"model {one_line(redact(event.model), 80) or '(unknown)'}, "
+            f"workspace {one_line(redact(event.cwd), 200) or '(unknown)'}"
         )
 
     def on_segment(self, text: str) -> None:
@@ -114,7 +116,7 @@ class LogRenderer:
                 if output:
                     runner.untrusted(output)
             elif call.exit_code:
-                output = _tool_output(event)[-16384:]
+                output = runner.redact(_tool_output(event))[-16384:]  # redact, then cut
                 tail = "\n".join(output.splitlines()[-FAILED_OUTPUT_TAIL_LINES:])
                 if tail:
                     runner.log("last lines of output (all of it with --verbose):")
@@ -139,7 +141,8 @@ class LogRenderer:
         self._malformed += 1
         if self._malformed <= MALFORMED_SHOWN:
             self.runner.warning(
-                f"line {line_no} skipped, not a JSON event ({event.reason}): {event.preview}",
+                f"line {line_no} skipped, not a JSON event ({event.reason}): "
+                + one_line(self.runner.redact(event.preview), PREVIEW_CHARS),
                 title="malformed stream line",
             )
 

@@ -7,10 +7,11 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -37,12 +38,22 @@ https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow
 
 
 class StreamProcessor:
-    """Incremental processor for a live stream; ``runner=None`` processes silently."""
+    """Incremental processor for a live stream; ``runner=None`` processes silently.
 
-    def __init__(self, runner: Runner | None, *, verbose: bool = False) -> None:
+    Secrets are redacted as text enters the record: with ``runner.redact``, or ``redact`` when
+    there is no runner.
+    """
+
+    def __init__(
+        self,
+        runner: Runner | None,
+        *,
+        verbose: bool = False,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
         self.runner = runner
         self._renderer = LogRenderer(runner, verbose=verbose) if runner else None
-        self._aggregator = Aggregator(self._renderer)
+        self._aggregator = Aggregator(self._renderer, redact=runner.redact if runner else redact)
         self._splitter = LineSplitter()
         self._line_no = 0
         self._record: RunRecord | None = None
@@ -121,13 +132,19 @@ def open_transcript(path: Path) -> Iterator[BinaryIO]:
         yield handle
 
 
-def process_stream(source: BinaryIO, runner: Runner | None, *, verbose: bool = False) -> RunRecord:
+def process_stream(
+    source: BinaryIO,
+    runner: Runner | None,
+    *,
+    verbose: bool = False,
+    redact: Callable[[str], str] | None = None,
+) -> RunRecord:
     """Read ``source`` to its end through a :class:`StreamProcessor`.
 
     A read error ends the stream early; everything read before it is kept and the error
     becomes a note on the record.
     """
-    processor = StreamProcessor(runner, verbose=verbose)
+    processor = StreamProcessor(runner, verbose=verbose, redact=redact)
     read = getattr(source, "read1", source.read)
     error = ""
     try:
@@ -197,9 +214,19 @@ def report(
     extra_outputs: Mapping[str, str] | None = None,
 ) -> None:
     """Write the result file, every step output, the job summary and, on failure, ::error::."""
+    redact = runner.redact
+    if redact:  # text `run` added, and anything processed without this runner's secrets
+        record = dataclasses.replace(
+            record,
+            failure_reason=redact(record.failure_reason),
+            result_text=redact(record.result_text),
+            final_message=redact(record.final_message),
+            stderr=redact(record.stderr),
+            notes=[redact(note) for note in record.notes],
+        )
     result_file = ""
     try:
-        result_file = str(_write_result_file(runner.redact(record.result_text), result_dir))
+        result_file = str(_write_result_file(record.result_text, result_dir))
     except OSError as exc:
         record.notes.append(
             f"The result file could not be written in {result_dir} ({exc.strerror or exc}); "

@@ -303,12 +303,13 @@ def render_compact(
     return compact if len(compact) <= max_chars else compact[:max_chars]
 
 
-def load_record(path: Path) -> RunRecord:
-    """Parse a saved transcript silently (no log) into a record."""
+def load_record(path: Path, *, redact: Callable[[str], str] | None = None) -> RunRecord:
+    """Parse a saved transcript silently (no log) into a record; pass ``Runner.redact`` as
+    ``redact`` so secrets are removed before any text is cut for display."""
     # Imported here: pipeline imports this module for render_summary.
     from cursor_agent_action.pipeline import open_transcript, process_stream  # noqa: PLC0415
 
     with open_transcript(path) as source:
-        record = process_stream(source, None)
+        record = process_stream(source, None, redact=redact)
     record.transcript_file = str(path)
     return record
