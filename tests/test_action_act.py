@@ -442,3 +442,9 @@ def test_each_use_of_the_action_keeps_its_own_transcript(
     second = run.outputs("twice", "agent2")
     assert (first["conclusion"], second["conclusion"]) == ("failure", "success"), run.explain()
     assert first["transcript-file"] != second["transcript-file"]
+
+
+def test_uploaded_transcript_hides_the_key(scenario_run: tuple[ActRun, Path]) -> None:
+    run, _ = scenario_run
+    (transcript,) = (run.artifacts / "transcript-success").iterdir()
+    assert SECRET_KEY not in transcript.read_text()
