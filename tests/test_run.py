@@ -585,3 +585,36 @@ def test_replays_the_docs_update_fixture_with_real_file_changes(
     saved = Path(result.outputs["transcript-file"]).read_bytes()
     assert saved == fixture.read_bytes().replace(
         b"/home/runner/work/acme-widgets/acme-widgets", str(workspace).encode())
+
+
+def _split_in_two(line: str, secret: str) -> list[str]:
+    """``line`` cut in the middle of ``secret``."""
+    cut = line.index(secret) + len(secret) // 2
+    return [line[:cut], line[cut:]]
+
+
+@pytest.mark.parametrize("secret", [API_KEY, 'key_"quoted"\\slash_é'])
+def test_transcript_has_secrets_redacted_even_split_across_reads(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, secret: str,
+) -> None:
+    """An agent echoing the API key (in a message, in shell output, JSON-escaped in the stream,
+    cut across two reads) leaves only *** in the transcript; everything else is byte for byte."""
+    monkeypatch.setenv("CURSOR_API_KEY", secret)
+    escaped = json.dumps(secret)[1:-1]
+    said = _event("assistant", message={"role": "assistant", "content": [
+        {"type": "text", "text": f"The key is {secret}."}]})
+    shell = _tool("completed", "c1", "shellToolCall", {"command": "echo $CURSOR_API_KEY"},
+                  {"success": {"exitCode": 0, "stdout": f"{secret}\n", "stderr": ""}})
+    text = [json.dumps(event) for event in (INIT, said, shell, RESULT)]  # ASCII, escaped
+    chunks = [
+        text[0] + "\n", *_split_in_two(text[1] + "\n", escaped),
+        *_split_in_two(text[2] + "\n", escaped), text[3],  # the last line has no newline
+    ]
+    result = run(tmp_path, workspace, capsys, {"chunks": chunks, "drip_ms": 80})
+    assert result.outputs["conclusion"] == "success"
+    saved = Path(result.outputs["transcript-file"]).read_bytes()
+    assert saved == "".join(chunks).replace(escaped, "***").encode()
+    shown = [line for line in result.log.splitlines() if not line.startswith("::add-mask::")]
+    assert "The key is ***." in shown
+    assert not [line for line in shown if secret in line or escaped in line]

@@ -2,9 +2,10 @@
 
 The agent gets the effective permission policy in ``.cursor/cli.json`` (restored afterwards),
 an allowlisted environment, a private ``CURSOR_CONFIG_DIR``, closed stdin and its prompt after
-``--``. Its stdout goes byte for byte to the transcript file and live through the stream engine;
-the run record then gets the CLI's stderr (explained for known failures), the conclusions
-``timeout``/``cancelled``, and a cross-check of the changed files against ``git status``.
+``--``. Its stdout goes to the transcript file (byte for byte, except secrets replaced by
+``***``) and live through the stream engine; the run record then gets the CLI's stderr
+(explained for known failures), the conclusions ``timeout``/``cancelled``, and a cross-check of
+the changed files against ``git status``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cursor_agent_action.aggregate import RunRecord
+from cursor_agent_action.cli import SECRET_ENV_VARS
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.options import add_flag, add_list, add_number, add_option
 from cursor_agent_action.permissions import (
@@ -326,6 +329,18 @@ def agent_environment(
     return env
 
 
+def mask_json_escaped_secrets(runner: Runner, environ: Mapping[str, str]) -> None:
+    """Also redact each secret as it appears inside a JSON string (``"`` -> ``\\"``, non-ASCII
+    -> ``\\uXXXX``): the transcript is JSON lines, saved redacted (cli.main masks the raw
+    values)."""
+    for name in SECRET_ENV_VARS:
+        value = environ.get(name, "")
+        for piece in {value, *value.splitlines()}:
+            escaped = json.dumps(piece)[1:-1]
+            if escaped != piece:
+                runner.mask(escaped)
+
+
 def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:
     """Whether this CLI build lists ``--trust`` in its ``--help`` (some builds reject it)."""
     try:
@@ -515,6 +530,7 @@ def execute(
     config_dir = options.state_dir / "cli-config"
     config_dir.mkdir(exist_ok=True, mode=0o700)
     env = agent_environment(environ, config_dir, options.pass_env)
+    mask_json_escaped_secrets(runner, environ)
     if not env.get("CURSOR_API_KEY"):
         runner.warning("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless it "
                        "is logged in. Pass the api-key input.", title="no API key")

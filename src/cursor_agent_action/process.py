@@ -2,10 +2,11 @@
 
 The agent runs in a new session (so its process group holds everything it starts), with stdin
 on ``/dev/null`` (a positional prompt with stdin left open can hang the CLI). Its stdout is read
-in chunks as it comes, saved byte for byte to the transcript file and fed to the stream
-processor; its stderr is kept as a bounded tail. The run ends when the agent exits, shortly
-after its ``result`` event (the CLI can linger), at the timeout, or when the helper is asked to
-stop; in every case the whole process group is killed before returning.
+in chunks as it comes, fed to the stream processor and saved to the transcript file byte for
+byte, except secrets replaced by ``***`` (the transcript is uploaded and read by later jobs that
+have no secrets to redact with); its stderr is kept as a bounded tail. The run ends when the
+agent exits, shortly after its ``result`` event (the CLI can linger), at the timeout, or when
+the helper is asked to stop; in every case the whole process group is killed before returning.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -89,6 +90,49 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+class TranscriptWriter:
+    """The transcript file: the agent's stdout byte for byte, except secrets replaced by ``***``.
+
+    Redaction uses ``redact`` (``Runner.redact``: every secret the runner knows) on complete
+    lines, the unit the stream framer uses, so a secret split across two reads is still found;
+    the last line is written by :meth:`close` even without its ``\\n``. Bytes that are not UTF-8
+    pass through unchanged. A failed write (disk full) is kept in :attr:`error` and stops
+    further writes; the run goes on.
+    """
+
+    def __init__(self, fd: int, redact: Callable[[str], str]) -> None:
+        self._fd = fd
+        self._redact = redact
+        self._pending = bytearray()
+        self.error = ""
+
+    def write(self, chunk: bytes) -> None:
+        self._pending += chunk
+        end = self._pending.rfind(b"\n") + 1
+        if end:
+            self._emit(bytes(self._pending[:end]))
+            del self._pending[:end]
+
+    def close(self) -> None:
+        """Write the last partial line and close the file."""
+        try:
+            if self._pending:
+                self._emit(bytes(self._pending))
+        finally:
+            os.close(self._fd)
+
+    def _emit(self, data: bytes) -> None:
+        if self.error:
+            return
+        text = data.decode("utf-8", "surrogateescape")
+        redacted = self._redact(text)
+        try:
+            _write_all(self._fd, data if redacted == text
+                       else redacted.encode("utf-8", "surrogateescape"))
+        except OSError as exc:
+            self.error = f"{exc.strerror or exc}"
+
+
 def run_agent_process(
     argv: Sequence[str],
     *,
@@ -106,7 +150,8 @@ def run_agent_process(
 
     Raises SetupError if the transcript file cannot be created or the agent cannot start. A
     transcript write that fails later (disk full) does not stop the run: the rest of the output
-    is still processed and ``AgentExit.transcript_error`` says what happened.
+    is still processed and ``AgentExit.transcript_error`` says what happened. The transcript is
+    redacted with ``runner.redact`` (see :class:`TranscriptWriter`).
     """
     try:
         transcript.parent.mkdir(parents=True, exist_ok=True)
@@ -116,13 +161,14 @@ def run_agent_process(
                          f"{exc.strerror or exc}.",
                          "Point transcript at a writable path (default: under $RUNNER_TEMP).",
                          ) from exc
+    transcript_file = TranscriptWriter(out_fd, runner.redact)
     try:
         proc = subprocess.Popen(
             list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )
     except OSError as exc:
-        os.close(out_fd)
+        transcript_file.close()
         raise SetupError(f"cannot start the Cursor CLI at {argv[0]}: {exc.strerror or exc}.",
                          "Check that agent-bin points at an executable cursor-agent.") from exc
     pgid = proc.pid
@@ -132,7 +178,6 @@ def run_agent_process(
     selector.register(stdout_fd, selectors.EVENT_READ)
     selector.register(stderr_fd, selectors.EVENT_READ)
     stderr_tail = bytearray()
-    transcript_error = ""
     ended_by = ""
     term_at: float | None = None  # when to SIGTERM the group
     kill_at: float | None = None  # when to SIGKILL it
@@ -170,11 +215,7 @@ def run_agent_process(
                 if not chunk:
                     selector.unregister(key.fd)
                 elif key.fd == stdout_fd:
-                    if not transcript_error:
-                        try:
-                            _write_all(out_fd, chunk)
-                        except OSError as exc:
-                            transcript_error = f"{exc.strerror or exc}"
+                    transcript_file.write(chunk)
                     sink.feed(chunk)
                     dirty = True
                     runner.maybe_flush()
@@ -189,7 +230,7 @@ def run_agent_process(
         selector.close()
         stdout.close()
         stderr.close()
-        os.close(out_fd)
+        transcript_file.close()
         runner.flush()
     if not ended_by:
         ended_by = "result" if sink.finished else "exit"
@@ -198,5 +239,5 @@ def run_agent_process(
         returncode=proc.returncode,
         stderr=stderr_tail.decode("utf-8", "replace"),
         pgid=pgid,
-        transcript_error=transcript_error,
+        transcript_error=transcript_file.error,
     )

@@ -13,7 +13,9 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
                  malformed line). Default: a minimal
                  successful run. The ``system``/``init`` ``cwd`` (and every path under it) is
                  rewritten to the real working directory, as the real CLI would report it.
-``drip_ms``      delay before each line.
+``chunks``       instead of lines: strings written exactly as given (no newline added, no cwd
+                 rewritten), so a line can be split across writes (with ``drip_ms``, reads).
+``drip_ms``      delay before each line (or chunk).
 ``hang_after``   after this many lines, stop writing and wait to be killed (bounded: 10 min).
 ``ignore_sigterm``  ignore SIGTERM (only SIGKILL stops it).
 ``crash``        ``{"after": N, "stderr": "...", "exit_code": 1}`` or ``{"after": N, "signal": 9}``:
@@ -205,6 +207,8 @@ def _default_lines() -> list[Any]:
 
 
 def _load_lines(scenario: dict[str, Any], base: Path) -> list[bytes]:
+    if "chunks" in scenario:
+        return [str(chunk).encode("utf-8") for chunk in scenario["chunks"]]
     if "transcript" in scenario:
         data = (base / str(scenario["transcript"])).read_bytes()
         return data.splitlines(keepends=True)
@@ -371,7 +375,9 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
     failure = _consume_failure(scenario, base)
     if failure is not None:
         return _fail(failure.get("stderr", ""), failure.get("exit_code", 1))
-    lines = _rewrite_cwd(_load_lines(scenario, base), os.getcwd())
+    lines = _load_lines(scenario, base)
+    if "chunks" not in scenario:
+        lines = _rewrite_cwd(lines, os.getcwd())
     crash = scenario.get("crash")
     drip = float(scenario.get("drip_ms", 0)) / 1000
     for index, line in enumerate(lines):
