@@ -56,7 +56,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         for key, value in gh.env(GITHUB_WORKFLOW="Docs", GITHUB_JOB="publish").items():
             monkeypatch.setenv(key, value)
         for key in ("GITHUB_EVENT_PATH", "CURSOR_AGENT_ACTION_NUMBER",
-                    "CURSOR_AGENT_ACTION_MARKER", "CURSOR_AGENT_ACTION_BODY"):
+                    "CURSOR_AGENT_ACTION_MARKER", "CURSOR_AGENT_ACTION_BODY",
+                    "CURSOR_AGENT_ACTION_COMMENT_AUTHOR"):
             monkeypatch.delenv(key, raising=False)
         yield Env(gh, tmp_path / "out.txt", tmp_path, monkeypatch, capsys)
 
@@ -238,3 +239,54 @@ def test_without_a_pr_an_issue_is_opened_then_updated_in_place(env: Env) -> None
         "777/attempts/1)")
     assert len(env.gh.requests_to("POST", r"/issues$")) == 1
     assert env.gh.requests_to("GET", r"/issues$")[0].query["labels"] == "cursor-agent"
+
+
+def test_a_planted_marker_by_someone_else_is_never_taken_for_ours(env: Env) -> None:
+    """Anyone can write the marker: only comment-author's comments are found and edited."""
+    number = env.gh.add_issue()
+    planted = env.gh.add_comment(number, "<!-- cursor-agent-action:Docs/publish -->\nmine",
+                                 login="mallory")
+    code, first, _ = env.comment("--number", str(number), "--body", "ours")
+    assert code == 0
+    assert first["comment-id"] != str(planted)
+    code, second, log = env.comment("--number", str(number), "--body", "ours again")
+    assert code == 0
+    assert second["comment-id"] == first["comment-id"]
+    assert env.gh.state.comments[planted]["body"].endswith("\nmine")
+    assert env.gh.state.comments[int(first["comment-id"])]["body"].startswith(
+        "<!-- cursor-agent-action:Docs/publish -->\nours again")
+    assert env.gh.requests_to("PATCH", rf"/comments/{planted}$") == []
+    assert "::warning" not in log
+
+
+def test_comment_author_matches_logins_ignoring_case_and_warns_when_the_token_is_not_it(
+        env: Env) -> None:
+    number = env.gh.add_issue()
+    env.gh.add_comment(number, "<!-- cursor-agent-action:Docs/publish -->\nold",
+                       login="Docs-Bot[bot]")
+    env.monkeypatch.setenv("CURSOR_AGENT_ACTION_COMMENT_AUTHOR", "docs-bot[bot]")
+    code, _, log = env.comment("--number", str(number), "--body", "new")
+    assert code == 0
+    assert env.gh.requests_to("POST", r"/comments$") == []
+    assert env.gh.requests_to("PATCH", r"/comments/")
+    env.gh.state.comments.clear()
+    code, _, log = env.comment("--number", str(number), "--body", "new")
+    assert code == 0
+    assert ("was written by github-actions[bot], not by comment-author docs-bot[bot]: re-runs "
+            "will add a new one" in log)
+    assert "Set comment-author: github-actions[bot]." in log
+
+
+def test_a_planted_sticky_issue_by_someone_else_is_left_alone(env: Env) -> None:
+    planted = env.gh.add_issue("CI failure on main",
+                               "<!-- cursor-agent-action:Docs/publish -->\nphish",
+                               login="mallory", labels=("cursor-agent",))
+    code, out, _ = env.comment("--body", "CI broke", "--issue-title", "CI failure on main")
+    assert code == 0
+    assert out["issue-number"] != str(planted)
+    assert env.gh.state.issues[planted]["body"].endswith("\nphish")
+    assert env.gh.requests_to("PATCH", rf"/issues/{planted}$") == []
+    code, again, _ = env.comment("--body", "CI still broken", "--issue-title",
+                                 "CI failure on main")
+    assert again["issue-number"] == out["issue-number"]
+    assert len(env.gh.requests_to("POST", r"/issues$")) == 1

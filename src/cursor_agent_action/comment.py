@@ -1,7 +1,9 @@
 """``comment``: one sticky comment per job/purpose on a pull request or issue.
 
 The comment starts with a hidden marker (``<!-- cursor-agent-action:MARKER -->``); a re-run
-finds the comment by it and edits it in place instead of adding another.
+finds the comment by it and edits it in place instead of adding another. Anyone can write the
+marker, so only comments and issues by ``--comment-author`` count: the login must be given,
+since an installation token (GITHUB_TOKEN) may not ask who it is (``GET /user`` answers 403).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from cursor_agent_action.github_api import (
 from cursor_agent_action.options import add_option
 from cursor_agent_action.runner_io import Runner
 
+DEFAULT_AUTHOR = "github-actions[bot]"
 _MARKER_TEXT = re.compile(r"^[A-Za-z0-9._/:@ -]{1,200}$")
 
 
@@ -43,6 +46,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                "an open issue with this title instead (found again by marker and labels)")
     add_option(parser, "--issue-labels", default="cursor-agent",
                help="labels of that issue, comma separated; used to find it again")
+    add_option(parser, "--comment-author", default=DEFAULT_AUTHOR,
+               help="login the token acts as (a GitHub App: 'NAME[bot]'); only its comments "
+               "and issues are taken for ours, whoever else writes the marker")
     add_token_option(parser)
 
 
@@ -66,6 +72,9 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     ctx = Context.from_env()
     number = _number(args.number, ctx, fallback=bool(args.issue_title.strip()))
     head = marker_line(" ".join(args.marker.split()) or default_marker())
+    if not args.comment_author.strip():
+        raise UsageError("--comment-author is empty.",
+                         f"Give the login the token acts as (GITHUB_TOKEN: {DEFAULT_AUTHOR}).")
     if not (args.transcript or args.body or args.body_file):
         raise UsageError("nothing to comment: give --transcript, --body or --body-file.",
                          "Pass the run step's transcript-file output as transcript.")
@@ -76,25 +85,49 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     token = read_token(args.token_env, ctx)
     runner.mask(token)
     gh = GitHub(ctx, token, log=runner.log)
+    author = Author(args.comment_author.strip(), runner)
     if number is None:
         labels = [label.strip() for label in args.issue_labels.split(",") if label.strip()]
         issue = _sticky_issue(gh, args.issue_title.strip(), labels=labels, head=head, body=body,
-                              runner=runner)
+                              author=author, runner=runner)
         runner.set_outputs({"comment-id": "", "comment-url": issue.html_url,
                             "issue-number": str(issue.number)})
         return 0
-    comment = _sticky_comment(gh, number, head, body, runner)
+    comment = _sticky_comment(gh, number, head=head, body=body, author=author, runner=runner)
     runner.set_outputs({"comment-id": str(comment.id), "comment-url": comment.html_url,
                         "issue-number": str(number)})
     return 0
 
 
-def _sticky_comment(gh: GitHub, number: int, head: str, body: str, runner: Runner) -> Any:
+class Author:
+    """The login whose comments and issues are ours (GitHub logins ignore case)."""
+
+    def __init__(self, login: str, runner: Runner) -> None:
+        self.login = login
+        self.runner = runner
+
+    def wrote(self, item: Any) -> bool:
+        user = item.user
+        return user is not None and str(user.login).casefold() == self.login.casefold()
+
+    def check_created(self, item: Any, what: str) -> None:
+        """Warn when the token is not --comment-author: re-runs would never find ``item``."""
+        if not self.wrote(item):
+            login = item.user.login if item.user is not None else "?"
+            self.runner.warning(
+                f"{what} was written by {login}, not by comment-author {self.login}: re-runs "
+                f"will add a new one instead of updating it. Set comment-author: {login}.",
+                title="comment")
+
+
+def _sticky_comment(gh: GitHub, number: int, *, head: str, body: str, author: Author,
+                    runner: Runner) -> Any:
     issue = gh.repo.get_issue(number)
     perm = "pull-requests: write (issues: write on issues)"
 
     def find() -> Any:
-        return next((c for c in issue.get_comments() if (c.body or "").startswith(head)), None)
+        return next((c for c in issue.get_comments()
+                     if (c.body or "").startswith(head) and author.wrote(c)), None)
 
     existing = gh.call(f"listing the comments of #{number}", find,
                        permission="pull-requests: read")
@@ -102,6 +135,7 @@ def _sticky_comment(gh: GitHub, number: int, head: str, body: str, runner: Runne
         comment = gh.call(f"commenting on #{number}", lambda: issue.create_comment(body),
                           permission=perm)
         runner.log(f"created comment {comment.html_url}")
+        author.check_created(comment, f"comment {comment.html_url}")
         return comment
     if existing.body == body:
         runner.log(f"comment {existing.html_url} is already up to date")
@@ -113,14 +147,15 @@ def _sticky_comment(gh: GitHub, number: int, head: str, body: str, runner: Runne
 
 
 def _sticky_issue(gh: GitHub, title: str, *, labels: list[str], head: str, body: str,
-                  runner: Runner) -> Any:
-    """The open issue (not pull request) with our labels whose body starts with the marker."""
+                  author: Author, runner: Runner) -> Any:
+    """Our open issue (not pull request) with our labels whose body starts with the marker."""
 
     def find() -> Any:
         issues = gh.repo.get_issues(state="open", labels=labels) if labels else \
             gh.repo.get_issues(state="open")
         return next((i for i in issues
-                     if i.pull_request is None and (i.body or "").startswith(head)), None)
+                     if i.pull_request is None and (i.body or "").startswith(head)
+                     and author.wrote(i)), None)
 
     existing = gh.call("looking for the sticky issue", find, permission="issues: read")
     if existing is None:
@@ -128,6 +163,7 @@ def _sticky_issue(gh: GitHub, title: str, *, labels: list[str], head: str, body:
                         lambda: gh.repo.create_issue(title=title, body=body, labels=labels),
                         permission="issues: write")
         runner.log(f"opened issue #{issue.number}: {issue.html_url}")
+        author.check_created(issue, f"issue #{issue.number}")
         return issue
     if existing.body == body and existing.title == title:
         runner.log(f"issue #{existing.number} is already up to date")

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 TOKEN = "ghs_testtoken0123456789"
 READ_ONLY_TOKEN = "ghs_readonly0123456789"
 REPO = "octo/widgets"
+BOT = "github-actions[bot]"
 T = TypeVar("T")
 _CREATED = "2026-11-22T01:00:00Z"
 
@@ -66,6 +67,7 @@ class GitHubServer:
         self.per_page_max = per_page_max
         self.tokens = {TOKEN}
         self.read_only_tokens = {READ_ONLY_TOKEN}
+        self.login = BOT  # who the tokens act as: the author of what they create
         self.state = _State()
         self.requests: list[Recorded] = []
         self.storage_requests: list[Recorded] = []
@@ -153,16 +155,37 @@ class GitHubServer:
     def _html(self, path: str) -> str:
         return f"{self.server_url}/{self.repository}{path}"
 
-    def add_issue(self, title: str = "An issue") -> int:
+    def add_issue(self, title: str = "An issue", body: str = "", *, login: str = "octocat",
+                  labels: tuple[str, ...] = ()) -> int:
         with self._lock:
             number = next(self._numbers)
-            self.state.issues[number] = self._issue(number, title, "")
+            self.state.issues[number] = self._issue(number, title, body, login)
+            self.state.issues[number]["labels"] = [{"name": n, "color": "ededed"}
+                                                   for n in labels]
             return number
 
-    def _issue(self, number: int, title: str, body: str) -> dict[str, Any]:
+    def add_comment(self, number: int, body: str, *, login: str = BOT) -> int:
+        """A comment on issue or pull request ``number`` written by ``login``."""
+        with self._lock:
+            return int(self._comment(number, body, login)["id"])
+
+    def _comment(self, number: int, body: str, login: str) -> dict[str, Any]:
+        comment_id = next(self._ids)
+        comment = {
+            "id": comment_id, "_issue": number, "body": body, "user": _user(login),
+            "url": self._url(f"/issues/comments/{comment_id}"),
+            "html_url": self._html(f"/issues/{number}#issuecomment-{comment_id}"),
+            "issue_url": self._url(f"/issues/{number}"),
+            "created_at": _CREATED, "updated_at": _CREATED,
+        }
+        self.state.comments[comment_id] = comment
+        return comment
+
+    def _issue(self, number: int, title: str, body: str,
+               login: str = "octocat") -> dict[str, Any]:
         return {
             "id": next(self._ids), "number": number, "title": title, "body": body,
-            "state": "open", "labels": [], "user": _user("octocat"),
+            "state": "open", "labels": [], "user": _user(login),
             "url": self._url(f"/issues/{number}"), "html_url": self._html(f"/issues/{number}"),
             "comments_url": self._url(f"/issues/{number}/comments"),
             "created_at": _CREATED, "updated_at": _CREATED,
@@ -411,7 +434,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, _need(state.issues.get(arg)))
         elif key == ("POST", r"/issues"):
             number = next(gh._numbers)
-            state.issues[number] = gh._issue(number, body["title"], body.get("body", ""))
+            state.issues[number] = gh._issue(number, body["title"], body.get("body", ""),
+                                             gh.login)
             state.issues[number]["labels"] = [{"name": n, "color": "ededed"}
                                               for n in body.get("labels", [])]
             self._send(201, state.issues[number])
@@ -438,17 +462,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._page([c for c in state.comments.values() if c["_issue"] == arg], query)
         elif key == ("POST", r"/issues/(\d+)/comments"):
             _need(state.issues.get(arg))
-            comment_id = next(gh._ids)
-            comment = {
-                "id": comment_id, "_issue": arg, "body": body["body"],
-                "user": _user("github-actions[bot]"),
-                "url": gh._url(f"/issues/comments/{comment_id}"),
-                "html_url": gh._html(f"/issues/{arg}#issuecomment-{comment_id}"),
-                "issue_url": gh._url(f"/issues/{arg}"),
-                "created_at": _CREATED, "updated_at": _CREATED,
-            }
-            state.comments[comment_id] = comment
-            self._send(201, comment)
+            self._send(201, gh._comment(arg, body["body"], gh.login))
         elif key == ("PATCH", r"/issues/comments/(\d+)"):
             edited = _need(state.comments.get(arg))
             edited["body"] = body["body"]
