@@ -289,6 +289,8 @@ class Aggregator:
             self.listener.on_other(event)
 
     def _cut(self, text: str, limit: int) -> str:
+        if not text:  # most details are empty
+            return text
         text = self._redact(text)
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
