@@ -169,3 +169,12 @@ def test_untrusted_text_cannot_fake_log_viewer_formatting(tmp_path: Path) -> Non
     runner.flush()
     lines = out.getvalue().splitlines()[1:-1]
     assert lines == ["#\u200b#[group]fake", "ok ##[x] mid-line", "#\u200b#[error]fake"]
+
+
+def test_group_title_is_redacted_before_it_is_cut(tmp_path: Path) -> None:
+    secret = "sk-0123456789abcdef"
+    runner, out = make_runner(tmp_path, secret)
+    with runner.group("x" * 290 + secret):
+        pass
+    runner.flush()
+    assert "sk-01234" not in out.getvalue().split("\n", 1)[1]

@@ -244,7 +244,7 @@ class Runner:
     @contextlib.contextmanager
     def group(self, title: str) -> Iterator[None]:
         """A collapsible log group. ``title`` may be untrusted: it is flattened and escaped."""
-        self._write(f"::group::{escape_data(self.redact(one_line(title, 300)))}\n")
+        self._write(f"::group::{escape_data(one_line(self.redact(title), 300))}\n")
         try:
             yield
         finally:
