@@ -618,3 +618,33 @@ def test_transcript_has_secrets_redacted_even_split_across_reads(
     shown = [line for line in result.log.splitlines() if not line.startswith("::add-mask::")]
     assert "The key is ***." in shown
     assert not [line for line in shown if secret in line or escaped in line]
+
+
+def test_agent_changes_to_the_runner_file_commands_are_undone_and_fail_the_run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An agent appending BASH_ENV to $GITHUB_ENV or creating $GITHUB_PATH: both files are back
+    as they were (byte for byte, mode too) and the run fails naming them."""
+    commands = tmp_path / "runner-temp" / "_runner_file_commands"
+    commands.mkdir(parents=True)
+    github_env, github_path = commands / "set_env_1", commands / "add_path_1"
+    github_env.write_bytes(b"KEEP=1\r\n")
+    github_env.chmod(0o640)
+    state = commands / "save_state_1"
+    state.write_bytes(b"untouched\n")
+    for name, path in (("GITHUB_ENV", github_env), ("GITHUB_PATH", github_path),
+                       ("GITHUB_STATE", state)):
+        monkeypatch.setenv(name, str(path))
+    scenario = {"edits": {str(github_env): "KEEP=1\r\nBASH_ENV=/tmp/evil.sh\n",
+                          str(github_path): "/tmp/evil-bin\n"}}
+    result = run(tmp_path, workspace, capsys, scenario)
+    assert result.code == 1
+    assert result.outputs["conclusion"] == "failure"
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert f"tried to change the runner's file commands ({github_path}, {github_env})" in error
+    assert str(state) not in error
+    assert github_env.read_bytes() == b"KEEP=1\r\n"
+    assert github_env.stat().st_mode & 0o777 == 0o640
+    assert not github_path.exists()
+    assert state.read_bytes() == b"untouched\n"

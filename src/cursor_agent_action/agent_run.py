@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -513,13 +514,81 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
         record.notes.append("cursor-agent kept running after its result event and was stopped "
                             "(hence the negative exit code); the run itself had finished.")
     if tampered:
-        record.conclusion = "failure" if record.conclusion == "success" else record.conclusion
-        message = (
+        fail_run(record, (
             ".cursor/cli.json was changed during the run, so the agent may have widened its own "
             "permissions; the workspace's original file has been restored. Fix: review the "
             "agent's changes; keep .cursor/** denied (it is in every preset's floor)."
-        )
-        record.failure_reason = " ".join(filter(None, [message, record.failure_reason]))
+        ))
+
+
+def fail_run(record: RunRecord, message: str) -> None:
+    """A failure that outweighs the run's own result (timeout and cancelled stay)."""
+    record.conclusion = "failure" if record.conclusion == "success" else record.conclusion
+    record.failure_reason = " ".join(filter(None, [message, record.failure_reason]))
+
+
+# -- the runner's file commands ----------------------------------------------------------------
+
+# Files the runner reads after the step to set env vars, PATH, outputs, summary and state for
+# later steps (https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands#environment-files).
+# The agent runs as the runner user, so it could append BASH_ENV=... to GITHUB_ENV.
+FILE_COMMAND_VARS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY",
+                     "GITHUB_STATE")
+
+
+@dataclass(frozen=True)
+class FileState:
+    """A file as it was: its bytes and mode; ``data`` None when it was missing (mode -1: there
+    was something else, e.g. a symbolic link)."""
+
+    data: bytes | None
+    mode: int = 0o644
+
+
+def _file_state(path: Path) -> FileState:
+    try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode):
+            return FileState(None, -1)  # a link, fifo or directory: never what we restore
+        return FileState(path.read_bytes(), stat.S_IMODE(info.st_mode))
+    except FileNotFoundError:
+        return FileState(None)
+    except OSError:
+        return FileState(None, -1)
+
+
+def snapshot_file_commands(environ: Mapping[str, str]) -> dict[Path, FileState]:
+    """The runner's file-command files named in ``environ``, as they are now."""
+    paths = {Path(value) for name in FILE_COMMAND_VARS if (value := environ.get(name, ""))}
+    return {path: _file_state(path) for path in sorted(paths)}
+
+
+def restore_file_commands(before: Mapping[Path, FileState]) -> list[str]:
+    """Put back every file that changed since ``before``, byte for byte; the changed paths."""
+    changed = []
+    for path, state in before.items():
+        if _file_state(path) == state:
+            continue
+        changed.append(str(path))
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+            if state.data is not None:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, state.mode)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(state.data)
+                os.chmod(path, state.mode)  # whatever the umask
+        except OSError as exc:
+            raise SetupError(
+                f"the agent changed the runner's file command {path} and it could not be "
+                f"restored: {exc.strerror or exc}.",
+                "Cancel the workflow run: later steps could get variables or PATH entries the "
+                "agent planted.",
+            ) from exc
+    return changed
 
 
 def execute(
@@ -543,6 +612,7 @@ def execute(
         f"{options.timeout_minutes:g} min."
     )
     before = git_snapshot(options.workspace)
+    file_commands = snapshot_file_commands(environ)
     attempts = options.max_retries + 1
     for attempt in range(1, attempts + 1):
         record, ended, tampered = _attempt(options, runner, argv, env, stop)
@@ -562,6 +632,13 @@ def execute(
             ended = AgentExit("cancelled", ended.returncode, ended.stderr, ended.pgid)
             break
     _conclude(record, ended, tampered, options)
+    if changed := restore_file_commands(file_commands):
+        fail_run(record, (
+            f"The agent tried to change the runner's file commands ({', '.join(changed)}), which "
+            "set environment variables, PATH, outputs and state for later steps; the original "
+            "files have been restored. Fix: review what the agent ran (the transcript); nothing "
+            "the agent writes there is kept."
+        ))
     if ended.stderr.strip():
         with runner.group("cursor-agent stderr"):
             runner.untrusted(ended.stderr)

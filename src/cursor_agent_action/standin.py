@@ -23,7 +23,8 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
                  ``result`` event).
 ``linger_s``     keep running (stdout open) this long after the ``result`` event.
 ``edits``        ``{"relative/path": "content" | null}``: written (null: deleted) in the working
-                 directory just before the ``result`` event, like shell-made changes.
+                 directory (or at an absolute path) just before the ``result`` event, like
+                 shell-made changes.
 ``apply_tool_writes``  carry out the successful write/edit/delete tool calls of the transcript
                  on files under the working directory as they complete, as the real CLI does.
 ``tamper``       text written to ``.cursor/cli.json`` just before the ``result`` event.
