@@ -290,3 +290,48 @@ def test_a_planted_sticky_issue_by_someone_else_is_left_alone(env: Env) -> None:
                                  "CI failure on main")
     assert again["issue-number"] == out["issue-number"]
     assert len(env.gh.requests_to("POST", r"/issues$")) == 1
+
+
+EVIL = ("# Owned\n![pixel](https://evil.example/p.png) <img src=x onerror=alert(1)>\n"
+        "[click](https://evil.example) <!-- hidden --> ping @mallory and @octo/admins\n"
+        "````\nescape the fence\n<details open>")
+
+
+def _evil_transcript(path: Path) -> str:
+    path.write_text(TRANSCRIPT.replace("The docs now describe the new flag.",
+                                       EVIL.replace("\n", "\\n").replace('"', '\\"')))
+    return str(path)
+
+
+@pytest.mark.parametrize("source", ["transcript", "final-message"])
+def test_agent_markup_passed_the_recommended_way_stays_inert(env: Env, source: str) -> None:
+    """No heading, image, link, HTML or @mention of the agent's renders: all of it is fenced."""
+    from tests.test_stream_summary import rendered_markup
+
+    number = env.gh.add_issue()
+    value = _evil_transcript(env.tmp / "evil.jsonl") if source == "transcript" else EVIL
+    code, out, _ = env.comment("--number", str(number), f"--{source}", value)
+    assert code == 0
+    body = env.gh.state.comments[int(out["comment-id"])]["body"]
+    assert "escape the fence" in body  # shown verbatim, but inert
+    assert "@mallory" in body
+    marker, rest = body.split("\n", 1)
+    assert marker == "<!-- cursor-agent-action:Docs/publish -->"
+    rendered = rendered_markup(rest)
+    for markup in ("# Owned", "![pixel]", "<img", "[click]", "<!--", "@mallory", "@octo",
+                   "<details", "escape the fence"):
+        assert markup not in rendered, markup
+    assert "https://github.example/octo/widgets/actions/runs/777" in body
+
+
+def test_a_huge_final_message_is_cut_inside_its_fence(env: Env) -> None:
+    from tests.test_stream_summary import rendered_markup
+
+    number = env.gh.add_issue()
+    code, out, _ = env.comment("--number", str(number), "--final-message",
+                               "@mallory " * 20_000)
+    assert code == 0
+    body = env.gh.state.comments[int(out["comment-id"])]["body"]
+    assert len(body) <= COMMENT_LIMIT
+    assert "... (cut to fit GitHub's size limit)\n```\n\n[Workflow run]" in body
+    assert "@mallory" not in rendered_markup(body)

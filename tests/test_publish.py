@@ -390,3 +390,13 @@ def test_missing_transcript_is_a_usage_error(ws: Workspace,
     assert code == EXIT_USAGE
     assert "missing.jsonl does not exist" in capsys.readouterr().out
     assert sh(ws.remote, "branch", "--list") == "feature"
+
+
+def test_final_message_body_is_fenced(ws: Workspace) -> None:
+    (ws.repo / "README.md").write_text("docs\n")
+    code, _ = ws.publish("--final-message", "# Done\nthanks @mallory")
+    assert code == 0
+    (create,) = ws.gh.requests_to("POST", r"/pulls$")
+    assert create.body["body"].startswith(
+        "**The agent's final message:**\n\n```text\n# Done\nthanks @mallory\n```\n\n"
+        "[Workflow run](https://github.example/octo/widgets/actions/runs/777")

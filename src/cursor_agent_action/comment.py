@@ -38,9 +38,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                default_help="'<workflow>/<job>' from GITHUB_WORKFLOW and GITHUB_JOB")
     add_option(parser, "--transcript", default="",
                help="saved transcript: the comment is the run's compact summary")
+    add_option(parser, "--final-message", default="",
+               help="the run step's final-message output: shown fenced, so none of the "
+               "agent's Markdown, HTML or @mentions renders")
     add_option(parser, "--body", default="",
-               help="comment text, e.g. the run step's final-message output")
-    add_option(parser, "--body-file", default="", help="file with the comment text (Markdown)")
+               help="comment text: trusted Markdown you wrote, rendered as is (never agent "
+               "output: use --transcript or --final-message for that)")
+    add_option(parser, "--body-file", default="",
+               help="file with the comment text: trusted Markdown, like --body")
     add_option(parser, "--issue-title", default="",
                help="when there is no pull request or issue to comment on, keep the text in "
                "an open issue with this title instead (found again by marker and labels)")
@@ -75,12 +80,14 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     if not args.comment_author.strip():
         raise UsageError("--comment-author is empty.",
                          f"Give the login the token acts as (GITHUB_TOKEN: {DEFAULT_AUTHOR}).")
-    if not (args.transcript or args.body or args.body_file):
-        raise UsageError("nothing to comment: give --transcript, --body or --body-file.",
+    if not (args.transcript or args.final_message or args.body or args.body_file):
+        raise UsageError("nothing to comment: give --transcript, --final-message, --body or "
+                         "--body-file.",
                          "Pass the run step's transcript-file output as transcript.")
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
-    text = compose_body(transcript=args.transcript, body=args.body, body_file=args.body_file,
-                        links=links, max_chars=COMMENT_LIMIT - len(head) - 1)
+    text = compose_body(transcript=args.transcript, final_message=args.final_message,
+                        body=args.body, body_file=args.body_file, links=links,
+                        max_chars=COMMENT_LIMIT - len(head) - 1)
     body = f"{head}\n{runner.redact(text)}"
     token = read_token(args.token_env, ctx)
     runner.mask(token)

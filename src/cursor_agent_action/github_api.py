@@ -28,6 +28,7 @@ import github
 import requests
 
 from cursor_agent_action.errors import GitHubError, UsageError
+from cursor_agent_action.markdown import fence
 from cursor_agent_action.options import add_option
 
 T = TypeVar("T")
@@ -390,6 +391,7 @@ def fit(text: str, limit: int, note: str = "\n\n*(cut to fit GitHub's size limit
 def compose_body(
     *,
     transcript: str,
+    final_message: str,
     body: str,
     body_file: str,
     links: Mapping[str, str],
@@ -397,15 +399,19 @@ def compose_body(
 ) -> str:
     """Markdown for a PR body or comment from exactly one source, plus links, within max_chars.
 
-    Sources: a saved transcript (the run's compact summary), a Markdown file, or literal text
-    (e.g. the run step's ``final-message`` output).
+    Agent text (a saved transcript, rendered by ``summary.render_compact``, or the run's
+    ``final-message``) is shown inert: fenced, so no heading, link, image, HTML or @mention of
+    it renders. ``body``/``body_file`` are trusted Markdown the workflow author wrote: they
+    render as they are, so they must never carry agent output.
     """
-    given = [name for name, value in (("--transcript", transcript), ("--body", body),
+    given = [name for name, value in (("--transcript", transcript),
+                                      ("--final-message", final_message), ("--body", body),
                                       ("--body-file", body_file)) if value]
     if len(given) > 1:
         raise UsageError(
             f"give only one of {', '.join(given)}.",
-            "Use --transcript for a run's summary, --body-file or --body for your own text.",
+            "Use --transcript (or --final-message) for a run's output, --body-file or --body "
+            "for your own text.",
         )
     if transcript:
         # Imported here: publish and comment work without it when no transcript is given.
@@ -420,6 +426,16 @@ def compose_body(
         record = summary.load_record(path)
         compact: str = summary.render_compact(record, max_chars=max_chars, links=dict(links))
         return compact
+    footer = "".join(f"\n\n[{name}]({url})" for name, url in links.items() if url)
+    room = max_chars - len(footer)
+    if final_message:
+        lead = "**The agent's final message:**\n\n"
+        # Cut before fencing (a cut fence would let the rest render); +1: the cut text may
+        # need the newline fence() adds.
+        overhead = len(lead) + len(fence(final_message)) - len(final_message) + 1
+        cut = fit(final_message.rstrip(), room - overhead,
+                  note="\n... (cut to fit GitHub's size limit)")
+        return lead + fence(cut).rstrip("\n") + footer
     text = body
     if body_file:
         try:
@@ -429,5 +445,4 @@ def compose_body(
                 f"cannot read --body-file {body_file}: {exc.strerror}.",
                 "Pass a Markdown file the job wrote.",
             ) from exc
-    footer = "".join(f"\n\n[{name}]({url})" for name, url in links.items() if url)
-    return (fit(text.rstrip(), max_chars - len(footer)) + footer).lstrip("\n")
+    return (fit(text.rstrip(), room) + footer).lstrip("\n")

@@ -65,9 +65,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="commit author and committer email")
     add_option(parser, "--transcript", default="",
                help="saved transcript: the pull request body is the run's compact summary")
+    add_option(parser, "--final-message", default="",
+               help="the run step's final-message output as the body: shown fenced, so none "
+               "of the agent's Markdown, HTML or @mentions renders")
     add_option(parser, "--body", default="",
-               help="pull request body text (instead of a transcript)")
-    add_option(parser, "--body-file", default="", help="file with the pull request body")
+               help="pull request body: trusted Markdown you wrote, rendered as is (never "
+               "agent output: use --transcript or --final-message for that)")
+    add_option(parser, "--body-file", default="",
+               help="file with the pull request body: trusted Markdown, like --body")
     add_option(parser, "--labels", default="", help="labels to add, comma or newline separated")
     add_flag(parser, "--draft", default=False, help="open the pull request as a draft")
     add_option(parser, "--protected-paths", default=DEFAULT_PROTECTED,
@@ -155,7 +160,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     token = read_token(args.token_env, ctx)
     runner.mask(token)
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
-    body = runner.redact(compose_body(transcript=args.transcript, body=args.body,
+    body = runner.redact(compose_body(transcript=args.transcript,
+                                      final_message=args.final_message, body=args.body,
                                       body_file=args.body_file, links=links,
                                       max_chars=COMMENT_LIMIT))
 
