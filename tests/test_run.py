@@ -259,6 +259,10 @@ def test_prompt_over_100_kib_goes_through_a_file(
         (["--prompt", "a", "--allow", "Shell(git)"], 2, "cannot allow 'Shell(git)'"),
         (["--prompt", "a", "--max-retries", "-1"], 2, "max-retries must be a whole number"),
         (["--prompt", "a", "--max-retries", "11"], 2, "from 0 to 10"),
+        (["--prompt", "a", "--model", "gpt\n::warning::x"], 2,
+         "--model contains a control character"),
+        (["--prompt", "a", "--resume", "abc\rdef"], 2, "--resume contains a control character"),
+        (["--prompt", "a", "--model", "gpt\x7f"], 2, "--model contains a control character"),
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(
@@ -648,3 +652,18 @@ def test_agent_changes_to_the_runner_file_commands_are_undone_and_fail_the_run(
     assert github_env.stat().st_mode & 0o777 == 0o640
     assert not github_path.exists()
     assert state.read_bytes() == b"untouched\n"
+
+
+def test_running_line_is_one_line_whatever_the_paths_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A workspace or agent path with a newline cannot start a workflow command in the log."""
+    odd = tmp_path / "odd\n::warning::planted"
+    odd.mkdir()
+    repo = odd / "repo"
+    repo.mkdir()
+    result = run(odd, repo, capsys, {})
+    assert result.code == 0
+    assert not [line for line in result.log.splitlines() if line.startswith("::warning::")]
+    [running] = [line for line in result.log.splitlines() if line.startswith("Running ")]
+    assert "--output-format stream-json" in running

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import stat
@@ -281,6 +282,18 @@ def default_state_dir(environ: Mapping[str, str]) -> Path:
     return Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()) / "cursor-agent-action"
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _single_line(value: str, label: str) -> str:
+    """``value`` stripped; a UsageError if it holds a control character (a newline could
+    start a workflow command in the log, and no model or session id has one)."""
+    if _CONTROL.search(value):
+        raise UsageError(f"{label} contains a control character (newline, tab, ...): "
+                         f"{value!r}.", f"Pass {label} as one plain line.")
+    return value.strip()
+
+
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """Validate the command line (flags win over ``CURSOR_AGENT_ACTION_*`` env vars)."""
     prompt = read_prompt(args.prompt or None, args.prompt_file or None)
@@ -302,8 +315,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                     else state_dir / "transcript.jsonl"),
         policy=policy,
         timeout_minutes=args.timeout_minutes,
-        model=args.model.strip(),
-        resume=args.resume.strip(),
+        model=_single_line(args.model.strip(), "--model"),
+        resume=_single_line(args.resume.strip(), "--resume"),
         fail_on_error=args.fail_on_error,
         verbose=args.verbose,
         max_retries=args.max_retries,
@@ -605,12 +618,13 @@ def execute(
                        "is logged in. Pass the api-key input.", title="no API key")
     trust = accepts_trust(options.agent_bin, env, options.workspace)
     argv = build_argv(options, prompt_argument(options.prompt, options.state_dir), trust=trust)
-    runner.log(
-        f"Running {' '.join(argv[:-1])} <prompt: {len(options.prompt)} characters> in "
-        f"{options.workspace} with the {options.policy.preset} policy "
+    # Paths and values may hold anything: one line, so none of it can act as a workflow command.
+    runner.log(one_line(
+        f"Running {shlex.join(argv[:-1])} <prompt: {len(options.prompt)} characters> in "
+        f"{shlex.quote(str(options.workspace))} with the {options.policy.preset} policy "
         f"(writes {'allowed' if options.policy.allows_writes else 'denied'}), timeout "
-        f"{options.timeout_minutes:g} min."
-    )
+        f"{options.timeout_minutes:g} min.", 4000
+    ))
     before = git_snapshot(options.workspace)
     file_commands = snapshot_file_commands(environ)
     attempts = options.max_retries + 1
@@ -651,8 +665,9 @@ def execute(
         }
         cross_check_files(record, before, after, ignore)
     else:
-        runner.log(f"{options.workspace} is not a git work tree (or git failed there): "
-                   "files-changed lists only what the write tools reported.")
+        runner.log(one_line(f"{options.workspace} is not a git work tree (or git failed "
+                            "there): files-changed lists only what the write tools reported.",
+                            4000))
     check_policy(record, options.policy)
     report(record, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript)})
