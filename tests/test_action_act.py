@@ -448,3 +448,22 @@ def test_uploaded_transcript_hides_the_key(scenario_run: tuple[ActRun, Path]) ->
     run, _ = scenario_run
     (transcript,) = (run.artifacts / "transcript-success").iterdir()
     assert SECRET_KEY not in transcript.read_text()
+
+
+def test_ci_self_test_job_passes(tmp_path: Path) -> None:
+    """Our own CI's self-test job (.github/workflows/ci.yml), both matrix entries, on act."""
+    ci = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    repo = make_repo(tmp_path / "repo", {"ci.yml": ci})
+    cache = tmp_path / "act-cache"
+    seed_helper_venv(repo, cache / "tool_cache")
+    run = run_workflow(
+        repo,
+        workflow="ci.yml",
+        job="self-test",
+        cache_dir=cache,
+        home=tmp_path / "home",
+        env={"CURSOR_AGENT_ACTION_PYTHON": base_python()},
+    )
+    results = [r["jobResult"] for r in run.records if "jobResult" in r]
+    assert results == ["success", "success"], run.explain()
+    assert run.returncode == 0

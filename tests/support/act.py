@@ -61,10 +61,13 @@ PROJECT_FILES = (
     "ci-context",
 )
 REPOSITORY = "octo-org/octo-repo"
-# Stand-ins for the artifact actions (act cannot fetch the real ones offline); they keep the
-# files in $ACT_TEST_ARTIFACTS. Every ref of these actions used in the repo is mapped to them.
+# Stand-ins for actions act cannot fetch offline (the artifact actions keep their files in
+# $ACT_TEST_ARTIFACTS; setup-python uses the machine's python3). Every ref of these actions
+# used in the repo is mapped to them.
 STUBS = Path(__file__).resolve().parent / "actions"
-_STUBBED_USES = re.compile(r"uses:\s*(actions/(?:upload|download)-artifact)@([0-9A-Za-z._-]+)")
+_STUBBED_USES = re.compile(
+    r"uses:\s*(actions/(?:upload-artifact|download-artifact|setup-python))@([0-9A-Za-z._-]+)"
+)
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache", ".ruff_cache")
 
 
@@ -232,6 +235,7 @@ def run_workflow(
         "-C", str(repo),
         "-W", str(repo / ".github" / "workflows" / workflow),
         "-P", "ubuntu-latest=-self-hosted",
+        "-P", "macos-latest=-self-hosted",
         "--action-offline-mode",
         "--action-cache-path", str(cache_dir),
         "--no-cache-server",
