@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cursor_agent_action import cli
-from cursor_agent_action.ci_context import Tail, clean, fence
+from cursor_agent_action.ci_context import Tail, clean
 from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
 from cursor_agent_action.runner_io import parse_output_file
 from tests.support.github_server import TOKEN, GitHubServer, error_line
@@ -94,7 +94,7 @@ def test_failed_step_of_a_fork_pr_run_from_the_event_payload(env: Env) -> None:
     assert job["name"] == "test"
     assert job["failed_steps"] == ["Run tests"]
     assert job["url"].endswith(f"/job/{job['id']}")
-    assert "### Step 3: Run tests (failure)" in text
+    assert "### Step 3: `Run tests` (failure)" in text
     assert "Command:\n\n```sh\npytest -x\n  --maxfail=2\n```" in text
     assert "Errors:\n\n```text\nProcess completed with exit code 1.\n```" in text
     # ANSI codes and timestamps are gone; lines outside the step's window are not included.
@@ -143,7 +143,7 @@ def test_job_failure_without_a_failed_step_shows_the_end_of_the_job_log(env: Env
     code, out, text, _ = env.run("--run-id", str(run_id))
     assert code == 0
     assert json.loads(out["failed-jobs"])[0]["failed_steps"] == []
-    assert "### End of the job log (timed_out)" in text
+    assert "### End of the job log (timed\\_out)" in text
     assert "Post job cleanup." in text
 
 
@@ -257,6 +257,28 @@ def test_tail_keeps_the_last_lines_within_budget() -> None:
     assert list(huge.lines) == ["789abcdef"]
 
 
-def test_fence_is_longer_than_any_backtick_run() -> None:
-    assert fence("a ```` b").startswith("`````\n")
-    assert fence("plain", "text") == "```text\nplain\n```\n"
+def test_names_with_newlines_and_backticks_cannot_break_the_layout(env: Env) -> None:
+    """Job and step names are code spans: a newline or backtick in them makes no heading."""
+    steps = [(n if n != "Run tests" else "Run ``tests``\n# Fake heading", c, s, e)
+             for n, c, s, e in STEPS]
+    run_id = env.gh.add_run([{"name": "job `x`\n## Injected", "steps": steps, "log": TEST_LOG}],
+                            head_branch="br`anch\n# B")
+    code, _, text, _ = env.run("--run-id", str(run_id))
+    assert code == 0
+    outside = [line for line in text.split("\n```sh\n")[0].splitlines() if line.startswith("#")]
+    assert outside == ["# CI failure context", "## Job ``job `x`⏎## Injected``: failure",
+                       "### Step 3: ```Run ``tests``⏎# Fake heading``` (failure)"]
+    assert " on ``br`anch⏎# B`` at" in text
+    assert "Failed steps: ```Run ``tests``⏎# Fake heading```." in text
+
+
+def test_a_run_group_that_never_closes_does_not_swallow_the_log(env: Env) -> None:
+    """Without "##[endgroup]" the lines after the header are output: only the header's first
+    line is the command, and the output stays in the log."""
+    unclosed = log((5, "##[group]Run make check"), (6, "compiling a.c"), (6, "compiling b.c"),
+                   (9, "##[error]make: *** [check] Error 2"))
+    run_id = env.gh.add_run([{"name": "build", "steps": STEPS, "log": unclosed}])
+    code, _, text, _ = env.run("--run-id", str(run_id))
+    assert code == 0
+    assert "Command:\n\n```sh\nmake check\n```" in text
+    assert "Log (all lines):\n\n```text\n##[group]Run make check\ncompiling a.c\n" in text

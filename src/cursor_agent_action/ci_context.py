@@ -34,6 +34,7 @@ from cursor_agent_action.github_api import (
     read_token,
     retry_delay,
 )
+from cursor_agent_action.markdown import code_cell, fence, inline
 from cursor_agent_action.options import add_number, add_option
 from cursor_agent_action.runner_io import Runner
 
@@ -92,29 +93,30 @@ class Tail:
 class Section:
     """What we keep of one failing step (or of a whole job when no step window matched)."""
 
-    title: str
+    title: str  # Markdown
     start: str  # "" = no window: the whole log
     end: str
     tail: Tail
     command: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    _in_command: bool = False
-    _script_seen: bool = False
+    _script: list[str] | None = None  # inside the "Run" group: its lines so far
 
     def feed(self, text: str) -> None:
         # A run step's log opens with "##[group]Run <first line>", then the whole script,
-        # then "shell: ..." and its env, then "##[endgroup]".
+        # then "shell: ..." and its env, then "##[endgroup]". The script replaces the header's
+        # first line only once that end is seen: a group that never closes (a cancelled step)
+        # is followed by the step's output, which must not pass for its command.
         if text.startswith("##[group]Run ") and not self.command:
             self.command.append(text[len("##[group]Run "):])
-            self._in_command = True
-        elif self._in_command:
+            self._script = []
+        elif self._script is not None:
             if text.startswith(("##[endgroup]", "shell: ")):
-                self._in_command = False
-            elif len(self.command) < _MAX_COMMAND_LINES:
-                if not self._script_seen:  # the script repeats the header's first line
-                    self.command.clear()
-                    self._script_seen = True
-                self.command.append(text)
+                self.command = self._script or self.command
+                self._script = None
+            elif text.startswith("##["):
+                self._script = None
+            elif len(self._script) < _MAX_COMMAND_LINES:
+                self._script.append(text)
         if text.startswith("##[error]") and len(self.errors) < _MAX_ERROR_LINES:
             self.errors.append(text[len("##[error]"):])
         self.tail.add(text)
@@ -138,13 +140,6 @@ def _utc(value: datetime | None) -> str:
     if value.tzinfo is not None:
         value = value.astimezone(timezone.utc)
     return value.strftime(_STAMP_FORMAT)
-
-
-def fence(text: str, info: str = "") -> str:
-    """A code block whose fence is longer than any backtick run inside."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{info}\n{text}\n{ticks}\n"
 
 
 @dataclass
@@ -214,9 +209,10 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
 def _job_report(gh: GitHub, http: httpx.Client, job: Any, budget: int,
                 runner: Runner) -> JobReport:
     failed_steps = [s for s in job.steps if s.conclusion in _FAILED]
-    sections = [Section(f"Step {s.number}: {s.name} ({s.conclusion})", _utc(s.started_at),
+    sections = [Section(f"Step {s.number}: {code_cell(s.name, in_table=False)} "
+                        f"({inline(s.conclusion)})", _utc(s.started_at),
                         _utc(s.completed_at) or "9999", Tail(budget)) for s in failed_steps]
-    whole = Section(f"End of the job log ({job.conclusion})", "", "", Tail(budget))
+    whole = Section(f"End of the job log ({inline(job.conclusion)})", "", "", Tail(budget))
     report = JobReport(job.id, job.name, job.conclusion, job.html_url,
                        [s.name for s in failed_steps], sections)
     url = f"{gh.ctx.api_url}/repos/{gh.ctx.repository}/actions/jobs/{job.id}/logs"
@@ -320,21 +316,27 @@ def _pr_number(gh: GitHub, run: dict[str, Any]) -> int | None:
 
 
 def render(run: dict[str, Any], reports: list[JobReport], pr_number: int | None) -> str:
+    """The context file. Names (workflow, branch, job, step) may hold anything, even newlines
+    and backticks: they go into code spans or escaped prose, never raw into a heading."""
     sha = str(run.get("head_sha") or "")
-    where = f" on `{run.get('head_branch')}`" if run.get("head_branch") else ""
+    branch = str(run.get("head_branch") or "")
+    where = f" on {code_cell(branch, in_table=False)}" if branch else ""
     pr = f" (pull request #{pr_number})" if pr_number else ""
     out = [
         "# CI failure context\n",
-        f"Workflow **{run.get('name', '?')}**, [run {run.get('id')}]({run.get('html_url', '')})"
-        f"{where} at `{sha[:12]}`{pr}: {run.get('conclusion') or run.get('status')}.\n",
+        f"Workflow **{inline(str(run.get('name', '?')))}**, "
+        f"[run {run.get('id')}]({run.get('html_url', '')}){where} at "
+        f"{code_cell(sha[:12], in_table=False)}{pr}: "
+        f"{inline(str(run.get('conclusion') or run.get('status')))}.\n",
     ]
     if not reports:
         out.append("No job of this run failed.\n")
     for report in reports:
-        out.append(f"## Job `{report.name}`: {report.conclusion}\n")
-        out.append(f"[Job log]({report.url})" + (
-            f". Failed steps: {', '.join(f'`{s}`' for s in report.failed_steps)}.\n"
-            if report.failed_steps else "\n"))
+        out.append(f"## Job {code_cell(report.name, in_table=False)}: "
+                   f"{inline(report.conclusion)}\n")
+        steps = ", ".join(code_cell(s, in_table=False) for s in report.failed_steps)
+        out.append(f"[Job log]({report.url})" + (f". Failed steps: {steps}.\n" if steps
+                                                 else "\n"))
         if report.log_problem:
             out.append(f"The log is not available: {report.log_problem}.\n")
             continue
