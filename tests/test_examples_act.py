@@ -332,11 +332,14 @@ def test_ci_triage_comments_the_report_on_the_pull_request(world: World) -> None
     assert run.leaks(API_KEY) == []
 
 
-def test_ci_triage_opens_an_issue_without_a_pull_request(world: World) -> None:
+def test_ci_triage_opens_an_issue_without_a_pull_request(
+    world: World, docs_update: tuple[ActRun, int]
+) -> None:
     before = len(world.github.requests_to("POST", r"/issues$"))
     run = _triage(world, (), branch="main")  # e.g. a push to main: no pull request
     assert "Run Main Comment on the pull request" not in run.log
-    assert run.outputs("triage", "agent")["cache-hit"] == "true"  # installed by docs-update
+    # docs-update (run first: this test asks for it) installed the CLI into the tool cache.
+    assert run.outputs("triage", "agent")["cache-hit"] == "true"
     issues = world.github.requests_to("POST", r"/issues$")
     assert len(issues) == before + 1
     assert issues[-1].body["title"] == f"CI failed on {world.head_sha[:12]}"
