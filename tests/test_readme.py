@@ -50,8 +50,9 @@ def render_outputs(action: dict[str, Any]) -> str:
         f"| `{name}` | {_cell(spec['description'])} |" for name, spec in action["outputs"].items()
     ]
     intro = (
-        "## Outputs\n\nEvery output is set, also when the run fails. Outputs that hold the "
-        "agent's text are untrusted: read them through `env:` (see [Security](#security)).\n\n"
+        "## Outputs\n\nOnce the agent has started, every output is set, also when the run fails "
+        "or times out. Outputs that hold the agent's text are untrusted: read them through "
+        "`env:` (see [Security](#security)).\n\n"
     )
     return intro + "\n".join(rows) + "\n"
 
