@@ -136,7 +136,8 @@ def test_success_invocation_outputs_and_transcript(
     assert entry["stdin"] == ""  # stdin closed
     assert entry["cwd"] == str(workspace)
     transcript = Path(result.outputs["transcript-file"])
-    assert transcript.parent == tmp_path / "runner-temp" / "cursor-agent-action"
+    assert transcript.parent.parent == tmp_path / "runner-temp" / "cursor-agent-action"
+    assert transcript.parent.name.startswith("run-")
     assert json.loads(transcript.read_text().splitlines()[0])["cwd"] == str(workspace)
     assert "All done." in result.summary
 
@@ -243,7 +244,7 @@ def test_prompt_over_100_kib_goes_through_a_file(
     assert len(argv[-1]) < 400
     [path] = [word for word in argv[-1].split() if word.startswith("/")]
     assert Path(path).read_text() == prompt
-    assert Path(path).parent == tmp_path / "runner-temp" / "cursor-agent-action"
+    assert Path(path).parent.parent == tmp_path / "runner-temp" / "cursor-agent-action"
 
 
 @pytest.mark.parametrize(
@@ -667,3 +668,25 @@ def test_running_line_is_one_line_whatever_the_paths_hold(
     assert not [line for line in result.log.splitlines() if line.startswith("::warning::")]
     [running] = [line for line in result.log.splitlines() if line.startswith("Running ")]
     assert "--output-format stream-json" in running
+
+
+def test_two_runs_in_one_job_keep_their_own_transcript_and_cli_config(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Two runs in one RUNNER_TEMP: each transcript survives, each CLI config dir is fresh (one
+    run's --model cannot carry over), and an explicit --transcript is still honoured."""
+    first = run(tmp_path, workspace, capsys, {}, "--model", "gpt-5")
+    say = _event("assistant", message={"role": "assistant",
+                                       "content": [{"type": "text", "text": "Second."}]})
+    second = run(tmp_path, workspace, capsys, {"lines": [INIT, say, RESULT]})
+    explicit = tmp_path / "mine.jsonl"
+    third = run(tmp_path, workspace, capsys, {}, "--transcript", str(explicit))
+    transcripts = [Path(r.outputs["transcript-file"]) for r in (first, second, third)]
+    assert transcripts[2] == explicit
+    assert len(set(transcripts)) == 3
+    assert b"Second." not in transcripts[0].read_bytes()
+    assert b"Second." in transcripts[1].read_bytes()
+    configs = [entry["env"]["CURSOR_CONFIG_DIR"] for entry in first.runs]
+    assert len(set(configs)) == len(configs) == 3
+    assert [Path(c).parent for c in configs[:2]] == [t.parent for t in transcripts[:2]]
+    assert first.outputs["result-file"] != second.outputs["result-file"]

@@ -187,7 +187,7 @@ class RunOptions:
     prompt: str
     agent_bin: Path
     workspace: Path
-    state_dir: Path  # private: CLI config dir, long prompts, result file
+    state_dir: Path  # private to this run: CLI config dir, long prompt, result file, transcript
     transcript: Path
     policy: Policy
     timeout_minutes: float = DEFAULT_TIMEOUT_MINUTES
@@ -210,8 +210,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="the workspace the agent works in")
     add_number(parser, "--timeout-minutes", default=DEFAULT_TIMEOUT_MINUTES,
                help="stop the agent after this long; decimals allowed")
-    add_option(parser, "--transcript", help="save the agent's stdout here",
-               default_help="$RUNNER_TEMP/cursor-agent-action/transcript.jsonl")
+    add_option(parser, "--transcript", help="save the agent's stdout here (secrets replaced "
+               "by ***)", default_help="transcript.jsonl in a new directory "
+               "$RUNNER_TEMP/cursor-agent-action/run-* for each run")
     add_policy_options(parser)
     add_option(parser, "--resume", help="resume this chat session id", metavar="SESSION_ID")
     add_flag(parser, "--fail-on-error", default=True,
@@ -278,20 +279,31 @@ def _pass_env_names(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def default_state_dir(environ: Mapping[str, str]) -> Path:
-    return Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()) / "cursor-agent-action"
+def new_state_dir(environ: Mapping[str, str]) -> Path:
+    """A fresh private directory for one run, ``$RUNNER_TEMP/cursor-agent-action/run-*``: two
+    runs in one job never share a transcript, result file or CLI config (``--model``)."""
+    root = Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()) / "cursor-agent-action"
+    try:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    except OSError as exc:
+        raise SetupError(f"cannot create a state directory under {root}: "
+                         f"{exc.strerror or exc}.",
+                         "Check that RUNNER_TEMP (or the system temp directory) is writable."
+                         ) from exc
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _single_line(value: str, label: str) -> str:
-    """``value`` stripped; a UsageError if it holds a control character (a newline could
-    start a workflow command in the log, and no model or session id has one)."""
+    """``value`` stripped; a UsageError if it still holds a control character (a newline
+    could start a workflow command in the log, and no model or session id has one)."""
+    value = value.strip()
     if _CONTROL.search(value):
         raise UsageError(f"{label} contains a control character (newline, tab, ...): "
                          f"{value!r}.", f"Pass {label} as one plain line.")
-    return value.strip()
+    return value
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -305,23 +317,27 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     policy = policy_from_args(args)
     if args.timeout_minutes <= 0:
         raise UsageError("timeout-minutes must be more than 0.", "Pass e.g. 30 or 2.5.")
-    state_dir = default_state_dir(os.environ)
+    model = _single_line(args.model, "--model")
+    resume = _single_line(args.resume, "--resume")
+    pass_env = _pass_env_names(args.pass_env)
+    agent_bin = find_agent(args.agent_bin)
+    state_dir = new_state_dir(os.environ)  # last: nothing is created for a refused request
     return RunOptions(
         prompt=prompt,
-        agent_bin=find_agent(args.agent_bin),
+        agent_bin=agent_bin,
         workspace=workspace,
         state_dir=state_dir,
         transcript=(Path(args.transcript).absolute() if args.transcript
                     else state_dir / "transcript.jsonl"),
         policy=policy,
         timeout_minutes=args.timeout_minutes,
-        model=_single_line(args.model.strip(), "--model"),
-        resume=_single_line(args.resume.strip(), "--resume"),
+        model=model,
+        resume=resume,
         fail_on_error=args.fail_on_error,
         verbose=args.verbose,
         max_retries=args.max_retries,
         retry_delay_s=args.retry_delay,
-        pass_env=_pass_env_names(args.pass_env),
+        pass_env=pass_env,
     )
 
 
