@@ -400,3 +400,29 @@ def test_final_message_body_is_fenced(ws: Workspace) -> None:
     assert create.body["body"].startswith(
         "**The agent's final message:**\n\n```text\n# Done\nthanks @mallory\n```\n\n"
         "[Workflow run](https://github.example/octo/widgets/actions/runs/777")
+
+
+def test_pull_request_from_a_fork_with_its_read_only_token_is_one_clear_error(
+        ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """GitHub gives a fork's pull_request run a read-only token: the push is refused (403),
+    nothing lands, and the one error names the fork and the workflow_run way out."""
+    ws.monkeypatch.setenv("GITHUB_TOKEN", READ_ONLY_TOKEN)
+    ws.monkeypatch.setenv("GITHUB_SERVER_URL", ws.gh.api_url)
+    event = ws.out.with_name("event.json")
+    event.write_text('{"pull_request": {"number": 7, "head": {"ref": "feature", "repo": '
+                     '{"full_name": "forker/widgets"}}, "base": {"repo": '
+                     '{"full_name": "octo/widgets"}}}}')
+    ws.monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    sh(ws.repo, "remote", "set-url", "origin", f"{ws.gh.api_url}/octo/widgets.git")
+    (ws.repo / "README.md").write_text("from a fork\n")
+    code, out = ws.publish()
+    assert code == EXIT_GITHUB
+    assert out == {}
+    line = error_line(capsys.readouterr().out)
+    assert "403" in line
+    assert "pull request from the fork forker/widgets" in line
+    assert "read-only" in line
+    assert "workflow_run" in line
+    assert ws.gh.requests_to("POST", r"/git-receive-pack$") == []
+    assert ws.gh.requests_to("POST", r"/pulls$") == []
+    assert sh(ws.remote, "branch", "--list") == "feature"

@@ -144,19 +144,25 @@ def read_token(token_env: str, ctx: Context, env: Mapping[str, str] | None = Non
     token = env.get(token_env, "").strip()
     if token:
         return token
-    fork = ctx.fork_repository()
     hint = (
         f"Pass a token in the environment variable {token_env}: in a workflow, "
         f"`env: {token_env}: ${{{{ secrets.GITHUB_TOKEN }}}}` (the sub-actions take "
         "`github-token`, default github.token)."
     )
-    if fork:
-        hint += (
-            f" This run is for a pull request from the fork {fork}: GitHub gives such runs no "
-            "secrets and a read-only token. Do the write in a separate workflow triggered by "
-            "`workflow_run` (README: Troubleshooting, GitHub operations)."
-        )
-    raise GitHubError(f"no GitHub token: {token_env} is empty or unset.", hint)
+    raise GitHubError(f"no GitHub token: {token_env} is empty or unset.", hint + fork_note(ctx))
+
+
+def fork_note(ctx: Context) -> str:
+    """Why a write fails in a run for a pull request from a fork, or "" for other runs."""
+    fork = ctx.fork_repository()
+    if not fork:
+        return ""
+    return (
+        f" This run is for a pull request from the fork {fork}: GitHub gives such runs no "
+        "secrets and a read-only GITHUB_TOKEN, whatever `permissions:` says. Do the write in "
+        "a separate workflow triggered by `workflow_run` (README: Troubleshooting, GitHub "
+        "operations)."
+    )
 
 
 # -- retries ---------------------------------------------------------------------------------
@@ -252,14 +258,7 @@ def github_error(
     ``retried``: the failure was a rate limit or transient error that outlasted the retries.
     """
     text = f"{doing} failed: GitHub answered {status}" + (f" ({message})" if message else "") + "."
-    fork = ctx.fork_repository()
-    fork_note = (
-        f" This run is for a pull request from the fork {fork}: its GITHUB_TOKEN is read-only "
-        "whatever `permissions:` says. Do the write in a separate workflow triggered by "
-        "`workflow_run` (README: Troubleshooting, GitHub operations)."
-        if fork
-        else ""
-    )
+    note = fork_note(ctx)
     needs = f"`permissions: {permission}`" if permission else "the permission it needs"
     if retried:
         hint = (
@@ -276,13 +275,13 @@ def github_error(
         hint = (
             f"The token may not do this. Give the job {needs}; for organisation repositories "
             "also check Settings > Actions > General > Workflow permissions and the "
-            "'Allow GitHub Actions to create and approve pull requests' box." + fork_note
+            "'Allow GitHub Actions to create and approve pull requests' box." + note
         )
     elif status == 404:
         hint = (
             f"Check that {ctx.repository} and the number or id are right, and that the token "
             f"can see the repository ({needs}; a token from another repository cannot)."
-            + fork_note
+            + note
         )
     elif status == 422:
         hint = "GitHub rejected the request as invalid; the message above says which field."

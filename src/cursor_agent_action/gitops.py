@@ -54,22 +54,27 @@ def git(
     return result
 
 
+class AccessDenied(GitHubError):
+    """The remote refused the token: publish adds why when it knows (a fork's pull request)."""
+
+
 def failed(what: str, result: subprocess.CompletedProcess[str]) -> GitHubError:
     detail = " ".join((result.stderr or result.stdout).split())[:600]
-    return GitHubError(f"{what} failed (exit {result.returncode}): {detail}", _hint_for(detail))
+    return git_error(f"{what} failed (exit {result.returncode}): {detail}", detail)
 
 
-def _hint_for(detail: str) -> str:
+def git_error(message: str, detail: str) -> GitHubError:
+    """The error for git's words ``detail``, with the hint they call for."""
     lower = detail.lower()
     if "not a git repository" in lower:
-        return "Run in a checked-out repository (actions/checkout) or set working-directory."
+        return GitHubError(message, "Run in a checked-out repository (actions/checkout) or set "
+                           "working-directory.")
     if "permission to" in lower or "403" in lower or "denied" in lower:
-        return ("The token may not push: give the job `permissions: contents: write`. A pull "
-                "request from a fork gets a read-only token; publish from a `workflow_run` "
-                "workflow instead (README: Troubleshooting, GitHub operations).")
+        return AccessDenied(message, "The token may not push: give the job `permissions: "
+                            "contents: write`.")
     if "authentication failed" in lower or "401" in lower or "could not read username" in lower:
-        return "The token was refused; pass a valid one in github-token."
-    return "See git's message above."
+        return AccessDenied(message, "The token was refused; pass a valid one in github-token.")
+    return GitHubError(message, "See git's message above.")
 
 
 def toplevel(path: Path) -> Path:
@@ -187,4 +192,4 @@ def push(repo: Path, remote: str, sha: str, branch: str, *, expected: str,
             "Someone pushed to the bot branch at the same time. Re-run the job; it rebuilds "
             "the branch from the current checkout.",
         )
-    raise GitHubError(f"push to {branch} on {remote} failed: {detail}", _hint_for(detail))
+    raise git_error(f"push to {branch} on {remote} failed: {detail}", detail)

@@ -22,6 +22,7 @@ from cursor_agent_action.github_api import (
     GitHub,
     add_token_option,
     compose_body,
+    fork_note,
     read_token,
 )
 from cursor_agent_action.options import add_flag, add_option
@@ -167,8 +168,12 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
 
     with runner.group(f"publish {len(paths)} changed file(s) to {branch}"):
         runner.untrusted("\n".join(paths))  # names the agent chose: never workflow commands
-        sha = _push_branch(repo, args, branch=branch, head=head, message=message, ctx=ctx,
-                           token=token, runner=runner)
+        try:
+            sha = _push_branch(repo, args, branch=branch, head=head, message=message, ctx=ctx,
+                               token=token, runner=runner)
+        except gitops.AccessDenied as exc:
+            exc.hint += fork_note(ctx)
+            raise
         gh = GitHub(ctx, token, log=runner.log)
         pull = _open_or_update(gh, branch=branch, base=base, title=title, body=body,
                                labels=labels, draft=args.draft, runner=runner)
