@@ -470,3 +470,59 @@ def test_agent_files_in_a_created_cursor_dir_are_kept(tmp_path: Path) -> None:
         (tmp_path / ".cursor" / "notes.md").write_text("agent wrote this")
     assert not guard.tampered
     assert [p.name for p in (tmp_path / ".cursor").iterdir()] == ["notes.md"]
+
+
+def test_hooks_and_mcp_config_are_set_aside_for_the_run_and_restored(tmp_path: Path) -> None:
+    """A checkout's .cursor/hooks.json and mcp.json (commands the CLI would run) are gone while
+    the guard holds and come back byte for byte, mode included."""
+    cursor = tmp_path / ".cursor"
+    cursor.mkdir()
+    (cursor / "hooks.json").write_bytes(b'{"hooks": {"beforeShellExecution": [1]}}\r\n')
+    (cursor / "hooks.json").chmod(0o600)
+    (cursor / "mcp.json").write_bytes(b'{"mcpServers": {}}')
+    with PolicyGuard(tmp_path, build_policy("edit")) as guard:
+        assert sorted(p.name for p in cursor.iterdir()) == ["cli.json"]
+    assert not guard.tampered
+    assert sorted(p.name for p in cursor.iterdir()) == ["hooks.json", "mcp.json"]
+    assert (cursor / "hooks.json").read_bytes() == b'{"hooks": {"beforeShellExecution": [1]}}\r\n'
+    assert (cursor / "hooks.json").stat().st_mode & 0o777 == 0o600
+    assert (cursor / "mcp.json").read_bytes() == b'{"mcpServers": {}}'
+
+
+@pytest.mark.parametrize("name", ["hooks.json", "mcp.json"])
+@pytest.mark.parametrize("pre_existing", [True, False])
+def test_hooks_or_mcp_config_appearing_during_the_run_is_tampering(
+    tmp_path: Path, name: str, pre_existing: bool
+) -> None:
+    cursor = tmp_path / ".cursor"
+    cursor.mkdir()
+    if pre_existing:
+        (cursor / name).write_bytes(b"original")
+    with PolicyGuard(tmp_path, build_policy("read-only")) as guard:
+        (cursor / name).write_text('{"planted": true}')
+    assert guard.tampered
+    if pre_existing:
+        assert (cursor / name).read_bytes() == b"original"
+    else:
+        assert not (cursor / name).exists()
+
+
+@pytest.mark.parametrize("name", ["hooks.json", "mcp.json"])
+def test_guard_refuses_a_symlinked_or_odd_set_aside_file(tmp_path: Path, name: str) -> None:
+    cursor = tmp_path / "ws" / ".cursor"
+    cursor.mkdir(parents=True)
+    (tmp_path / "victim").write_text("victim")
+    (cursor / name).symlink_to(tmp_path / "victim")
+    with pytest.raises(SetupError, match="symbolic link"), PolicyGuard(
+        tmp_path / "ws", build_policy("edit")
+    ):
+        pytest.fail("must not enter")
+    assert (cursor / name).is_symlink()
+    assert not (cursor / "cli.json").exists()
+    (cursor / name).unlink()
+    (cursor / name).mkdir()
+    with pytest.raises(SetupError, match="not a regular file"), PolicyGuard(
+        tmp_path / "ws", build_policy("edit")
+    ):
+        pytest.fail("must not enter")
+    assert (cursor / name).is_dir()

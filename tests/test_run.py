@@ -690,3 +690,23 @@ def test_two_runs_in_one_job_keep_their_own_transcript_and_cli_config(
     assert len(set(configs)) == len(configs) == 3
     assert [Path(c).parent for c in configs[:2]] == [t.parent for t in transcripts[:2]]
     assert first.outputs["result-file"] != second.outputs["result-file"]
+
+
+def test_checkout_hooks_and_mcp_config_never_reach_the_agent(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A pull request's .cursor/hooks.json and mcp.json are absent while the agent runs and
+    back, unchanged, afterwards (git sees no change)."""
+    cursor = workspace / ".cursor"
+    cursor.mkdir()
+    (cursor / "hooks.json").write_text('{"version": 1, "hooks": {"stop": [{"command": "x"}]}}')
+    (cursor / "mcp.json").write_text('{"mcpServers": {"x": {"command": "x"}}}')
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "add", "."], cwd=workspace, check=True)
+    subprocess.run([*git, "commit", "-qm", "cursor config"], cwd=workspace, check=True)
+    result = run(tmp_path, workspace, capsys, {})
+    assert result.code == 0
+    assert result.runs[0]["cursor_dir"] == ["cli.json"]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=workspace, check=True,
+                            capture_output=True, text=True).stdout
+    assert status == ""

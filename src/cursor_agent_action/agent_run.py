@@ -544,9 +544,10 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
                             "(hence the negative exit code); the run itself had finished.")
     if tampered:
         fail_run(record, (
-            ".cursor/cli.json was changed during the run, so the agent may have widened its own "
-            "permissions; the workspace's original file has been restored. Fix: review the "
-            "agent's changes; keep .cursor/** denied (it is in every preset's floor)."
+            ".cursor/cli.json was changed during the run (or .cursor/hooks.json or mcp.json "
+            "appeared), so the agent may have widened its own permissions or planted commands; "
+            "the workspace's original files have been restored. Fix: review the agent's "
+            "changes; keep .cursor/** denied (it is in every preset's floor)."
         ))
 
 

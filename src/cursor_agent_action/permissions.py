@@ -252,8 +252,15 @@ def build_policy(preset: str, allow: Sequence[str] = (), deny: Sequence[str] = (
 # -- the policy file in a workspace ------------------------------------------------------------
 
 
+SET_ASIDE: tuple[str, ...] = ("hooks.json", "mcp.json")
+"""Files in ``.cursor/`` that :class:`PolicyGuard` moves out of the way for a run: hooks run
+commands and can approve tool calls, MCP servers run commands; a pull request must not bring its
+own. The floor's ``Write(.cursor/**)`` keeps the agent's write tools from adding them."""
+
+
 def _policy_paths(workspace: Path) -> tuple[Path, Path]:
-    """``(.cursor dir, cli.json)``, refusing symlinks a pull request could have planted."""
+    """``(.cursor dir, cli.json)``, refusing symlinks a pull request could have planted (also
+    for the :data:`SET_ASIDE` files)."""
     if not workspace.is_dir():
         raise SetupError(
             f"working directory {workspace} does not exist or is not a directory.",
@@ -261,22 +268,22 @@ def _policy_paths(workspace: Path) -> tuple[Path, Path]:
         )
     directory = workspace / ".cursor"
     path = directory / "cli.json"
-    for candidate in (directory, path):
+    for candidate in (directory, path, *(directory / name for name in SET_ASIDE)):
         if candidate.is_symlink():
             raise SetupError(
                 f"{candidate} is a symbolic link; refusing to write the permission policy "
-                "through it (a pull request could point it anywhere).",
+                "through it or move it aside (a pull request could point it anywhere).",
                 "Remove the link from the repository, or run on a trusted checkout.",
+            )
+        if candidate is not directory and candidate.exists() and not candidate.is_file():
+            raise SetupError(
+                f"{candidate} exists but is not a regular file.",
+                "Remove it from the workspace so the policy can be put in place.",
             )
     if directory.exists() and not directory.is_dir():
         raise SetupError(
             f"{directory} exists but is not a directory.",
             "Remove it from the workspace: the Cursor CLI reads its policy from .cursor/cli.json.",
-        )
-    if path.exists() and not path.is_file():
-        raise SetupError(
-            f"{path} exists but is not a regular file.",
-            "Remove it from the workspace so the policy can be written.",
         )
     return directory, path
 
@@ -306,29 +313,41 @@ def write_policy(workspace: Path, policy: Policy) -> Path:
 class PolicyGuard:
     """Holds the policy in ``.cursor/cli.json`` for a run and restores the original after.
 
-    On exit the workspace's file is restored byte for byte (same mode), or removed if there was
-    none, and ``.cursor/`` is removed again if we created it and it is empty. :meth:`restore` is
-    idempotent and takes no locks, so a signal handler may call it while ``__exit__`` is pending.
+    The :data:`SET_ASIDE` files (``hooks.json``, ``mcp.json``) are moved out of the workspace
+    (kept in memory) for the run. On exit each file is restored byte for byte (same mode), or
+    removed if there was none, and ``.cursor/`` is removed again if we created it and it is
+    empty. :meth:`restore` is idempotent and takes no locks, so a signal handler may call it
+    while ``__exit__`` is pending.
     """
 
     def __init__(self, workspace: Path, policy: Policy) -> None:
         self.workspace = workspace
         self.policy = policy
-        self._original: bytes | None = None
-        self._original_mode = 0o644
+        # Each guarded file -> its original (bytes, mode), None if there was none.
+        self._originals: dict[Path, tuple[bytes, int] | None] = {}
         self._created_dir = False
         self._active = False
         self._tampered = False
 
+    def _during_run(self) -> dict[Path, bytes | None]:
+        """What each guarded file must hold while the agent runs (None: absent)."""
+        directory = self.workspace / ".cursor"
+        return {directory / "cli.json": self.policy.render(),
+                **{directory / name: None for name in SET_ASIDE}}
+
     def __enter__(self) -> PolicyGuard:
         directory, path = _policy_paths(self.workspace)
-        if path.exists():
-            self._original = path.read_bytes()
-            self._original_mode = stat.S_IMODE(path.stat().st_mode)
+        for guarded in self._during_run():
+            self._originals[guarded] = (
+                (guarded.read_bytes(), stat.S_IMODE(guarded.stat().st_mode))
+                if guarded.exists() else None
+            )
         self._created_dir = not directory.exists()
         directory.mkdir(exist_ok=True)
         self._active = True
         try:
+            for name in SET_ASIDE:
+                (directory / name).unlink(missing_ok=True)
             _write_atomic(path, self.policy.render())
         except BaseException:
             self.restore()
@@ -345,40 +364,47 @@ class PolicyGuard:
 
     @property
     def tampered(self) -> bool:
-        """The policy file was changed, removed or replaced during the run (set by restore)."""
+        """A guarded file (the policy, or a set-aside file) was changed, removed, replaced or
+        created during the run (set by restore)."""
         return self._tampered
 
     def restore(self) -> None:
-        """Put the workspace's own ``.cursor/cli.json`` back. Safe to call more than once."""
+        """Put the workspace's own files back. Safe to call more than once."""
         if not self._active:
             return
         self._active = False
         directory = self.workspace / ".cursor"
-        path = directory / "cli.json"
-        self._tampered = not _holds(path, self.policy.render())
+        expected = self._during_run()
+        self._tampered = not all(_holds(path, data) for path, data in expected.items())
         try:
             if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
                 directory.unlink()
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif path.is_symlink() or path.exists():
-                path.unlink()
-            if self._original is not None:
-                directory.mkdir(exist_ok=True)
-                _write_atomic(path, self._original, self._original_mode)
-            elif self._created_dir:
+            for path in expected:
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                elif path.is_symlink() or path.exists():
+                    path.unlink()
+            for path, original in self._originals.items():
+                if original is not None:
+                    directory.mkdir(exist_ok=True)
+                    _write_atomic(path, *original)
+            if self._created_dir:
                 with contextlib.suppress(OSError):  # not empty: the agent's own files stay
                     directory.rmdir()
         except OSError as exc:
             raise SetupError(
-                f"could not restore {path} after the run: {exc}.",
-                "Do not commit the workspace as it is: .cursor/cli.json may still hold the "
-                "action's policy. Check the directory's permissions.",
+                f"could not restore {directory} after the run: {exc}.",
+                "Do not commit the workspace as it is: .cursor/ may still hold the action's "
+                "policy, or miss the repository's hooks.json/mcp.json. Check the directory's "
+                "permissions.",
             ) from exc
 
 
-def _holds(path: Path, data: bytes) -> bool:
-    """Whether ``path`` is still a regular file (not a link) under a real dir with ``data``."""
+def _holds(path: Path, data: bytes | None) -> bool:
+    """Whether ``path`` is still a regular file (not a link) under a real dir with ``data``
+    (``data`` None: whether nothing is there)."""
+    if data is None:
+        return not path.is_symlink() and not path.exists()
     if path.parent.is_symlink() or path.is_symlink() or not path.is_file():
         return False
     try:

@@ -31,8 +31,8 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
 ``reject_trust`` behave like builds that reject ``--trust`` (unknown option, not in ``--help``).
 ``record``       file to which one JSON line per invocation is appended: ``argv``, ``env``,
                  ``stdin`` (text read, or null if stdin was left open), ``cli_json`` (the
-                 ``.cursor/cli.json`` seen at start, or null), ``cwd``, ``pid``, ``pgid``,
-                 ``child_pid``.
+                 ``.cursor/cli.json`` seen at start, or null), ``cursor_dir`` (the names in
+                 ``.cursor/`` then, or null), ``cwd``, ``pid``, ``pgid``, ``child_pid``.
 ``spawn_child``  start a grandchild that sleeps holding stdout/stderr open (its pid is
                  recorded), to check nothing is left running after the run.
 ``fail_first``   ``{"times": N, "counter": FILE, "stderr": "...", "exit_code": 1}``: the first N
@@ -329,6 +329,7 @@ def _record(scenario: dict[str, Any], base: Path, argv: Sequence[str], child: in
         "env": dict(os.environ),
         "stdin": _read_stdin(),
         "cli_json": cli_json.read_text(encoding="utf-8") if cli_json.exists() else None,
+        "cursor_dir": sorted(os.listdir(".cursor")) if os.path.isdir(".cursor") else None,
         "cwd": os.getcwd(),
         "pid": os.getpid(),
         "pgid": os.getpgrp(),
