@@ -306,7 +306,7 @@ def test_unusable_transcript_or_agent_is_a_setup_error(
     code = main(["run", "--prompt", "x", "--agent-bin", str(not_executable),
                  "--working-directory", str(workspace)])
     assert code == 3
-    assert f"the agent binary {not_executable} is not executable" in capsys.readouterr().out
+    assert f"the agent binary {not_executable} is not an executable file" in capsys.readouterr().out
 
 
 def test_transcript_write_failure_does_not_stop_the_run(
@@ -710,3 +710,30 @@ def test_checkout_hooks_and_mcp_config_never_reach_the_agent(
     status = subprocess.run(["git", "status", "--porcelain"], cwd=workspace, check=True,
                             capture_output=True, text=True).stdout
     assert status == ""
+
+
+def test_prompt_file_byte_order_mark_is_not_part_of_the_prompt(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    prompt_file = tmp_path / "prompt.md"
+    prompt_file.write_bytes(b"\xef\xbb\xbfFix the build.\n")
+    result = run(tmp_path, workspace, capsys, {}, "--prompt-file", str(prompt_file),
+                 prompt=None)
+    assert result.code == 0
+    assert result.runs[0]["argv"][-1] == "Fix the build.\n"
+
+
+def test_agent_bin_path_that_does_not_exist_is_named_without_path_lookup(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    missing = tmp_path / "nonexistent" / "cursor-agent"
+    code = main(["run", "--prompt", "x", "--agent-bin", str(missing),
+                 "--working-directory", str(workspace)])
+    assert code == 3
+    log = capsys.readouterr().out
+    assert f"the agent binary {missing} does not exist" in log
+    assert "on PATH)" not in log
+    code = main(["run", "--prompt", "x", "--agent-bin", "no-such-cursor-agent",
+                 "--working-directory", str(workspace)])
+    assert code == 3
+    assert "(no-such-cursor-agent on PATH)" in capsys.readouterr().out

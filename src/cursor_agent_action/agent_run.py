@@ -235,7 +235,8 @@ def read_prompt(prompt: str | None, prompt_file: str | None) -> str:
                          "Pass either prompt or prompt-file, not both.")
     if prompt_file:
         try:
-            prompt = Path(prompt_file).read_text(encoding="utf-8")
+            # utf-8-sig: an editor's byte-order mark is not part of the task.
+            prompt = Path(prompt_file).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise UsageError(f"cannot read the prompt file {prompt_file}: {reason}.",
@@ -257,9 +258,13 @@ def find_agent(requested: str) -> Path:
         found = shutil.which(name)
         if found:
             return Path(found).absolute()
-    if requested and os.sep in requested and Path(requested).exists():
-        raise SetupError(f"the agent binary {requested} is not executable.",
-                         f"Run 'chmod +x {requested}' or point agent-bin at the CLI.")
+    if requested and os.sep in requested:  # a path: PATH plays no part
+        if Path(requested).exists():
+            raise SetupError(f"the agent binary {requested} is not an executable file.",
+                             f"Run 'chmod +x {requested}' or point agent-bin at the CLI.")
+        raise SetupError(f"the agent binary {requested} does not exist.",
+                         "Point agent-bin at the installed CLI (the install step's cli-path "
+                         "output), or pass a command name to look up on PATH.")
     raise SetupError(
         f"the Cursor CLI was not found ({' or '.join(candidates)} on PATH).",
         "Install it first (the action's install step, or 'cursor-agent-action install') or "
