@@ -335,3 +335,29 @@ def test_a_huge_final_message_is_cut_inside_its_fence(env: Env) -> None:
     assert len(body) <= COMMENT_LIMIT
     assert "... (cut to fit GitHub's size limit)\n```\n\n[Workflow run]" in body
     assert "@mallory" not in rendered_markup(body)
+
+
+def test_a_secret_cut_at_the_size_limit_leaves_no_piece_behind(env: Env) -> None:
+    """Secrets are redacted before the text is cut, not after: no prefix of one survives."""
+    number = env.gh.add_issue()
+    big = env.tmp / "big.md"
+    big.write_text("x" * 200_000)
+    _, first, _ = env.comment("--number", str(number), "--body-file", str(big))
+    kept = env.gh.state.comments[int(first["comment-id"])]["body"].count("x")
+    secret = "key_live_supersecret_0123456789"
+    env.monkeypatch.setenv("CURSOR_API_KEY", secret)
+    big.write_text("x" * (kept - 12) + secret + "y" * 1000)
+    code, out, _ = env.comment("--number", str(number), "--body-file", str(big))
+    assert code == 0
+    body = env.gh.state.comments[int(out["comment-id"])]["body"]
+    assert "key_live" not in body
+    assert "x***y" in body
+
+
+def test_api_url_credentials_never_reach_the_error(env: Env) -> None:
+    env.monkeypatch.setenv("GITHUB_API_URL", "http://bob:pw_hidden_42@127.0.0.1:9")
+    code, _, log = env.comment("--number", "1", "--body", "x")
+    assert code == EXIT_GITHUB
+    line = error_line(log)
+    assert "cannot reach http://***@127.0.0.1:9" in line
+    assert "pw_hidden_42" not in log

@@ -137,3 +137,13 @@ def test_retry_delay_follows_githubs_documented_order(
 def test_context_needs_owner_slash_name() -> None:
     with pytest.raises(UsageError, match="GITHUB_REPOSITORY must be 'owner/name'"):
         Context.from_env({"GITHUB_REPOSITORY": "just-a-name"})
+
+
+def test_scrub_urls_hides_userinfo_and_signed_query_strings() -> None:
+    from cursor_agent_action.github_api import scrub_urls
+
+    text = ("HTTPSConnectionPool(host='h', port=443): Max retries exceeded with url: "
+            "/logs/5?sig=AbC%2Fd&se=2026 (Caused by x) https://u:tok@ghe.example/api/v3 Why?")
+    assert scrub_urls(text) == (
+        "HTTPSConnectionPool(host='h', port=443): Max retries exceeded with url: "
+        "/logs/5?*** (Caused by x) https://***@ghe.example/api/v3 Why?")

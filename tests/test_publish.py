@@ -426,3 +426,22 @@ def test_pull_request_from_a_fork_with_its_read_only_token_is_one_clear_error(
     assert ws.gh.requests_to("POST", r"/git-receive-pack$") == []
     assert ws.gh.requests_to("POST", r"/pulls$") == []
     assert sh(ws.remote, "branch", "--list") == "feature"
+
+
+def test_git_errors_and_the_log_never_show_a_token_or_its_basic_credential(
+        ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """The token is masked in both forms git may reveal; a remote URL's user:token@ (not a
+    registered secret) is cut from the error."""
+    import base64
+
+    ws.monkeypatch.setenv("GITHUB_SERVER_URL", ws.gh.api_url)
+    remote = ws.gh.api_url.replace("://", "://x-access-token:pat_other_0123@") + "/octo/w.git"
+    (ws.repo / "README.md").write_text("http\n")
+    code, _ = ws.publish("--remote", remote)
+    assert code == EXIT_GITHUB
+    log = capsys.readouterr().out
+    basic = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
+    assert log.startswith(f"::add-mask::{TOKEN}\n::add-mask::{basic}\n")
+    line = error_line(log)
+    assert "on http://***@127.0.0.1:" in line
+    assert "pat_other_0123" not in log

@@ -87,8 +87,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
     text = compose_body(transcript=args.transcript, final_message=args.final_message,
                         body=args.body, body_file=args.body_file, links=links,
-                        max_chars=COMMENT_LIMIT - len(head) - 1)
-    body = f"{head}\n{runner.redact(text)}"
+                        max_chars=COMMENT_LIMIT - len(head) - 1, redact=runner.redact)
+    body = f"{head}\n{text}"
     token = read_token(args.token_env, ctx)
     runner.mask(token)
     gh = GitHub(ctx, token, log=runner.log)

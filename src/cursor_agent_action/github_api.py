@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -290,9 +291,20 @@ def github_error(
     return GitHubError(text, hint)
 
 
+# Credentials a URL may carry: "user:token@" and query strings (a signed log-storage URL's
+# signature). HTTP libraries put URLs into their exception messages.
+_URL_USERINFO = re.compile(r"(?<=://)[^/\s@'\"]+@")
+_URL_QUERY = re.compile(r"\?[\w.~%-]+=[^\s'\")]*")
+
+
+def scrub_urls(text: str) -> str:
+    """``text`` with URL credentials and query strings replaced by ``***``."""
+    return _URL_QUERY.sub("?***", _URL_USERINFO.sub("***@", text))
+
+
 def network_error(doing: str, url: str, exc: BaseException) -> GitHubError:
     return GitHubError(
-        f"{doing} failed: cannot reach {url}: {type(exc).__name__}: {exc}.",
+        scrub_urls(f"{doing} failed: cannot reach {url}: {type(exc).__name__}: {exc}."),
         "Check GITHUB_API_URL (GitHub Enterprise Server: https://HOST/api/v3) and the network.",
     )
 
@@ -395,8 +407,12 @@ def compose_body(
     body_file: str,
     links: Mapping[str, str],
     max_chars: int,
+    redact: Callable[[str], str],
 ) -> str:
     """Markdown for a PR body or comment from exactly one source, plus links, within max_chars.
+
+    ``redact`` (``Runner.redact``) removes secrets before any text is cut, so a cut cannot
+    leave part of a secret behind.
 
     Agent text (a saved transcript, rendered by ``summary.render_compact``, or the run's
     ``final-message``) is shown inert: fenced, so no heading, link, image, HTML or @mention of
@@ -422,9 +438,9 @@ def compose_body(
                 f"transcript {transcript} does not exist.",
                 "Pass the run step's transcript-file output.",
             )
-        record = summary.load_record(path)
+        record = summary.load_record(path, redact=redact)
         compact: str = summary.render_compact(record, max_chars=max_chars, links=dict(links))
-        return compact
+        return redact(compact)
     footer = "".join(f"\n\n[{name}]({url})" for name, url in links.items() if url)
     room = max_chars - len(footer)
     if final_message:
@@ -432,7 +448,7 @@ def compose_body(
         # Cut before fencing (a cut fence would let the rest render); +1: the cut text may
         # need the newline fence() adds.
         overhead = len(lead) + len(fence(final_message)) - len(final_message) + 1
-        cut = fit(final_message.rstrip(), room - overhead,
+        cut = fit(redact(final_message).rstrip(), room - overhead,
                   note="\n... (cut to fit GitHub's size limit)")
         return lead + fence(cut).rstrip("\n") + footer
     text = body
@@ -444,4 +460,4 @@ def compose_body(
                 f"cannot read --body-file {body_file}: {exc.strerror}.",
                 "Pass a Markdown file the job wrote.",
             ) from exc
-    return (fit(text.rstrip(), room) + footer).lstrip("\n")
+    return (fit(redact(text).rstrip(), room) + footer).lstrip("\n")

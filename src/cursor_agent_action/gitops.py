@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cursor_agent_action.errors import GitHubError
+from cursor_agent_action.github_api import scrub_urls
 from cursor_agent_action.permissions import glob_to_regex
 
 TRAILER = "Cursor-Agent-Action-Run"
@@ -54,17 +55,24 @@ def git(
     return result
 
 
+def _detail(output: str) -> str:
+    """git's words on one line, without credentials a remote URL may carry."""
+    return scrub_urls(" ".join(output.split()))[:600]
+
+
 class AccessDenied(GitHubError):
     """The remote refused the token: publish adds why when it knows (a fork's pull request)."""
 
 
 def failed(what: str, result: subprocess.CompletedProcess[str]) -> GitHubError:
-    detail = " ".join((result.stderr or result.stdout).split())[:600]
+    detail = _detail(result.stderr or result.stdout)
     return git_error(f"{what} failed (exit {result.returncode}): {detail}", detail)
 
 
 def git_error(message: str, detail: str) -> GitHubError:
-    """The error for git's words ``detail``, with the hint they call for."""
+    """The error for git's words ``detail``, with the hint they call for; no URL credentials
+    (e.g. of a remote given as a URL) in ``message``."""
+    message = scrub_urls(message)
     lower = detail.lower()
     if "not a git repository" in lower:
         return GitHubError(message, "Run in a checked-out repository (actions/checkout) or set "
@@ -117,6 +125,11 @@ def valid_branch(name: str, repo: Path) -> bool:
     return git(["check-ref-format", "--branch", name], repo, check=False).returncode == 0
 
 
+def basic_credential(token: str) -> str:
+    """The HTTP basic credential git sends for ``token`` (base64: mask it like the token)."""
+    return base64.b64encode(f"x-access-token:{token}".encode()).decode()
+
+
 def auth_env(server_url: str, token: str) -> dict[str, str]:
     """Environment giving one git process an Authorization header for ``server_url`` only.
 
@@ -126,11 +139,11 @@ def auth_env(server_url: str, token: str) -> dict[str, str]:
     changes being published may have touched) would inherit it.
     """
     key = f"http.{server_url.rstrip('/')}/.extraheader"
-    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
     return {
         "GIT_CONFIG_COUNT": "3",
         "GIT_CONFIG_KEY_0": key, "GIT_CONFIG_VALUE_0": "",
-        "GIT_CONFIG_KEY_1": key, "GIT_CONFIG_VALUE_1": f"AUTHORIZATION: basic {basic}",
+        "GIT_CONFIG_KEY_1": key,
+        "GIT_CONFIG_VALUE_1": f"AUTHORIZATION: basic {basic_credential(token)}",
         "GIT_CONFIG_KEY_2": "core.hooksPath", "GIT_CONFIG_VALUE_2": os.devnull,
     }
 
@@ -184,7 +197,7 @@ def push(repo: Path, remote: str, sha: str, branch: str, *, expected: str,
                   remote, f"{sha}:{ref}"], repo, env=env, check=False)
     if result.returncode == 0:
         return
-    detail = " ".join((result.stderr + " " + result.stdout).split())[:600]
+    detail = _detail(result.stderr + " " + result.stdout)
     if "stale info" in detail or "fetch first" in detail or "non-fast-forward" in detail:
         raise GitHubError(
             f"push to {branch} rejected: the branch moved on {remote} while publishing "

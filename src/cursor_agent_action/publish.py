@@ -160,11 +160,11 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         )
     token = read_token(args.token_env, ctx)
     runner.mask(token)
+    runner.mask(gitops.basic_credential(token))  # the form git sends: as actions/checkout does
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
-    body = runner.redact(compose_body(transcript=args.transcript,
-                                      final_message=args.final_message, body=args.body,
-                                      body_file=args.body_file, links=links,
-                                      max_chars=COMMENT_LIMIT))
+    body = compose_body(transcript=args.transcript, final_message=args.final_message,
+                        body=args.body, body_file=args.body_file, links=links,
+                        max_chars=COMMENT_LIMIT, redact=runner.redact)
 
     with runner.group(f"publish {len(paths)} changed file(s) to {branch}"):
         runner.untrusted("\n".join(paths))  # names the agent chose: never workflow commands
