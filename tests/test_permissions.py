@@ -62,10 +62,19 @@ def test_every_preset_carries_the_whole_floor(preset: str) -> None:
 def test_every_preset_reads_the_repo_and_runs_harmless_shell_only(preset: str) -> None:
     policy = build_policy(preset)
     assert "Read(**)" in policy.allow
-    for word in ("ls", "grep", "find", "cat", "wc", "head", "tail"):
+    for word in ("ls", "grep", "cat", "wc", "head", "tail"):
         assert f"Shell({word})" in policy.allow
     shell_allowed = {t for t in policy.allow if t.startswith("Shell(")}
     assert not shell_allowed & set(policy.deny)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_no_preset_allows_a_shell_command_that_runs_other_programs(preset: str) -> None:
+    """`find -exec` and `rg --pre` run any program, past the floor's shell denies; a user may
+    still opt in with an explicit allow."""
+    for word in ("find", "rg", "xargs", "env", "bash", "sh", "python"):
+        assert f"Shell({word})" not in build_policy(preset).allow
+    assert "Shell(find)" in build_policy(preset, allow=["Shell(find)"]).allow
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -33,10 +33,12 @@ DEFAULT_PRESET = "read-only"
 CLI_JSON_VERSION = 1
 
 # Shell commands that only read. The CLI matches the first word of a command only, so these
-# still allow e.g. `find -delete` or a `>` redirection: see the README for the limits.
+# still allow a `>` redirection: see the README for the limits (run checks every changed file
+# against the policy afterwards). Not `find` or `rg`: they run any program (`find -exec`,
+# `rg --pre`), like `xargs` in the floor; the CLI's own glob and grep tools search under Read().
 _READ_ONLY_SHELL = (
-    "basename", "cat", "cut", "diff", "dirname", "du", "echo", "file", "find", "grep", "head",
-    "ls", "pwd", "realpath", "rg", "stat", "tail", "wc",
+    "basename", "cat", "cut", "diff", "dirname", "du", "echo", "file", "grep", "head", "ls",
+    "pwd", "realpath", "stat", "tail", "wc",
 )  # fmt: skip
 
 # Never lifted. Writes that would change CI or the agent's own configuration, or plant git hooks
