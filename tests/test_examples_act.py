@@ -232,6 +232,19 @@ def test_docs_update_agent_gets_the_diff_but_no_github_token(
     assert not [name for name in recorded["env"] if name.startswith(("GITHUB_TOKEN", "ACTIONS_"))]
 
 
+def test_docs_update_rerun_updates_the_same_pr_and_comment(
+    world: World, docs_update: tuple[ActRun, int]
+) -> None:
+    """Running again (a new push to the PR) opens no second pull request or comment."""
+    _, number = docs_update
+    run = world.run("docs-update.yml", "pull_request", _pull_request_event(world, number))
+    assert run.job_result("publish") == "success", run.explain()
+    assert len(world.github.requests_to("POST", r"/pulls$")) == 1
+    # The sticky comment was found again (and left alone: same content), not posted twice.
+    assert len(world.github.requests_to("POST", rf"/issues/{number}/comments$")) == 1
+    assert len(world.github.requests_to("GET", rf"/issues/{number}/comments$")) >= 2
+
+
 def test_docs_update_skips_fork_pull_requests(world: World) -> None:
     """A fork's run has no secrets and a read-only token: both jobs are skipped, not failed."""
     before = len(world.github.requests)
