@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cursor_agent_action import events
 from cursor_agent_action.events import (
     THINKING,
     AssistantEvent,
@@ -17,7 +18,9 @@ from cursor_agent_action.events import (
     ToolCallEvent,
     UnknownEvent,
     UserEvent,
+    delta_text,
     parse_line,
+    take_line,
 )
 
 
@@ -231,3 +234,35 @@ def test_bom_inside_stream_is_tolerated() -> None:
 def test_invalid_utf8_and_invalid_escape_together_are_both_repaired() -> None:
     event = parse_line(b'\xef\xbb\xbf{"type":"user","message":{"content":"\xff C:\\ws"}}')
     assert event == UserEvent("\ufffd C:\\ws")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        _line({"type": "assistant",
+               "message": {"content": [{"type": "text", "text": "a\nb é 🙂" * 50}]}}),
+        _line({"type": "result", "subtype": "success", "result": "x" * 300, "duration_ms": 5}),
+        b'{"type":"user","message":{"content":"caf\xc3\xa9 \xff! ' + b"y" * 300 + b'"}}',
+        b'{"type":"user","message":{"content":"lone \\ud800 surrogate' + b"y" * 300 + b'"}}',
+        b'{"type":"result","duration_ms":NaN,"result":"' + b"y" * 300 + b'"}',
+        b'{"type":"user","message":{"content":"C:\\ws ' + b"y" * 300 + b'"}}',
+        b'\xef\xbb\xbf{"type":"user","message":{"content":"' + b"y" * 300 + b'"}}',
+        b"[" + b"1," * 200 + b"1]",
+    ],
+)
+def test_take_line_of_a_long_line_matches_parse_line(
+    line: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long line decoded by the stdlib (bytes freed first) gives exactly the event orjson
+    gives: same text, same repairs, same refusals (lone surrogates, NaN, non-objects)."""
+    monkeypatch.setattr(events, "HUGE_LINE_BYTES", 100)
+    holder: list[object] = [b"before", bytearray(line)]
+    assert take_line(holder, 1) == parse_line(line)
+    assert holder == [b"before", b""]  # the list no longer holds the line
+
+
+def test_delta_text_takes_the_raw_line() -> None:
+    holder: list[object] = [_line({"type": "assistant", "message": {"content": "hi"},
+                                   "timestamp_ms": 1})]  # fmt: skip
+    assert delta_text(holder, 0) == "hi"
+    assert holder == [b""]

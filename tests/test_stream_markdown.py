@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cursor_agent_action import markdown
 from cursor_agent_action.markdown import (
     code_cell,
     cut_utf8,
@@ -95,3 +96,13 @@ def test_cut_utf8_is_a_valid_prefix_within_budget(text: str, limit: int) -> None
     assert text.startswith(cut)
     assert utf8_len(cut) <= limit
     assert cut == text or utf8_len(text[: len(cut) + 1]) > limit
+
+
+@given(st.text(), st.integers(min_value=1, max_value=8))
+def test_utf8_len_in_pieces_counts_every_byte(
+    text: str, piece: int
+) -> None:
+    """utf8_len measures a long text piece by piece: the total is the encoded length."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(markdown, "_PIECE_CHARS", piece)
+        assert utf8_len(text) == len(text.encode("utf-8"))

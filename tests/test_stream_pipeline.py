@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from cursor_agent_action import events, logrender, pipeline
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.pipeline import (
     RESULT_OUTPUT_LIMIT,
@@ -291,3 +293,57 @@ def test_load_record_redacts_before_cutting() -> None:
         "acme_widgets", "***"))  # fmt: skip
     assert all("acme_widgets" not in call.target for call in record.tool_calls)
     assert any("***" in call.target for call in record.tool_calls)
+
+
+def _agent_text(log: str) -> str:
+    """The text inside the log's stop-commands blocks, as the log viewer shows it."""
+    blocks = re.finditer(r"::stop-commands::(\w+)\n(.*?)::\1::\n", log, re.DOTALL)
+    return "".join(block.group(2) for block in blocks)
+
+
+def test_long_lines_are_freed_early_and_report_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the long-line paths taken (thresholds lowered): a long segment, token deltas and
+    result are decoded from text, logged in pieces, written to the result file in pieces, and
+    the outputs, summary and log text are exactly those of the ordinary path."""
+    segment = ("line é 🙂 `x`\n" * 300) + "no newline " * 300
+    stream = _lines(
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": segment}]}},
+        {"type": "assistant", "message": {"content": "delta " * 200}, "timestamp_ms": 1},
+        {"type": "assistant", "message": {"content": "and more " * 200}, "timestamp_ms": 2},
+        {"type": "result", "subtype": "error", "is_error": True, "result": segment},
+    )
+
+    def run(where: Path) -> tuple[dict[str, str], str, str, str]:
+        where.mkdir()
+        runner, log = _runner(where)
+        record = process_stream(io.BytesIO(stream), runner)
+        report(record, runner, result_dir=where)
+        outputs = parse_output_file((where / "out").read_text())
+        result = Path(outputs.pop("result-file")).read_text()
+        return outputs, (where / "summary.md").read_text(), _agent_text(log.getvalue()), result
+
+    ordinary = run(tmp_path / "ordinary")
+    monkeypatch.setattr(events, "HUGE_LINE_BYTES", 1000)
+    monkeypatch.setattr(pipeline, "RELEASE_LINE_BYTES", 1000)
+    monkeypatch.setattr(pipeline, "WRITE_PIECE_CHARS", 777)
+    monkeypatch.setattr(logrender, "LOG_PIECE_CHARS", 500)
+    long_paths = run(tmp_path / "long")
+    assert long_paths[:2] == ordinary[:2]
+    assert long_paths[2].replace("\n", "") == ordinary[2].replace("\n", "")  # cut mid-line
+    assert segment + "\n" + "delta " * 200 + "and more " * 200 == ordinary[2].rstrip("\n")
+    assert long_paths[3] == ordinary[3] == segment
+    assert "> cursor-agent reported an error (result subtype 'error', is\\_error true): line é" in (
+        ordinary[1]
+    )  # the reason quotes the start of a result that is far longer
+
+
+def test_log_pieces_cut_after_newlines_and_lose_nothing() -> None:
+    text = "ab\n" * 10 + "c" * 12
+    pieces = list(logrender.log_pieces(text, 7))
+    assert "".join(pieces) == text
+    assert all(len(piece) <= 7 for piece in pieces)
+    assert pieces[:3] == ["ab\nab\n"] * 3
+    assert pieces[-2:] == ["ccccccc", "ccccc"]  # no newline in reach: cut at the size
+    assert list(logrender.log_pieces("short", 7)) == ["short"]

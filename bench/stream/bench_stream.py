@@ -5,7 +5,8 @@
 1. ``summarize`` (the whole command, log to /dev/null) vs a bare ``orjson.loads`` loop over the
    same lines, each in a fresh process, same run: best wall time of 3. Done for the "typical"
    event mix and again for a "tool-heavy" one (see gen_transcript.MIXES).
-2. Peak RSS of ``summarize`` on that transcript and on a single 50 MiB line.
+2. Peak RSS of ``summarize`` on that transcript, on a single 50 MiB line (a tool result, an
+   assistant text, a result text) and on an empty transcript (the baseline).
 3. Start-up: ``cursor-agent-action --help`` vs ``python -c pass`` (median of 15).
 4. The vendor-documented progress loop (bash ``while read line`` + jq per field) on the first
    ``--jq-lines`` lines, extrapolated to the whole transcript.
@@ -45,6 +46,25 @@ while IFS= read -r line; do
   esac
 done < "$1"
 """
+
+
+# One 50 MiB line of each kind that can carry that much text (text with escaped newlines).
+HUGE_TEXT = b"The agent explains what it changed and why, in plain words.\\n"
+HUGE_LINES = {
+    "tool result": (
+        b'{"type":"tool_call","subtype":"completed","call_id":"c1","tool_call":'
+        b'{"readToolCall":{"args":{"path":"big.txt"},"result":{"success":{"content":"',
+        b'"}}}}}',
+    ),
+    "assistant text": (
+        b'{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"',
+        b'"}]},"session_id":"s1"}',
+    ),
+    "result text": (
+        b'{"type":"result","subtype":"success","is_error":false,"duration_ms":5,"result":"',
+        b'","session_id":"s1","request_id":"r1"}',
+    ),
+}
 
 
 def timed(cmd: list[str]) -> tuple[float, int]:
@@ -98,18 +118,16 @@ def main() -> None:
         print(f"[{mix}] summarize:         {ours_s:.2f} s, peak RSS {ours_rss / 1024:.0f} MiB "
               f"-> {ours_s / loop_s:.2f}x the bare loop")  # fmt: skip
 
-    huge = work / "huge-line.jsonl"
-    with huge.open("wb") as handle:
-        handle.write(
-            b'{"type":"tool_call","subtype":"completed","call_id":"c1","tool_call":'
-            b'{"readToolCall":{"args":{"path":"big.txt"},"result":{"success":{"content":"'
-        )
-        handle.write(b"x" * (50 * 2**20))
-        handle.write(
-            b'"}}}}}\n{"type":"result","subtype":"success","is_error":false,"result":"ok"}\n'
-        )
-    huge_s, huge_rss = best(summarize_cmd(huge, work), runs=1, fresh=work)
-    print(f"one 50 MiB line:   {huge_s:.2f} s, peak RSS {huge_rss / 1024:.0f} MiB")
+    for name, (prefix, suffix) in HUGE_LINES.items():
+        huge = work / f"huge-{name}.jsonl"
+        with huge.open("wb") as handle:
+            handle.write(prefix + HUGE_TEXT * (50 * 2**20 // len(HUGE_TEXT)) + suffix + b"\n")
+        huge_s, huge_rss = best(summarize_cmd(huge, work), runs=1, fresh=work)
+        print(f"one 50 MiB line ({name}): {huge_s:.2f} s, peak RSS {huge_rss / 1024:.0f} MiB")
+    empty = work / "empty.jsonl"
+    empty.write_bytes(b"")
+    empty_rss = best(summarize_cmd(empty, work), runs=1)[1]
+    print(f"baseline (empty transcript): peak RSS {empty_rss / 1024:.0f} MiB")
 
     def median_wall(cmd: list[str], runs: int = 15) -> float:
         samples = []

@@ -205,9 +205,13 @@ class Aggregator:
 
     def _end_segment(self) -> None:
         """Deltas never repeated whole (cut-off stream) still count as a segment."""
-        if self._deltas:
-            text = "".join(d if isinstance(d, str) else delta_text(d) for d in self._deltas)
-            self._deltas.clear()
+        deltas = self._deltas
+        if deltas:
+            for index in range(len(deltas)):  # in place: each raw line freed once decoded
+                if not isinstance(deltas[index], str):
+                    deltas[index] = delta_text(deltas, index)
+            text = "".join(deltas)  # type: ignore[arg-type]
+            deltas.clear()
             self._add_segment(text)
             self._flushed = text
 
@@ -263,17 +267,9 @@ class Aggregator:
             record.has_result = True
             ok = event.subtype == "success" and not event.is_error
             record.conclusion = "success" if ok else "failure"
-            message = " ".join(event.result.split())[:300]
-            self._result_error = (
-                ""
-                if ok
-                else (
-                    f"cursor-agent reported an error (result subtype {event.subtype!r}"
-                    f"{', is_error true' if event.is_error else ''})"
-                    + (f": {message}" if message else ".")
-                )
-            )
             record.result_text = self._redact(event.result)
+            del self._segments[:-1]  # the result has the text: only the final message is needed
+            self._result_error = "" if ok else _result_error(event, record.result_text)
             record.duration_ms = event.duration_ms
             record.session_id = self._redact(event.session_id) or record.session_id
             record.request_id = self._redact(event.request_id) or record.request_id
@@ -327,6 +323,15 @@ class Aggregator:
             f"The stream ended without a result event after {self.events} events: the run "
             "did not finish (cut off, crashed or killed)."
         )
+
+
+def _result_error(event: ResultEvent, text: str) -> str:
+    """The failure reason for an error result, quoting the start of its (redacted) text."""
+    message = " ".join(text[:1000].split())[:300]  # the head only: the text may be huge
+    return (
+        f"cursor-agent reported an error (result subtype {event.subtype!r}"
+        f"{', is_error true' if event.is_error else ''})" + (f": {message}" if message else ".")
+    )
 
 
 def _unchanged(text: str) -> str:

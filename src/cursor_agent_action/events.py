@@ -10,6 +10,7 @@ key) rather than dropped, and nothing here trusts a field's type.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ _PREVIEW_BYTES = 1024
 HUGE_LINE_BYTES = 8 * 1024 * 1024
 _TOOL_CALL_PREFIX = b'{"type":"tool_call"'
 _LONG_RUN = re.compile(rb'[^"\\]{65536,}')
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
 
 # Keys of a completed call's result that say how it ended, in the order we prefer them.
 OUTCOMES = ("success", "error", "rejected", "permissionDenied", "spawnError", "failure", "timeout")
@@ -255,10 +257,36 @@ def is_thinking(line: Line) -> bool:
     return line.startswith(THINKING_PREFIX) and (line.endswith(b"}") or line.endswith(b"}\r"))
 
 
-def delta_text(line: Line) -> str:
-    """The text of a raw assistant token-delta line (decoded on demand)."""
-    value, _ = _loads(line)
-    return _message_text(value.get("message")) if isinstance(value, dict) else ""
+def take_line(holder: list[Any], index: int) -> Event:
+    """Parse ``holder[index]`` and drop it from the list; the caller holds no other reference.
+
+    A long line other than a (elided) tool call is decoded to text and its bytes freed before
+    the JSON is parsed, by the stdlib, which builds the values without a scratch copy: a
+    50 MiB line peaks at twice its size, where orjson would need three times.
+    """
+    line: Line = holder[index]
+    holder[index] = b""
+    if len(line) <= HUGE_LINE_BYTES or line.startswith(_TOOL_CALL_PREFIX):
+        return parse_line(line)
+    text = str(line, "utf-8", "replace")  # as _loads repairs invalid UTF-8
+    del line
+    if not _SURROGATE_ESCAPE.search(text):  # orjson refuses lone surrogates; keep its verdict
+        with contextlib.suppress(ValueError, RecursionError):
+            value = json.loads(text, parse_constant=_no_constant)
+            if isinstance(value, dict):
+                with contextlib.suppress(Exception):
+                    return parse_object(value)
+    return parse_line(text.encode("utf-8"))  # anything unusual: the one exact path
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")  # NaN/Infinity: orjson refuses them too
+
+
+def delta_text(holder: list[Any], index: int) -> str:
+    """The text of the raw assistant token-delta line ``holder[index]`` (decoded on demand)."""
+    event = take_line(holder, index)
+    return event.text if isinstance(event, AssistantEvent) else ""
 
 
 def parse_line(line: Line) -> Event:

@@ -11,6 +11,8 @@ command (the runner only parses lines that begin with ``::``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import orjson
 
 from cursor_agent_action.aggregate import RunRecord, ToolCallRecord
@@ -30,6 +32,20 @@ from cursor_agent_action.runner_io import Runner, one_line
 MALFORMED_SHOWN = 5
 PREVIEW_CHARS = 120
 FAILED_OUTPUT_TAIL_LINES = 20
+# Long agent text is logged in pieces, each its own stop-commands block, so the log never
+# holds a second copy of a 50 MiB message (the log viewer shows the pieces as one text).
+LOG_PIECE_CHARS = 64 * 1024
+
+
+def log_pieces(text: str, size: int = LOG_PIECE_CHARS) -> Iterator[str]:
+    """``text`` in consecutive pieces of at most ``size`` characters, each ending after a
+    newline where the text has one in reach; a short text is the one piece."""
+    start = 0
+    while len(text) - start > size:
+        end = text.rfind("\n", start, start + size) + 1 or start + size
+        yield text[start:end]
+        start = end
+    yield text[start:]
 
 
 def format_duration(ms: int | None) -> str:
@@ -103,8 +119,12 @@ class LogRenderer:
             f"workspace {one_line(redact(event.cwd), 200) or '(unknown)'}"
         )
 
+    def _untrusted(self, text: str) -> None:
+        for piece in log_pieces(text):
+            self.runner.untrusted(piece)
+
     def on_segment(self, text: str) -> None:
-        self.runner.untrusted(text)
+        self._untrusted(text)
 
     def on_tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
         runner = self.runner
@@ -114,7 +134,7 @@ class LogRenderer:
             if self.verbose:
                 output = _tool_output(event)
                 if output:
-                    runner.untrusted(output)
+                    self._untrusted(output)
             elif call.exit_code:
                 output = runner.redact(_tool_output(event))[-16384:]  # redact, then cut
                 tail = "\n".join(output.splitlines()[-FAILED_OUTPUT_TAIL_LINES:])

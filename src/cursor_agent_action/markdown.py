@@ -82,12 +82,25 @@ def inline(text: str, limit: int = 500) -> str:
     return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+_PIECE_CHARS = 1024 * 1024
+
+
 def utf8_len(text: str) -> int:
-    return len(text.encode("utf-8"))
+    """Bytes of ``text`` in UTF-8, without encoding a long text all at once (tens of MiB)."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        len(text[start : start + _PIECE_CHARS].encode("utf-8"))
+        for start in range(0, len(text), _PIECE_CHARS)
+    )
 
 
 def cut_utf8(text: str, max_bytes: int) -> str:
     """The longest prefix of ``text`` that fits in ``max_bytes`` UTF-8 bytes."""
     if len(text) * 4 <= max_bytes:  # cheap exit: cannot be too long
         return text
-    return text.encode("utf-8")[: max(0, max_bytes)].decode("utf-8", "ignore")
+    max_bytes = max(0, max_bytes)
+    if text.isascii():
+        return text[:max_bytes]
+    # A character is at least one byte: only the first max_bytes characters can fit.
+    return text[:max_bytes].encode("utf-8")[:max_bytes].decode("utf-8", "ignore")

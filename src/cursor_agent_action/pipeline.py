@@ -25,6 +25,7 @@ from cursor_agent_action.events import (
     THINKING_PREFIX,
     TIMESTAMP_KEY,
     parse_line,
+    take_line,
 )
 from cursor_agent_action.framing import CHUNK_SIZE, Line, LineSplitter
 from cursor_agent_action.logrender import LogRenderer
@@ -32,6 +33,8 @@ from cursor_agent_action.markdown import cut_utf8, utf8_len
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.summary import render_summary
 
+RELEASE_LINE_BYTES = 1024 * 1024
+WRITE_PIECE_CHARS = 1024 * 1024
 RESULT_OUTPUT_LIMIT = 64 * 1024
 """Bytes of ``result``/``final-message`` kept in the step outputs (GitHub allows 1 MB per job:
 https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/passing-information-between-jobs)."""
@@ -85,6 +88,10 @@ class StreamProcessor:
             ):
                 fast += 1
                 add_raw_delta(line)
+            elif len(line) > RELEASE_LINE_BYTES and not line.isspace():  # freed before rendering
+                index = _index(lines, line)
+                del line  # the list's reference goes in take_line
+                apply(take_line(lines, index), line_no)
             elif line and not line.isspace():
                 apply(parse_line(line), line_no)
         self._line_no = line_no
@@ -105,6 +112,11 @@ class StreamProcessor:
             if self.runner:
                 self.runner.flush()
         return self._record
+
+
+def _index(lines: list[Line], line: Line) -> int:
+    """Where ``line`` itself (not an equal line) is in ``lines``."""
+    return next(index for index, held in enumerate(lines) if held is line)
 
 
 @contextlib.contextmanager
@@ -180,7 +192,8 @@ def _write_result_file(text: str, result_dir: Path) -> Path:
     result_dir.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix="result-", suffix=".md", dir=result_dir)
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
+        for start in range(0, len(text), WRITE_PIECE_CHARS):  # never the whole text encoded
+            handle.write(text[start : start + WRITE_PIECE_CHARS])
     return Path(name)
 
 

@@ -76,13 +76,15 @@ def _problems(record: RunRecord) -> str:
 def _fenced(title: str, text: str, budget: int, rest: str) -> str:
     """A heading and ``text`` in a fence, cut to ``budget`` bytes with a note."""
     head = f"### {title}\n\n"
-    whole = head + fence(text) + "\n"
-    if utf8_len(whole) <= budget:
+    # Only what can fit is fenced: a 50 MiB message is never copied whole.
+    fitting = cut_utf8(text, budget)
+    whole = head + fence(fitting) + "\n"
+    if len(fitting) == len(text) and utf8_len(whole) <= budget:
         return whole
-    room = budget - utf8_len(head) - _NOTE_RESERVE - (utf8_len(whole) - utf8_len(text))
+    room = budget - utf8_len(head) - _NOTE_RESERVE - (utf8_len(whole) - utf8_len(fitting))
     if room <= 0:
         return _left_out(title, budget)
-    shown = cut_utf8(text, room)
+    shown = cut_utf8(fitting, room)
     note = (
         f"*Cut to fit the summary size limit: {utf8_len(shown):,} of {utf8_len(text):,} bytes "
         f"shown; {rest}.*\n\n"
@@ -294,9 +296,9 @@ def render_compact(
     room = max_chars - len(head) - len(files) - 200
     message = ""
     if record.final_message and room > 0:
-        text = record.final_message
+        text = record.final_message[:room]  # only what can fit is fenced
         message = fence(text) + "\n"
-        if len(message) > room:
+        if len(text) < len(record.final_message) or len(message) > room:
             text = text[: max(0, room - (len(message) - len(text)))]
             message = fence(text) + "\n*(final message cut to fit)*\n\n"
     compact = head + message + files
