@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.process import AgentExit, run_agent_process
-from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.process import AgentExit, TranscriptWriter, run_agent_process
+from cursor_agent_action.runner_io import Redactor, Runner
 from cursor_agent_action.standin import to_json_line
 from tests.support.standin import make_standin, records, wait_group_gone
 
@@ -156,3 +156,16 @@ def test_stop_request_after_the_result_keeps_the_result(tmp_path: Path) -> None:
     assert result.ended_by == "result"
     assert elapsed < 10  # stopped at once, not after the 30 s grace
     _assert_group_gone(result)
+
+
+def test_transcript_writer_redacts_per_line_and_keeps_other_bytes(tmp_path: Path) -> None:
+    """Secrets cut across writes are replaced; invalid UTF-8 and the unterminated last line
+    are kept as they are."""
+    path = tmp_path / "t.jsonl"
+    writer = TranscriptWriter(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600),
+                              Redactor(["sk_live_abcdef"]))
+    for chunk in (b"\xff\xfe sk_li", b"ve_abc", b"def ok\n", b"a" * 70000, b"sk_live_", b"abcdef"):
+        writer.write(chunk)
+    writer.close()
+    assert path.read_bytes() == b"\xff\xfe *** ok\n" + b"a" * 70000 + b"***"
+    assert writer.error == ""

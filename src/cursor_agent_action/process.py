@@ -107,11 +107,13 @@ class TranscriptWriter:
         self.error = ""
 
     def write(self, chunk: bytes) -> None:
-        self._pending += chunk
-        end = self._pending.rfind(b"\n") + 1
-        if end:
-            self._emit(bytes(self._pending[:end]))
-            del self._pending[:end]
+        end = chunk.rfind(b"\n") + 1  # only the new bytes are searched: a long line stays cheap
+        if not end:
+            self._pending += chunk
+            return
+        self._pending += chunk[:end]
+        self._emit(bytes(self._pending))
+        self._pending = bytearray(chunk[end:])
 
     def close(self) -> None:
         """Write the last partial line and close the file."""
