@@ -46,6 +46,25 @@ def test_env_var_turns_on_verbose(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("CURSOR_AGENT_ACTION_VERBOSE", "true")
     verbose = summarize(tmp_path, FIXTURES / "docs-update.jsonl")
     assert "@@ -8 +8 @@" in verbose.log  # edit diffs are shown in verbose mode
+    flag_wins = summarize(tmp_path, FIXTURES / "docs-update.jsonl", "--no-verbose")
+    assert "@@ -8 +8 @@" not in flag_wins.log
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_VERBOSE", "  ")  # a sub-action passes empty inputs
+    assert "@@ -8 +8 @@" not in summarize(tmp_path, FIXTURES / "docs-update.jsonl").log
+
+
+@pytest.mark.parametrize("value", ["maybe", "on", "ture"])
+def test_bad_verbose_env_var_is_a_usage_error_like_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """Not silently false: the same clear refusal as `run` gives, and nothing is written."""
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_VERBOSE", value)
+    run = summarize(tmp_path, FIXTURES / "docs-update.jsonl")
+    assert run.code == 2
+    assert run.outputs == {}
+    assert (
+        f"::error title=invalid input::verbose must be true or false, not '{value}' "
+        "(from CURSOR_AGENT_ACTION_VERBOSE)."
+    ) in run.log
 
 
 def test_result_dir_defaults_to_runner_temp(

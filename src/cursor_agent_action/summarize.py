@@ -13,10 +13,9 @@ import tempfile
 from pathlib import Path
 
 from cursor_agent_action.errors import EXIT_OK, EXIT_RUN_FAILED
+from cursor_agent_action.options import add_flag, add_option
 from cursor_agent_action.pipeline import open_transcript, process_stream, report
 from cursor_agent_action.runner_io import Runner
-
-_TRUE = ("1", "true", "yes", "on")
 
 
 def default_result_dir() -> Path:
@@ -34,25 +33,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="stream-json transcript saved from 'cursor-agent --output-format stream-json' "
         "(- reads standard input)",
     )
-    parser.add_argument(
-        "--verbose",
-        action="store_true",
-        default=os.environ.get("CURSOR_AGENT_ACTION_VERBOSE", "").strip().lower() in _TRUE,
-        help="print every tool call's full output in the log "
-        "(env CURSOR_AGENT_ACTION_VERBOSE=true)",
-    )
-    parser.add_argument(
-        "--result-dir",
-        type=Path,
-        default=os.environ.get("CURSOR_AGENT_ACTION_RESULT_DIR") or None,
-        help="directory for the result-file output (env CURSOR_AGENT_ACTION_RESULT_DIR; "
-        "default $RUNNER_TEMP/cursor-agent-action, or a new temporary directory)",
-    )
+    add_flag(parser, "--verbose", default=False,
+             help="print every tool call's full output in the log")
+    add_option(parser, "--result-dir", help="directory for the result-file output",
+               default_help="$RUNNER_TEMP/cursor-agent-action, or a new temporary directory")
 
 
 def command(args: argparse.Namespace, runner: Runner) -> int:
     path = Path(args.transcript)
-    result_dir = args.result_dir or default_result_dir()
+    result_dir = Path(args.result_dir) if args.result_dir else default_result_dir()
     with open_transcript(path) as source:
         record = process_stream(source, runner, verbose=args.verbose)
     if args.transcript != "-":
