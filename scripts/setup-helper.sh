@@ -86,6 +86,8 @@ else
   : >"$build/venv/.complete"
   echo "::endgroup::"
   group_open=false
+  # An entry without its marker is a broken leftover (nothing runs from one): replace it.
+  if [[ -d "$venv" && ! -f "$venv/.complete" ]]; then rm -rf "$venv"; fi
   # Atomic: when another job of this runner finished the same venv first, keep theirs.
   "$python" -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "$build/venv" "$venv" 2>/dev/null ||
     [[ -f "$venv/.complete" ]] ||

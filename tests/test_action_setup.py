@@ -75,9 +75,7 @@ def test_missing_python_is_reported(tmp_path: Path) -> None:
 def test_old_python_is_refused(tmp_path: Path) -> None:
     old = tmp_path / "python3.8"
     # Answers like a Python 3.8 would: the version check fails, the version prints 3.8.18.
-    old.write_text(
-        '#!/bin/sh\ncase "$2" in *version_info*) exit 1 ;; *) echo 3.8.18 ;; esac\n'
-    )
+    old.write_text('#!/bin/sh\ncase "$2" in *version_info*) exit 1 ;; *) echo 3.8.18 ;; esac\n')
     old.chmod(0o755)
     result = _setup(tmp_path, CURSOR_AGENT_ACTION_PYTHON=str(old))
     assert result.returncode == 3
@@ -136,3 +134,69 @@ def test_an_incomplete_cached_venv_is_not_used(tmp_path: Path) -> None:
     # Rebuilding needs the (here unreachable) index: the failure proves it was not reused.
     assert result.returncode == 3
     assert "Could not install the helper's pinned dependencies" in result.stdout
+
+
+FAKE_PIP = """\
+# pip stand-in for offline tests of the build path: `install -r LOCK` does nothing, `install
+# ROOT` copies the helper's source into site-packages.
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+argv = sys.argv[1:]
+if "-r" not in argv:
+    package = Path(argv[-1]) / "src" / "cursor_agent_action"
+    shutil.copytree(package, Path(sysconfig.get_path("purelib")) / "cursor_agent_action")
+"""
+
+
+def _python_with_fake_pip(tmp_path: Path) -> Path:
+    """A python3 whose new venvs get the pip stand-in (the real pip would need the network)."""
+    pip = tmp_path / "fake-pip" / "pip"
+    pip.mkdir(parents=True)
+    (pip / "__init__.py").write_text("")
+    (pip / "__main__.py").write_text(FAKE_PIP)
+    python = tmp_path / "python3"
+    python.write_text(
+        f"""#!/bin/sh
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  {base_python()} -m venv --without-pip "$3" || exit 1
+  site=$("$3/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  cp -R {pip} "$site/pip"
+  exit 0
+fi
+exec {base_python()} "$@"
+"""
+    )
+    python.chmod(0o755)
+    return python
+
+
+def test_cold_build_lands_complete_in_the_cache_then_is_reused(tmp_path: Path) -> None:
+    copy = _project_copy(tmp_path)
+    script = copy / "scripts" / "setup-helper.sh"
+    python = str(_python_with_fake_pip(tmp_path))
+    first = _setup(tmp_path, script=script, CURSOR_AGENT_ACTION_PYTHON=python)
+    assert first.returncode == 0, first.stdout + first.stderr
+    venv = Path(_setup(tmp_path, "--print-dir", script=script).stdout.strip())
+    assert _outputs(tmp_path) == {"python": f"{venv}/bin/python", "cache-hit": "false"}
+    assert (venv / ".complete").is_file()
+    assert [p.name for p in venv.parent.iterdir()] == [venv.name]  # no build dir left
+    (tmp_path / "github_output").unlink()
+    again = _setup(tmp_path, script=script, CURSOR_AGENT_ACTION_PYTHON=python)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _outputs(tmp_path) == {"python": f"{venv}/bin/python", "cache-hit": "true"}
+
+
+def test_a_broken_leftover_is_replaced_by_a_fresh_build(tmp_path: Path) -> None:
+    copy = _project_copy(tmp_path)
+    script = copy / "scripts" / "setup-helper.sh"
+    venv = Path(_setup(tmp_path, "--print-dir", script=script).stdout.strip())
+    (venv / "bin").mkdir(parents=True)  # a venv dir without its completion marker
+    result = _setup(
+        tmp_path, script=script, CURSOR_AGENT_ACTION_PYTHON=str(_python_with_fake_pip(tmp_path))
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (venv / ".complete").is_file()
+    assert _outputs(tmp_path)["cache-hit"] == "false"
