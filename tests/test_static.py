@@ -142,3 +142,29 @@ def test_ci_workflow_grants_nothing_by_default() -> None:
     ]
     assert checkouts
     assert all(step["with"]["persist-credentials"] is False for step in checkouts)
+
+
+def _own_action_file(uses: str) -> Path | None:
+    """action.yml behind a `uses:` of this repository's action or sub-actions, else None."""
+    if uses == "./":
+        return ROOT / "action.yml"
+    match = re.match(r"^cursor-agent-action/cursor-agent-action(?:/(?P<sub>[\w-]+))?@", uses)
+    if not match:
+        return None
+    return ROOT / (match["sub"] or "") / "action.yml"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=_rel)
+def test_workflows_pass_only_inputs_our_actions_declare(path: Path) -> None:
+    """A renamed or mistyped input would be ignored with a mere warning on GitHub."""
+    workflow = yaml.safe_load(path.read_text())
+    for job in workflow["jobs"].values():
+        for step in job.get("steps", []):
+            action_file = _own_action_file(str(step.get("uses", "")))
+            if action_file is None:
+                continue
+            inputs = yaml.safe_load(action_file.read_text())["inputs"]
+            given = set(step.get("with", {}))
+            assert given <= set(inputs), f"{step['uses']}: unknown {sorted(given - set(inputs))}"
+            required = {n for n, spec in inputs.items() if spec.get("required")}
+            assert required <= given, f"{step['uses']}: missing {sorted(required - given)}"
