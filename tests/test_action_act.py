@@ -87,6 +87,12 @@ def _lines(final: str) -> list[Any]:
             "result": final,
             "session_id": SESSION,
             "request_id": "req-1",
+            "usage": {
+                "inputTokens": 1200,
+                "outputTokens": 34,
+                "cacheReadTokens": 560,
+                "cacheWriteTokens": 7,
+            },
         },
     ]
 
@@ -248,16 +254,18 @@ def test_every_declared_output_is_set(scenario_run: tuple[ActRun, Path]) -> None
     outputs = run.outputs("success", "agent")
     assert set(outputs) == declared
     unset = {name for name, value in outputs.items() if value == ""}
-    # The stand-in reports no token usage; cli-version/cache-hit belong to the skipped install.
-    assert unset == {
-        "input-tokens",
-        "output-tokens",
-        "cache-read-tokens",
-        "cache-write-tokens",
-        "cli-version",
-        "cache-hit",
-    }
+    assert unset == {"cli-version", "cache-hit"}  # the install step is skipped with cli-path
     assert Path(outputs["transcript-file"]).name == "transcript.jsonl"
+    assert (outputs["request-id"], outputs["model"], outputs["duration-ms"]) == (
+        "req-1",
+        "Stand-in 1",
+        "2100",
+    )
+    tokens = [
+        outputs[f"{kind}-tokens"] for kind in ("input", "output", "cache-read", "cache-write")
+    ]
+    assert tokens == ["1200", "34", "560", "7"]
+    assert (outputs["failed-tool-calls"], outputs["permission-denials"]) == ("0", "0")
 
 
 def test_job_summary_is_written(scenario_run: tuple[ActRun, Path]) -> None:
