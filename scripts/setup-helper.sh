@@ -82,7 +82,8 @@ else
     fail "Could not install the helper's pinned dependencies (requirements/action.txt). Fix: make sure the runner reaches PyPI, or point PIP_INDEX_URL (or PIP_FIND_LINKS with PIP_NO_INDEX=1) at a mirror that has these exact files."
   "${pip[@]}" install --no-deps --no-build-isolation --no-index "$root" ||
     fail "Could not install the helper from $root. Fix: use a full checkout of the action (a release tag such as @v1)."
-  "$build/venv/bin/python" -m cursor_agent_action --version
+  "$build/venv/bin/python" -m cursor_agent_action --version ||
+    fail "The helper installed in $build/venv does not start (output above). Fix: report this with the log; re-running may help if the runner's disk was full."
   : >"$build/venv/.complete"
   echo "::endgroup::"
   group_open=false
