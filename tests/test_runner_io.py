@@ -178,3 +178,9 @@ def test_group_title_is_redacted_before_it_is_cut(tmp_path: Path) -> None:
         pass
     runner.flush()
     assert "sk-01234" not in out.getvalue().split("\n", 1)[1]
+
+
+def test_secrets_are_also_redacted_in_their_json_escaped_forms() -> None:
+    redact = Redactor(['key"with\\quote-é'])
+    assert redact('{"text":"key\\"with\\\\quote-é"}') == '{"text":"***"}'
+    assert redact('{"text":"key\\"with\\\\quote-\\u00e9"}') == '{"text":"***"}'

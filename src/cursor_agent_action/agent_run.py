@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -28,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cursor_agent_action.aggregate import RunRecord
-from cursor_agent_action.cli import SECRET_ENV_VARS
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.options import add_flag, add_list, add_number, add_option
 from cursor_agent_action.permissions import (
@@ -364,18 +362,6 @@ def agent_environment(
     return env
 
 
-def mask_json_escaped_secrets(runner: Runner, environ: Mapping[str, str]) -> None:
-    """Also redact each secret as it appears inside a JSON string (``"`` -> ``\\"``, non-ASCII
-    -> ``\\uXXXX``): the transcript is JSON lines, saved redacted (cli.main masks the raw
-    values)."""
-    for name in SECRET_ENV_VARS:
-        value = environ.get(name, "")
-        for piece in {value, *value.splitlines()}:
-            escaped = json.dumps(piece)[1:-1]
-            if escaped != piece:
-                runner.mask(escaped)
-
-
 def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:
     """Whether this CLI build lists ``--trust`` in its ``--help`` (some builds reject it)."""
     try:
@@ -634,7 +620,6 @@ def execute(
     config_dir = options.state_dir / "cli-config"
     config_dir.mkdir(exist_ok=True, mode=0o700)
     env = agent_environment(environ, config_dir, options.pass_env)
-    mask_json_escaped_secrets(runner, environ)
     if not env.get("CURSOR_API_KEY"):
         runner.warning("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless it "
                        "is logged in. Pass the api-key input.", title="no API key")

@@ -15,6 +15,7 @@ References:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -64,13 +65,23 @@ class Redactor:
             self.add(value)
 
     def add(self, value: str) -> list[str]:
-        """Register a secret; returns the pieces that were added (each line of it)."""
+        """Register a secret; returns the pieces that were added.
+
+        The pieces are the value and each line of it, each also as it appears inside a JSON
+        string (the transcript is JSON lines): quotes and control characters escaped, with and
+        without ``\\uXXXX`` for non-ASCII.
+        """
         added: list[str] = []
         for raw in {value, *value.splitlines()}:
-            piece = raw.strip()
-            if len(piece) >= _MIN_SECRET_LEN and piece not in self._values:
-                self._values.append(piece)
-                added.append(piece)
+            stripped = raw.strip()
+            for piece in (
+                stripped,
+                json.dumps(stripped, ensure_ascii=False)[1:-1],
+                json.dumps(stripped)[1:-1],
+            ):
+                if len(piece) >= _MIN_SECRET_LEN and piece not in self._values:
+                    self._values.append(piece)
+                    added.append(piece)
         # Longest first, so a secret that contains another is replaced whole.
         self._values.sort(key=len, reverse=True)
         return added
