@@ -11,8 +11,9 @@
 #
 # The venv is kept in the runner's tool cache under a key made of the helper's source, the lock
 # file and the interpreter, so a runner that keeps its tool cache (self-hosted, act) reuses it
-# and any change to the action makes a new one. GitHub-hosted runners start every job with an
-# empty tool cache: nothing is shared between jobs or repositories there.
+# and any change to the action makes a new one. GitHub-hosted runners are fresh for every job:
+# nothing is shared between jobs or repositories there. With CURSOR_AGENT_ACTION_HELPER_CACHE
+# set to false the venv goes under RUNNER_TEMP, for this job only.
 # https://docs.github.com/en/actions/reference/variables-reference#default-environment-variables
 #
 # `setup-helper.sh --print-dir` prints the venv directory for the current key and exits.
@@ -57,7 +58,12 @@ for path in files:
 print(digest.hexdigest()[:20])
 PY
 )
-cache_root=${RUNNER_TOOL_CACHE:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}}/cursor-agent-action/helper
+# CURSOR_AGENT_ACTION_HELPER_CACHE=false (the action's helper-cache input): this job only.
+case "${CURSOR_AGENT_ACTION_HELPER_CACHE:-true}" in
+  true) cache_root=${RUNNER_TOOL_CACHE:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}}/cursor-agent-action/helper ;;
+  false) cache_root=${RUNNER_TEMP:-${TMPDIR:-/tmp}}/cursor-agent-action/helper ;;
+  *) fail "helper-cache must be 'true' or 'false'." ;;
+esac
 venv=$cache_root/$key
 
 if [[ "${1:-}" == "--print-dir" ]]; then

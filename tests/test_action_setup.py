@@ -200,3 +200,24 @@ def test_a_broken_leftover_is_replaced_by_a_fresh_build(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert (venv / ".complete").is_file()
     assert _outputs(tmp_path)["cache-hit"] == "false"
+
+
+def test_helper_cache_false_builds_for_this_job_only(tmp_path: Path) -> None:
+    copy = _project_copy(tmp_path)
+    script = copy / "scripts" / "setup-helper.sh"
+    result = _setup(
+        tmp_path,
+        script=script,
+        CURSOR_AGENT_ACTION_PYTHON=str(_python_with_fake_pip(tmp_path)),
+        CURSOR_AGENT_ACTION_HELPER_CACHE="false",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    python = Path(_outputs(tmp_path)["python"])
+    assert python.is_relative_to(tmp_path / "temp" / "cursor-agent-action" / "helper")
+    assert not (tmp_path / "tool_cache").exists()
+
+
+def test_helper_cache_must_be_true_or_false(tmp_path: Path) -> None:
+    result = _setup(tmp_path, CURSOR_AGENT_ACTION_HELPER_CACHE="yes")
+    assert result.returncode == 3
+    assert "helper-cache must be 'true' or 'false'" in result.stdout
