@@ -140,7 +140,7 @@ def test_context_needs_owner_slash_name() -> None:
 
 
 def test_scrub_urls_hides_userinfo_and_signed_query_strings() -> None:
-    from cursor_agent_action.github_api import scrub_urls
+    from cursor_agent_action.runner_io import scrub_urls
 
     text = ("HTTPSConnectionPool(host='h', port=443): Max retries exceeded with url: "
             "/logs/5?sig=AbC%2Fd&se=2026 (Caused by x) https://u:tok@ghe.example/api/v3 Why?")

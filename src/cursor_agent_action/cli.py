@@ -159,7 +159,8 @@ def _internal_error(runner: Runner, exc: BaseException) -> int:
         title="internal error",
     )
     runner.flush()
-    traceback.print_exception(exc, file=sys.stderr)
+    # Redacted too: only the runner's masks would otherwise hide a secret in a frame's text.
+    sys.stderr.write(runner.redact("".join(traceback.format_exception(exc))))
     return EXIT_INTERNAL
 
 

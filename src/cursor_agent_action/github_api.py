@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ import requests
 from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.markdown import fence
 from cursor_agent_action.options import add_option
+from cursor_agent_action.runner_io import scrub_urls
 
 T = TypeVar("T")
 
@@ -289,17 +289,6 @@ def github_error(
     else:
         hint = "See https://www.githubstatus.com/ and re-run the job."
     return GitHubError(text, hint)
-
-
-# Credentials a URL may carry: "user:token@" and query strings (a signed log-storage URL's
-# signature). HTTP libraries put URLs into their exception messages.
-_URL_USERINFO = re.compile(r"(?<=://)[^/\s@'\"]+@")
-_URL_QUERY = re.compile(r"\?[\w.~%-]+=[^\s'\")]*")
-
-
-def scrub_urls(text: str) -> str:
-    """``text`` with URL credentials and query strings replaced by ``***``."""
-    return _URL_QUERY.sub("?***", _URL_USERINFO.sub("***@", text))
 
 
 def network_error(doing: str, url: str, exc: BaseException) -> GitHubError:

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cursor_agent_action.errors import GitHubError
-from cursor_agent_action.github_api import scrub_urls
 from cursor_agent_action.permissions import glob_to_regex
+from cursor_agent_action.runner_io import scrub_urls
 
 TRAILER = "Cursor-Agent-Action-Run"
 """Commit trailer marking the commits publish makes; only such a branch tip is overwritten."""

@@ -96,6 +96,17 @@ class Redactor:
         return text
 
 
+# Credentials a URL may carry: "user:token@" and query strings (a signed log-storage URL's
+# signature). HTTP libraries put URLs into their exception messages.
+_URL_USERINFO = re.compile(r"(?<=://)[^/\s@'\"]+@")
+_URL_QUERY = re.compile(r"\?[\w.~%-]+=[^\s'\")]*")
+
+
+def scrub_urls(text: str) -> str:
+    """``text`` with URL credentials and query strings replaced by ``***``."""
+    return _URL_QUERY.sub("?***", _URL_USERINFO.sub("***@", text))
+
+
 def new_delimiter(value: str) -> str:
     """A heredoc delimiter that does not occur in ``value``."""
     while True:
