@@ -6,6 +6,7 @@ Regenerate them after changing action.yml with ``python -m tests.test_readme --w
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,28 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         sys.exit("usage: python -m tests.test_readme --write")
     write()
+
+
+def test_quick_start_workflow_is_valid_and_clean(tmp_path: Path) -> None:
+    """The workflow users copy from Usage passes GitHub's schema and zizmor."""
+    blocks = re.findall(r"```yaml\n(.*?)```", section(README.read_text(), "usage"), re.S)
+    assert blocks, "the usage section has no yaml example"
+    workflow = tmp_path / "quick-start.yml"
+    workflow.write_text(blocks[0])
+    assert "jobs" in yaml.safe_load(blocks[0])
+    bin_dir = Path(sys.executable).parent
+    checks = [
+        [str(bin_dir / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows"],
+        [
+            str(bin_dir / "zizmor"),
+            "--offline",
+            "--no-progress",
+            "--config",
+            str(ROOT / ".github" / "zizmor.yml"),
+        ],
+    ]
+    for argv in checks:
+        result = subprocess.run(
+            [*argv, str(workflow)], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
