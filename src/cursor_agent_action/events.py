@@ -403,11 +403,16 @@ def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
 
 
 def _tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
+    # Called for every tool event (thousands per run): plain checks, no helper per field.
     tool_call = _dict(obj.get("tool_call"))
     key = _tool_key(tool_call)
-    inner = _dict(tool_call.get(key))
+    inner = tool_call.get(key)
+    if not isinstance(inner, dict):
+        inner = {}
     kind = key[: -len("ToolCall")] if key.endswith("ToolCall") and len(key) > 8 else key
-    args = _dict(inner.get("args"))
+    args = inner.get("args")
+    if not isinstance(args, dict):
+        args = {}
     if kind == "function":
         arguments = inner.get("arguments")
         if isinstance(arguments, str):
@@ -415,20 +420,26 @@ def _tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
                 args = _dict(orjson.loads(arguments))
             except orjson.JSONDecodeError:
                 args = {}
+    call_id = obj.get("call_id")
+    if not (call_id and isinstance(call_id, str)):
+        call_id = _str(tool_call.get("toolCallId"))
+    timestamp_ms = _int(obj.get("timestamp_ms"))
+    if subtype != "completed":
+        return ToolCallEvent(subtype, call_id, kind or "unknown", _target(kind, inner, args),
+                             args, None, {}, None, None, timestamp_ms)  # fmt: skip
     # The generic `function` form may carry its result beside the call rather than inside.
-    completed = subtype == "completed"
-    result = _dict(inner.get("result")) or _dict(tool_call.get("result")) if completed else {}
-    outcome = _outcome(result) if completed else None
+    result = _dict(inner.get("result")) or _dict(tool_call.get("result"))
+    outcome = _outcome(result)
     return ToolCallEvent(
-        subtype=subtype,
-        call_id=_str(obj.get("call_id")) or _str(tool_call.get("toolCallId")),
-        kind=kind or "unknown",
-        target=_target(kind, inner, args),
-        args=args,
-        outcome=outcome if outcome is not None or not completed else "unknown",
-        payload=_dict(result.get(outcome)) if outcome else {},
+        subtype,
+        call_id,
+        kind or "unknown",
+        _target(kind, inner, args),
+        args,
+        "unknown" if outcome is None else outcome,
+        _dict(result.get(outcome)) if outcome else {},
         # Only a completion needs the call's own clock (its duration).
-        started_at_ms=_int(tool_call.get("startedAtMs")) if completed else None,
-        completed_at_ms=_int(tool_call.get("completedAtMs")) if completed else None,
-        timestamp_ms=_int(obj.get("timestamp_ms")),
+        _int(tool_call.get("startedAtMs")),
+        _int(tool_call.get("completedAtMs")),
+        timestamp_ms,
     )

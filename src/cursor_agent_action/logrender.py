@@ -72,8 +72,13 @@ def describe_outcome(call: ToolCallRecord) -> str:
 def call_title(call: ToolCallRecord, stats: str = "") -> str:
     """``kind target → outcome · stats · duration`` (the target flattened to one line)."""
     head = f"{call.kind} {one_line(call.target, 160)}" if call.target else call.kind
-    facts = [f"{head} → {describe_outcome(call)}", stats, format_duration(call.duration_ms)]
-    return " · ".join(fact for fact in facts if fact)
+    title = f"{head} → {describe_outcome(call)}"
+    duration = format_duration(call.duration_ms)
+    if stats:
+        title += " · " + stats
+    if duration:
+        title += " · " + duration
+    return title
 
 
 def _tool_output(event: ToolCallEvent) -> str:

@@ -34,6 +34,7 @@ from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.summary import render_summary
 
 RELEASE_LINE_BYTES = 1024 * 1024
+_OBJECT_END = (b"}", b"}\r")  # a complete line (CRLF files too)
 WRITE_PIECE_CHARS = 1024 * 1024
 RESULT_OUTPUT_LIMIT = 64 * 1024
 """Bytes of ``result``/``final-message`` kept in the step outputs (GitHub allows 1 MB per job:
@@ -74,28 +75,30 @@ class StreamProcessor:
         aggregator = self._aggregator
         apply = aggregator.apply
         add_raw_delta = aggregator.add_raw_delta
-        line_no = self._line_no
-        fast = 0
-        for line in lines:
-            line_no += 1
-            if line.startswith(THINKING_PREFIX) and (line.endswith(b"}") or line.endswith(b"}\r")):
-                fast += 1
-            elif (
-                line.startswith(ASSISTANT_PREFIX)  # a token delta: timestamp, no model_call_id
-                and MODEL_CALL_KEY not in line
-                and TIMESTAMP_KEY in line
-                and (line.endswith(b"}") or line.endswith(b"}\r"))
+        base = self._line_no
+        slow = 0
+        for index, line in enumerate(lines):
+            if line.startswith(THINKING_PREFIX) and line.endswith(_OBJECT_END):
+                continue
+            # A token delta: timestamp, no model_call_id. rfind, not `in`: bytes.__contains__
+            # first tries its argument as an int, which costs more than the search; both keys
+            # are near the end of the line.
+            if (
+                line.startswith(ASSISTANT_PREFIX)
+                and line.endswith(_OBJECT_END)
+                and line.rfind(TIMESTAMP_KEY) >= 0
+                and line.rfind(MODEL_CALL_KEY) < 0
             ):
-                fast += 1
                 add_raw_delta(line)
-            elif len(line) > RELEASE_LINE_BYTES and not line.isspace():  # freed before rendering
-                index = _index(lines, line)
+                continue
+            slow += 1
+            if len(line) > RELEASE_LINE_BYTES and not line.isspace():  # freed before rendering
                 del line  # the list's reference goes in take_line
-                apply(take_line(lines, index), line_no)
+                apply(take_line(lines, index), base + index + 1)
             elif line and not line.isspace():
-                apply(parse_line(line), line_no)
-        self._line_no = line_no
-        aggregator.count_fast_lines(fast)
+                apply(parse_line(line), base + index + 1)
+        self._line_no = base + len(lines)
+        aggregator.count_fast_lines(len(lines) - slow)
 
     @property
     def finished(self) -> bool:
@@ -112,11 +115,6 @@ class StreamProcessor:
             if self.runner:
                 self.runner.flush()
         return self._record
-
-
-def _index(lines: list[Line], line: Line) -> int:
-    """Where ``line`` itself (not an equal line) is in ``lines``."""
-    return next(index for index, held in enumerate(lines) if held is line)
 
 
 @contextlib.contextmanager
