@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -233,9 +235,9 @@ def test_thousands_of_calls_stay_within_the_summary_limit(tmp_path: Path, calls:
     assert log.getvalue().count("::group::") == calls
 
 
-def test_huge_lines_tool_output_elided_agent_text_whole() -> None:
-    """A 20 MiB tool result is summarised without decoding its content; a 20 MiB assistant
-    segment is kept whole (it is the run's result)."""
+def test_huge_tool_result_and_agent_text_are_read_whole() -> None:
+    """A 20 MiB tool result and a 20 MiB assistant segment (the run's result) on one line
+    each: the call is recorded, the text kept whole."""
     big = 20 * 1024 * 1024
     tool = (
         b'{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"readToolCall":'
@@ -347,3 +349,39 @@ def test_log_pieces_cut_after_newlines_and_lose_nothing() -> None:
     assert pieces[:3] == ["ab\nab\n"] * 3
     assert pieces[-2:] == ["ccccccc", "ccccc"]  # no newline in reach: cut at the size
     assert list(logrender.log_pieces("short", 7)) == ["short"]
+
+
+@pytest.mark.parametrize("kind", ["assistant", "result", "delta", "tool"])
+def test_a_long_text_line_is_processed_holding_about_twice_its_size(
+    tmp_path: Path, kind: str
+) -> None:
+    """12 MiB of agent text on one line (over HUGE_LINE_BYTES): the whole run, log and report
+    included, never holds more than the line plus its decoded text (and small change)."""
+    text = "The agent explains what it changed and why.\n" * (12 * 2**20 // 44)
+    event: dict[str, object] = {
+        "assistant": {"type": "assistant",
+                      "message": {"content": [{"type": "text", "text": text}]}},
+        "result": {"type": "result", "subtype": "success", "is_error": False, "result": text},
+        "delta": {"type": "assistant", "message": {"content": text}, "timestamp_ms": 1},
+        "tool": {"type": "tool_call", "subtype": "completed", "call_id": "c", "tool_call": {
+            "shellToolCall": {"args": {"command": "make"}, "result": {"success": {
+                "exitCode": 2, "stdout": text}}}}},
+    }[kind]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(json.dumps(event).encode() + b"\n")
+    size = transcript.stat().st_size
+    with open(os.devnull, "w") as null:
+        runner = Runner(stdout=null, env={}, output_file=tmp_path / "out",
+                        summary_file=tmp_path / "summary.md")  # fmt: skip
+        tracemalloc.start()
+        try:
+            with transcript.open("rb") as source:
+                record = process_stream(source, runner)
+            report(record, runner, result_dir=tmp_path)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    if kind != "tool":
+        outputs = parse_output_file((tmp_path / "out").read_text())
+        assert Path(outputs["result-file"]).read_text() == text
+    assert peak < 2.3 * size, f"peak {peak / size:.2f}x the line"

@@ -32,12 +32,8 @@ TIMESTAMP_KEY = b'"timestamp_ms":'
 _BAD_ESCAPE = re.compile(r'\\(["\\/bfnrtu]|.)', re.DOTALL)
 _JSON_ESCAPES = '"\\/bfnrtu'
 _PREVIEW_BYTES = 1024
-# Tool results can hold whole files (tens of MiB on one line). For such a line, long runs of
-# plain string characters are elided before decoding, so memory stays near the line's own
-# size. Only tool-call lines: assistant and result text is always decoded whole.
+# A line can hold tens of MiB (a file in a tool result, a long answer): see take_line.
 HUGE_LINE_BYTES = 8 * 1024 * 1024
-_TOOL_CALL_PREFIX = b'{"type":"tool_call"'
-_LONG_RUN = re.compile(rb'[^"\\]{65536,}')
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
 
 # Keys of a completed call's result that say how it ended, in the order we prefer them.
@@ -199,10 +195,6 @@ Event = (
 )  # fmt: skip
 
 
-def _elided(match: re.Match[bytes]) -> bytes:
-    return b"[... %d bytes not decoded ...]" % (match.end() - match.start())
-
-
 def _repair_escapes(text: str) -> str:
     def fix(match: re.Match[str]) -> str:
         escaped = match.group(1)
@@ -219,9 +211,6 @@ def _preview(line: Line) -> str:
 
 def _loads(line: Line) -> tuple[object, str]:
     """Decode JSON leniently; returns (value, "") or (None, reason)."""
-    if len(line) > HUGE_LINE_BYTES and line.startswith(_TOOL_CALL_PREFIX):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            return orjson.loads(_LONG_RUN.sub(_elided, line)), ""
     try:
         return orjson.loads(line), ""
     except orjson.JSONDecodeError as exc:
@@ -260,13 +249,13 @@ def is_thinking(line: Line) -> bool:
 def take_line(holder: list[Any], index: int) -> Event:
     """Parse ``holder[index]`` and drop it from the list; the caller holds no other reference.
 
-    A long line other than a (elided) tool call is decoded to text and its bytes freed before
-    the JSON is parsed, by the stdlib, which builds the values without a scratch copy: a
-    50 MiB line peaks at twice its size, where orjson would need three times.
+    A long line is decoded to text and its bytes freed before the JSON is parsed, by the
+    stdlib, which builds the values without a scratch copy: a 50 MiB line peaks at twice its
+    size, where orjson would need three times.
     """
     line: Line = holder[index]
     holder[index] = b""
-    if len(line) <= HUGE_LINE_BYTES or line.startswith(_TOOL_CALL_PREFIX):
+    if len(line) <= HUGE_LINE_BYTES:
         return parse_line(line)
     text = str(line, "utf-8", "replace")  # as _loads repairs invalid UTF-8
     del line

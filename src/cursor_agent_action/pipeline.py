@@ -75,9 +75,10 @@ class StreamProcessor:
         aggregator = self._aggregator
         apply = aggregator.apply
         add_raw_delta = aggregator.add_raw_delta
-        base = self._line_no
+        line_no = self._line_no
         slow = 0
-        for index, line in enumerate(lines):
+        for line in lines:  # not enumerate: its reused result tuple would keep a long line alive
+            line_no += 1
             if line.startswith(THINKING_PREFIX) and line.endswith(_OBJECT_END):
                 continue
             # A token delta: timestamp, no model_call_id. rfind, not `in`: bytes.__contains__
@@ -93,11 +94,12 @@ class StreamProcessor:
                 continue
             slow += 1
             if len(line) > RELEASE_LINE_BYTES and not line.isspace():  # freed before rendering
+                index = _index(lines, line)
                 del line  # the list's reference goes in take_line
-                apply(take_line(lines, index), base + index + 1)
+                apply(take_line(lines, index), line_no)
             elif line and not line.isspace():
-                apply(parse_line(line), base + index + 1)
-        self._line_no = base + len(lines)
+                apply(parse_line(line), line_no)
+        self._line_no = line_no
         aggregator.count_fast_lines(len(lines) - slow)
 
     @property
@@ -115,6 +117,11 @@ class StreamProcessor:
             if self.runner:
                 self.runner.flush()
         return self._record
+
+
+def _index(lines: list[Line], line: Line) -> int:
+    """Where ``line`` itself (not an equal line) is in ``lines``."""
+    return next(index for index, held in enumerate(lines) if held is line)
 
 
 @contextlib.contextmanager
