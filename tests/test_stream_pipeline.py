@@ -358,7 +358,7 @@ def test_a_long_text_line_is_processed_holding_about_twice_its_size(
     """12 MiB of agent text on one line (over HUGE_LINE_BYTES): the whole run, log and report
     included, never holds more than the line plus its decoded text (and small change)."""
     text = "The agent explains what it changed and why.\n" * (12 * 2**20 // 44)
-    event: dict[str, object] = {
+    event: object = {
         "assistant": {"type": "assistant",
                       "message": {"content": [{"type": "text", "text": text}]}},
         "result": {"type": "result", "subtype": "success", "is_error": False, "result": text},
