@@ -1,4 +1,5 @@
-"""scripts/setup-helper.sh: the step that builds (or reuses) the helper's venv.
+"""The action's own shell: scripts/setup-helper.sh (which builds or reuses the helper's venv)
+and the input checks in action.yml's run step.
 
 The cache-hit path runs under act in test_action_act.py; here: refusals, the cache key, and a
 failed install that must leave nothing half-built behind. No network: pip is pointed at an
@@ -12,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support.act import ROOT, base_python, copy_project, seed_helper_venv
 
@@ -221,3 +223,58 @@ def test_helper_cache_must_be_true_or_false(tmp_path: Path) -> None:
     result = _setup(tmp_path, CURSOR_AGENT_ACTION_HELPER_CACHE="yes")
     assert result.returncode == 3
     assert "helper-cache must be 'true' or 'false'" in result.stdout
+
+
+def _run_step_script() -> str:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    (step,) = [s for s in action["runs"]["steps"] if s.get("id") == "run"]
+    script: str = step["run"]
+    return script
+
+
+@pytest.mark.parametrize("value", ["yes", "", "TRUE "])
+def test_run_step_refuses_a_bad_job_summary_value(tmp_path: Path, value: str) -> None:
+    """Exit code 2 and one annotation; the helper (here: a python that records) never starts."""
+    marker = tmp_path / "started"
+    fake_python = tmp_path / "python"
+    fake_python.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    fake_python.chmod(0o755)
+    result = subprocess.run(
+        ["bash", "-c", _run_step_script()],
+        env={
+            "PATH": os.environ["PATH"],
+            "CAA_API_KEY": "",
+            "CAA_PYTHON": str(fake_python),
+            "CAA_JOB_SUMMARY": value,
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stdout == "::error title=invalid input::job-summary must be 'true' or 'false'.\n"
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(("value", "extra"), [("true", ""), ("false", " --summary-file /dev/null")])
+def test_run_step_starts_the_helper_with_the_summary_choice(
+    tmp_path: Path, value: str, extra: str
+) -> None:
+    fake_python = tmp_path / "python"
+    fake_python.write_text('#!/bin/sh\necho "$@"\n')
+    fake_python.chmod(0o755)
+    result = subprocess.run(
+        ["bash", "-c", _run_step_script()],
+        env={
+            "PATH": os.environ["PATH"],
+            "CAA_API_KEY": "",
+            "CAA_PYTHON": str(fake_python),
+            "CAA_JOB_SUMMARY": value,
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (0, f"-m cursor_agent_action run{extra}\n")
