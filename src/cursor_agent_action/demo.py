@@ -63,7 +63,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         root = Path(tmp)
         workspace = root / "hello-cli"
         with resources.as_file(data / "demo-workspace") as seed:
-            shutil.copytree(seed, workspace)
+            # pip byte-compiles hello.py when it installs the wheel: leave that out.
+            shutil.copytree(seed, workspace, ignore=shutil.ignore_patterns("__pycache__"))
         _git(workspace, "init", "-q")
         _git(workspace, "add", "-A")
         _git(workspace, "commit", "-qm", "hello-cli")
