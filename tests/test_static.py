@@ -168,3 +168,20 @@ def test_workflows_pass_only_inputs_our_actions_declare(path: Path) -> None:
             assert given <= set(inputs), f"{step['uses']}: unknown {sorted(given - set(inputs))}"
             required = {n for n, spec in inputs.items() if spec.get("required")}
             assert required <= given, f"{step['uses']}: missing {sorted(required - given)}"
+
+
+# The agent action itself (not its sub-actions).
+_AGENT_ACTION = re.compile(r"^(\./?|cursor-agent-action/cursor-agent-action@\S+)$")
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=_rel)
+def test_agent_never_shares_a_job_with_a_write_token(path: Path) -> None:
+    """A job that runs the agent grants no write permission (the agent runs as the runner user
+    and could change what later steps of its job execute, tokens and all)."""
+    workflow = yaml.safe_load(path.read_text())
+    for name, job in workflow["jobs"].items():
+        uses = [str(step.get("uses", "")) for step in job.get("steps", [])]
+        if any(_AGENT_ACTION.match(u) for u in uses):
+            granted = job.get("permissions", workflow.get("permissions"))
+            assert isinstance(granted, dict), f"{name}: set explicit, read-only permissions"
+            assert "write" not in granted.values(), f"{name} runs the agent with {granted}"
