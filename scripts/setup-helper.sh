@@ -71,11 +71,22 @@ if [[ "${1:-}" == "--print-dir" ]]; then
   exit 0
 fi
 
+# The manifest check runs on the base interpreter, before anything runs from the venv: code
+# of an earlier job (an agent) on this runner may have changed it.
+manifest=("$python" -I "$root/scripts/venv_manifest.py")
 cache_hit=false
-if [[ -f "$venv/.complete" ]] && "$venv/bin/python" -c 'import cursor_agent_action' 2>/dev/null; then
-  cache_hit=true
-  echo "Helper venv found in the tool cache: $venv"
-else
+if [[ -f "$venv/.complete" ]]; then
+  if difference=$("${manifest[@]}" check "$venv") &&
+    "$venv/bin/python" -c 'import cursor_agent_action' 2>/dev/null; then
+    cache_hit=true
+    echo "Helper venv found in the tool cache (unchanged since its build): $venv"
+  else
+    printf '::warning title=cursor-agent-action helper venv rebuilt::The cached helper venv %s %s; building it again.\n' \
+      "$venv" "${difference:+changed since it was built: $difference}${difference:-does not start}"
+    rm -rf "$venv"
+  fi
+fi
+if [[ "$cache_hit" == false ]]; then
   mkdir -p "$cache_root"
   build=$(mktemp -d "$cache_root/.build.XXXXXX")
   trap 'rm -rf "$build"' EXIT
@@ -90,6 +101,11 @@ else
     fail "Could not install the helper from $root. Fix: use a full checkout of the action (a release tag such as @v1)."
   "$build/venv/bin/python" -m cursor_agent_action --version ||
     fail "The helper installed in $build/venv does not start (output above). Fix: report this with the log; re-running may help if the runner's disk was full."
+  # Everything compiled now, so running the helper adds no .pyc file to the manifest's venv.
+  # A file that does not compile cannot be imported either: its error does not matter here.
+  "$build/venv/bin/python" -m compileall -q -j 0 "$build/venv" >/dev/null || true
+  "${manifest[@]}" write "$build/venv" ||
+    fail "Could not write the helper venv's manifest. Fix: make sure RUNNER_TOOL_CACHE is writable."
   : >"$build/venv/.complete"
   echo "::endgroup::"
   group_open=false

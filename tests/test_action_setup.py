@@ -278,3 +278,38 @@ def test_run_step_starts_the_helper_with_the_summary_choice(
         check=False,
     )
     assert (result.returncode, result.stdout) == (0, f"-m cursor_agent_action run{extra}\n")
+
+
+@pytest.mark.parametrize(
+    ("tamper", "difference"),
+    [
+        ("edit", 'cursor_agent_action/__init__.py" was changed'),
+        ("add", '/evil.pth" was added'),
+    ],
+)
+def test_a_changed_cached_venv_is_rebuilt_with_a_warning(
+    tmp_path: Path, tamper: str, difference: str
+) -> None:
+    """A job on the same runner (an agent) changed the cached venv: the manifest check sees
+    it before anything runs from the venv, and the venv is built again."""
+    copy = _project_copy(tmp_path)
+    script = copy / "scripts" / "setup-helper.sh"
+    python = str(_python_with_fake_pip(tmp_path))
+    assert _setup(tmp_path, script=script, CURSOR_AGENT_ACTION_PYTHON=python).returncode == 0
+    venv = Path(_outputs(tmp_path)["python"]).parents[1]
+    (module,) = venv.glob("lib/python*/site-packages/cursor_agent_action/__init__.py")
+    original = module.read_bytes()
+    if tamper == "edit":
+        module.write_bytes(original + b"\nimport os; os.system('echo pwned')\n")
+    else:
+        (module.parents[1] / "evil.pth").write_text("import os; os.system('echo pwned')\n")
+    (tmp_path / "github_output").unlink()
+    again = _setup(tmp_path, script=script, CURSOR_AGENT_ACTION_PYTHON=python)
+    assert again.returncode == 0, again.stdout + again.stderr
+    (warning,) = [line for line in again.stdout.splitlines() if line.startswith("::warning")]
+    assert "helper venv rebuilt" in warning
+    assert difference in warning
+    assert "pwned" not in again.stdout + again.stderr  # checked before anything ran from it
+    assert _outputs(tmp_path)["cache-hit"] == "false"
+    assert module.read_bytes() == original
+    assert not (module.parents[1] / "evil.pth").exists()

@@ -372,5 +372,8 @@ def seed_helper_venv(repo: Path, tool_cache: Path) -> Path:
         check=True,
         env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
     )
+    # As setup-helper.sh finishes a build: the manifest, then the completion marker.
+    manifest = repo / "scripts" / "venv_manifest.py"
+    subprocess.run([base_python(), "-I", str(manifest), "write", str(venv)], check=True)
     (venv / ".complete").touch()
     return venv
