@@ -18,6 +18,7 @@ from cursor_agent_action.github_api import (
     COMMENT_LIMIT,
     Context,
     GitHub,
+    add_body_options,
     add_token_option,
     compose_body,
     read_token,
@@ -36,16 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--marker", default="",
                help="what makes this comment unique: one sticky comment per marker",
                default_help="'<workflow>/<job>' from GITHUB_WORKFLOW and GITHUB_JOB")
-    add_option(parser, "--transcript", default="",
-               help="saved transcript: the comment is the run's compact summary")
-    add_option(parser, "--final-message", default="",
-               help="the run step's final-message output: shown fenced, so none of the "
-               "agent's Markdown, HTML or @mentions renders")
-    add_option(parser, "--body", default="",
-               help="comment text: trusted Markdown you wrote, rendered as is (never agent "
-               "output: use --transcript or --final-message for that)")
-    add_option(parser, "--body-file", default="",
-               help="file with the comment text: trusted Markdown, like --body")
+    add_body_options(parser, "comment text")
     add_option(parser, "--issue-title", default="",
                help="when there is no pull request or issue to comment on, keep the text in "
                "an open issue with this title instead (found again by marker and labels)")

@@ -388,6 +388,20 @@ def fit(text: str, limit: int, note: str = "\n\n*(cut to fit GitHub's size limit
     return text[: max(0, limit - len(note))] + note[: limit]
 
 
+def add_body_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """The four ways to give the text of a ``what`` (read by :func:`compose_body`)."""
+    add_option(parser, "--transcript", default="",
+               help=f"saved transcript: the {what} is the run's compact summary")
+    add_option(parser, "--final-message", default="",
+               help="the run step's final-message output: shown fenced, so none of the "
+               "agent's Markdown, HTML or @mentions renders")
+    add_option(parser, "--body", default="",
+               help=f"{what}: trusted Markdown you wrote, rendered as is (never agent "
+               "output: use --transcript or --final-message for that)")
+    add_option(parser, "--body-file", default="",
+               help=f"file with the {what}: trusted Markdown, like --body")
+
+
 def compose_body(
     *,
     transcript: str,

@@ -20,6 +20,7 @@ from cursor_agent_action.github_api import (
     COMMENT_LIMIT,
     Context,
     GitHub,
+    add_body_options,
     add_token_option,
     compose_body,
     fork_note,
@@ -64,16 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--author-name", default=BOT_NAME, help="commit author and committer name")
     add_option(parser, "--author-email", default=BOT_EMAIL,
                help="commit author and committer email")
-    add_option(parser, "--transcript", default="",
-               help="saved transcript: the pull request body is the run's compact summary")
-    add_option(parser, "--final-message", default="",
-               help="the run step's final-message output as the body: shown fenced, so none "
-               "of the agent's Markdown, HTML or @mentions renders")
-    add_option(parser, "--body", default="",
-               help="pull request body: trusted Markdown you wrote, rendered as is (never "
-               "agent output: use --transcript or --final-message for that)")
-    add_option(parser, "--body-file", default="",
-               help="file with the pull request body: trusted Markdown, like --body")
+    add_body_options(parser, "pull request body")
     add_option(parser, "--labels", default="", help="labels to add, comma or newline separated")
     add_flag(parser, "--draft", default=False, help="open the pull request as a draft")
     add_option(parser, "--protected-paths", default=DEFAULT_PROTECTED,
