@@ -24,8 +24,10 @@ from tests.support.standin import make_standin, runs, wait_group_gone
 
 pytestmark = pytest.mark.act
 
-SECRET_KEY = "crsr-secret-4f1a9c0e7d2b"  # given as a repository secret
-PLAIN_KEY = "crsr-plain-8b3e6d1f0a5c"  # a key that reached the job as a plain env var
+SECRET_KEY = "crsr-secret-4f1a9c0e7d2b"  # given as a repository secret (act masks it itself)
+# A key that reached the job as a plain env var: act does not mask it, only the action can.
+PLAIN_KEY = "crsr-plain-8b3e6d1f0a5c"
+UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2"
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"
 PROMPT_FILE_TEXT = "Summarise docs/guide.md in one sentence.\n"
 
@@ -50,7 +52,7 @@ def _tool(call_id: str, kind: str, args: dict[str, Any], result: dict[str, Any])
     return [started, completed]
 
 
-def _lines(final: str) -> list[Any]:
+def _lines(final: str, stdout: str = "listing: guide.md\n") -> list[Any]:
     """A run with two tool calls (a read and a shell command) and the given final message."""
     return [
         {
@@ -72,7 +74,7 @@ def _lines(final: str) -> list[Any]:
             "call-2",
             "shellToolCall",
             {"command": "ls docs", "workingDirectory": ""},
-            {"success": {"exitCode": 0, "stdout": "listing: guide.md\n", "stderr": ""}},
+            {"success": {"exitCode": 0, "stdout": stdout, "stderr": ""}},
         ),
         {
             "type": "assistant",
@@ -98,9 +100,13 @@ def _lines(final: str) -> list[Any]:
 
 
 SCENARIOS: dict[str, dict[str, Any]] = {
-    # The final message repeats the key: outputs and summary must not.
+    # The agent echoes the key (from its environment) in a tool's output and its final message:
+    # no log line, summary, output, result file or transcript may show it.
     "success": {
-        "lines": _lines(f"Updated docs/guide.md. (debug: key {SECRET_KEY})"),
+        "lines": _lines(
+            f"Updated docs/guide.md. (debug: key {PLAIN_KEY})",
+            stdout=f"listing: guide.md\nCURSOR_API_KEY={PLAIN_KEY}\n",
+        ),
         "edits": {"docs/guide.md": "# Guide\n\nNew section.\n"},
         "record": "record-success.jsonl",
     },
@@ -167,6 +173,10 @@ def _workflow(clis: dict[str, Path]) -> str:
       - run: |
           echo "a later step prints the key $CURSOR_API_KEY"
           sleep 1
+""" + f"""      - uses: {UPLOAD}
+        with:
+          name: result-success
+          path: ${{{{ steps.agent.outputs.result-file }}}}
 """
     check_policy = """      - id: check
         run: |
@@ -174,11 +184,12 @@ def _workflow(clis: dict[str, Path]) -> str:
           echo "policy-left=$left" >>"$GITHUB_OUTPUT"
 """
     jobs = {
+        # No api-key input: the key is the job's CURSOR_API_KEY (PLAIN_KEY).
         "success": agent(
             "success",
-            "api-key: ${{ secrets.CURSOR_API_KEY }}",
             "permissions: docs",
             "transcript-artifact: transcript-success",
+            'verbose: "true"',  # tool output in the log too
         )
         + check_success,
         "failure": agent("crash", 'job-summary: "false"') + read_conclusion,
@@ -199,6 +210,7 @@ def _workflow(clis: dict[str, Path]) -> str:
         "twice": agent("crash", 'fail-on-error: "false"') + agent("second", step="agent2"),
         "wiring": agent(
             "wiring",
+            "api-key: ${{ secrets.CURSOR_API_KEY }}",
             "model: gpt-test",
             "resume: sess-42",
             "working-directory: sub",
@@ -280,14 +292,34 @@ def test_job_summary_is_written(scenario_run: tuple[ActRun, Path]) -> None:
 
 
 def test_api_key_never_shown(scenario_run: tuple[ActRun, Path]) -> None:
-    """Neither the secret nor a plain-env key appears in the log, the summary or any output."""
+    """The agent printed the (unmasked by act) key in a tool output and its final message: it
+    shows nowhere: log, job summary, step outputs, result file, transcript, artifacts."""
     run, base = scenario_run
+    assert run.job_result("success") == "success", run.explain()
+    (recorded,) = runs(base, "record-success.jsonl")
+    assert recorded["env"]["CURSOR_API_KEY"] == PLAIN_KEY  # the agent did have it
     for key in (SECRET_KEY, PLAIN_KEY):
         assert run.leaks(key) == []
+    assert "CURSOR_API_KEY=***" in run.job_log("success")  # the tool output, verbose
     assert "a later step prints the key ***" in run.job_log("success")
-    # The agent itself did get the key the input named.
-    (recorded,) = runs(base, "record-success.jsonl")
-    assert recorded["env"]["CURSOR_API_KEY"] == SECRET_KEY
+    summary = run.summary("success")
+    assert "(debug: key ***)" in summary
+    outputs = run.outputs("success", "agent")
+    assert outputs["final-message"] == "Updated docs/guide.md. (debug: key ***)"
+    assert [name for name, value in outputs.items() if PLAIN_KEY in value] == []
+    files = [p for p in run.artifacts.rglob("*") if p.is_file()]
+    assert {p.parent.name for p in files} == {"result-success", "transcript-success"}
+    for path in files:
+        assert PLAIN_KEY not in path.read_text(), path
+    (result_file,) = (run.artifacts / "result-success").iterdir()
+    assert result_file.read_text().endswith("(debug: key ***)")
+
+
+def test_api_key_input_wins_over_the_environment(scenario_run: tuple[ActRun, Path]) -> None:
+    _, base = scenario_run
+    recorded = runs(base, "record-wiring.jsonl")
+    assert recorded, "the wiring job did not start the CLI"
+    assert {r["env"]["CURSOR_API_KEY"] for r in recorded} == {SECRET_KEY}
 
 
 def test_workspace_holds_only_the_agents_changes(scenario_run: tuple[ActRun, Path]) -> None:
@@ -375,7 +407,7 @@ def test_inputs_reach_the_cli(scenario_run: tuple[ActRun, Path]) -> None:
 def test_verbose_logs_full_tool_output(scenario_run: tuple[ActRun, Path]) -> None:
     run, _ = scenario_run
     assert "listing: guide.md" in run.job_log("policy")  # verbose: "true"
-    assert "listing: guide.md" not in run.job_log("success")  # the default
+    assert "listing: guide.md" not in run.job_log("prompt-file")  # the default
 
 
 def _parent(pid: int) -> int:
@@ -462,12 +494,6 @@ def test_each_use_of_the_action_keeps_its_own_transcript(
     second = run.outputs("twice", "agent2")
     assert (first["conclusion"], second["conclusion"]) == ("failure", "success"), run.explain()
     assert first["transcript-file"] != second["transcript-file"]
-
-
-def test_uploaded_transcript_hides_the_key(scenario_run: tuple[ActRun, Path]) -> None:
-    run, _ = scenario_run
-    (transcript,) = (run.artifacts / "transcript-success").iterdir()
-    assert SECRET_KEY not in transcript.read_text()
 
 
 def test_ci_self_test_job_passes(tmp_path: Path) -> None:
