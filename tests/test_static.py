@@ -185,3 +185,39 @@ def test_agent_never_shares_a_job_with_a_write_token(path: Path) -> None:
             granted = job.get("permissions", workflow.get("permissions"))
             assert isinstance(granted, dict), f"{name}: set explicit, read-only permissions"
             assert "write" not in granted.values(), f"{name} runs the agent with {granted}"
+
+
+def _run_blocks(path: Path) -> list[tuple[str, str]]:
+    """(name, script) of every `run:` step of an action or workflow file."""
+    data = yaml.safe_load(path.read_text())
+    step_lists = [data.get("runs", {}).get("steps", [])] + [
+        job.get("steps", []) for job in data.get("jobs", {}).values()
+    ]
+    return [
+        (f"{_rel(path)}: {step.get('name') or step.get('id') or index}", step["run"])
+        for steps in step_lists
+        for index, step in enumerate(steps)
+        if "run" in step
+    ]
+
+
+def test_shell_passes_shellcheck(tmp_path: Path) -> None:
+    """scripts/*.sh and every `run:` block (as bash, the shell of each of them) pass shellcheck."""
+    blocks = [block for path in [*ACTIONS, *WORKFLOWS] for block in _run_blocks(path)]
+    assert len(blocks) > 10
+    names: dict[str, str] = {}
+    for number, (name, script) in enumerate(blocks):
+        target = tmp_path / f"run-{number}.sh"
+        # An expression (there should be none in a run: block) becomes a plain word.
+        target.write_text("#!/usr/bin/env bash\n" + re.sub(r"\$\{\{.*?\}\}", "EXPR", script))
+        names[target.name] = name
+    scripts = sorted(ROOT.glob("scripts/*.sh"))
+    assert scripts
+    result = _run(
+        [str(BIN / "shellcheck"), "--shell=bash", "--format=gcc",
+         *map(str, scripts), *sorted(str(p) for p in tmp_path.glob("run-*.sh"))]
+    )  # fmt: skip
+    report = result.stdout
+    for file_name, name in names.items():
+        report = report.replace(str(tmp_path / file_name), f"[{name}]")
+    assert result.returncode == 0, report + result.stderr
