@@ -92,6 +92,8 @@ class World:
                 "CURSOR_CLI_DOWNLOAD_BASE_URL": self.downloads.url,
                 "CURSOR_AGENT_ACTION_PYTHON": base_python(),
                 "ACT_TEST_REPO": str(self.repo),
+                # The checkout stand-in serves the action's repository from here.
+                "ACT_TEST_REPOSITORIES": str(self.base / "repositories"),
             },
             local_repositories={ACTION: self.action, CHECKOUT: STUBS / "checkout"},
             timeout_s=180,
@@ -112,7 +114,7 @@ def _serve_standin_cli(downloads: DownloadServer, base: Path, scenario: dict[str
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     base = tmp_path_factory.mktemp("act-examples")
-    action = copy_project(base / "action")
+    action = copy_project(base / "repositories" / ACTION.partition("@")[0])
     seed_helper_venv(action, base / "act-cache" / "tool_cache")
 
     workflows = {p.name: p.read_text() for p in (ROOT / "examples").glob("*.yml")}
@@ -267,6 +269,25 @@ FAILING_LOG = (
 REPORT = "The test still reads RETRIES, which the PR renamed to MAX_RETRIES."
 
 
+def _report_lines(text: str) -> list[dict[str, Any]]:
+    """A stand-in run that only answers ``text``."""
+    return [
+        {
+            "type": "assistant",
+            "session_id": "s-1",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+        },
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": text,
+            "session_id": "s-1",
+            "duration_ms": 10,
+        },
+    ]
+
+
 def _triage(world: World, pull_numbers: tuple[int, ...], branch: str = HEAD_REF) -> ActRun:
     run_id = world.github.add_run(
         [
@@ -287,21 +308,7 @@ def _triage(world: World, pull_numbers: tuple[int, ...], branch: str = HEAD_REF)
         world.downloads,
         world.base,
         {
-            "lines": [
-                {
-                    "type": "assistant",
-                    "session_id": "s-1",
-                    "message": {"role": "assistant", "content": [{"type": "text", "text": REPORT}]},
-                },
-                {
-                    "type": "result",
-                    "subtype": "success",
-                    "is_error": False,
-                    "result": REPORT,
-                    "session_id": "s-1",
-                    "duration_ms": 10,
-                },
-            ],
+            "lines": _report_lines(REPORT),
             "record": f"record-triage-{run_id}.jsonl",
         },
     )
@@ -372,7 +379,12 @@ def test_ci_triage_keeps_a_sticky_issue_without_a_pull_request(
 
 
 def test_monorepo_matrix_reviews_each_package_and_gathers_an_overview(world: World) -> None:
-    _serve_standin_cli(world.downloads, world.base, {"record": "record-matrix.jsonl"})
+    """One agent run per package; the last job renders every run's report into one summary."""
+    _serve_standin_cli(
+        world.downloads,
+        world.base,
+        {"record": "record-matrix.jsonl", "lines": _report_lines("No contradictions found.")},
+    )
     run = world.run("monorepo-matrix.yml", "workflow_dispatch", {"inputs": {}})
     assert not run.timed_out, run.explain()
     assert run.job_result("gather") == "success", run.explain()
@@ -382,9 +394,11 @@ def test_monorepo_matrix_reviews_each_package_and_gathers_an_overview(world: Wor
         for r in _recorded(world, "record-matrix.jsonl")
     )
     assert cwds == [f"packages/{name}" for name in PACKAGES]
+    assert sorted(p.name for p in run.artifacts.iterdir()) == [f"review-{n}" for n in PACKAGES]
     overview = run.summary("gather")
-    for name in PACKAGES:
-        assert f"| `{name}` | success | 0 |" in overview
-    assert sorted(p.name for p in (run.artifacts / "reviews").iterdir()) == sorted(
-        f"{name}.{ext}" for name in PACKAGES for ext in ("json", "md")
-    )
+    sections = overview.split("# README review: ")
+    assert sections[0] == ""
+    assert [s.splitlines()[0] for s in sections[1:]] == [f"`{name}`" for name in PACKAGES]
+    for section in sections[1:]:  # each package's full report, as its own job summary shows it
+        assert section.splitlines()[2] == "## ✅ Cursor agent: success", section
+        assert "No contradictions found." in section
