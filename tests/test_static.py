@@ -23,6 +23,8 @@ BIN = Path(sys.executable).parent
 ACTIONS = sorted(p for p in [ROOT / "action.yml", *ROOT.glob("*/action.yml")] if p.is_file())
 WORKFLOWS = sorted([*ROOT.glob(".github/workflows/*.yml"), *ROOT.glob("examples/*.yml")])
 DEPENDABOT = ROOT / ".github" / "dependabot.yml"
+# Lists the examples' pins where Dependabot updates them (it does not read examples/).
+PINS = ROOT / ".github" / "pins" / "action.yml"
 
 _USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<ref>\S+)(?P<rest>.*)$")
 _PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
@@ -51,7 +53,7 @@ def test_there_is_something_to_check() -> None:
 
 
 def test_zizmor_offline_finds_nothing() -> None:
-    files = [_rel(p) for p in [*ACTIONS, *WORKFLOWS, DEPENDABOT]]
+    files = [_rel(p) for p in [*ACTIONS, PINS, *WORKFLOWS, DEPENDABOT]]
     config = ROOT / ".github" / "zizmor.yml"
     result = _run(
         [
@@ -68,7 +70,7 @@ def test_zizmor_offline_finds_nothing() -> None:
     assert "No findings to report" in result.stdout, result.stdout
 
 
-@pytest.mark.parametrize("path", ACTIONS, ids=_rel)
+@pytest.mark.parametrize("path", [*ACTIONS, PINS], ids=_rel)
 def test_action_matches_github_schema(path: Path) -> None:
     result = _run(
         [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(path)]
@@ -91,7 +93,7 @@ def test_dependabot_matches_schema() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("path", [*ACTIONS, *WORKFLOWS], ids=_rel)
+@pytest.mark.parametrize("path", [*ACTIONS, PINS, *WORKFLOWS], ids=_rel)
 def test_remote_actions_pinned_to_full_sha_with_version_comment(path: Path) -> None:
     bad = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
@@ -221,3 +223,38 @@ def test_shell_passes_shellcheck(tmp_path: Path) -> None:
     for file_name, name in names.items():
         report = report.replace(str(tmp_path / file_name), f"[{name}]")
     assert result.returncode == 0, report + result.stderr
+
+
+def _pins(path: Path) -> dict[str, set[str]]:
+    """Remote action -> the SHAs ``path`` pins it to."""
+    found: dict[str, set[str]] = {}
+    for line in path.read_text().splitlines():
+        match = _USES.match(line)
+        if match and _PINNED.match(match["ref"]):
+            name, _, sha = match["ref"].partition("@")
+            found.setdefault(name, set()).add(sha)
+    return found
+
+
+def test_examples_pin_what_dependabot_updates() -> None:
+    """Dependabot updates action.yml files and .github/workflows, not examples/: every action
+    an example uses is pinned, to the same SHA, in a file it updates (its dependabot.yml
+    directories: "/" for the workflows and root action, plus each listed action.yml)."""
+    config = yaml.safe_load(DEPENDABOT.read_text())
+    (actions,) = [u for u in config["updates"] if u["package-ecosystem"] == "github-actions"]
+    maintained_files = [*ROOT.glob(".github/workflows/*.yml")]
+    for directory in actions["directories"]:
+        maintained_files += ROOT.joinpath(directory.lstrip("/")).glob("action.yml")
+    maintained: dict[str, set[str]] = {}
+    for path in maintained_files:
+        for name, shas in _pins(path).items():
+            maintained.setdefault(name, set()).update(shas)
+    examples = sorted(ROOT.glob("examples/*.yml"))
+    assert examples
+    stale = [
+        f"{_rel(path)}: {name}@{sorted(shas)} (Dependabot keeps {sorted(maintained.get(name, ()))})"
+        for path in examples
+        for name, shas in _pins(path).items()
+        if not shas <= maintained.get(name, set()) or len(maintained[name]) != 1
+    ]
+    assert stale == [], "\n".join(stale)
