@@ -64,7 +64,8 @@ def main(argv: list[str]) -> int:
         (venv / NAME).write_text(json.dumps(measure(venv), sort_keys=True), "utf-8")
         return 0
     difference = first_difference(venv)
-    print(difference)
+    if difference:
+        print(difference)
     return 1 if difference else 0
 
 
