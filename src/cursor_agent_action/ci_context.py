@@ -159,8 +159,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     max_bytes: int = args.max_bytes
     output = Path(args.context_file or Path(os.environ.get("RUNNER_TEMP") or ".")
                   / "cursor-agent-action" / "ci-context.md")
-    token = read_token(args.token_env, ctx)
-    runner.mask(token)
+    token = read_token(args.token_env, ctx, runner)
     gh = GitHub(ctx, token, log=runner.log)
     run = gh.repo.get_workflow_run(run_id)
     info = gh.call(f"reading workflow run {run_id}", lambda: run.raw_data,

@@ -81,8 +81,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                         body=args.body, body_file=args.body_file, links=links,
                         max_chars=COMMENT_LIMIT - len(head) - 1, redact=runner.redact)
     body = f"{head}\n{text}"
-    token = read_token(args.token_env, ctx)
-    runner.mask(token)
+    token = read_token(args.token_env, ctx, runner)
     gh = GitHub(ctx, token, log=runner.log)
     author = Author(args.comment_author.strip(), runner)
     if number is None:

@@ -30,7 +30,7 @@ import requests
 from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.markdown import fence
 from cursor_agent_action.options import add_option
-from cursor_agent_action.runner_io import scrub_urls
+from cursor_agent_action.runner_io import Runner, scrub_urls
 
 T = TypeVar("T")
 
@@ -140,10 +140,15 @@ class Context:
         return name if isinstance(name, str) and name != self.repository else ""
 
 
-def read_token(token_env: str, ctx: Context, env: Mapping[str, str] | None = None) -> str:
+def read_token(
+    token_env: str, ctx: Context, runner: Runner, env: Mapping[str, str] | None = None
+) -> str:
+    """The token from ``token_env``, masked before anything can print it (``cli.main`` masks
+    only the default names, and ``--token-env`` may name any variable)."""
     env = os.environ if env is None else env
     token = env.get(token_env, "").strip()
     if token:
+        runner.mask(token)
         return token
     hint = (
         f"Pass a token in the environment variable {token_env}: in a workflow, "

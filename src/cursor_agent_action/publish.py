@@ -150,8 +150,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
             "workflows or agent settings; review them by hand, or narrow protected-paths "
             "if that is really intended.",
         )
-    token = read_token(args.token_env, ctx)
-    runner.mask(token)
+    token = read_token(args.token_env, ctx, runner)
     runner.mask(gitops.basic_credential(token))  # the form git sends: as actions/checkout does
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
     body = compose_body(transcript=args.transcript, final_message=args.final_message,
