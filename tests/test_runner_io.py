@@ -62,7 +62,7 @@ def test_mask_is_printed_before_anything_else_and_redacts_every_line(tmp_path: P
     runner, out = make_runner(tmp_path, "sk-secret-key-1234")
     assert out.getvalue() == "::add-mask::sk-secret-key-1234\n"
     runner.log("key is sk-secret-key-1234")
-    runner.set_output("result", "sk-secret-key-1234!")
+    runner.set_outputs({"result": "sk-secret-key-1234!"})
     runner.append_summary("summary sk-secret-key-1234")
     runner.flush()
     assert "key is ***" in out.getvalue()
@@ -152,7 +152,7 @@ def test_files_come_from_the_runner_environment(tmp_path: Path) -> None:
         "GITHUB_STEP_SUMMARY": str(tmp_path / "s"),
     }
     runner = Runner(stdout=io.StringIO(), env=env)
-    runner.set_output("a", "1")
+    runner.set_outputs({"a": "1"})
     runner.append_summary("s")
     assert parse_output_file((tmp_path / "o").read_text()) == {"a": "1"}
     assert (tmp_path / "s").read_text() == "s"

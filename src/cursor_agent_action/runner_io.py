@@ -284,9 +284,6 @@ class Runner:
         with self.output_path.open("a", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
 
-    def set_output(self, name: str, value: str) -> None:
-        self.set_outputs({name: value})
-
     @property
     def outputs(self) -> dict[str, str]:
         """Every output set so far (also when no output file is configured)."""
