@@ -21,11 +21,9 @@ class LineSplitter:
     def __init__(self) -> None:
         self._pending = bytearray()
         self._at_start = True
-        self.bytes_seen = 0
 
     def feed(self, chunk: bytes) -> list[Line]:
         """The complete lines (without ``\\n``) that ``chunk`` finishes, in order."""
-        self.bytes_seen += len(chunk)
         if self._at_start:
             head = bytes(self._pending) + chunk
             if len(head) < len(BOM) and BOM.startswith(head):
