@@ -30,6 +30,7 @@ from cursor_agent_action.events import (
     delta_text,
 )
 from cursor_agent_action.framing import Line
+from cursor_agent_action.markdown import shorten
 
 # Display text kept per call is bounded, so thousands of calls stay cheap.
 TARGET_LIMIT = 1000
@@ -287,8 +288,7 @@ class Aggregator:
     def _cut(self, text: str, limit: int) -> str:
         if not text:  # most details are empty
             return text
-        text = self._redact(text)
-        return text if len(text) <= limit else text[: limit - 1] + "…"
+        return shorten(self._redact(text), limit)
 
     @property
     def finished(self) -> bool:

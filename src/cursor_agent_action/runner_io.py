@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from cursor_agent_action.markdown import shorten
+
 SUMMARY_LIMIT_BYTES = 1024 * 1024
 """GitHub rejects a step summary larger than this."""
 
@@ -52,8 +54,7 @@ def escape_property(value: str) -> str:
 
 def one_line(value: str, limit: int = 200) -> str:
     """Flatten untrusted text for use inside a single log line or title."""
-    flat = " ".join(value.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return shorten(" ".join(value.split()), limit)
 
 
 class Redactor:
