@@ -7,7 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cursor_agent_action.pipeline import StreamProcessor, report
@@ -95,7 +95,15 @@ def test_any_bytes_give_a_parseable_report(data: bytes, cuts: list[int], budget_
         _check_report(Path(tmp), data, cuts, budget_used)
 
 
+def _write(call_id: str, path: str) -> dict[str, object]:
+    inner = {"args": {"path": path}, "result": {"success": {}}}
+    return {"type": "tool_call", "subtype": "completed", "call_id": call_id,
+            "tool_call": {"editToolCall": inner}}  # fmt: skip
+
+
 @PROPERTY_SETTINGS
+# A changed file whose name holds a secret: files-changed is still sorted once redacted.
+@example(stream=[_write("a", ":"), _write("b", "ghadelimiter_")], junk=[], cuts=[])
 @given(stream=st.lists(events(), max_size=25), junk=st.lists(st.binary(max_size=30), max_size=3),
        cuts=st.lists(st.integers(0, 4000), max_size=4))  # fmt: skip
 def test_adversarial_event_streams_give_a_safe_report(

@@ -236,6 +236,8 @@ def report(
     if redact:  # text `run` added, and anything processed without this runner's secrets
         record = dataclasses.replace(
             record,
+            # Paths too (git's, and the tools'): sorted again, as a redacted name sorts elsewhere.
+            files_changed=sorted(redact(path) for path in record.files_changed),
             failure_reason=redact(record.failure_reason),
             result_text=redact(record.result_text),
             final_message=redact(record.final_message),
