@@ -27,6 +27,7 @@ THINKING_PREFIX = b'{"type":"thinking"'
 ASSISTANT_PREFIX = b'{"type":"assistant"'
 MODEL_CALL_KEY = b'"model_call_id":'
 TIMESTAMP_KEY = b'"timestamp_ms":'
+OBJECT_END = (b"}", b"}\r")  # how a complete event line ends (CRLF files too)
 # A backslash before anything but a JSON escape character (seen in real captures, e.g. a
 # Windows path "C:\ws"): repaired by escaping the backslash, so the rest of the line survives.
 _BAD_ESCAPE = re.compile(r'\\(["\\/bfnrtu]|.)', re.DOTALL)
@@ -243,7 +244,7 @@ def _loads(line: Line) -> tuple[object, str]:
 
 def is_thinking(line: Line) -> bool:
     """A complete thinking event line, recognised without decoding it."""
-    return line.startswith(THINKING_PREFIX) and (line.endswith(b"}") or line.endswith(b"}\r"))
+    return line.startswith(THINKING_PREFIX) and line.endswith(OBJECT_END)
 
 
 def take_line(holder: list[Any], index: int) -> Event:

@@ -22,6 +22,7 @@ from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.events import (
     ASSISTANT_PREFIX,
     MODEL_CALL_KEY,
+    OBJECT_END,
     THINKING_PREFIX,
     TIMESTAMP_KEY,
     parse_line,
@@ -34,7 +35,6 @@ from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.summary import render_summary
 
 RELEASE_LINE_BYTES = 1024 * 1024
-_OBJECT_END = (b"}", b"}\r")  # a complete line (CRLF files too)
 WRITE_PIECE_CHARS = 1024 * 1024
 RESULT_OUTPUT_LIMIT = 64 * 1024
 """Bytes of ``result``/``final-message`` kept in the step outputs (GitHub allows 1 MB per job:
@@ -71,7 +71,8 @@ class StreamProcessor:
     def _lines(self, lines: list[Line]) -> None:
         # The hot loop. Thinking lines (most of a stream) are only counted and assistant token
         # deltas kept raw (decoded only if their whole repeat never comes), with no call per
-        # line: the record is the same as parse_line + apply would build.
+        # line (events.is_thinking is inlined): the record is the same as parse_line + apply
+        # would build.
         aggregator = self._aggregator
         apply = aggregator.apply
         add_raw_delta = aggregator.add_raw_delta
@@ -79,14 +80,14 @@ class StreamProcessor:
         slow = 0
         for line in lines:  # not enumerate: its reused result tuple would keep a long line alive
             line_no += 1
-            if line.startswith(THINKING_PREFIX) and line.endswith(_OBJECT_END):
+            if line.startswith(THINKING_PREFIX) and line.endswith(OBJECT_END):
                 continue
             # A token delta: timestamp, no model_call_id. rfind, not `in`: bytes.__contains__
             # first tries its argument as an int, which costs more than the search; both keys
             # are near the end of the line.
             if (
                 line.startswith(ASSISTANT_PREFIX)
-                and line.endswith(_OBJECT_END)
+                and line.endswith(OBJECT_END)
                 and line.rfind(TIMESTAMP_KEY) >= 0
                 and line.rfind(MODEL_CALL_KEY) < 0
             ):
