@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +106,16 @@ def test_changes_are_committed_pushed_and_a_pr_opened_with_labels(ws: Workspace)
     assert [label["name"] for label in pull["labels"]] == ["docs", "bot"]
     summary = ws.out.with_suffix(".md").read_text()
     assert f"pull request #{out['pr-number']}" in summary
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="APFS refuses file names not in UTF-8")
+def test_a_file_name_that_is_not_utf8_is_published(ws: Workspace) -> None:
+    (ws.repo / os.fsdecode(b"bad\xff.txt")).write_text("made by a shell command\n")
+    code, out = ws.publish()
+    assert code == 0, out
+    names = subprocess.run(["git", "show", "--name-only", "--format=", out["commit-sha"]],
+                           cwd=ws.remote, capture_output=True, check=True).stdout
+    assert names == b'"bad\\377.txt"\n'  # git quotes the byte it does not print
 
 
 def test_rerun_updates_the_same_branch_and_pr(ws: Workspace) -> None:

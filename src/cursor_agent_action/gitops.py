@@ -42,7 +42,8 @@ def git(
     try:
         result = subprocess.run(
             ["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,
-            text=True, timeout=_TIMEOUT_S, check=False,
+            # A file name need not be UTF-8 (the agent can create any): shown with U+FFFD.
+            encoding="utf-8", errors="replace", timeout=_TIMEOUT_S, check=False,
         )
     except FileNotFoundError as exc:
         raise GitHubError("git is not installed or not on PATH.",
