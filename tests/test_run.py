@@ -490,6 +490,16 @@ def test_git_status_cross_check(
     assert "show no change in the working tree" in mismatch.summary
 
 
+@pytest.mark.skipif(sys.platform == "darwin", reason="APFS refuses file names not in UTF-8")
+def test_a_changed_file_name_that_is_not_utf8_is_reported(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "\udcff" is how Python names the byte 0xff of a file name (surrogateescape).
+    result = run(tmp_path, workspace, capsys, {"edits": {"bad\udcff.txt": "x"}})
+    assert json.loads(result.outputs["files-changed"]) == ["bad\ufffd.txt"]
+    assert "bad\ufffd.txt" in result.summary
+
+
 def test_files_dirty_before_the_run_count_only_if_the_agent_changed_them(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

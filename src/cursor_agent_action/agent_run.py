@@ -421,8 +421,9 @@ def _git(workspace: Path, *args: str) -> bytes | None:
 
 
 def git_snapshot(workspace: Path) -> dict[str, str] | None:
-    """Status and content hash of every changed or untracked file, by workspace-relative path;
-    None outside a git work tree."""
+    """Status and content hash of every changed or untracked file, by workspace-relative path
+    (a name that is not UTF-8 shown with U+FFFD, as outputs and summary need text); None
+    outside a git work tree."""
     prefix = _git(workspace, "rev-parse", "--show-prefix")
     status = _git(workspace, "status", "--porcelain=v1", "-z", "--untracked-files=all",
                   "--no-renames", "--", ".")
@@ -434,7 +435,8 @@ def git_snapshot(workspace: Path) -> dict[str, str] | None:
         if len(entry) < 4:
             continue
         path = entry[3:][cut:]  # porcelain paths are relative to the repository root
-        snapshot[path] = f"{entry[:2]} {_digest(workspace / path)}"
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        snapshot[shown] = f"{entry[:2]} {_digest(workspace / path)}"
     return snapshot
 
 
