@@ -13,6 +13,7 @@ from cursor_agent_action.options import (
     add_number,
     add_option,
     env_name,
+    items,
     parse_bool,
     parse_number,
 )
@@ -171,3 +172,7 @@ def test_parse_number_checks_the_minimum_and_names_it() -> None:
     assert parse_number("2000", "max-bytes", integer=True, minimum=2000) == 2000
     with pytest.raises(UsageError, match=r"^max-bytes must be a whole number >= 2000, not '10'"):
         parse_number("10", "max-bytes", integer=True, minimum=2000)
+
+
+def test_items_split_on_commas_and_newlines_and_drop_blanks() -> None:
+    assert items(" docs, bot\nci\r\n\n,") == ["docs", "bot", "ci"]

@@ -23,7 +23,7 @@ from cursor_agent_action.github_api import (
     compose_body,
     read_token,
 )
-from cursor_agent_action.options import add_option
+from cursor_agent_action.options import add_option, items
 from cursor_agent_action.runner_io import Runner
 
 DEFAULT_AUTHOR = "github-actions[bot]"
@@ -42,7 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="when there is no pull request or issue to comment on, keep the text in "
                "an open issue with this title instead (found again by marker and labels)")
     add_option(parser, "--issue-labels", default="cursor-agent",
-               help="labels of that issue, comma separated; used to find it again")
+               help="labels of that issue, comma or newline separated; used to find it again")
     add_option(parser, "--comment-author", default=DEFAULT_AUTHOR,
                help="login the token acts as (a GitHub App: 'NAME[bot]'); only its comments "
                "and issues are taken for ours, whoever else writes the marker")
@@ -85,7 +85,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     gh = GitHub(ctx, token, log=runner.log)
     author = Author(args.comment_author.strip(), runner)
     if number is None:
-        labels = [label.strip() for label in args.issue_labels.split(",") if label.strip()]
+        labels = items(args.issue_labels)
         issue = _sticky_issue(gh, args.issue_title.strip(), labels=labels, head=head, body=body,
                               author=author, runner=runner)
         runner.set_outputs({"comment-id": "", "comment-url": issue.html_url,

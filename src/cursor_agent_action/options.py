@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,6 +64,11 @@ def add_option(
 def lines(texts: Sequence[str]) -> list[str]:
     """The non-blank lines of ``texts``, stripped."""
     return [line.strip() for text in texts for line in text.splitlines() if line.strip()]
+
+
+def items(text: str) -> list[str]:
+    """The non-blank comma- or newline-separated items of ``text``, stripped (labels)."""
+    return [item.strip() for item in re.split(r"[\n,]", text) if item.strip()]
 
 
 class _Lines(argparse.Action):

@@ -26,7 +26,7 @@ from cursor_agent_action.github_api import (
     fork_note,
     read_token,
 )
-from cursor_agent_action.options import add_flag, add_option
+from cursor_agent_action.options import add_flag, add_option, items, lines
 from cursor_agent_action.runner_io import Runner
 
 DEFAULT_BRANCH_TEMPLATE = "cursor-agent/{job}/{head_ref}"
@@ -107,11 +107,6 @@ def render(template: str, values: Mapping[str, str], *, what: str, branch: bool 
     return _PLACEHOLDER.sub(fill, template)
 
 
-def split_list(text: str, *, commas: bool) -> list[str]:
-    pieces = re.split(r"[\n,]" if commas else r"\n", text)
-    return [piece.strip() for piece in pieces if piece.strip()]
-
-
 def command(args: argparse.Namespace, runner: Runner) -> int:
     env = os.environ
     ctx = Context.from_env()
@@ -130,9 +125,9 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                          "Choose a branch-template that names a separate branch.")
     title = render(args.title, values, what="title")
     message = render(args.commit_message or args.title, values, what="commit message")
-    labels = split_list(args.labels, commas=True)
-    protected = [] if args.protected_paths.strip().lower() == "none" else split_list(
-        args.protected_paths or DEFAULT_PROTECTED, commas=False)
+    labels = items(args.labels)
+    protected = [] if args.protected_paths.strip().lower() == "none" else lines(
+        [args.protected_paths or DEFAULT_PROTECTED])
 
     paths = gitops.changed_paths(repo)
     if not paths:
