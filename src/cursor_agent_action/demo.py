@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -58,6 +57,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     shutil.rmtree(state, ignore_errors=True)
     summary = Path(args.summary_file).absolute() if args.summary_file else summary
     outputs = Path(args.output_file).absolute() if args.output_file else outputs
+    # Never the step's own GITHUB_OUTPUT / GITHUB_STEP_SUMMARY: the demo keeps its files.
+    runner.output_path, runner.summary_path = outputs, summary
     data = resources.files("cursor_agent_action") / "data"
     with tempfile.TemporaryDirectory(prefix="cursor-agent-action-demo-") as tmp:
         root = Path(tmp)
@@ -82,12 +83,10 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                 timeout_minutes=5,
                 max_retries=0,
             )
-            demo_runner = Runner(stdout=sys.stdout, env={}, output_file=outputs,
-                                 summary_file=summary)
             # The stand-in needs no key; a placeholder keeps the "no API key" warning away.
             environ = {**os.environ, "CURSOR_API_KEY": "demo-placeholder-not-a-key"}
             with stop_on_signals() as stop:
-                record = execute(options, demo_runner, environ, stop)
+                record = execute(options, runner, environ, stop)
         _git(workspace, "add", "-A")
         diff.write_text(_git(workspace, "diff", "--cached"), encoding="utf-8")
     runner.log("")
