@@ -233,9 +233,10 @@ def render_summary(record: RunRecord, *, budget_bytes: int) -> str:
 
     def add(text: str) -> None:
         nonlocal remaining
-        if utf8_len(text) <= remaining:
+        size = utf8_len(text)
+        if size <= remaining:
             out.append(text)
-            remaining -= utf8_len(text)
+            remaining -= size
 
     add(_headline(record))
     add(_problems(record))
