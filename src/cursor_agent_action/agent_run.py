@@ -640,14 +640,14 @@ def execute(
     for attempt in range(1, attempts + 1):
         record, ended, tampered = _attempt(options, runner, argv, env, stop)
         known = classify(ended.stderr)
-        retry = (
+        # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.
+        if not (
             attempt < attempts and ended.ended_by == "exit" and not record.has_result
             and not record.tool_calls and not tampered and known is not None and known.transient
-        )
-        if not retry:
+        ):
             break
         delay = min(options.retry_delay_s * 2 ** (attempt - 1), MAX_RETRY_DELAY_S)
-        runner.warning(f"cursor-agent failed before any tool ran: {known.title if known else ''}"
+        runner.warning(f"cursor-agent failed before any tool ran: {known.title}"
                        f" ({_stderr_excerpt(ended.stderr)}). Retrying in {delay:g} s "
                        f"(attempt {attempt + 1} of {attempts}).", title="transient failure")
         runner.flush()
