@@ -34,7 +34,7 @@ from cursor_agent_action.github_api import (
     read_token,
     retry_delay,
 )
-from cursor_agent_action.markdown import code_cell, fence, inline
+from cursor_agent_action.markdown import code_cell, fence, inline, utf8_len
 from cursor_agent_action.options import add_number, add_option
 from cursor_agent_action.runner_io import Runner
 
@@ -78,14 +78,14 @@ class Tail:
         self.dropped = 0
 
     def add(self, line: str) -> None:
-        size = len(line.encode("utf-8")) + 1
+        size = utf8_len(line) + 1
         if size > self.budget:  # one enormous line: keep its end
             line = line.encode("utf-8")[-(self.budget - 1):].decode("utf-8", "ignore")
-            size = len(line.encode("utf-8")) + 1
+            size = utf8_len(line) + 1
         self.lines.append(line)
         self.size += size
         while self.size > self.budget:
-            self.size -= len(self.lines.popleft().encode("utf-8")) + 1
+            self.size -= utf8_len(self.lines.popleft()) + 1
             self.dropped += 1
 
 
