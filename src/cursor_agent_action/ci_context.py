@@ -28,6 +28,7 @@ from cursor_agent_action.github_api import (
     GitHub,
     RateLimitWaitTooLong,
     add_token_option,
+    error_message,
     github_error,
     network_error,
     rate_limit_error,
@@ -272,10 +273,9 @@ def _log_lines(gh: GitHub, http: httpx.Client, url: str, doing: str) -> Iterator
 
 def _error_message(response: httpx.Response) -> str:
     try:
-        data = response.json()
+        return error_message(response.json())
     except ValueError:
         return ""
-    return str(data.get("message", "")) if isinstance(data, dict) else ""
 
 
 def _run_id(raw: str, ctx: Context) -> int:

@@ -348,7 +348,7 @@ class GitHub:
         """Run ``request`` (PyGithub calls; materialise paginated lists inside it)."""
         def failure(exc: BaseException) -> tuple[int, Mapping[str, str], str] | None:
             if isinstance(exc, github.GithubException):
-                return exc.status, exc.headers or {}, _message(exc.data)
+                return exc.status, exc.headers or {}, error_message(exc.data)
             return None
 
         try:
@@ -356,7 +356,7 @@ class GitHub:
         except RateLimitWaitTooLong as exc:
             raise rate_limit_error(doing, exc) from None
         except github.GithubException as exc:
-            status, headers, message = exc.status, exc.headers or {}, _message(exc.data)
+            status, headers, message = exc.status, exc.headers or {}, error_message(exc.data)
             retried = retry_delay(status, headers, message, self.retrier.clock()) is not None
             raise github_error(
                 doing, status, message, self.ctx, permission=permission, retried=retried
@@ -365,7 +365,7 @@ class GitHub:
             raise network_error(doing, self.ctx.api_url, exc) from None
 
 
-def _message(data: object) -> str:
+def error_message(data: object) -> str:
     """GitHub's error message plus the first validation error, if any."""
     if not isinstance(data, dict):
         return ""
