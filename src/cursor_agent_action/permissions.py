@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -124,6 +125,7 @@ def parse_tokens(text_or_list: str | Sequence[str]) -> list[str]:
     return tokens
 
 
+@functools.lru_cache(maxsize=1024)  # the same few globs, checked against every changed file
 def glob_to_regex(glob: str) -> re.Pattern[str]:
     """A regex for a permission glob, with minimatch-style ``**``, ``*``, ``?`` and ``{a,b}``.
 
@@ -173,10 +175,11 @@ def _split(token: str) -> tuple[str, str]:
 
 def _matches(kind: str, path: str, tokens: Iterable[str]) -> bool:
     normalized = path.removeprefix("./")
-    return any(
-        _split(token)[0] == kind and glob_to_regex(_split(token)[1]).fullmatch(normalized)
-        for token in tokens
-    )
+    for token in tokens:
+        token_kind, glob = _split(token)
+        if token_kind == kind and glob_to_regex(glob).fullmatch(normalized):
+            return True
+    return False
 
 
 def _floor_conflict(token: str) -> bool:
