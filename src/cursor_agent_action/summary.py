@@ -15,7 +15,7 @@ from cursor_agent_action.logrender import describe_outcome, format_duration
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
 
 ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫"}
-STDERR_TAIL_BYTES = 8 * 1024
+STDERR_TAIL_CHARS = 8 * 1024  # of the CLI stderr shown (the log has all of it)
 FINAL_MESSAGE_SHARE = 0.4  # of the whole budget, so the tables still get room
 COLLAPSE_ROWS = 25  # tables longer than this are folded into <details>
 MAX_ROWS = 500  # a reviewer does not scroll further; the transcript has every row
@@ -194,7 +194,7 @@ def _errors(record: RunRecord, budget: int) -> str:
             parts.append(text)
             budget -= utf8_len(text)
     if record.stderr:
-        tail = record.stderr[-STDERR_TAIL_BYTES:]
+        tail = record.stderr[-STDERR_TAIL_CHARS:]
         parts.append(_fenced("CLI stderr (last lines)", tail, budget, "the log has all of it"))
     return "".join(parts)
 
