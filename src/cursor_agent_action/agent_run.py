@@ -37,7 +37,7 @@ from cursor_agent_action.permissions import (
 )
 from cursor_agent_action.pipeline import StreamProcessor, report
 from cursor_agent_action.process import AgentExit, run_agent_process, stop_on_signals
-from cursor_agent_action.runner_io import Runner, one_line
+from cursor_agent_action.runner_io import Runner, listing, one_line
 
 PROMPT_ARG_LIMIT = 100 * 1024
 """Larger prompts go into a file: Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN)."""
@@ -452,11 +452,6 @@ def _digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _listing(paths: Sequence[str], limit: int = 20) -> str:
-    shown = ", ".join(sorted(paths)[:limit])
-    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
-
-
 def cross_check_files(
     record: RunRecord, before: dict[str, str], after: dict[str, str], ignore: set[str]
 ) -> None:
@@ -470,12 +465,12 @@ def cross_check_files(
     if by_shell:
         record.notes.append(
             f"{len(by_shell)} file(s) changed in the working tree without a write tool "
-            f"(e.g. through the shell): {_listing(by_shell)}."
+            f"(e.g. through the shell): {listing(by_shell)}."
         )
     if unseen:
         record.notes.append(
             f"{len(unseen)} file(s) reported written by a tool show no change in the working "
-            f"tree (same content, reverted, or ignored by .gitignore): {_listing(unseen)}."
+            f"tree (same content, reverted, or ignored by .gitignore): {listing(unseen)}."
         )
 
 
@@ -493,7 +488,7 @@ def check_policy(record: RunRecord, policy: Policy) -> None:
         return
     message = (
         f"The agent changed {len(outside)} file(s) that the {policy.preset} policy does not "
-        f"allow writing: {_listing(outside)}. Fix: review and revert them before publishing, "
+        f"allow writing: {listing(outside)}. Fix: review and revert them before publishing, "
         "or allow them explicitly with the allow input (e.g. Write(src/**))."
     )
     if record.conclusion == "success":

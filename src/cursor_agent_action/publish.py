@@ -27,7 +27,7 @@ from cursor_agent_action.github_api import (
     read_token,
 )
 from cursor_agent_action.options import add_flag, add_option, items, lines
-from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.runner_io import Runner, listing
 
 DEFAULT_BRANCH_TEMPLATE = "cursor-agent/{job}/{head_ref}"
 DEFAULT_TITLE = "cursor-agent: changes for {head_ref}"
@@ -47,7 +47,6 @@ PLACEHOLDERS = {
 }
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _UNSAFE_IN_BRANCH = re.compile(r"[^A-Za-z0-9._/-]+")
-_LISTED = 20
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -137,10 +136,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         return 0
     blocked = gitops.matching(paths, protected)
     if blocked:
-        shown = ", ".join(blocked[:_LISTED]) + (
-            f" and {len(blocked) - _LISTED} more" if len(blocked) > _LISTED else "")
         raise GitHubError(
-            f"refusing to publish: the changes touch protected paths: {shown}.",
+            f"refusing to publish: the changes touch protected paths: {listing(blocked)}.",
             "These paths (protected-paths, default .github/** and .cursor/**) can change "
             "workflows or agent settings; review them by hand, or narrow protected-paths "
             "if that is really intended.",

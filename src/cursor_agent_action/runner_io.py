@@ -22,7 +22,7 @@ import secrets
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -55,6 +55,12 @@ def escape_property(value: str) -> str:
 def one_line(value: str, limit: int = 200) -> str:
     """Flatten untrusted text for use inside a single log line or title."""
     return shorten(" ".join(value.split()), limit)
+
+
+def listing(paths: Sequence[str], limit: int = 20) -> str:
+    """The first ``limit`` of ``paths`` (sorted), comma-separated, then "and N more"."""
+    shown = ", ".join(sorted(paths)[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
 class Redactor:
