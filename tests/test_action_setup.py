@@ -225,33 +225,35 @@ def test_helper_cache_must_be_true_or_false(tmp_path: Path) -> None:
     assert "helper-cache must be 'true' or 'false'" in result.stdout
 
 
-def _run_step_script() -> str:
+def _run_step(
+    fake_python_body: str, tmp_path: Path, job_summary: str
+) -> subprocess.CompletedProcess[str]:
+    """Run action.yml's `run` step script with a stand-in python and a job-summary value."""
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     (step,) = [s for s in action["runs"]["steps"] if s.get("id") == "run"]
-    script: str = step["run"]
-    return script
-
-
-@pytest.mark.parametrize("value", ["yes", "", "TRUE "])
-def test_run_step_refuses_a_bad_job_summary_value(tmp_path: Path, value: str) -> None:
-    """Exit code 2 and one annotation; the helper (here: a python that records) never starts."""
-    marker = tmp_path / "started"
     fake_python = tmp_path / "python"
-    fake_python.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    fake_python.write_text(fake_python_body)
     fake_python.chmod(0o755)
-    result = subprocess.run(
-        ["bash", "-c", _run_step_script()],
+    return subprocess.run(
+        ["bash", "-c", step["run"]],
         env={
             "PATH": os.environ["PATH"],
             "CAA_API_KEY": "",
             "CAA_PYTHON": str(fake_python),
-            "CAA_JOB_SUMMARY": value,
+            "CAA_JOB_SUMMARY": job_summary,
         },
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
     )
+
+
+@pytest.mark.parametrize("value", ["yes", "", "TRUE "])
+def test_run_step_refuses_a_bad_job_summary_value(tmp_path: Path, value: str) -> None:
+    """Exit code 2 and one annotation; the helper (here: a python that records) never starts."""
+    marker = tmp_path / "started"
+    result = _run_step(f"#!/bin/sh\ntouch {marker}\n", tmp_path, value)
     assert result.returncode == 2
     assert result.stdout == "::error title=invalid input::job-summary must be 'true' or 'false'.\n"
     assert not marker.exists()
@@ -261,22 +263,7 @@ def test_run_step_refuses_a_bad_job_summary_value(tmp_path: Path, value: str) ->
 def test_run_step_starts_the_helper_with_the_summary_choice(
     tmp_path: Path, value: str, extra: str
 ) -> None:
-    fake_python = tmp_path / "python"
-    fake_python.write_text('#!/bin/sh\necho "$@"\n')
-    fake_python.chmod(0o755)
-    result = subprocess.run(
-        ["bash", "-c", _run_step_script()],
-        env={
-            "PATH": os.environ["PATH"],
-            "CAA_API_KEY": "",
-            "CAA_PYTHON": str(fake_python),
-            "CAA_JOB_SUMMARY": value,
-        },
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    result = _run_step('#!/bin/sh\necho "$@"\n', tmp_path, value)
     assert (result.returncode, result.stdout) == (0, f"-m cursor_agent_action run{extra}\n")
 
 
