@@ -18,7 +18,6 @@ import re
 import shlex
 import shutil
 import signal
-import stat
 import subprocess
 import tempfile
 import threading
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from cursor_agent_action.aggregate import RunRecord
 from cursor_agent_action.errors import SetupError, UsageError
+from cursor_agent_action.filestate import FileState
 from cursor_agent_action.options import add_flag, add_list, add_number, add_option
 from cursor_agent_action.permissions import (
     Policy,
@@ -554,51 +554,21 @@ FILE_COMMAND_VARS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_
                      "GITHUB_STATE")
 
 
-@dataclass(frozen=True)
-class FileState:
-    """A file as it was: its bytes and mode; ``data`` None when it was missing (mode -1: there
-    was something else, e.g. a symbolic link)."""
-
-    data: bytes | None
-    mode: int = 0o644
-
-
-def _file_state(path: Path) -> FileState:
-    try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode):
-            return FileState(None, -1)  # a link, fifo or directory: never what we restore
-        return FileState(path.read_bytes(), stat.S_IMODE(info.st_mode))
-    except FileNotFoundError:
-        return FileState(None)
-    except OSError:
-        return FileState(None, -1)
-
-
 def snapshot_file_commands(environ: Mapping[str, str]) -> dict[Path, FileState]:
     """The runner's file-command files named in ``environ``, as they are now."""
     paths = {Path(value) for name in FILE_COMMAND_VARS if (value := environ.get(name, ""))}
-    return {path: _file_state(path) for path in sorted(paths)}
+    return {path: FileState.of(path) for path in sorted(paths)}
 
 
 def restore_file_commands(before: Mapping[Path, FileState]) -> list[str]:
     """Put back every file that changed since ``before``, byte for byte; the changed paths."""
     changed = []
     for path, state in before.items():
-        if _file_state(path) == state:
+        if FileState.of(path) == state:
             continue
         changed.append(str(path))
         try:
-            with contextlib.suppress(FileNotFoundError):
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
-            if state.data is not None:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, state.mode)
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(state.data)
-                os.chmod(path, state.mode)  # whatever the umask
+            state.put_back(path)
         except OSError as exc:
             raise SetupError(
                 f"the agent changed the runner's file command {path} and it could not be "

@@ -15,17 +15,14 @@ import argparse
 import contextlib
 import functools
 import json
-import os
 import re
-import shutil
-import stat
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from cursor_agent_action.errors import SetupError, UsageError
+from cursor_agent_action.filestate import FileState, write_atomic
 from cursor_agent_action.options import add_list, add_option, env_name
 from cursor_agent_action.runner_io import Runner
 
@@ -293,25 +290,11 @@ def _policy_paths(workspace: Path) -> tuple[Path, Path]:
     return directory, path
 
 
-def _write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write via a temp file and rename, so the CLI never sees half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=".cli.json.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def write_policy(workspace: Path, policy: Policy) -> Path:
     """Write the policy to ``<workspace>/.cursor/cli.json`` (creating ``.cursor/``)."""
     directory, path = _policy_paths(workspace)
     directory.mkdir(exist_ok=True)
-    _write_atomic(path, policy.render())
+    write_atomic(path, policy.render())
     return path
 
 
@@ -328,32 +311,27 @@ class PolicyGuard:
     def __init__(self, workspace: Path, policy: Policy) -> None:
         self.workspace = workspace
         self.policy = policy
-        # Each guarded file -> its original (bytes, mode), None if there was none.
-        self._originals: dict[Path, tuple[bytes, int] | None] = {}
+        self._originals: dict[Path, FileState] = {}
         self._created_dir = False
         self._active = False
         self._tampered = False
 
-    def _during_run(self) -> dict[Path, bytes | None]:
-        """What each guarded file must hold while the agent runs (None: absent)."""
+    def _during_run(self) -> dict[Path, FileState]:
+        """What each guarded file must hold while the agent runs."""
         directory = self.workspace / ".cursor"
-        return {directory / "cli.json": self.policy.render(),
-                **{directory / name: None for name in SET_ASIDE}}
+        return {directory / "cli.json": FileState(self.policy.render()),
+                **{directory / name: FileState(None) for name in SET_ASIDE}}
 
     def __enter__(self) -> PolicyGuard:
-        directory, path = _policy_paths(self.workspace)
-        for guarded in self._during_run():
-            self._originals[guarded] = (
-                (guarded.read_bytes(), stat.S_IMODE(guarded.stat().st_mode))
-                if guarded.exists() else None
-            )
+        directory, _ = _policy_paths(self.workspace)
+        # _policy_paths refused links and non-files: each is a regular file or absent.
+        self._originals = {guarded: FileState.of(guarded) for guarded in self._during_run()}
         self._created_dir = not directory.exists()
         directory.mkdir(exist_ok=True)
         self._active = True
         try:
-            for name in SET_ASIDE:
-                (directory / name).unlink(missing_ok=True)
-            _write_atomic(path, self.policy.render())
+            for guarded, state in self._during_run().items():
+                state.put_back(guarded)
         except BaseException:
             self.restore()
             raise
@@ -379,20 +357,18 @@ class PolicyGuard:
             return
         self._active = False
         directory = self.workspace / ".cursor"
-        expected = self._during_run()
-        self._tampered = not all(_holds(path, data) for path, data in expected.items())
+        # A .cursor that became a link could show the expected files from elsewhere.
+        moved = directory.is_symlink() or not directory.is_dir()
+        self._tampered = moved or any(
+            FileState.of(path) != state for path, state in self._during_run().items()
+        )
         try:
-            if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
-                directory.unlink()
-            for path in expected:
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                elif path.is_symlink() or path.exists():
-                    path.unlink()
+            if moved:
+                with contextlib.suppress(FileNotFoundError):
+                    directory.unlink()
+            directory.mkdir(exist_ok=True)
             for path, original in self._originals.items():
-                if original is not None:
-                    directory.mkdir(exist_ok=True)
-                    _write_atomic(path, *original)
+                original.put_back(path)
             if self._created_dir:
                 with contextlib.suppress(OSError):  # not empty: the agent's own files stay
                     directory.rmdir()
@@ -403,19 +379,6 @@ class PolicyGuard:
                 "policy, or miss the repository's hooks.json/mcp.json. Check the directory's "
                 "permissions.",
             ) from exc
-
-
-def _holds(path: Path, data: bytes | None) -> bool:
-    """Whether ``path`` is still a regular file (not a link) under a real dir with ``data``
-    (``data`` None: whether nothing is there)."""
-    if data is None:
-        return not path.is_symlink() and not path.exists()
-    if path.parent.is_symlink() or path.is_symlink() or not path.is_file():
-        return False
-    try:
-        return path.read_bytes() == data
-    except OSError:
-        return False
 
 
 # -- command -----------------------------------------------------------------------------------
