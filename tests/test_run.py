@@ -4,6 +4,7 @@ conclusions, failure explanations, retries and the git cross-check."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -533,6 +534,68 @@ def test_changes_outside_the_policy_fail_the_run(
     widened = run(tmp_path, workspace, capsys, {"edits": {"src/app.py": "x = 2\n"}},
                   "--preset", "docs", "--allow", "Write(src/**)")
     assert widened.outputs["conclusion"] == "success"
+
+
+def _script_agent(tmp_path: Path, body: str) -> Path:
+    """An agent that runs ``body`` in the workspace, then ends like the CLI (init + result)."""
+    lines = "\n".join(json.dumps(event) for event in (INIT, SAY, RESULT))
+    agent = tmp_path / "script-agent"
+    agent.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = --help ] && exit 0; done\n'
+        f"{body}\n"
+        f"cat <<'EOF'\n{lines}\nEOF\n"
+    )
+    agent.chmod(0o755)
+    return agent
+
+
+def _run_script(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str], body: str
+) -> Run:
+    output = tmp_path / "outputs.txt"
+    output.unlink(missing_ok=True)
+    argv = ["run", "--agent-bin", str(_script_agent(tmp_path, body)), "--working-directory",
+            str(workspace), "--output-file", str(output), "--summary-file", os.devnull,
+            "--prompt", "Look around.", "--timeout-minutes", "1"]
+    code = main(argv)
+    return Run(code=code, outputs=parse_output_file(output.read_text()), summary="",
+               log=capsys.readouterr().out, workspace=workspace, tmp=tmp_path)
+
+
+def test_links_to_devices_and_fifos_do_not_hang_the_git_cross_check(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """git lists an untracked link or fifo as a file; reading it would block forever."""
+    result = _run_script(tmp_path, workspace, capsys,
+                         "ln -s /dev/zero zero.txt && mkfifo pipe && ln -s missing dangling")
+    assert result.outputs["conclusion"] == "failure"  # read-only: these are writes
+    # git lists links (not fifos) as untracked files.
+    assert json.loads(result.outputs["files-changed"]) == ["dangling", "zero.txt"]
+
+
+def test_planted_git_config_never_runs_and_is_restored(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """core.fsmonitor in .git/config or ~/.gitconfig would run a command in our git status,
+    with the step's environment (tokens included)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    marker = tmp_path / "fsmonitor-ran"
+    hook = tmp_path / "fsmonitor.sh"
+    hook.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    hook.chmod(0o755)
+    config = workspace / ".git" / "config"
+    original = config.read_bytes()
+    planted = f"[core]\n\tfsmonitor = {hook}\n"
+    plant = f"printf '{planted}' >> .git/config; printf '{planted}' >> $HOME/.gitconfig"
+    result = _run_script(tmp_path, workspace, capsys, plant)
+    assert not marker.exists()
+    assert config.read_bytes() == original
+    assert result.outputs["conclusion"] == "failure"
+    assert "changed the repository's git configuration" in result.log
 
 
 def test_outside_git_files_changed_are_the_tools_own(

@@ -18,6 +18,7 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -411,13 +412,31 @@ def prompt_argument(prompt: str, state_dir: Path) -> str:
 # -- files changed: cross-check with git --------------------------------------------------------
 
 
+# Our own git runs right after the agent, in a checkout and a HOME it could write to: no
+# fsmonitor or hooks (they run commands), no global or system config (~/.gitconfig is the
+# agent's to write), and the repository's .git/config is restored before (see execute).
+_SAFE_GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+_GIT_ENV_NAMES = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+
+
 def _git(workspace: Path, *args: str) -> bytes | None:
+    env = {name: os.environ[name] for name in _GIT_ENV_NAMES if name in os.environ}
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0")
     try:
-        done = subprocess.run(["git", *args], cwd=workspace, capture_output=True, timeout=60,
-                              check=False, stdin=subprocess.DEVNULL)
+        done = subprocess.run([*_SAFE_GIT, *args], cwd=workspace, capture_output=True,
+                              timeout=60, check=False, stdin=subprocess.DEVNULL, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
+
+
+def git_config_files(workspace: Path) -> list[Path]:
+    """The repository's own config files (where fsmonitor, hooks and filter drivers live)."""
+    git_dir = _git(workspace, "rev-parse", "--absolute-git-dir")
+    if git_dir is None:
+        return []
+    root = Path(os.fsdecode(git_dir.strip()))
+    return [root / "config", root / "config.worktree"]
 
 
 def git_snapshot(workspace: Path) -> dict[str, str] | None:
@@ -440,15 +459,34 @@ def git_snapshot(workspace: Path) -> dict[str, str] | None:
     return snapshot
 
 
+_DIGEST_MAX_BYTES = 64 * 1024 * 1024
+
+
 def _digest(path: Path) -> str:
-    """SHA-256 of a file read in chunks (untracked build output can be large); "-" if unreadable."""
-    digest = hashlib.sha256()
+    """What a path holds, cheaply and without blocking: a regular file's SHA-256 (read in
+    chunks; past 64 MiB its size and mtime instead), a link's target, "-" for anything else.
+
+    Never opened through a link or as a device or fifo: the agent could point a name at
+    /dev/zero or a fifo and make this read forever."""
     try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(1024 * 1024):
-                digest.update(chunk)
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return f"link:{os.readlink(path)}"
+        if not stat.S_ISREG(info.st_mode):
+            return "-"
+        if info.st_size > _DIGEST_MAX_BYTES:
+            return f"size:{info.st_size}:mtime:{info.st_mtime_ns}"
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return "-"
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped in meanwhile
+            return "-"
+        left = _DIGEST_MAX_BYTES
+        while left > 0 and (chunk := handle.read(min(1024 * 1024, left))):
+            digest.update(chunk)
+            left -= len(chunk)
     return digest.hexdigest()
 
 
@@ -560,7 +598,7 @@ def snapshot_file_commands(environ: Mapping[str, str]) -> dict[Path, FileState]:
     return {path: FileState.of(path) for path in sorted(paths)}
 
 
-def restore_file_commands(before: Mapping[Path, FileState]) -> list[str]:
+def restore_files(before: Mapping[Path, FileState]) -> list[str]:
     """Put back every file that changed since ``before``, byte for byte; the changed paths."""
     changed = []
     for path, state in before.items():
@@ -571,10 +609,10 @@ def restore_file_commands(before: Mapping[Path, FileState]) -> list[str]:
             state.put_back(path)
         except OSError as exc:
             raise SetupError(
-                f"the agent changed the runner's file command {path} and it could not be "
-                f"restored: {exc.strerror or exc}.",
-                "Cancel the workflow run: later steps could get variables or PATH entries the "
-                "agent planted.",
+                f"the agent changed {path} and it could not be restored: "
+                f"{exc.strerror or exc}.",
+                "Cancel the workflow run: later steps could run with variables, PATH entries "
+                "or git settings the agent planted.",
             ) from exc
     return changed
 
@@ -601,6 +639,7 @@ def execute(
     ))
     before = git_snapshot(options.workspace)
     file_commands = snapshot_file_commands(environ)
+    git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
     attempts = options.max_retries + 1
     for attempt in range(1, attempts + 1):
         record, ended, tampered = _attempt(options, runner, argv, env, stop)
@@ -620,7 +659,14 @@ def execute(
             ended = AgentExit("cancelled", ended.returncode, ended.stderr, ended.pgid)
             break
     _conclude(record, ended, tampered, options)
-    if changed := restore_file_commands(file_commands):
+    if changed := restore_files(git_config):
+        fail_run(record, (
+            f"The agent changed the repository's git configuration ({', '.join(changed)}), "
+            "where settings such as core.fsmonitor, hooks or filter drivers run commands in "
+            "later git steps; the original has been restored. Fix: review what the agent ran "
+            "(the transcript)."
+        ))
+    if changed := restore_files(file_commands):
         fail_run(record, (
             f"The agent tried to change the runner's file commands ({', '.join(changed)}), which "
             "set environment variables, PATH, outputs and state for later steps; the original "
