@@ -282,3 +282,20 @@ def test_a_run_group_that_never_closes_does_not_swallow_the_log(env: Env) -> Non
     assert code == 0
     assert "Command:\n\n```sh\nmake check\n```" in text
     assert "Log (all lines):\n\n```text\n##[group]Run make check\ncompiling a.c\n" in text
+
+
+def test_secrets_in_the_log_never_reach_the_context_file(env: Env) -> None:
+    """The file becomes the agent's prompt: a log line echoing the step's own token (or a
+    masked value such as CURSOR_API_KEY) is redacted there too."""
+    env.monkeypatch.setenv("CURSOR_API_KEY", "key_secret_4242")
+    leaky = log((5, "##[group]Run pytest -x"), (5, "##[endgroup]"),
+                (6, f"auth header: Bearer {TOKEN}"), (7, "api key=key_secret_4242"),
+                (9, f"##[error]token {TOKEN} was refused"))
+    run_id = env.gh.add_run([{"name": "test", "steps": STEPS, "log": leaky}])
+    code, _, text, _ = env.run("--run-id", str(run_id))
+    assert code == 0
+    assert "auth header: Bearer ***" in text
+    assert "api key=***" in text
+    assert "token *** was refused" in text
+    assert TOKEN not in text
+    assert "key_secret_4242" not in text

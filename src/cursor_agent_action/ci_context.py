@@ -179,7 +179,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     }) as http:
         for job in jobs:
             reports.append(_job_report(gh, http, job, budget, runner))
-    markdown = render(info, reports, pr_number)
+    # The file becomes the agent's prompt: a log may echo this job's own token or another secret.
+    markdown = runner.redact(render(info, reports, pr_number))
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(markdown, encoding="utf-8")
