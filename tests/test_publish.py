@@ -457,3 +457,76 @@ def test_git_errors_and_the_log_never_show_a_token_or_its_basic_credential(
     line = error_line(log)
     assert "on http://***@127.0.0.1:" in line
     assert "pat_other_0123" not in log
+
+
+@pytest.mark.parametrize("make", ["missing", "file"])
+def test_working_directory_that_is_not_a_directory_is_named(
+        ws: Workspace, capsys: pytest.CaptureFixture[str], tmp_path: Path, make: str) -> None:
+    """Not "git is not installed": subprocess reports a missing cwd as FileNotFoundError too."""
+    where = tmp_path / "nope"
+    if make == "file":
+        where.write_text("not a directory\n")
+    code = cli.main(["publish", "--output-file", str(ws.out), "--working-directory", str(where)])
+    assert code == EXIT_USAGE
+    line = error_line(capsys.readouterr().out)
+    assert f"the directory {where} does not exist or is not a directory. Fix: Set " \
+           "working-directory" in line
+    assert "git is not installed" not in line
+    assert ws.gh.requests == []
+
+
+def test_git_failure_message_is_a_sentence_before_the_fix(
+        ws: Workspace, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    code = cli.main(["publish", "--output-file", str(ws.out), "--working-directory", str(plain)])
+    assert code == EXIT_GITHUB
+    line = error_line(capsys.readouterr().out)
+    assert "not a git repository (or any of the parent directories): .git. Fix: Run in a " \
+           "checked-out repository" in line
+
+
+def test_missing_token_is_reported_before_an_empty_placeholder(
+        ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    ws.monkeypatch.delenv("GITHUB_TOKEN")
+    ws.monkeypatch.delenv("GITHUB_JOB")  # the default branch template's {job} is empty too
+    (ws.repo / "README.md").write_text("changed\n")
+    code, _ = ws.publish()
+    assert code == EXIT_GITHUB
+    line = error_line(capsys.readouterr().out)
+    assert "no GitHub token: GITHUB_TOKEN is empty or unset." in line
+    assert "placeholder" not in line
+
+
+def test_fsmonitor_planted_in_git_config_never_runs(ws: Workspace, tmp_path: Path) -> None:
+    """The agent may write .git/config; core.fsmonitor names a command git runs on status and
+    add, with publish's environment (which holds the push token)."""
+    marker = tmp_path / "fsmonitor-ran.txt"
+    script = tmp_path / "monitor.sh"
+    script.write_text(f'#!/bin/sh\nenv >> "{marker}"\nexit 1\n')
+    script.chmod(0o755)
+    sh(ws.repo, "config", "core.fsmonitor", str(script))
+    sh(ws.repo, "-c", "core.fsmonitor=false", "status")  # the plant itself must not fire
+    (ws.repo / "README.md").write_text("monitored\n")
+    sh(ws.repo, "status")  # proof the plant works: plain git runs it
+    assert marker.exists()
+    marker.unlink()
+    code, out = ws.publish()
+    assert code == 0
+    assert ws.remote_branch(out["branch"]) == out["commit-sha"]
+    assert not marker.exists()
+
+
+def test_system_git_config_is_ignored(ws: Workspace, tmp_path: Path) -> None:
+    """GIT_CONFIG_NOSYSTEM: a system config (here one that hides every change) is not read."""
+    ignore_all = tmp_path / "ignore-all"
+    ignore_all.write_text("*\n")
+    system = tmp_path / "system.gitconfig"
+    system.write_text(f"[core]\n\texcludesFile = {ignore_all}\n")
+    ws.monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(system))
+    (ws.repo / "new.txt").write_text("untracked, hidden by the system config\n")
+    assert sh(ws.repo, "status", "--porcelain") == ""  # plain git reads it
+    code, out = ws.publish()
+    assert code == 0
+    assert out["changed"] == "true"
+    assert sh(ws.remote, "show", "--name-only", "--format=", out["commit-sha"]) == "new.txt"

@@ -4,6 +4,11 @@ The push token never reaches argv or ``.git/config``: it travels in the environm
 git process that needs it, as ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``
 (git >= 2.31), which other users cannot read (``/proc/PID/environ`` is private, unlike
 ``/proc/PID/cmdline``). See https://git-scm.com/docs/git-config#ENVIRONMENT.
+
+The checkout may have been written by the agent, ``.git/config`` included, and publish's
+environment holds the push token: every git call turns off the config that runs commands on
+ordinary operations (``core.fsmonitor``, hooks) and ignores the system config. Filter drivers
+and other command-running keys in ``.git/config`` remain: publish from a fresh checkout.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from cursor_agent_action.errors import GitHubError
+from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.permissions import glob_to_regex
 from cursor_agent_action.runner_io import scrub_urls
 
@@ -24,6 +29,8 @@ TRAILER = "Cursor-Agent-Action-Run"
 """Commit trailer marking the commits publish makes; only such a branch tip is overwritten."""
 
 _TIMEOUT_S = 300
+# Command-line config wins over every config file (https://git-scm.com/docs/git#Documentation/git.txt--cltnamegtltvaluegt).
+_SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}")
 
 
 def git(
@@ -36,18 +43,27 @@ def git(
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``git args`` in ``cwd``; raise GitHubError (with git's own words) on failure."""
+    # Not GIT_CONFIG_GLOBAL: actions/checkout and users rely on the global config
+    # (safe.directory, credentials).
     full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never",
-                "LC_ALL": "C", **(env or {})}
+                "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
     what = doing or f"git {args[0]}"
     try:
         result = subprocess.run(
-            ["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,
+            ["git", *_SAFE_CONFIG, *args], cwd=cwd, env=full_env, input=input, capture_output=True,
             # A file name need not be UTF-8 (the agent can create any): shown with U+FFFD.
             encoding="utf-8", errors="replace", timeout=_TIMEOUT_S, check=False,
         )
-    except FileNotFoundError as exc:
-        raise GitHubError("git is not installed or not on PATH.",
-                          "Install git on the runner (GitHub-hosted runners have it).") from exc
+    except OSError as exc:  # a missing cwd raises FileNotFoundError too, like a missing git
+        if not cwd.is_dir():
+            raise UsageError(f"the directory {cwd} does not exist or is not a directory.",
+                             "Set working-directory to the checked-out repository (relative "
+                             "to the workspace, or absolute).") from exc
+        if isinstance(exc, FileNotFoundError):
+            raise GitHubError("git is not installed or not on PATH.",
+                              "Install git on the runner (GitHub-hosted runners have it).") from exc
+        raise GitHubError(f"cannot run git in {cwd}: {exc.strerror}.",
+                          "Check that the job's user may read and enter the directory.") from exc
     except subprocess.TimeoutExpired as exc:
         raise GitHubError(f"{what} did not finish in {_TIMEOUT_S} s.",
                           "Check the network and the remote, then re-run.") from exc
@@ -74,6 +90,7 @@ def git_error(message: str, detail: str) -> GitHubError:
     """The error for git's words ``detail``, with the hint they call for; no URL credentials
     (e.g. of a remote given as a URL) in ``message``."""
     message = scrub_urls(message)
+    message += "" if message.endswith((".", "!", "?")) else "."  # cli.main appends " Fix: ..."
     lower = detail.lower()
     if "not a git repository" in lower:
         return GitHubError(message, "Run in a checked-out repository (actions/checkout) or set "
@@ -135,17 +152,15 @@ def auth_env(server_url: str, token: str) -> dict[str, str]:
     """Environment giving one git process an Authorization header for ``server_url`` only.
 
     The first entry (empty) clears any header persisted by actions/checkout for the same URL,
-    so exactly one Authorization header is sent. Hooks are off while the token is in the
-    environment: a hook (e.g. one under a ``core.hooksPath`` inside the work tree, which the
-    changes being published may have touched) would inherit it.
+    so exactly one Authorization header is sent. No hook can inherit the token: ``git`` turns
+    hooks off for every call.
     """
     key = f"http.{server_url.rstrip('/')}/.extraheader"
     return {
-        "GIT_CONFIG_COUNT": "3",
+        "GIT_CONFIG_COUNT": "2",
         "GIT_CONFIG_KEY_0": key, "GIT_CONFIG_VALUE_0": "",
         "GIT_CONFIG_KEY_1": key,
         "GIT_CONFIG_VALUE_1": f"AUTHORIZATION: basic {basic_credential(token)}",
-        "GIT_CONFIG_KEY_2": "core.hooksPath", "GIT_CONFIG_VALUE_2": os.devnull,
     }
 
 

@@ -109,6 +109,9 @@ def render(template: str, values: Mapping[str, str], *, what: str, branch: bool 
 def command(args: argparse.Namespace, runner: Runner) -> int:
     env = os.environ
     ctx = Context.from_env()
+    # First: without a token nothing else matters (and the push credential is masked early).
+    token = read_token(args.token_env, ctx, runner)
+    runner.mask(gitops.basic_credential(token))  # the form git sends: as actions/checkout does
     repo = gitops.toplevel(Path(args.working_directory))
     head = gitops.head_commit(repo)
     values = placeholder_values(env, ctx, head)
@@ -142,8 +145,6 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
             "workflows or agent settings; review them by hand, or narrow protected-paths "
             "if that is really intended.",
         )
-    token = read_token(args.token_env, ctx, runner)
-    runner.mask(gitops.basic_credential(token))  # the form git sends: as actions/checkout does
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
     body = compose_body(transcript=args.transcript, final_message=args.final_message,
                         body=args.body, body_file=args.body_file, links=links,
