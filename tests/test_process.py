@@ -5,10 +5,14 @@ from __future__ import annotations
 import io
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from cursor_agent_action.process import AgentExit, TranscriptWriter, run_agent_process
 from cursor_agent_action.runner_io import Redactor, Runner
@@ -169,3 +173,75 @@ def test_transcript_writer_redacts_per_line_and_keeps_other_bytes(tmp_path: Path
     writer.close()
     assert path.read_bytes() == b"\xff\xfe *** ok\n" + b"a" * 70000 + b"***"
     assert writer.error == ""
+
+
+# An agent whose descendant leaves the process group with setsid(), sleeps 1.5 s, then appends
+# to a file (as it would to $GITHUB_ENV after the runner's files were restored). "nested": the
+# escaped process forks the writer and waits, so it is found only after its parent is killed.
+_ESCAPING_AGENT = """#!{python}
+import os, sys, time
+mode, marker, pids = sys.argv[1:4]
+if os.fork() == 0:
+    os.setsid()
+    if mode == "nested" and os.fork() != 0:
+        os.wait()
+        os._exit(0)
+    with open(pids + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(pids + ".tmp", pids)
+    time.sleep(1.5)
+    with open(marker, "a") as f:
+        f.write("BASH_ENV=/tmp/pwn\\n")
+    os._exit(0)
+for _ in range(500):  # exit only once the writer is running (bounded: 5 s)
+    if os.path.exists(pids):
+        break
+    time.sleep(0.01)
+if mode == "hang":
+    time.sleep(60)
+"""
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs a child subreaper")
+@pytest.mark.parametrize("mode", ["exit", "nested", "hang"])
+def test_descendants_that_called_setsid_do_not_outlive_the_run(tmp_path: Path, mode: str) -> None:
+    """A descendant that left the process group is killed and reaped before the run returns,
+    whether the agent exited or was stopped at the timeout, so it never writes afterwards."""
+    agent = tmp_path / "agent"
+    agent.write_text(_ESCAPING_AGENT.format(python=sys.executable))
+    agent.chmod(0o755)
+    marker, pids = tmp_path / "marker", tmp_path / "pids"
+    result = run_agent_process(
+        [str(agent), mode, str(marker), str(pids)], cwd=tmp_path, env={}, sink=Sink(),
+        runner=Runner(stdout=io.StringIO(), env={}), transcript=tmp_path / "t.jsonl",
+        timeout_s=0.2 if mode == "hang" else 20, stop=threading.Event(),
+    )
+    assert result.ended_by == ("timeout" if mode == "hang" else "exit")
+    escaped = int(pids.read_text())
+    assert not _pid_exists(escaped)
+    deadline = time.monotonic() + 2.0  # longer than its sleep
+    while time.monotonic() < deadline and not marker.exists():
+        time.sleep(0.05)
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs a child subreaper")
+def test_children_started_before_the_agent_are_left_alone(tmp_path: Path) -> None:
+    """Cleaning up the agent's escaped descendants does not touch the caller's own children."""
+    own = [subprocess.Popen(["sleep", "30"], start_new_session=new) for new in (True, False)]
+    try:
+        result, _, _ = _run(tmp_path, {"spawn_child": True})
+        assert result.ended_by == "result"
+        assert [child.poll() for child in own] == [None, None]
+    finally:
+        for child in own:
+            child.kill()
+            child.wait()

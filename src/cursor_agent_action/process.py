@@ -7,15 +7,23 @@ byte, except secrets replaced by ``***`` (the transcript is uploaded and read by
 have no secrets to redact with); its stderr is kept as a bounded tail. The run ends when the
 agent exits, shortly after its ``result`` event (the CLI can linger), at the timeout, or when
 the helper is asked to stop; in every case the whole process group is killed before returning.
+
+A descendant that calls ``setsid()`` leaves that group and could outlive the run, then write
+the runner's file-command files (``$GITHUB_ENV``...) after they were restored. On Linux the
+helper is a child subreaper while the agent runs, so such orphans become its children, and it
+kills and reaps them too (:func:`_reap_orphans`). macOS has no subreaper: there a descendant
+that called ``setsid()`` and whose parent exited is not found.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import selectors
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,6 +41,9 @@ RESULT_GRACE_S = 2.0
 KILL_GRACE_S = 3.0
 """SIGTERM to SIGKILL. Short enough to finish inside the runner's cancellation window
 (SIGINT, then SIGTERM 7.5 s later: https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-cancellation)."""
+
+ORPHAN_REAP_S = 2.0
+"""Upper bound on killing and reaping the agent's escaped descendants after the group kill."""
 
 EXIT_DRAIN_S = 0.5
 """After the agent exits, how long its leftover children may hold the output pipes open."""
@@ -82,6 +93,82 @@ def stop_on_signals() -> Iterator[threading.Event]:
 def _signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+def _set_subreaper(on: bool) -> bool:
+    """Make orphaned descendants re-parent to this process (Linux >= 3.4); False if unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return False
+    return bool(prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
+
+
+def _stat(pid: int | str) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name (index 1: ppid, 3: session, 19: start
+    time), None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            data = file.read()
+    except OSError:
+        return None
+    return data[data.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def _children_in_other_sessions() -> set[tuple[int, str]]:
+    """Our children outside our session, each as (pid, start time): a pid reused later is a
+    different process."""
+    me, my_session = os.getpid(), os.getsid(0)
+    found = set()
+    entries: list[str] = []
+    with contextlib.suppress(OSError):  # no /proc mounted: nothing found, nothing killed
+        entries = os.listdir("/proc")
+    for entry in entries:
+        fields = _stat(entry) if entry.isdigit() else None
+        if fields is not None and int(fields[1]) == me and int(fields[3]) != my_session:
+            found.add((int(entry), fields[19]))
+    return found
+
+
+def _reap_orphans(agent_pid: int, before: set[tuple[int, str]],
+                  limit_s: float = ORPHAN_REAP_S) -> None:
+    """SIGKILL and reap the agent's descendants that escaped its process group.
+
+    With the subreaper set, every orphan of the agent's tree is re-parented to us. Which of our
+    children are the agent's? Not those in our own session: the agent starts a new one, and no
+    process can join a session it did not create, so its whole tree is outside ours (this spares
+    any child the helper or a test runner started normally). Not those that were already our
+    children when the agent started (``before``: e.g. a test's server in its own session). Left:
+    only a child started in a new session by another thread of this process during the run,
+    which the helper never does.
+
+    Only direct children are killed: their pids cannot be reused before we reap them. Reaping
+    a killed child re-parents its own children to us, so the next round finds those; the loop
+    ends when no such child is left, or after ``limit_s``.
+    """
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        pending = {pid for pid, _ in _children_in_other_sessions() - before} - {agent_pid}
+        if not pending:
+            return
+        for pid in pending:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        while pending and time.monotonic() < deadline:
+            for pid in list(pending):
+                try:
+                    done, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    pending.discard(pid)
+            if pending:
+                time.sleep(0.005)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -164,6 +251,8 @@ def run_agent_process(
                          "Point transcript at a writable path (default: under $RUNNER_TEMP).",
                          ) from exc
     transcript_file = TranscriptWriter(out_fd, runner.redact)
+    subreaper = _set_subreaper(True)
+    before = _children_in_other_sessions() if subreaper else set()
     try:
         proc = subprocess.Popen(
             list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
@@ -171,6 +260,8 @@ def run_agent_process(
         )
     except OSError as exc:
         transcript_file.close()
+        if subreaper:
+            _set_subreaper(False)
         raise SetupError(f"cannot start the Cursor CLI at {argv[0]}: {exc.strerror or exc}.",
                          "Check that agent-bin points at an executable cursor-agent.") from exc
     pgid = proc.pid
@@ -194,8 +285,9 @@ def run_agent_process(
                 term_at = now
             if term_at is None and finished:
                 term_at = now + (0.0 if stop.is_set() else result_grace_s)
-            if kill_at is None and proc.poll() is not None:
-                kill_at = now + EXIT_DRAIN_S  # only leftover children can keep the pipes open
+            if proc.returncode is None and proc.poll() is not None:  # once, when it exits
+                # only leftover children can keep the pipes open, even during the kill grace
+                kill_at = min(kill_at or float("inf"), now + EXIT_DRAIN_S)
             if term_at is not None and now >= term_at:
                 _signal_group(pgid, signal.SIGTERM)
                 term_at = float("inf")  # once
@@ -229,6 +321,9 @@ def run_agent_process(
         _signal_group(pgid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=kill_grace_s)
+        if subreaper:
+            _reap_orphans(proc.pid, before)
+            _set_subreaper(False)  # orphans of anything else the process runs go to init again
         selector.close()
         stdout.close()
         stderr.close()
