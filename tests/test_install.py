@@ -532,22 +532,6 @@ def test_base_url_must_be_https_except_on_localhost(tmp_path: Path, url: str) ->
 # -- command ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "CURSOR_CLI_VERSION",
-        "CURSOR_CLI_DOWNLOAD_BASE_URL",
-        "CURSOR_CLI_LATEST_URL",
-        "CURSOR_CLI_CACHE_DIR",
-        "CURSOR_CLI_BIN_DIR",
-        "RUNNER_TOOL_CACHE",
-        "GITHUB_OUTPUT",
-        "GITHUB_STEP_SUMMARY",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.mark.usefixtures("clean_env")
 def test_command_outputs_path_version_and_cache_hit(
     server: DownloadServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -572,7 +556,6 @@ def test_command_outputs_path_version_and_cache_hit(
     assert (tmp_path / "b" / "cursor-agent").resolve() == cli_path
 
 
-@pytest.mark.usefixtures("clean_env")
 def test_command_failure_is_one_error_line_and_exit_3(
     server: DownloadServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -36,14 +36,6 @@ def parser_with_all() -> argparse.ArgumentParser:
     return parser
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for flag in ("BRANCH_TEMPLATE", "BASE", "ALLOW", "DRAFT", "FAIL_ON_ERROR", "MAX_RETRIES",
-                 "TIMEOUT_MINUTES"):
-        monkeypatch.delenv(PREFIX + flag, raising=False)
-    monkeypatch.delenv("CURSOR_CLI_VERSION", raising=False)
-
-
 def test_env_name_is_the_prefixed_upper_snake_case_flag() -> None:
     assert env_name("--branch-template") == "CURSOR_AGENT_ACTION_BRANCH_TEMPLATE"
     assert env_name("--max-retries") == "CURSOR_AGENT_ACTION_MAX_RETRIES"

@@ -234,20 +234,6 @@ def test_rendered_cli_json_is_complete_sorted_and_deterministic() -> None:
 # -- command ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "CURSOR_AGENT_ACTION_PERMISSIONS",
-        "CURSOR_AGENT_ACTION_ALLOW",
-        "CURSOR_AGENT_ACTION_DENY",
-        "CURSOR_AGENT_ACTION_WORKING_DIRECTORY",
-        "GITHUB_OUTPUT",
-        "GITHUB_STEP_SUMMARY",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.mark.usefixtures("clean_env")
 def test_print_shows_the_exact_file_bytes_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -261,7 +247,6 @@ def test_print_shows_the_exact_file_bytes_and_writes_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.usefixtures("clean_env")
 def test_command_writes_the_policy_and_sets_outputs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -287,7 +272,6 @@ def test_command_writes_the_policy_and_sets_outputs(
     assert (workspace / ".cursor" / "cli.json").read_bytes() == build_policy("read-only").render()
 
 
-@pytest.mark.usefixtures("clean_env")
 def test_command_reads_env_lists_and_flags_win(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -306,7 +290,6 @@ def test_command_reads_env_lists_and_flags_win(
     assert "Write(docs/**)" not in parsed["permissions"]["allow"]
 
 
-@pytest.mark.usefixtures("clean_env")
 @pytest.mark.parametrize(
     "argv",
     [["--allow", "Shell(ls)\nShell(rm -rf)"], ["--deny", "Bash(x)"], ["--allow", "Shell(gh)"],

@@ -90,8 +90,6 @@ def run_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
            "LC_ALL": "C.UTF-8", "CI": "true", **CREDENTIALS}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    for name in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"):
-        monkeypatch.delenv(name, raising=False)
     return env
 
 

@@ -36,12 +36,6 @@ def _check(path: Path, actual: str) -> None:
     assert actual == path.read_text(encoding="utf-8"), f"{path.name} differs from golden"
 
 
-@pytest.fixture(autouse=True)
-def _no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("CURSOR_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "INPUT_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def test_fixtures_exist() -> None:
     assert len(TRANSCRIPTS) >= 10
 

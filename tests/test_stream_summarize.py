@@ -13,14 +13,6 @@ from cursor_agent_action.runner_io import parse_output_file
 from tests.test_stream_support import FIXTURES, processed_commands, summarize
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("CURSOR_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "INPUT_API_KEY", "GITHUB_OUTPUT",
-                 "GITHUB_STEP_SUMMARY", "RUNNER_TEMP", "CURSOR_AGENT_ACTION_VERBOSE",
-                 "CURSOR_AGENT_ACTION_RESULT_DIR"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-
-
 def test_exit_codes_follow_the_conclusion(tmp_path: Path) -> None:
     assert summarize(tmp_path, FIXTURES / "docs-update.jsonl").code == 0
     failed = summarize(tmp_path, FIXTURES / "adversarial-cutoff.jsonl")
