@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.install import DEFAULT_CLI_VERSION
+from cursor_agent_action.agent.install import DEFAULT_CLI_VERSION
 from tests.support.act import (
     REPOSITORY,
     ROOT,

@@ -26,24 +26,27 @@ from cursor_agent_action.runner_io import Runner
 
 # name -> (module, one-line help). Order is the order shown in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("cursor_agent_action.agent_run", "run cursor-agent headless and report on it"),
+    "run": ("cursor_agent_action.agent.run", "run cursor-agent headless and report on it"),
     "summarize": (
         "cursor_agent_action.summarize",
         "turn a saved stream-json transcript into a log, job summary and outputs",
     ),
-    "install": ("cursor_agent_action.install", "install a pinned Cursor CLI version (cached)"),
+    "install": (
+        "cursor_agent_action.agent.install",
+        "install a pinned Cursor CLI version (cached)",
+    ),
     "permissions": (
-        "cursor_agent_action.permissions",
+        "cursor_agent_action.agent.permissions",
         "write or print the restricted-autonomy .cursor/cli.json",
     ),
     "demo": ("cursor_agent_action.demo", "run the whole pipeline on a bundled sample"),
     "publish": (
-        "cursor_agent_action.publish",
+        "cursor_agent_action.gh.publish",
         "commit the agent's changes to a branch and open or update a pull request",
     ),
-    "comment": ("cursor_agent_action.comment", "create or update a sticky PR/issue comment"),
+    "comment": ("cursor_agent_action.gh.comment", "create or update a sticky PR/issue comment"),
     "ci-context": (
-        "cursor_agent_action.ci_context",
+        "cursor_agent_action.gh.ci_context",
         "collect the logs of a failed workflow run into a prompt-ready file",
     ),
 }

@@ -16,12 +16,12 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from cursor_agent_action.agent_run import RunOptions, execute
-from cursor_agent_action.gitops import git
-from cursor_agent_action.permissions import build_policy
-from cursor_agent_action.process import stop_on_signals
+from cursor_agent_action.agent.permissions import build_policy
+from cursor_agent_action.agent.process import stop_on_signals
+from cursor_agent_action.agent.run import RunOptions, execute
+from cursor_agent_action.agent.standin import write_wrapper
+from cursor_agent_action.gh.gitops import git
 from cursor_agent_action.runner_io import Runner
-from cursor_agent_action.standin import write_wrapper
 
 DEFAULT_OUT = "cursor-agent-action-demo"
 PROMPT = (

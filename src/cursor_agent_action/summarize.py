@@ -14,8 +14,8 @@ from pathlib import Path
 
 from cursor_agent_action.errors import EXIT_OK, EXIT_RUN_FAILED
 from cursor_agent_action.options import add_flag, add_option
-from cursor_agent_action.pipeline import open_transcript, process_stream, report
 from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.stream.engine import open_transcript, process_stream, report
 
 
 def default_result_dir() -> Path:

@@ -1,4 +1,4 @@
-"""Helpers to run the stand-in CLI (``cursor_agent_action.standin``) from tests."""
+"""Helpers to run the stand-in CLI (``cursor_agent_action.agent.standin``) from tests."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.standin import write_wrapper
+from cursor_agent_action.agent.standin import write_wrapper
 
 
 def make_standin(tmp_path: Path, scenario: dict[str, Any], name: str = "cursor-agent") -> Path:

@@ -1,0 +1,385 @@
+"""Restricted-autonomy permission policies for the Cursor CLI (``.cursor/cli.json``).
+
+A policy is a preset (``read-only``, ``docs``, ``edit``) plus the user's extra ``--allow`` and
+``--deny`` tokens, on top of a hardened floor of deny rules that every preset carries and no
+allow can lift (the CLI lets deny win over allow). :class:`PolicyGuard` puts the policy in the
+workspace for the length of a run and restores the workspace's own file byte for byte after.
+
+Token grammar: ``Shell(word)``, ``Read(glob)``, ``Write(glob)``. See the README, "Permissions".
+Cursor's permission reference: https://cursor.com/docs/cli/reference/permissions
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from cursor_agent_action.agent.filestate import FileState, write_atomic
+from cursor_agent_action.errors import SetupError, UsageError
+from cursor_agent_action.globs import glob_to_regex
+from cursor_agent_action.options import add_list, add_option, env_name
+from cursor_agent_action.runner_io import Runner
+
+PRESETS: tuple[str, ...] = ("read-only", "docs", "edit")
+DEFAULT_PRESET = "read-only"
+CLI_JSON_VERSION = 1
+
+# Shell commands that only read. The CLI matches the first word of a command only, so these
+# still allow a `>` redirection: see the README for the limits (run checks every changed file
+# against the policy afterwards). Not `find` or `rg`: they run any program (`find -exec`,
+# `rg --pre`), like `xargs` in the floor; the CLI's own glob and grep tools search under Read().
+_READ_ONLY_SHELL = (
+    "basename", "cat", "cut", "diff", "dirname", "du", "echo", "file", "grep", "head", "ls",
+    "pwd", "realpath", "stat", "tail", "wc",
+)  # fmt: skip
+
+# Never lifted. Writes that would change CI or the agent's own configuration, or plant git hooks
+# that run in our later `git commit`; reads of secrets (actions/checkout keeps the job token in
+# .git/config); commands that move data off the machine, act as git/GitHub, or escape the first-
+# word match by running another command (`env curl ...`).
+_FLOOR_WRITE = (".cursor/**", ".git/**", ".github/**")
+_SECRET_GLOBS = (
+    "**/.env*", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx", "**/*.jks", "**/*.keystore",
+    "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*", "**/.ssh/**", "**/.aws/**",
+    "**/.gnupg/**", "**/.docker/config.json", "**/.kube/config", "**/.npmrc", "**/.pypirc",
+    "**/.netrc", "**/.git-credentials", "**/.pgpass", "**/.yarnrc.yml", "**/credentials*",
+    ".git/config",
+)  # fmt: skip
+_FLOOR_SHELL = (
+    "curl", "doas", "env", "eval", "exec", "ftp", "gh", "git", "nc", "ncat", "netcat", "nohup",
+    "printenv", "rsync", "scp", "setsid", "sftp", "socat", "ssh", "su", "sudo", "telnet", "wget",
+    "xargs",
+)  # fmt: skip
+
+FLOOR: tuple[str, ...] = tuple(
+    sorted(
+        {f"Write({glob})" for glob in _FLOOR_WRITE}
+        | {f"{kind}({glob})" for glob in _SECRET_GLOBS for kind in ("Read", "Write")}
+        | {f"Shell({word})" for word in _FLOOR_SHELL}
+    )
+)
+"""Deny rules in every policy."""
+
+_READ_ONLY_ALLOW = ("Read(**)", *(f"Shell({word})" for word in _READ_ONLY_SHELL))
+_PRESET_ALLOW: dict[str, tuple[str, ...]] = {
+    "read-only": _READ_ONLY_ALLOW,
+    "docs": (*_READ_ONLY_ALLOW, "Write(**/*.md)", "Write(**/*.mdx)", "Write(docs/**)"),
+    "edit": (*_READ_ONLY_ALLOW, "Write(**)"),
+}
+
+_TOKEN = re.compile(r"^(Shell|Read|Write)\((.*)\)$", re.DOTALL)
+_SHELL_WORD = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")
+_GLOB_BAD_CHARS = re.compile(r"[()\x00-\x1f\x7f]")
+_GLOB_META = re.compile(r"[*?{\[]")
+_GRAMMAR_HINT = (
+    "Use one token per line: Shell(word) with one command name (the CLI matches the first word "
+    "of a command), Read(glob) or Write(glob) with a workspace-relative glob, e.g. "
+    "Shell(pytest), Read(src/**), Write(docs/**/*.md)."
+)
+
+
+def _validate_token(token: str) -> str:
+    match = _TOKEN.match(token)
+    if match is None:
+        raise UsageError(f"invalid permission token {token!r}.", _GRAMMAR_HINT)
+    kind, arg = match.groups()
+    if kind == "Shell":
+        if not _SHELL_WORD.match(arg):
+            raise UsageError(
+                f"invalid permission token {token!r}: Shell() takes one command name "
+                "(letters, digits, . _ + - /), without spaces, arguments or wildcards.",
+                _GRAMMAR_HINT,
+            )
+    elif not arg or arg != arg.strip() or _GLOB_BAD_CHARS.search(arg):
+        raise UsageError(
+            f"invalid permission token {token!r}: {kind}() takes a non-empty glob without "
+            "parentheses, control characters or surrounding spaces.",
+            _GRAMMAR_HINT,
+        )
+    return token
+
+
+def parse_tokens(text_or_list: str | Sequence[str]) -> list[str]:
+    """Tokens from newline-separated text or from a list of such texts, validated.
+
+    Blank lines and lines starting with ``#`` are ignored; each other line, stripped, must be
+    one token (commas are not separators: a glob may contain ``{a,b}``). Raises
+    :class:`UsageError` naming the first bad token.
+    """
+    texts = [text_or_list] if isinstance(text_or_list, str) else list(text_or_list)
+    tokens: list[str] = []
+    for text in texts:
+        for line in text.splitlines():
+            stripped = line.strip()
+            if stripped and not stripped.startswith("#"):
+                tokens.append(_validate_token(stripped))
+    return tokens
+
+
+def _split(token: str) -> tuple[str, str]:
+    """``(kind, argument)`` of a validated token."""
+    kind, _, rest = token.partition("(")
+    return kind, rest[:-1]
+
+
+def _matches(kind: str, path: str, tokens: Iterable[str]) -> bool:
+    normalized = path.removeprefix("./")
+    for token in tokens:
+        token_kind, glob = _split(token)
+        if token_kind == kind and glob_to_regex(glob).fullmatch(normalized):
+            return True
+    return False
+
+
+def _floor_conflict(token: str) -> bool:
+    """Whether an allow token asks for something the floor denies outright."""
+    if token in FLOOR:
+        return True
+    kind, arg = _split(token)
+    # A literal path (no wildcard) inside a floor glob can never be allowed.
+    return kind != "Shell" and not _GLOB_META.search(arg) and _matches(kind, arg, FLOOR)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """An effective policy: sorted, de-duplicated allow and deny tokens (floor included)."""
+
+    preset: str
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
+
+    @property
+    def allows_writes(self) -> bool:
+        """Whether any Write() rule is allowed (the agent then runs with ``--force``)."""
+        return any(token.startswith("Write(") for token in self.allow)
+
+    def permits_write(self, path: str) -> bool:
+        """Whether a write to workspace-relative ``path`` is allowed and not denied."""
+        return _matches("Write", path, self.allow) and not _matches("Write", path, self.deny)
+
+    def to_cli_json(self) -> dict[str, object]:
+        return {
+            "version": CLI_JSON_VERSION,
+            "editor": {"vimMode": False},
+            "permissions": {"allow": list(self.allow), "deny": list(self.deny)},
+        }
+
+    def render(self) -> bytes:
+        """The exact bytes written to ``.cursor/cli.json``."""
+        return (json.dumps(self.to_cli_json(), indent=2) + "\n").encode("utf-8")
+
+
+def build_policy(preset: str, allow: Sequence[str] = (), deny: Sequence[str] = ()) -> Policy:
+    """The preset plus the user's tokens plus the floor. Raises :class:`UsageError`.
+
+    An allow token that only names something the floor denies (``Shell(git)``,
+    ``Write(.github/workflows/ci.yml)``) is an error, not silently ignored.
+    """
+    if preset not in _PRESET_ALLOW:
+        raise UsageError(
+            f"unknown permissions preset {preset!r}.",
+            f"Use one of: {', '.join(PRESETS)}.",
+        )
+    user_allow = [_validate_token(token) for token in allow]
+    user_deny = [_validate_token(token) for token in deny]
+    for token in user_allow:
+        kind, arg = _split(token)
+        if kind != "Shell" and (arg.startswith(("/", "~")) or ".." in arg.split("/")):
+            raise UsageError(
+                f"cannot allow {token!r}: allow globs must stay inside the workspace.",
+                "Use a workspace-relative glob without a leading / or ~ and without '..'.",
+            )
+        if _floor_conflict(token):
+            raise UsageError(
+                f"cannot allow {token!r}: it is denied by the hardened floor, which no allow "
+                "can lift (deny wins).",
+                "Remove it from the allow list; git and GitHub work is done by the action's "
+                "own steps (publish, comment). See the README, 'Permissions'.",
+            )
+    return Policy(
+        preset=preset,
+        allow=tuple(sorted({*_PRESET_ALLOW[preset], *user_allow})),
+        deny=tuple(sorted({*FLOOR, *user_deny})),
+    )
+
+
+# -- the policy file in a workspace ------------------------------------------------------------
+
+
+SET_ASIDE: tuple[str, ...] = ("hooks.json", "mcp.json")
+"""Files in ``.cursor/`` that :class:`PolicyGuard` moves out of the way for a run: hooks run
+commands and can approve tool calls, MCP servers run commands; a pull request must not bring its
+own. The floor's ``Write(.cursor/**)`` keeps the agent's write tools from adding them."""
+
+
+def _policy_paths(workspace: Path) -> tuple[Path, Path]:
+    """``(.cursor dir, cli.json)``, refusing symlinks a pull request could have planted (also
+    for the :data:`SET_ASIDE` files)."""
+    if not workspace.is_dir():
+        raise SetupError(
+            f"working directory {workspace} does not exist or is not a directory.",
+            "Pass the checked-out repository as the working directory.",
+        )
+    directory = workspace / ".cursor"
+    path = directory / "cli.json"
+    for candidate in (directory, path, *(directory / name for name in SET_ASIDE)):
+        if candidate.is_symlink():
+            raise SetupError(
+                f"{candidate} is a symbolic link; refusing to write the permission policy "
+                "through it or move it aside (a pull request could point it anywhere).",
+                "Remove the link from the repository, or run on a trusted checkout.",
+            )
+        if candidate is not directory and candidate.exists() and not candidate.is_file():
+            raise SetupError(
+                f"{candidate} exists but is not a regular file.",
+                "Remove it from the workspace so the policy can be put in place.",
+            )
+    if directory.exists() and not directory.is_dir():
+        raise SetupError(
+            f"{directory} exists but is not a directory.",
+            "Remove it from the workspace: the Cursor CLI reads its policy from .cursor/cli.json.",
+        )
+    return directory, path
+
+
+def write_policy(workspace: Path, policy: Policy) -> Path:
+    """Write the policy to ``<workspace>/.cursor/cli.json`` (creating ``.cursor/``)."""
+    directory, path = _policy_paths(workspace)
+    directory.mkdir(exist_ok=True)
+    write_atomic(path, policy.render())
+    return path
+
+
+class PolicyGuard:
+    """Holds the policy in ``.cursor/cli.json`` for a run and restores the original after.
+
+    The :data:`SET_ASIDE` files (``hooks.json``, ``mcp.json``) are moved out of the workspace
+    (kept in memory) for the run. On exit each file is restored byte for byte (same mode), or
+    removed if there was none, and ``.cursor/`` is removed again if we created it and it is
+    empty. :meth:`restore` is idempotent and takes no locks, so a signal handler may call it
+    while ``__exit__`` is pending.
+    """
+
+    def __init__(self, workspace: Path, policy: Policy) -> None:
+        self.workspace = workspace
+        self.policy = policy
+        self._originals: dict[Path, FileState] = {}
+        self._created_dir = False
+        self._active = False
+        self._tampered = False
+
+    def _during_run(self) -> dict[Path, FileState]:
+        """What each guarded file must hold while the agent runs."""
+        directory = self.workspace / ".cursor"
+        return {directory / "cli.json": FileState(self.policy.render()),
+                **{directory / name: FileState(None) for name in SET_ASIDE}}
+
+    def __enter__(self) -> PolicyGuard:
+        directory, _ = _policy_paths(self.workspace)
+        # _policy_paths refused links and non-files: each is a regular file or absent.
+        self._originals = {guarded: FileState.of(guarded) for guarded in self._during_run()}
+        self._created_dir = not directory.exists()
+        directory.mkdir(exist_ok=True)
+        self._active = True
+        try:
+            for guarded, state in self._during_run().items():
+                state.put_back(guarded)
+        except BaseException:
+            self.restore()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.restore()
+
+    @property
+    def tampered(self) -> bool:
+        """A guarded file (the policy, or a set-aside file) was changed, removed, replaced or
+        created during the run (set by restore)."""
+        return self._tampered
+
+    def restore(self) -> None:
+        """Put the workspace's own files back. Safe to call more than once."""
+        if not self._active:
+            return
+        self._active = False
+        directory = self.workspace / ".cursor"
+        # A .cursor that became a link could show the expected files from elsewhere.
+        moved = directory.is_symlink() or not directory.is_dir()
+        self._tampered = moved or any(
+            FileState.of(path) != state for path, state in self._during_run().items()
+        )
+        try:
+            if moved:
+                with contextlib.suppress(FileNotFoundError):
+                    directory.unlink()
+            directory.mkdir(exist_ok=True)
+            for path, original in self._originals.items():
+                original.put_back(path)
+            if self._created_dir:
+                with contextlib.suppress(OSError):  # not empty: the agent's own files stay
+                    directory.rmdir()
+        except OSError as exc:
+            raise SetupError(
+                f"could not restore {directory} after the run: {exc}.",
+                "Do not commit the workspace as it is: .cursor/ may still hold the action's "
+                "policy, or miss the repository's hooks.json/mcp.json. Check the directory's "
+                "permissions.",
+            ) from exc
+
+
+# -- command -----------------------------------------------------------------------------------
+
+
+def add_policy_options(parser: argparse.ArgumentParser) -> None:
+    """--preset, --allow and --deny, shared with ``run``."""
+    add_option(parser, "--preset", env=env_name("--permissions"), default=DEFAULT_PRESET,
+               help=f"permissions preset: one of {', '.join(PRESETS)}")
+    add_list(parser, "--allow", metavar="TOKEN", help="extra allow token")
+    add_list(parser, "--deny", metavar="TOKEN", help="extra deny token")
+
+
+def policy_from_args(args: argparse.Namespace) -> Policy:
+    """The policy for ``--preset/--allow/--deny`` (flags win over the env vars)."""
+    return build_policy(args.preset.strip(), parse_tokens(args.allow), parse_tokens(args.deny))
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_policy_options(parser)
+    add_option(parser, "--working-directory", default=".", help="write <dir>/.cursor/cli.json")
+    parser.add_argument(
+        "--print",
+        action="store_true",
+        dest="print_only",
+        help="print the effective cli.json to stdout and write nothing",
+    )
+
+
+def command(args: argparse.Namespace, runner: Runner) -> int:
+    policy = policy_from_args(args)
+    if args.print_only:
+        runner.log(policy.render().decode("utf-8").rstrip("\n"))
+        return 0
+    workspace = Path(args.working_directory)
+    replaced = (workspace / ".cursor" / "cli.json").is_file()
+    path = write_policy(workspace, policy)
+    runner.log(
+        f"Wrote the {policy.preset} policy to {path}{', replacing the file there' * replaced}: "
+        f"{len(policy.allow)} allow and {len(policy.deny)} deny rules, writes "
+        f"{'allowed' if policy.allows_writes else 'denied'}."
+    )
+    runner.set_outputs(
+        {"policy-file": str(path), "allows-writes": "true" if policy.allows_writes else "false"}
+    )
+    return 0

@@ -1,0 +1,436 @@
+"""A stand-in for the Cursor CLI (``cursor-agent``), for tests and the demo.
+
+The real CLI cannot run without an account and network access, so tests and ``demo`` run this
+instead. It parses the print-mode command line the way the real CLI does (same flags, same
+errors for an unknown option or a missing prompt) and then plays a *scenario*::
+
+    python -m cursor_agent_action.agent.standin --scenario FILE [cursor-agent args...]
+
+Scenario JSON keys (all optional; relative paths are relative to the scenario file):
+
+``transcript``   JSONL file to replay on stdout; or ``lines``: a list of events (objects are
+                 serialised compactly like the CLI does, strings written as-is, e.g. a
+                 malformed line). Default: a minimal
+                 successful run. The ``system``/``init`` ``cwd`` (and every path under it) is
+                 rewritten to the real working directory, as the real CLI would report it.
+``chunks``       instead of lines: strings written exactly as given (no newline added, no cwd
+                 rewritten), so a line can be split across writes (with ``drip_ms``, reads).
+``drip_ms``      delay before each line (or chunk).
+``hang_after``   after this many lines, stop writing and wait to be killed (bounded: 10 min).
+``ignore_sigterm``  ignore SIGTERM (only SIGKILL stops it).
+``crash``        ``{"after": N, "stderr": "...", "exit_code": 1}`` or ``{"after": N, "signal": 9}``:
+                 stop after N lines, print ``stderr``, exit (``exit_code`` 0 = exit 0 without a
+                 ``result`` event).
+``linger_s``     keep running (stdout open) this long after the ``result`` event.
+``edits``        ``{"relative/path": "content" | null}``: written (null: deleted) in the working
+                 directory (or at an absolute path) just before the ``result`` event, like
+                 shell-made changes.
+``apply_tool_writes``  carry out the successful write/edit/delete tool calls of the transcript
+                 on files under the working directory as they complete, as the real CLI does.
+``tamper``       text written to ``.cursor/cli.json`` just before the ``result`` event.
+``reject_trust`` behave like builds that reject ``--trust`` (unknown option, not in ``--help``).
+``record``       file to which one JSON line per invocation is appended: ``argv``, ``env``,
+                 ``stdin`` (text read, or null if stdin was left open), ``cli_json`` (the
+                 ``.cursor/cli.json`` seen at start, or null), ``cursor_dir`` (the names in
+                 ``.cursor/`` then, or null), ``cwd``, ``pid``, ``pgid``, ``child_pid``.
+``spawn_child``  start a grandchild that sleeps holding stdout/stderr open (its pid is
+                 recorded), to check nothing is left running after the run.
+``fail_first``   ``{"times": N, "counter": FILE, "stderr": "...", "exit_code": 1}``: the first N
+                 runs (counted in FILE) fail like ``crash`` before printing anything.
+``exit_code``    exit code after a complete replay (default 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+MAX_HANG_S = 600.0
+_STDIN_WAIT_S = 1.0
+
+_VALUE_OPTIONS = {
+    "--output-format": "output-format",
+    "-m": "model",
+    "--model": "model",
+    "--workspace": "workspace",
+    "--mode": "mode",
+    "--sandbox": "sandbox",
+    "--api-key": "api-key",
+}
+_FLAG_OPTIONS = {
+    "-p": "print",
+    "--print": "print",
+    "-f": "force",
+    "--force": "force",
+    "--yolo": "force",
+    "--trust": "trust",
+    "--stream-partial-output": "stream-partial-output",
+    "--approve-mcps": "approve-mcps",
+    "-h": "help",
+    "--help": "help",
+}
+_OUTPUT_FORMATS = ("text", "json", "stream-json")
+
+_HELP = """\
+Usage: cursor-agent [options] [command] [prompt...]
+
+Start the Cursor Agent
+
+Arguments:
+  prompt                       Initial prompt for the agent
+
+Options:
+  -v, --version                Output the version number
+  --api-key <key>              API key for authentication (can also use CURSOR_API_KEY env var)
+  -p, --print                  Print responses to console (for scripts or non-interactive use).
+  --output-format <format>     Output format (only works with --print): text | json |
+                               stream-json (default: "text")
+  --stream-partial-output      Stream partial output as individual text deltas
+  -m, --model <model>          Model to use (e.g., gpt-5, sonnet-4)
+  --mode <mode>                Start in the given execution mode: plan | ask
+  --resume [chatId]            Resume a chat session.
+  -f, --force                  Force allow commands unless explicitly denied
+  --yolo                       Alias for --force
+  --sandbox <mode>             Explicitly enable or disable sandbox mode: enabled | disabled
+  --approve-mcps               Automatically approve all MCP servers
+{trust}  --workspace <path>           Workspace directory to use (defaults to cwd)
+  -h, --help                   Display help for command
+"""
+_TRUST_HELP = (
+    "  --trust                      Trust the current workspace without prompting "
+    "(headless mode only)\n"
+)
+
+
+class CliExit(Exception):
+    """Ends the stand-in with a message on stderr, like the real CLI's argument errors."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def parse_cli(args: Sequence[str], *, accepts_trust: bool) -> tuple[dict[str, Any], list[str]]:
+    """Parse cursor-agent's command line: (options, positional prompt words)."""
+    options: dict[str, Any] = {"output-format": "text"}
+    positional: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            positional.extend(args[i:])
+            break
+        name, has_inline, inline = arg.partition("=")
+        if arg.startswith("-") and arg != "-":
+            if name == "--trust" and not accepts_trust:
+                raise CliExit(f"error: unknown option '{arg}'")
+            if name in _FLAG_OPTIONS and not has_inline:
+                options[_FLAG_OPTIONS[name]] = True
+            elif name in _VALUE_OPTIONS:
+                if has_inline:
+                    value = inline
+                elif i < len(args):
+                    value = args[i]
+                    i += 1
+                else:
+                    raise CliExit(f"error: option '{name} <value>' argument missing")
+                options[_VALUE_OPTIONS[name]] = value
+            elif name == "--resume":
+                # An optional value, as in the real CLI: taken unless it looks like an option.
+                if has_inline:
+                    options["resume"] = inline
+                elif i < len(args) and not args[i].startswith("-"):
+                    options["resume"] = args[i]
+                    i += 1
+                else:
+                    options["resume"] = True
+            else:
+                raise CliExit(f"error: unknown option '{arg}'")
+        else:
+            positional.append(arg)
+    if options["output-format"] not in _OUTPUT_FORMATS:
+        raise CliExit(
+            f"error: option '--output-format <format>' argument '{options['output-format']}' "
+            f"is invalid. Allowed choices are {', '.join(_OUTPUT_FORMATS)}."
+        )
+    return options, positional
+
+
+def _read_stdin() -> str | None:
+    """What stdin holds, or None when it stays open (the real CLI would wait on it)."""
+    selector = selectors.DefaultSelector()
+    try:
+        selector.register(sys.stdin.fileno(), selectors.EVENT_READ)
+    except (ValueError, OSError, PermissionError):
+        return ""  # closed, or /dev/null on a platform that cannot poll it: nothing to read
+    try:
+        data = b""
+        deadline = time.monotonic() + _STDIN_WAIT_S
+        while (left := deadline - time.monotonic()) > 0:
+            if not selector.select(left):
+                return None
+            chunk = os.read(sys.stdin.fileno(), 65536)
+            if not chunk:
+                return data.decode("utf-8", "replace")
+            data += chunk
+        return None
+    finally:
+        selector.close()
+
+
+def to_json_line(event: object) -> str:
+    """An event serialised the way the CLI writes it (compact, UTF-8 unescaped)."""
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+def _default_lines() -> list[Any]:
+    session = "00000000-0000-4000-8000-000000000000"
+    return [
+        {"type": "system", "subtype": "init", "apiKeySource": "env", "cwd": "/workspace",
+         "session_id": session, "model": "Auto", "permissionMode": "default"},
+        {"type": "assistant", "message": {"role": "assistant",
+                                          "content": [{"type": "text", "text": "Done."}]},
+         "session_id": session},
+        {"type": "result", "subtype": "success", "duration_ms": 1200, "duration_api_ms": 1200,
+         "is_error": False, "result": "Done.", "session_id": session,
+         "request_id": "00000000-0000-4000-8000-000000000001"},
+    ]
+
+
+def _load_lines(scenario: dict[str, Any], base: Path) -> list[bytes]:
+    if "chunks" in scenario:
+        return [str(chunk).encode("utf-8") for chunk in scenario["chunks"]]
+    if "transcript" in scenario:
+        data = (base / str(scenario["transcript"])).read_bytes()
+        return data.splitlines(keepends=True)
+    items = scenario.get("lines", _default_lines())
+    return [
+        (item if isinstance(item, str) else to_json_line(item)).encode("utf-8") + b"\n"
+        for item in items
+    ]
+
+
+def _rewrite_cwd(lines: list[bytes], cwd: str) -> list[bytes]:
+    """Report the real working directory instead of the one recorded in the transcript."""
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("subtype") == "init" and event.get("cwd"):
+            old = json.dumps(event["cwd"])[1:-1].encode("utf-8")
+            new = json.dumps(cwd)[1:-1].encode("utf-8")
+            return [item.replace(old, new) for item in lines]
+    return lines
+
+
+def _is_result(line: bytes) -> bool:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(event, dict) and event.get("type") == "result"
+
+
+def _apply_tool_write(line: bytes, cwd: Path) -> None:
+    """Do what a completed write/edit/delete call reports, for paths inside ``cwd``."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return
+    if not isinstance(event, dict) or event.get("subtype") != "completed":
+        return
+    calls = event.get("tool_call")
+    for key, content_of in _TOOL_WRITES.items():
+        inner = calls.get(key) if isinstance(calls, dict) else None
+        if not isinstance(inner, dict):
+            continue
+        args, result = inner.get("args"), inner.get("result")
+        success = result.get("success") if isinstance(result, dict) else None
+        if not isinstance(args, dict) or not isinstance(success, dict):
+            continue
+        raw = str(args.get("path", ""))
+        if not raw:
+            continue
+        path = Path(os.path.normpath(cwd / raw))  # relative paths are relative to the cwd
+        if not path.is_relative_to(cwd):
+            continue
+        content = content_of(args, success)
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")
+
+
+_TOOL_WRITES: dict[str, Callable[[dict[str, Any], dict[str, Any]], str | None]] = {
+    "writeToolCall": lambda args, success: str(args.get("fileText", "")),
+    "editToolCall": lambda args, success: str(success.get("afterFullFileContent", "")),
+    "deleteToolCall": lambda args, success: None,
+}
+
+
+def _apply_changes(scenario: dict[str, Any]) -> None:
+    for rel, content in scenario.get("edits", {}).items():
+        path = Path(rel)
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")
+    if "tamper" in scenario:
+        Path(".cursor").mkdir(exist_ok=True)
+        Path(".cursor/cli.json").write_text(scenario["tamper"], encoding="utf-8")
+
+
+def _wait(seconds: float) -> None:
+    deadline = time.monotonic() + min(seconds, MAX_HANG_S)
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, 1.0))
+
+
+def _fail(stderr: str, exit_code: int | None = None, sig: int | None = None) -> int:
+    if stderr:
+        sys.stderr.write(stderr if stderr.endswith("\n") else stderr + "\n")
+        sys.stderr.flush()
+    if sig is not None:
+        os.kill(os.getpid(), sig)
+        _wait(MAX_HANG_S)
+    return 1 if exit_code is None else exit_code
+
+
+def _consume_failure(scenario: dict[str, Any], base: Path) -> dict[str, Any] | None:
+    """The failure to play for this invocation, counting invocations in the counter file."""
+    spec = scenario.get("fail_first")
+    if not spec:
+        return None
+    counter = base / spec["counter"]
+    done = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(done + 1))
+    return dict(spec) if done < int(spec["times"]) else None
+
+
+def _record(scenario: dict[str, Any], base: Path, argv: Sequence[str], child: int | None) -> None:
+    if "record" not in scenario:
+        return
+    cli_json = Path(".cursor/cli.json")
+    entry = {
+        "argv": list(argv),
+        "env": dict(os.environ),
+        "stdin": _read_stdin(),
+        "cli_json": cli_json.read_text(encoding="utf-8") if cli_json.exists() else None,
+        "cursor_dir": sorted(os.listdir(".cursor")) if os.path.isdir(".cursor") else None,
+        "cwd": os.getcwd(),
+        "pid": os.getpid(),
+        "pgid": os.getpgrp(),
+        "child_pid": child,
+    }
+    with (base / scenario["record"]).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry) + "\n")
+
+
+def _write(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view) :]
+
+
+def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
+    """Run one invocation of the stand-in; returns the exit code."""
+    accepts_trust = not scenario.get("reject_trust", False)
+    try:
+        options, words = parse_cli(argv, accepts_trust=accepts_trust)
+    except CliExit as exc:
+        return _fail(str(exc), exc.code)
+    if options.get("help"):
+        _write(_HELP.format(trust=_TRUST_HELP if accepts_trust else "").encode())
+        return 0
+    if not options.get("print"):
+        return _fail("error: the stand-in supports print mode only (-p)", 2)
+    if "workspace" in options:
+        try:
+            os.chdir(options["workspace"])
+        except OSError as exc:
+            return _fail(f"Error: workspace {options['workspace']}: {exc.strerror}", 1)
+    if scenario.get("ignore_sigterm"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    child = None
+    if scenario.get("spawn_child"):
+        child = subprocess.Popen(  # a background process of the agent's, e.g. a shell tool
+            [sys.executable, "-c", f"import time; time.sleep({MAX_HANG_S})"],
+            stdin=subprocess.DEVNULL,  # keeps stdout and stderr open, as a stray tool would
+        ).pid
+    _record(scenario, base, argv, child)
+    prompt = " ".join(words)
+    if not prompt.strip():
+        return _fail("Error: No prompt provided for print mode", 1)
+    failure = _consume_failure(scenario, base)
+    if failure is not None:
+        return _fail(failure.get("stderr", ""), failure.get("exit_code", 1))
+    lines = _load_lines(scenario, base)
+    if "chunks" not in scenario:
+        lines = _rewrite_cwd(lines, os.getcwd())
+    crash = scenario.get("crash")
+    drip = float(scenario.get("drip_ms", 0)) / 1000
+    for index, line in enumerate(lines):
+        if crash is not None and index == int(crash.get("after", 0)):
+            return _fail(crash.get("stderr", ""), crash.get("exit_code"), crash.get("signal"))
+        if "hang_after" in scenario and index == int(scenario["hang_after"]):
+            _wait(MAX_HANG_S)
+            return 3
+        if drip:
+            time.sleep(drip)
+        if scenario.get("apply_tool_writes"):
+            _apply_tool_write(line, Path.cwd())
+        result = _is_result(line)
+        if result:
+            _apply_changes(scenario)
+        if options["output-format"] == "stream-json":
+            _write(line)
+        elif result:
+            event = json.loads(line)
+            _write((event.get("result", "") + "\n").encode() if options["output-format"] == "text"
+                   else json.dumps(event).encode() + b"\n")
+        if result and "linger_s" in scenario:
+            _wait(float(scenario["linger_s"]))
+    if crash is not None:
+        return _fail(crash.get("stderr", ""), crash.get("exit_code"), crash.get("signal"))
+    return int(scenario.get("exit_code", 0))
+
+
+def write_wrapper(path: Path, scenario_file: Path) -> Path:
+    """An executable ``cursor-agent`` that runs the stand-in with ``scenario_file``.
+
+    It names the interpreter by absolute path, so it works with a stripped environment.
+    """
+    command = [sys.executable, "-m", "cursor_agent_action.agent.standin",
+               "--scenario", str(scenario_file.resolve())]
+    path.write_text(f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n', encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 2 or args[0] != "--scenario":
+        sys.stderr.write(
+            "usage: python -m cursor_agent_action.agent.standin --scenario FILE [args...]\n"
+        )
+        return 2
+    scenario_file = Path(args[1])
+    scenario = json.loads(scenario_file.read_text(encoding="utf-8"))
+    return play(scenario, scenario_file.parent, args[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,471 @@
+"""What the GitHub follow-up commands share: environment, token, REST client, retries, errors.
+
+PyGithub does the REST calls; every call goes through :meth:`GitHub.call`, which retries rate
+limits and transient server errors (bounded in count and total wait) and turns every failure
+into one :class:`GitHubError` with a fix-it hint.
+
+References:
+- Rate limits, ``retry-after`` and ``x-ratelimit-reset``:
+  https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+- GITHUB_TOKEN is read-only for pull requests from forks:
+  https://docs.github.com/en/actions/security-for-github-actions/security-guides/automatic-token-authentication#permissions-for-the-github_token
+- Default environment variables:
+  https://docs.github.com/en/actions/reference/workflows-and-actions/variables#default-environment-variables
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import github
+import requests
+
+from cursor_agent_action.errors import GitHubError, UsageError
+from cursor_agent_action.markdown import fence
+from cursor_agent_action.options import add_option
+from cursor_agent_action.runner_io import Runner, scrub_urls
+
+T = TypeVar("T")
+
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_SERVER_URL = "https://github.com"
+COMMENT_LIMIT = 65536
+"""GitHub rejects issue/PR comments and PR bodies longer than this many characters."""
+
+MAX_ATTEMPTS = 5
+"""Attempts per REST call (the first one plus retries)."""
+MAX_TOTAL_WAIT_S = 300.0
+"""Longest we wait in total for rate limits or transient errors before giving up."""
+_SECONDARY_LIMIT_WAIT_S = 60.0  # GitHub: "wait at least one minute" when no header says how long
+_TRANSIENT = frozenset({500, 502, 503, 504})
+_HTTP_TIMEOUT_S = 30
+
+
+def add_token_option(parser: argparse.ArgumentParser) -> None:
+    add_option(
+        parser,
+        "--token-env",
+        default="GITHUB_TOKEN",
+        help="name of the environment variable holding the GitHub token",
+    )
+
+
+@dataclass
+class Context:
+    """The workflow run we are in, from the runner's default environment variables."""
+
+    repository: str
+    api_url: str = DEFAULT_API_URL
+    server_url: str = DEFAULT_SERVER_URL
+    run_id: str = ""
+    run_attempt: str = ""
+    event_name: str = ""
+    event_path: str = ""
+    _event: dict[str, Any] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Context:
+        env = os.environ if env is None else env
+        repository = env.get("GITHUB_REPOSITORY", "").strip()
+        if repository.count("/") != 1 or repository.startswith("/") or repository.endswith("/"):
+            raise UsageError(
+                f"GITHUB_REPOSITORY must be 'owner/name', got {repository!r}.",
+                "Run inside GitHub Actions, or export GITHUB_REPOSITORY=owner/name.",
+            )
+        return cls(
+            repository=repository,
+            api_url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+            server_url=(env.get("GITHUB_SERVER_URL") or DEFAULT_SERVER_URL).rstrip("/"),
+            run_id=env.get("GITHUB_RUN_ID", ""),
+            run_attempt=env.get("GITHUB_RUN_ATTEMPT", ""),
+            event_name=env.get("GITHUB_EVENT_NAME", ""),
+            event_path=env.get("GITHUB_EVENT_PATH", ""),
+        )
+
+    @property
+    def owner(self) -> str:
+        return self.repository.split("/")[0]
+
+    @property
+    def event(self) -> dict[str, Any]:
+        """The webhook payload of the triggering event ({} when there is none)."""
+        if self._event is None:
+            self._event = {}
+            if self.event_path:
+                try:
+                    loaded = json.loads(Path(self.event_path).read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    raise UsageError(
+                        f"cannot read the event payload {self.event_path}: {exc}.",
+                        "GITHUB_EVENT_PATH must name the JSON file the runner wrote.",
+                    ) from exc
+                if isinstance(loaded, dict):
+                    self._event = loaded
+        return self._event
+
+    @property
+    def run_url(self) -> str:
+        """Link to this workflow run (attempt), or "" outside Actions."""
+        if not self.run_id:
+            return ""
+        url = f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+        return f"{url}/attempts/{self.run_attempt}" if self.run_attempt else url
+
+    def issue_number(self) -> int | None:
+        """The pull request or issue of the triggering event, if any (for ``workflow_run``:
+        the run's first pull request, which GitHub omits for runs from forks)."""
+        run = self.event.get("workflow_run")
+        pulls = run.get("pull_requests") if isinstance(run, dict) else None
+        candidates = [self.event.get("pull_request"), self.event.get("issue"),
+                      *(pulls if isinstance(pulls, list) else [])]
+        for item in candidates:
+            if isinstance(item, dict) and isinstance(item.get("number"), int):
+                return int(item["number"])
+        return None
+
+    def fork_repository(self) -> str:
+        """The head repository when the triggering pull request comes from a fork, else ""."""
+        pull = self.event.get("pull_request")
+        if not isinstance(pull, dict):
+            return ""
+        head_repo = (pull.get("head") or {}).get("repo") or {}
+        name = head_repo.get("full_name") if isinstance(head_repo, dict) else None
+        return name if isinstance(name, str) and name != self.repository else ""
+
+
+def read_token(
+    token_env: str, ctx: Context, runner: Runner, env: Mapping[str, str] | None = None
+) -> str:
+    """The token from ``token_env``, masked before anything can print it (``cli.main`` masks
+    only the default names, and ``--token-env`` may name any variable)."""
+    env = os.environ if env is None else env
+    token = env.get(token_env, "").strip()
+    if token:
+        runner.mask(token)
+        return token
+    hint = (
+        f"Pass a token in the environment variable {token_env}: in a workflow, "
+        f"`env: {token_env}: ${{{{ secrets.GITHUB_TOKEN }}}}` (the sub-actions take "
+        "`github-token`, default github.token)."
+    )
+    raise GitHubError(f"no GitHub token: {token_env} is empty or unset.", hint + fork_note(ctx))
+
+
+def fork_note(ctx: Context) -> str:
+    """Why a write fails in a run for a pull request from a fork, or "" for other runs."""
+    fork = ctx.fork_repository()
+    if not fork:
+        return ""
+    return (
+        f" This run is for a pull request from the fork {fork}: GitHub gives such runs no "
+        "secrets and a read-only GITHUB_TOKEN, whatever `permissions:` says. Do the write in "
+        "a separate workflow triggered by `workflow_run` (README: Troubleshooting, GitHub "
+        "operations)."
+    )
+
+
+# -- retries ---------------------------------------------------------------------------------
+
+
+def retry_delay(status: int, headers: Mapping[str, str], message: str, now: float) -> float | None:
+    """Seconds to wait before retrying a failed request, or None when retrying cannot help.
+
+    Follows GitHub's documented order: ``retry-after`` first, then ``x-ratelimit-remaining: 0``
+    with ``x-ratelimit-reset`` (epoch seconds), then one minute for a secondary rate limit
+    that names no time. Transient 5xx errors get a short delay.
+    """
+    lower = {key.lower(): value for key, value in headers.items()}
+    limited = status in (403, 429)
+    if limited and lower.get("retry-after", "").strip():
+        try:
+            return max(0.0, float(lower["retry-after"]))
+        except ValueError:
+            return _SECONDARY_LIMIT_WAIT_S
+    if limited and lower.get("x-ratelimit-remaining", "").strip() == "0":
+        try:
+            return max(0.0, float(lower.get("x-ratelimit-reset", "")) - now) + 1.0
+        except ValueError:
+            return _SECONDARY_LIMIT_WAIT_S
+    if status == 429 or (status == 403 and "secondary rate limit" in message.lower()):
+        return _SECONDARY_LIMIT_WAIT_S
+    if status in _TRANSIENT:
+        return 2.0
+    return None
+
+
+@dataclass
+class Retrier:
+    """Runs a request function, waiting and retrying as :func:`retry_delay` says; bounded."""
+
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.time
+    max_attempts: int = MAX_ATTEMPTS
+    max_total_wait: float = MAX_TOTAL_WAIT_S
+    log: Callable[[str], None] = lambda _line: None
+
+    def run(
+        self,
+        attempt: Callable[[], T],
+        failure: Callable[[BaseException], tuple[int, Mapping[str, str], str] | None],
+    ) -> T:
+        """``failure(exc)`` returns (status, headers, message) for HTTP errors, else None."""
+        waited = 0.0
+        for number in range(1, self.max_attempts + 1):
+            try:
+                return attempt()
+            except Exception as exc:
+                info = failure(exc)
+                if info is None:
+                    raise
+                status, headers, message = info
+                delay = retry_delay(status, headers, message, self.clock())
+                if delay is None or number == self.max_attempts:
+                    raise
+                if waited + delay > self.max_total_wait:
+                    raise RateLimitWaitTooLong(delay, waited) from exc
+                self.log(
+                    f"GitHub answered {status}; waiting {delay:.0f} s before retry "
+                    f"{number}/{self.max_attempts - 1}."
+                )
+                self.sleep(delay)
+                waited += delay
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+class RateLimitWaitTooLong(Exception):
+    def __init__(self, delay: float, waited: float) -> None:
+        super().__init__(f"retry in {delay:.0f} s after waiting {waited:.0f} s")
+        self.delay = delay
+        self.waited = waited
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def github_error(
+    doing: str,
+    status: int,
+    message: str,
+    ctx: Context,
+    *,
+    permission: str = "",
+    retried: bool = False,
+) -> GitHubError:
+    """One clear error for a failed REST call, with what to do about it.
+
+    ``permission`` is the ``permissions:`` entry the call needs, e.g. "pull-requests: write";
+    ``retried``: the failure was a rate limit or transient error that outlasted the retries.
+    """
+    text = f"{doing} failed: GitHub answered {status}" + (f" ({message})" if message else "") + "."
+    note = fork_note(ctx)
+    needs = f"`permissions: {permission}`" if permission else "the permission it needs"
+    if retried:
+        hint = (
+            f"GitHub kept refusing for {MAX_ATTEMPTS} attempts (rate limit or server trouble); "
+            "re-run the job later."
+        )
+    elif status == 401:
+        hint = (
+            "The token is invalid or expired. Pass a current token (the sub-actions' "
+            "`github-token` input, default github.token); a personal access token may have "
+            "been revoked."
+        )
+    elif status == 403:
+        hint = (
+            f"The token may not do this. Give the job {needs}; for organisation repositories "
+            "also check Settings > Actions > General > Workflow permissions and the "
+            "'Allow GitHub Actions to create and approve pull requests' box." + note
+        )
+    elif status == 404:
+        hint = (
+            f"Check that {ctx.repository} and the number or id are right, and that the token "
+            f"can see the repository ({needs}; a token from another repository cannot)."
+            + note
+        )
+    elif status == 422:
+        hint = "GitHub rejected the request as invalid; the message above says which field."
+    else:
+        hint = "See https://www.githubstatus.com/ and re-run the job."
+    return GitHubError(text, hint)
+
+
+def network_error(doing: str, url: str, exc: BaseException) -> GitHubError:
+    return GitHubError(
+        scrub_urls(f"{doing} failed: cannot reach {url}: {type(exc).__name__}: {exc}."),
+        "Check GITHUB_API_URL (GitHub Enterprise Server: https://HOST/api/v3) and the network.",
+    )
+
+
+def rate_limit_error(doing: str, exc: RateLimitWaitTooLong) -> GitHubError:
+    return GitHubError(
+        f"{doing} failed: GitHub's rate limit resets in {exc.delay:.0f} s, longer than the "
+        f"{MAX_TOTAL_WAIT_S:.0f} s we wait (already waited {exc.waited:.0f} s).",
+        "Re-run the job after the reset, or use a token with a higher limit (a GitHub App "
+        "installation token).",
+    )
+
+
+# -- PyGithub client -------------------------------------------------------------------------
+
+
+class GitHub:
+    """A PyGithub client for one repository; :meth:`call` wraps every request."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        token: str,
+        *,
+        log: Callable[[str], None],
+        retrier: Retrier | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.token = token
+        self.retrier = retrier or Retrier()
+        self.retrier.log = log
+        # retry=None: PyGithub's own retry sleeps with no bound we control; ours is in call().
+        # No write spacing: these commands make a handful of writes, and call() handles a
+        # secondary rate limit if one comes.
+        self.client = github.Github(
+            auth=github.Auth.Token(token),
+            base_url=ctx.api_url,
+            timeout=_HTTP_TIMEOUT_S,
+            retry=None,
+            seconds_between_requests=None,
+            seconds_between_writes=None,
+            lazy=True,
+        )
+        self.repo = self.client.get_repo(ctx.repository)
+
+    def call(self, doing: str, request: Callable[[], T], *, permission: str = "") -> T:
+        """Run ``request`` (PyGithub calls; materialise paginated lists inside it)."""
+        def failure(exc: BaseException) -> tuple[int, Mapping[str, str], str] | None:
+            if isinstance(exc, github.GithubException):
+                return exc.status, exc.headers or {}, error_message(exc.data)
+            return None
+
+        try:
+            return self.retrier.run(request, failure)
+        except RateLimitWaitTooLong as exc:
+            raise rate_limit_error(doing, exc) from None
+        except github.GithubException as exc:
+            status, headers, message = exc.status, exc.headers or {}, error_message(exc.data)
+            retried = retry_delay(status, headers, message, self.retrier.clock()) is not None
+            raise github_error(
+                doing, status, message, self.ctx, permission=permission, retried=retried
+            ) from None
+        except requests.RequestException as exc:
+            raise network_error(doing, self.ctx.api_url, exc) from None
+
+
+def error_message(data: object) -> str:
+    """GitHub's error message plus the first validation error, if any."""
+    if not isinstance(data, dict):
+        return ""
+    message = str(data.get("message") or "")
+    errors = data.get("errors")
+    if isinstance(errors, list) and errors:
+        first = errors[0]
+        detail = (
+            first.get("message") or " ".join(str(first.get(k, "")) for k in ("field", "code"))
+            if isinstance(first, dict)
+            else first
+        )
+        if detail:
+            message = f"{message}: {detail}" if message else str(detail)
+    return message
+
+
+# -- bodies ----------------------------------------------------------------------------------
+
+
+def fit(text: str, limit: int, note: str = "\n\n*(cut to fit GitHub's size limit)*\n") -> str:
+    """``text`` cut to at most ``limit`` characters, with a note when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(note))] + note[: limit]
+
+
+def add_body_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """The four ways to give the text of a ``what`` (read by :func:`compose_body`)."""
+    add_option(parser, "--transcript", default="",
+               help=f"saved transcript: the {what} is the run's compact summary")
+    add_option(parser, "--final-message", default="",
+               help="the run step's final-message output: shown fenced, so none of the "
+               "agent's Markdown, HTML or @mentions renders")
+    add_option(parser, "--body", default="",
+               help=f"{what}: trusted Markdown you wrote, rendered as is (never agent "
+               "output: use --transcript or --final-message for that)")
+    add_option(parser, "--body-file", default="",
+               help=f"file with the {what}: trusted Markdown, like --body")
+
+
+def compose_body(
+    *,
+    transcript: str,
+    final_message: str,
+    body: str,
+    body_file: str,
+    links: Mapping[str, str],
+    max_chars: int,
+    redact: Callable[[str], str],
+) -> str:
+    """Markdown for a PR body or comment from exactly one source, plus links, within max_chars.
+
+    ``redact`` (``Runner.redact``) removes secrets before any text is cut, so a cut cannot
+    leave part of a secret behind.
+
+    Agent text (a saved transcript, rendered by ``summary.render_compact``, or the run's
+    ``final-message``) is shown inert: fenced, so no heading, link, image, HTML or @mention of
+    it renders. ``body``/``body_file`` are trusted Markdown the workflow author wrote: they
+    render as they are, so they must never carry agent output.
+    """
+    given = [name for name, value in (("--transcript", transcript),
+                                      ("--final-message", final_message), ("--body", body),
+                                      ("--body-file", body_file)) if value]
+    if len(given) > 1:
+        raise UsageError(
+            f"give only one of {', '.join(given)}.",
+            "Use --transcript (or --final-message) for a run's output, --body-file or --body "
+            "for your own text.",
+        )
+    if transcript:
+        # Imported here: publish and comment work without it when no transcript is given.
+        from cursor_agent_action.stream import summary  # noqa: PLC0415
+
+        path = Path(transcript)
+        if not path.is_file():
+            raise UsageError(
+                f"transcript {transcript} does not exist.",
+                "Pass the run step's transcript-file output.",
+            )
+        record = summary.load_record(path, redact=redact)
+        compact: str = summary.render_compact(record, max_chars=max_chars, links=dict(links))
+        return redact(compact)
+    footer = "".join(f"\n\n[{name}]({url})" for name, url in links.items() if url)
+    room = max_chars - len(footer)
+    if final_message:
+        lead = "**The agent's final message:**\n\n"
+        # Cut before fencing (a cut fence would let the rest render); +1: the cut text may
+        # need the newline fence() adds.
+        overhead = len(lead) + len(fence(final_message)) - len(final_message) + 1
+        cut = fit(redact(final_message).rstrip(), room - overhead,
+                  note="\n... (cut to fit GitHub's size limit)")
+        return lead + fence(cut).rstrip("\n") + footer
+    text = body
+    if body_file:
+        try:
+            text = Path(body_file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(
+                f"cannot read --body-file {body_file}: {exc.strerror}.",
+                "Pass a Markdown file the job wrote.",
+            ) from exc
+    return (fit(redact(text).rstrip(), room) + footer).lstrip("\n")

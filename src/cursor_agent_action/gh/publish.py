@@ -1,0 +1,230 @@
+"""``publish``: commit the agent's changes to a bot branch and open or update a pull request.
+
+The bot branch is always "the checked-out commit plus one commit with the changes", so a
+re-run replaces it (force-with-lease, and only when its tip is a commit publish made) and
+updates the same pull request instead of opening another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cursor_agent_action.errors import GitHubError, UsageError
+from cursor_agent_action.gh import gitops
+from cursor_agent_action.gh.api import (
+    COMMENT_LIMIT,
+    Context,
+    GitHub,
+    add_body_options,
+    add_token_option,
+    compose_body,
+    fork_note,
+    read_token,
+)
+from cursor_agent_action.options import add_flag, add_option, items, lines
+from cursor_agent_action.runner_io import Runner, listing
+
+DEFAULT_BRANCH_TEMPLATE = "cursor-agent/{job}/{head_ref}"
+DEFAULT_TITLE = "cursor-agent: changes for {head_ref}"
+DEFAULT_PROTECTED = ".github/**\n.cursor/**"
+BOT_NAME = "github-actions[bot]"
+BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
+PLACEHOLDERS = {
+    "head_ref": "the pull request's head branch (GITHUB_HEAD_REF), else GITHUB_REF_NAME",
+    "base_ref": "the pull request's base branch (GITHUB_BASE_REF)",
+    "ref_name": "GITHUB_REF_NAME",
+    "pr_number": "the number of the triggering pull request or issue",
+    "run_id": "GITHUB_RUN_ID",
+    "run_number": "GITHUB_RUN_NUMBER",
+    "job": "GITHUB_JOB (the job id)",
+    "workflow": "GITHUB_WORKFLOW",
+    "sha": "the first 7 characters of the checked-out commit",
+}
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_UNSAFE_IN_BRANCH = re.compile(r"[^A-Za-z0-9._/-]+")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    names = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+    add_option(parser, "--working-directory", default=".", help="the repository with the changes")
+    add_option(parser, "--branch-template", default=DEFAULT_BRANCH_TEMPLATE,
+               help=f"name of the bot branch; placeholders: {names}")
+    add_option(parser, "--base", default="",
+               help="branch the pull request targets",
+               default_help="GITHUB_HEAD_REF on pull_request events, else GITHUB_REF_NAME")
+    add_option(parser, "--title", default=DEFAULT_TITLE,
+               help="pull request title (same placeholders)")
+    add_option(parser, "--commit-message", default="",
+               help="commit message (same placeholders)", default_help="the title")
+    add_option(parser, "--author-name", default=BOT_NAME, help="commit author and committer name")
+    add_option(parser, "--author-email", default=BOT_EMAIL,
+               help="commit author and committer email")
+    add_body_options(parser, "pull request body")
+    add_option(parser, "--labels", default="", help="labels to add, comma or newline separated")
+    add_flag(parser, "--draft", default=False, help="open the pull request as a draft")
+    add_option(parser, "--protected-paths", default=DEFAULT_PROTECTED,
+               help="globs (newline separated) the changes must not touch; 'none' allows all")
+    add_option(parser, "--remote", default="origin", help="git remote to push to")
+    add_token_option(parser)
+
+
+def placeholder_values(env: Mapping[str, str], ctx: Context, head_sha: str) -> dict[str, str]:
+    number = ctx.issue_number()
+    return {
+        "head_ref": env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME", ""),
+        "base_ref": env.get("GITHUB_BASE_REF", ""),
+        "ref_name": env.get("GITHUB_REF_NAME", ""),
+        "pr_number": str(number) if number is not None else "",
+        "run_id": ctx.run_id,
+        "run_number": env.get("GITHUB_RUN_NUMBER", ""),
+        "job": env.get("GITHUB_JOB", ""),
+        "workflow": env.get("GITHUB_WORKFLOW", ""),
+        "sha": head_sha[:7],
+    }
+
+
+def render(template: str, values: Mapping[str, str], *, what: str, branch: bool = False) -> str:
+    """Fill ``{placeholder}``s; for a branch, unsafe characters in values become '-'."""
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise UsageError(f"unknown placeholder {{{name}}} in {what} {template!r}.",
+                             f"Use one of: {', '.join('{' + n + '}' for n in PLACEHOLDERS)}.")
+        value = values[name]
+        if not value:
+            raise UsageError(f"placeholder {{{name}}} in {what} {template!r} is empty in this run "
+                             f"({PLACEHOLDERS[name]}).",
+                             f"Use a placeholder this event provides, or set the {what} literally.")
+        return _UNSAFE_IN_BRANCH.sub("-", value).strip("-") if branch else value
+
+    return _PLACEHOLDER.sub(fill, template)
+
+
+def command(args: argparse.Namespace, runner: Runner) -> int:
+    env = os.environ
+    ctx = Context.from_env()
+    # First: without a token nothing else matters (and the push credential is masked early).
+    token = read_token(args.token_env, ctx, runner)
+    runner.mask(gitops.basic_credential(token))  # the form git sends: as actions/checkout does
+    repo = gitops.toplevel(Path(args.working_directory))
+    head = gitops.head_commit(repo)
+    values = placeholder_values(env, ctx, head)
+    branch = render(args.branch_template, values, what="branch template", branch=True)
+    if not gitops.valid_branch(branch, repo):
+        raise UsageError(f"{branch!r} (from --branch-template) is not a valid branch name.",
+                         "Use letters, digits, '/', '-', '.' and '_' only.")
+    base = args.base or values["head_ref"]
+    if not base:
+        raise UsageError("no base branch for the pull request.", "Set base (e.g. main).")
+    if branch == base:
+        raise UsageError(f"the bot branch {branch!r} is the base branch itself.",
+                         "Choose a branch-template that names a separate branch.")
+    title = render(args.title, values, what="title")
+    message = render(args.commit_message or args.title, values, what="commit message")
+    labels = items(args.labels)
+    protected = [] if args.protected_paths.strip().lower() == "none" else lines(
+        [args.protected_paths or DEFAULT_PROTECTED])
+
+    paths = gitops.changed_paths(repo)
+    if not paths:
+        runner.log("publish: nothing changed in the working tree; no branch, no pull request.")
+        runner.set_outputs({"changed": "false", "branch": "", "commit-sha": "",
+                            "pr-number": "", "pr-url": ""})
+        return 0
+    blocked = gitops.matching(paths, protected)
+    if blocked:
+        raise GitHubError(
+            f"refusing to publish: the changes touch protected paths: {listing(blocked)}.",
+            "These paths (protected-paths, default .github/** and .cursor/**) can change "
+            "workflows or agent settings; review them by hand, or narrow protected-paths "
+            "if that is really intended.",
+        )
+    links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
+    body = compose_body(transcript=args.transcript, final_message=args.final_message,
+                        body=args.body, body_file=args.body_file, links=links,
+                        max_chars=COMMENT_LIMIT, redact=runner.redact)
+
+    with runner.group(f"publish {len(paths)} changed file(s) to {branch}"):
+        runner.untrusted("\n".join(paths))  # names the agent chose: never workflow commands
+        try:
+            sha = _push_branch(repo, args, branch=branch, head=head, message=message, ctx=ctx,
+                               token=token, runner=runner)
+        except gitops.AccessDenied as exc:
+            exc.hint += fork_note(ctx)
+            raise
+        gh = GitHub(ctx, token, log=runner.log)
+        pull = _open_or_update(gh, branch=branch, base=base, title=title, body=body,
+                               labels=labels, draft=args.draft, runner=runner)
+    outputs = {"changed": "true", "branch": branch, "commit-sha": sha,
+               "pr-number": str(pull.number), "pr-url": pull.html_url}
+    runner.set_outputs(outputs)
+    runner.append_summary(f"### Published\n\n{len(paths)} changed file(s) on `{branch}`: "
+                          f"[pull request #{pull.number}]({pull.html_url})\n\n")
+    return 0
+
+
+def _push_branch(repo: Path, args: argparse.Namespace, *, branch: str, head: str, message: str,
+                 ctx: Context, token: str, runner: Runner) -> str:
+    remote = args.remote
+    trailer = f"{gitops.TRAILER}: {ctx.run_url or 'local'}"
+    sha = gitops.snapshot_commit(repo, head, message=f"{message.rstrip()}\n\n{trailer}\n",
+                                 author_name=args.author_name, author_email=args.author_email)
+    auth = gitops.auth_env(ctx.server_url, token)
+    tip = gitops.remote_tip(repo, remote, branch, auth)
+    if tip is not None:
+        tip_tree, tip_parent, tip_author, tip_trailer = gitops.commit_info(repo, tip)
+        if not tip_trailer:
+            raise GitHubError(
+                f"refusing to overwrite branch {branch} on {remote}: its tip {tip[:12]} "
+                f"(by {tip_author}) was not made by cursor-agent-action publish.",
+                "Someone else's work is on that branch. Delete or rename it, or choose "
+                "another branch-template.",
+            )
+        ours_tree, _, _, _ = gitops.commit_info(repo, sha)
+        if (tip_tree, tip_parent) == (ours_tree, head):
+            runner.log(f"{branch} already holds exactly these changes ({tip[:12]}); not pushing.")
+            return tip
+    gitops.push(repo, remote, sha, branch, expected=tip or "", env=auth)
+    runner.log(f"pushed {sha[:12]} to {branch}" + (f" (replacing {tip[:12]})" if tip else ""))
+    return sha
+
+
+def _open_or_update(gh: GitHub, *, branch: str, base: str, title: str, body: str,
+                    labels: list[str], draft: bool, runner: Runner) -> Any:
+    head = f"{gh.ctx.owner}:{branch}"
+    perm = "pull-requests: write"
+
+    def find() -> Any:
+        found = list(gh.repo.get_pulls(state="open", head=head, base=base))
+        return found[0] if found else None
+
+    pull = gh.call("listing pull requests", find, permission="pull-requests: read")
+    if pull is None:
+        try:
+            pull = gh.call(f"opening a pull request {branch} -> {base}",
+                           lambda: gh.repo.create_pull(base=base, head=branch, title=title,
+                                                       body=body, draft=draft),
+                           permission=perm)
+            runner.log(f"opened pull request #{pull.number}: {pull.html_url}")
+        except GitHubError as exc:
+            if "already exists" not in exc.message:  # another job opened it just now
+                raise
+            pull = gh.call("listing pull requests", find, permission="pull-requests: read")
+            if pull is None:
+                raise
+    if not (pull.title == title and pull.body == body):
+        current = pull
+        gh.call(f"updating pull request #{current.number}",
+                lambda: current.edit(title=title, body=body), permission=perm)
+        runner.log(f"updated pull request #{current.number}: {current.html_url}")
+    if labels:
+        current = pull
+        gh.call(f"labelling pull request #{current.number}",
+                lambda: current.add_to_labels(*labels), permission=perm)
+    return pull

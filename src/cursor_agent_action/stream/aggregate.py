@@ -1,0 +1,349 @@
+"""Events to a run record: what happened in the run, independent of how it is shown.
+
+:class:`Aggregator` folds events into a :class:`RunRecord` and tells an optional
+:class:`Listener` (the live log) about each finished assistant segment and tool call.
+"""
+
+from __future__ import annotations
+
+import functools
+import ntpath
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from cursor_agent_action.markdown import shorten
+from cursor_agent_action.stream.events import (
+    DENIALS,
+    AssistantEvent,
+    Event,
+    InitEvent,
+    InteractionEvent,
+    MalformedLine,
+    ResultEvent,
+    SystemEvent,
+    ThinkingEvent,
+    ToolCallEvent,
+    UnknownEvent,
+    UserEvent,
+    delta_text,
+)
+from cursor_agent_action.stream.framing import Line
+
+# Display text kept per call is bounded, so thousands of calls stay cheap.
+TARGET_LIMIT = 1000
+DETAIL_LIMIT = 4000
+_WRITE_KINDS = frozenset({"write", "edit", "delete"})
+_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
+
+
+@dataclass
+class ToolCallRecord:
+    call_id: str  # raw id (may contain "\n"): never print raw
+    kind: str
+    target: str
+    outcome: str  # "success", "error", "rejected", ..., "pending" when never completed
+    detail: str = ""
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    started_at_ms: int | None = None  # stream timestamp of `started`, for the duration fallback
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome not in ("success", "pending")
+
+    @property
+    def denied(self) -> bool:
+        return self.outcome in DENIALS
+
+
+@dataclass
+class RunRecord:
+    conclusion: str = "failure"  # "success" | "failure" | "timeout" | "cancelled"
+    failure_reason: str = ""
+    has_result: bool = False
+    session_id: str = ""
+    request_id: str = ""
+    model: str = ""
+    cwd: str = ""
+    duration_ms: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    result_text: str = ""
+    final_message: str = ""
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    files_changed: list[str] = field(default_factory=list)
+    malformed_lines: int = 0
+    # Set by `run` before report():
+    stderr: str = ""
+    exit_code: int | None = None
+    transcript_file: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed_tool_calls(self) -> list[ToolCallRecord]:
+        return [call for call in self.tool_calls if call.failed]
+
+    @property
+    def permission_denials(self) -> list[ToolCallRecord]:
+        return [call for call in self.tool_calls if call.denied]
+
+    @property
+    def pending_tool_calls(self) -> list[ToolCallRecord]:
+        return [call for call in self.tool_calls if call.outcome == "pending"]
+
+
+class Listener(Protocol):
+    """What the live log wants to hear about, as it happens."""
+
+    def on_init(self, event: InitEvent) -> None: ...
+    def on_segment(self, text: str) -> None: ...
+    def on_tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None: ...
+    def on_result(self, event: ResultEvent) -> None: ...
+    def on_malformed(self, line_no: int, event: MalformedLine) -> None: ...
+    def on_other(self, event: Event) -> None: ...
+
+
+def _canonical(path: str) -> str:
+    # macOS reports /tmp and /var as /private/tmp and /private/var (they are symlinks).
+    return path[len("/private") :] if path.startswith("/private/") else path
+
+
+@functools.lru_cache(maxsize=4096)  # agents touch the same few files again and again
+def workspace_relative(path: str, cwd: str) -> str:
+    """``path`` relative to the workspace ``cwd`` with ``/`` separators; paths outside the
+    workspace stay absolute (normalized)."""
+    windows = bool(_WINDOWS_PATH.match(cwd) or _WINDOWS_PATH.match(path))
+    normpath: Callable[[str], str] = ntpath.normpath if windows else posixpath.normpath
+    isabs: Callable[[str], bool] = ntpath.isabs if windows else posixpath.isabs
+    norm = normpath(path)
+    if not isabs(norm):
+        return norm.replace("\\", "/")
+    if not cwd:
+        return norm.replace("\\", "/")
+    base = _canonical(normpath(cwd))
+    full = _canonical(norm)
+    if windows:
+        base, full = base.replace("\\", "/"), full.replace("\\", "/")
+        same = full.lower() == base.lower()
+        inside = full.lower().startswith(base.lower().rstrip("/") + "/")
+    else:
+        same = full == base
+        inside = full.startswith(base.rstrip("/") + "/")
+    if same:
+        return "."
+    if inside:
+        return full[len(base.rstrip("/")) + 1 :]
+    return full.replace("\\", "/") if windows else norm
+
+
+class Aggregator:
+    """Folds events into a :class:`RunRecord`; :meth:`finish` computes the conclusion."""
+
+    def __init__(
+        self, listener: Listener | None = None, *, redact: Callable[[str], str] | None = None
+    ) -> None:
+        self.record = RunRecord()
+        self.listener = listener
+        # Secrets are removed as text enters the record, before anything cuts it: a cut
+        # through a secret would leave a piece no later redaction recognises.
+        self._redact = redact if redact is not None else _unchanged
+        self.events = 0  # JSON events (not malformed lines)
+        self.lines = 0  # non-blank lines
+        self._calls: dict[str, ToolCallRecord] = {}
+        self._segments: list[str] = []
+        self._deltas: list[str | Line] = []  # text, or a raw line from the fast path
+        self._files: set[str] = set()
+        self._anonymous = 0
+        self._result_error = ""
+        self._flushed = ""  # a segment rebuilt from deltas whose whole repeat may still come
+
+    # -- events ---------------------------------------------------------------------------
+
+    def add_raw_delta(self, line: Line) -> None:
+        """A token-delta line the caller recognised by its keys; decoded only if its
+        whole-segment repeat never arrives (see ``_end_segment``)."""
+        self._deltas.append(line)
+
+    def count_fast_lines(self, lines: int) -> None:
+        """Lines the caller handled on a fast path (thinking, raw deltas): still events."""
+        self.events += lines
+        self.lines += lines
+
+    def apply(self, event: Event, line_no: int) -> None:
+        self.lines += 1
+        if isinstance(event, MalformedLine):
+            self.record.malformed_lines += 1
+            if self.listener:
+                self.listener.on_malformed(line_no, event)
+            return
+        self.events += 1
+        if isinstance(event, ToolCallEvent):
+            if self._deltas:
+                self._end_segment()
+            self._tool_call(event)
+        elif isinstance(event, AssistantEvent):
+            self._assistant(event)
+        elif not isinstance(event, ThinkingEvent):
+            self._other(event)
+
+    def _assistant(self, event: AssistantEvent) -> None:
+        # With --stream-partial-output a segment arrives as deltas (timestamp_ms only) and
+        # then once more whole (with model_call_id, or with neither field for the last one):
+        # the whole repeat replaces the deltas, so the text is never doubled.
+        if event.is_delta:
+            self._deltas.append(event.text)
+            return
+        self._deltas.clear()
+        if event.text == self._flushed:  # the repeat came after a tool call had flushed it
+            self._flushed = ""
+            return
+        self._add_segment(event.text)
+
+    def _end_segment(self) -> None:
+        """Deltas never repeated whole (cut-off stream) still count as a segment."""
+        deltas = self._deltas
+        if deltas:
+            for index in range(len(deltas)):  # in place: each raw line freed once decoded
+                if not isinstance(deltas[index], str):
+                    deltas[index] = delta_text(deltas, index)
+            text = "".join(deltas)  # type: ignore[arg-type]
+            deltas.clear()
+            self._add_segment(text)
+            self._flushed = text
+
+    def _add_segment(self, text: str) -> None:
+        self._flushed = ""
+        if not text:
+            return
+        text = self._redact(text)
+        self._segments.append(text)
+        if self.listener:
+            self.listener.on_segment(text)
+
+    def _tool_call(self, event: ToolCallEvent) -> None:
+        call_id = event.call_id
+        if not call_id:
+            self._anonymous += 1
+            call_id = f"(no id #{self._anonymous})"
+        call = self._calls.get(call_id)
+        if call is None:
+            target = event.target
+            if target and target == event.args.get("path") and self.record.cwd:
+                target = workspace_relative(target, self.record.cwd)  # shorter, same meaning
+            call = ToolCallRecord(call_id, event.kind, self._cut(target, TARGET_LIMIT), "pending")
+            self._calls[call_id] = call
+        elif event.target and not call.target:
+            call.target = self._cut(event.target, TARGET_LIMIT)
+        if event.subtype == "started":
+            call.started_at_ms = event.timestamp_ms
+            return
+        if event.subtype != "completed" or event.outcome is None:
+            return
+        call.outcome = event.outcome
+        call.detail = self._cut(event.detail, DETAIL_LIMIT)
+        call.exit_code = event.exit_code
+        call.duration_ms = _duration(event, call)
+        if call.kind in _WRITE_KINDS and call.outcome == "success":
+            for path in event.paths:
+                self._files.add(workspace_relative(path, self.record.cwd))
+        if self.listener:
+            self.listener.on_tool_call(call, event)
+
+    def _other(self, event: Event) -> None:
+        record = self.record
+        if isinstance(event, InitEvent):
+            # A resumed session can repeat init: the first one names the workspace.
+            record.session_id = record.session_id or self._redact(event.session_id)
+            record.model = record.model or self._redact(event.model)
+            record.cwd = record.cwd or event.cwd  # for paths only; never cut
+            if self.listener:
+                self.listener.on_init(event)
+        elif isinstance(event, ResultEvent):
+            self._end_segment()
+            record.has_result = True
+            ok = event.subtype == "success" and not event.is_error
+            record.conclusion = "success" if ok else "failure"
+            record.result_text = self._redact(event.result)
+            del self._segments[:-1]  # the result has the text: only the final message is needed
+            self._result_error = "" if ok else _result_error(event, record.result_text)
+            record.duration_ms = event.duration_ms
+            record.session_id = self._redact(event.session_id) or record.session_id
+            record.request_id = self._redact(event.request_id) or record.request_id
+            record.input_tokens = event.usage.get("input")
+            record.output_tokens = event.usage.get("output")
+            record.cache_read_tokens = event.usage.get("cache_read")
+            record.cache_write_tokens = event.usage.get("cache_write")
+            if self.listener:
+                self.listener.on_result(event)
+        elif self.listener and isinstance(
+            event, (UserEvent, SystemEvent, InteractionEvent, UnknownEvent)
+        ):
+            self.listener.on_other(event)
+
+    def _cut(self, text: str, limit: int) -> str:
+        if not text:  # most details are empty
+            return text
+        return shorten(self._redact(text), limit)
+
+    @property
+    def finished(self) -> bool:
+        return self.record.has_result
+
+    # -- end of stream --------------------------------------------------------------------
+
+    def finish(self) -> RunRecord:
+        """The record for everything seen; may be called more than once."""
+        self._end_segment()
+        record = self.record
+        record.tool_calls = list(self._calls.values())
+        record.files_changed = sorted(self._files)
+        record.final_message = self._segments[-1] if self._segments else ""
+        if not record.has_result:
+            record.result_text = "".join(self._segments)
+        record.failure_reason = "" if record.conclusion == "success" else self._failure_reason()
+        return record
+
+    def _failure_reason(self) -> str:
+        record = self.record
+        if record.has_result:
+            return self._result_error
+        if self.lines == 0:
+            return "The transcript is empty: cursor-agent wrote nothing on stdout."
+        if self.events == 0:
+            return (
+                f"No stream-json event found: none of the {self.lines} non-blank lines is a "
+                "JSON object. Was cursor-agent run with --output-format stream-json?"
+            )
+        return (
+            f"The stream ended without a result event after {self.events} events: the run "
+            "did not finish (cut off, crashed or killed)."
+        )
+
+
+def _result_error(event: ResultEvent, text: str) -> str:
+    """The failure reason for an error result, quoting the start of its (redacted) text."""
+    message = " ".join(text[:1000].split())[:300]  # the head only: the text may be huge
+    return (
+        f"cursor-agent reported an error (result subtype {event.subtype!r}"
+        f"{', is_error true' if event.is_error else ''})" + (f": {message}" if message else ".")
+    )
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _duration(event: ToolCallEvent, call: ToolCallRecord) -> int | None:
+    if event.started_at_ms is not None and event.completed_at_ms is not None:
+        return max(0, event.completed_at_ms - event.started_at_ms)
+    execution = event.payload.get("executionTime")
+    if isinstance(execution, int) and not isinstance(execution, bool):
+        return execution
+    if call.started_at_ms is not None and event.timestamp_ms is not None:
+        return max(0, event.timestamp_ms - call.started_at_ms)
+    return None

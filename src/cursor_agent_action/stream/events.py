@@ -1,0 +1,435 @@
+"""Lines to typed events. :func:`parse_line` never raises: every line becomes an event.
+
+Shapes follow what the Cursor CLI really emits with ``--output-format stream-json`` (real
+captures are in tests/fixtures/corpus-*.jsonl): fields can be missing or of the wrong
+type, unknown event types and tool kinds appear over time, and some lines are not JSON at all.
+Unknown things are kept generically (:class:`UnknownEvent`, a tool ``kind`` equal to the raw
+key) rather than dropped, and nothing here trusts a field's type.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from cursor_agent_action.stream.framing import BOM, Line
+
+# Thinking deltas are most of a real stream and are never shown: recognised by their prefix
+# (the CLI always writes "type" first, compactly) and skipped without decoding. Assistant token
+# deltas (no "model_call_id" key) are decoded only if their whole-segment repeat never comes.
+# A key cannot be faked by text: a quote inside a JSON string is always escaped.
+THINKING_PREFIX = b'{"type":"thinking"'
+ASSISTANT_PREFIX = b'{"type":"assistant"'
+MODEL_CALL_KEY = b'"model_call_id":'
+TIMESTAMP_KEY = b'"timestamp_ms":'
+OBJECT_END = (b"}", b"}\r")  # how a complete event line ends (CRLF files too)
+# A backslash before anything but a JSON escape character (seen in real captures, e.g. a
+# Windows path "C:\ws"): repaired by escaping the backslash, so the rest of the line survives.
+_BAD_ESCAPE = re.compile(r'\\(["\\/bfnrtu]|.)', re.DOTALL)
+_JSON_ESCAPES = '"\\/bfnrtu'
+_PREVIEW_BYTES = 1024
+# A line can hold tens of MiB (a file in a tool result, a long answer): see take_line.
+HUGE_LINE_BYTES = 8 * 1024 * 1024
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
+
+# Keys of a completed call's result that say how it ended, in the order we prefer them.
+OUTCOMES = ("success", "error", "rejected", "permissionDenied", "spawnError", "failure", "timeout")
+DENIALS = frozenset({"rejected", "permissionDenied"})
+# Argument names that make a good display target, in priority order.
+_TARGET_KEYS = (
+    "command", "path", "targetFile", "filePath", "pattern", "globPattern", "query", "url",
+    "targetDirectory", "directory", "description", "name", "toolName",
+)  # fmt: skip
+
+
+# Kinds whose best target is not the first of _TARGET_KEYS they carry (grep also has a path).
+_KIND_TARGET_KEYS = {
+    "grep": ("pattern", *_TARGET_KEYS),
+    "glob": ("globPattern", "pattern", *_TARGET_KEYS),
+    "semSearch": ("query", *_TARGET_KEYS),
+}
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: object) -> int | None:
+    """An integer from an int or a digit string (the CLI sends ``startedAtMs`` as a string)."""
+    if type(value) is int:  # the common cases first; bool (a subclass) is not a number here
+        return value
+    if type(value) is str and value.isascii() and value.isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        digits = value.strip().removeprefix("-")
+        if digits.isascii() and digits.isdecimal():
+            return int(value)
+    return None
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(slots=True)
+class InitEvent:
+    session_id: str
+    model: str
+    cwd: str
+    permission_mode: str
+
+
+@dataclass(slots=True)
+class SystemEvent:
+    """A ``system`` event other than ``init`` (e.g. ``task_notification``)."""
+
+    subtype: str
+
+
+@dataclass(slots=True)
+class UserEvent:
+    text: str
+
+
+@dataclass(slots=True)
+class ThinkingEvent:
+    """Reasoning deltas; never shown and never decoded."""
+
+
+THINKING = ThinkingEvent()
+
+
+@dataclass(slots=True)
+class AssistantEvent:
+    text: str
+    model_call_id: str | None
+    timestamp_ms: int | None
+
+    @property
+    def is_delta(self) -> bool:
+        """A ``--stream-partial-output`` token delta: ``timestamp_ms`` but no ``model_call_id``."""
+        return self.timestamp_ms is not None and self.model_call_id is None
+
+
+@dataclass(slots=True)
+class ToolCallEvent:
+    subtype: str  # "started", "completed" or anything newer
+    call_id: str
+    kind: str  # "shell", "read", ... or the raw key of an unknown tool
+    target: str
+    args: dict[str, Any]
+    outcome: str | None  # the result key when completed ("success", "rejected", ...)
+    payload: dict[str, Any]  # the value under the outcome key
+    started_at_ms: int | None
+    completed_at_ms: int | None
+    timestamp_ms: int | None
+
+    @property
+    def detail(self) -> str:
+        """The error message or rejection reason of a call that did not succeed."""
+        if self.outcome == "success":
+            return ""
+        for key in ("errorMessage", "reason", "error", "message", "stderr"):
+            value = self.payload.get(key)
+            if isinstance(value, str) and value:
+                return value
+            if isinstance(value, dict):
+                nested = _str(value.get("message")) or _str(value.get("errorMessage"))
+                if nested:
+                    return nested
+        return ""
+
+    @property
+    def exit_code(self) -> int | None:
+        return _int(self.payload.get("exitCode")) if self.kind == "shell" else None
+
+    @property
+    def paths(self) -> list[str]:
+        """Paths this call names (arguments and result), for the files-changed list."""
+        found = [_str(self.args.get("path")), _str(self.payload.get("path"))]
+        return [p for p in dict.fromkeys(found) if p]
+
+
+@dataclass(slots=True)
+class InteractionEvent:
+    subtype: str
+    query_type: str
+
+
+@dataclass(slots=True)
+class ResultEvent:
+    subtype: str
+    is_error: bool
+    result: str
+    duration_ms: int | None
+    session_id: str
+    request_id: str
+    usage: dict[str, int | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class UnknownEvent:
+    """A JSON object of a type we do not know (kept so the log can mention it)."""
+
+    type: str
+    subtype: str
+
+
+@dataclass(slots=True)
+class MalformedLine:
+    """A line that is not a JSON object."""
+
+    reason: str
+    preview: str
+
+
+Event = (
+    InitEvent | SystemEvent | UserEvent | ThinkingEvent | AssistantEvent | ToolCallEvent
+    | InteractionEvent | ResultEvent | UnknownEvent | MalformedLine
+)  # fmt: skip
+
+
+def _repair_escapes(text: str) -> str:
+    def fix(match: re.Match[str]) -> str:
+        escaped = match.group(1)
+        return match.group(0) if escaped[0] in _JSON_ESCAPES else "\\\\" + escaped
+
+    return _BAD_ESCAPE.sub(fix, text)
+
+
+def _preview(line: Line) -> str:
+    """The start of a bad line, longer than shown, so a secret in it is redacted whole before
+    the log cuts it to size."""
+    return " ".join(bytes(line[:_PREVIEW_BYTES]).decode("utf-8", "replace").split())
+
+
+def _loads(line: Line) -> tuple[object, str]:
+    """Decode JSON leniently; returns (value, "") or (None, reason)."""
+    try:
+        return orjson.loads(line), ""
+    except orjson.JSONDecodeError as exc:
+        error = exc
+    reason = str(error).split(":", 1)[0] or "not JSON"
+    if error.pos == 0 and not line.startswith((b"{", BOM)):
+        return None, reason  # not JSON at all: no repair can help
+    # Repairs, each at most once and only for the error that calls for it, so a long broken
+    # line is not copied more than needed.
+    data: Line | str = line
+    for _ in range(3):
+        message = str(error)
+        if not isinstance(data, str) and data.startswith(BOM):  # concatenated files
+            data = data[len(BOM) :]
+        elif not isinstance(data, str) and ("UTF-8" in message or "escape" in message):
+            data = data.decode("utf-8", "replace")  # invalid UTF-8 becomes U+FFFD
+        elif isinstance(data, str) and "escape" in message:
+            repaired = _repair_escapes(data)
+            if repaired == data:
+                break
+            data = repaired
+        else:
+            break
+        try:
+            return orjson.loads(data), ""
+        except orjson.JSONDecodeError as exc:
+            error = exc
+    return None, reason
+
+
+def is_thinking(line: Line) -> bool:
+    """A complete thinking event line, recognised without decoding it."""
+    return line.startswith(THINKING_PREFIX) and line.endswith(OBJECT_END)
+
+
+def take_line(holder: list[Any], index: int) -> Event:
+    """Parse ``holder[index]`` and drop it from the list; the caller holds no other reference.
+
+    A long line is decoded to text and its bytes freed before the JSON is parsed, by the
+    stdlib, which builds the values without a scratch copy: a 50 MiB line peaks at twice its
+    size, where orjson would need three times.
+    """
+    line: Line = holder[index]
+    holder[index] = b""
+    if len(line) <= HUGE_LINE_BYTES:
+        return parse_line(line)
+    text = str(line, "utf-8", "replace")  # as _loads repairs invalid UTF-8
+    del line
+    if not _SURROGATE_ESCAPE.search(text):  # orjson refuses lone surrogates; keep its verdict
+        with contextlib.suppress(ValueError, RecursionError):
+            value = json.loads(text, parse_constant=_no_constant)
+            if isinstance(value, dict):
+                with contextlib.suppress(Exception):
+                    return parse_object(value)
+    return parse_line(text.encode("utf-8"))  # anything unusual: the one exact path
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")  # NaN/Infinity: orjson refuses them too
+
+
+def delta_text(holder: list[Any], index: int) -> str:
+    """The text of the raw assistant token-delta line ``holder[index]`` (decoded on demand)."""
+    event = take_line(holder, index)
+    return event.text if isinstance(event, AssistantEvent) else ""
+
+
+def parse_line(line: Line) -> Event:
+    """One physical line (not blank) to an event. Never raises."""
+    if is_thinking(line):
+        return THINKING
+    value, reason = _loads(line)
+    if not isinstance(value, dict):
+        if not reason:
+            reason = f"a JSON {type(value).__name__.replace('NoneType', 'null')}, not an object"
+        return MalformedLine(reason, _preview(line))
+    try:
+        return parse_object(value)
+    except Exception as exc:  # defensive: a shape we did not foresee must not stop the run
+        return MalformedLine(f"unexpected event shape ({type(exc).__name__})", _preview(line))
+
+
+def parse_object(obj: dict[str, Any]) -> Event:
+    kind = _str(obj.get("type"))
+    subtype = _str(obj.get("subtype"))
+    if kind == "thinking":
+        return THINKING
+    if kind == "assistant":
+        return AssistantEvent(
+            _message_text(obj.get("message")),
+            _str(obj.get("model_call_id")) or None,
+            _int(obj.get("timestamp_ms")),
+        )
+    if kind == "tool_call":
+        return _tool_call(obj, subtype)
+    if kind == "system":
+        if subtype == "init":
+            return InitEvent(
+                _str(obj.get("session_id")),
+                _str(obj.get("model")),
+                _str(obj.get("cwd")),
+                _str(obj.get("permissionMode")),
+            )
+        return SystemEvent(subtype)
+    if kind == "user":
+        return UserEvent(_message_text(obj.get("message")))
+    if kind == "result":
+        usage = _dict(obj.get("usage"))
+        return ResultEvent(
+            subtype,
+            obj.get("is_error") is True,
+            _str(obj.get("result")),
+            _int(obj.get("duration_ms")),
+            _str(obj.get("session_id")),
+            _str(obj.get("request_id")),
+            {
+                name: _int(usage.get(key))
+                for name, key in (
+                    ("input", "inputTokens"),
+                    ("output", "outputTokens"),
+                    ("cache_read", "cacheReadTokens"),
+                    ("cache_write", "cacheWriteTokens"),
+                )
+            },
+        )
+    if kind == "interaction_query":
+        return InteractionEvent(subtype, _str(obj.get("query_type")))
+    return UnknownEvent(kind, subtype)
+
+
+def _message_text(message: object) -> str:
+    content = _dict(message).get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        _str(part.get("text"))
+        for part in content
+        if isinstance(part, dict) and part.get("type", "text") == "text"
+    )
+
+
+def _tool_key(tool_call: dict[str, Any]) -> str:
+    """The key holding the call: the one ending in ``ToolCall``, else ``function``, else the
+    first object-valued key that is not one of the known sibling keys."""
+    fallback = ""
+    for key, value in tool_call.items():
+        if key.endswith("ToolCall") and isinstance(value, dict):
+            return key
+        if not fallback and isinstance(value, dict) and key not in ("hookAdditionalContexts",):
+            fallback = key
+    return fallback
+
+
+def _outcome(result: dict[str, Any]) -> str | None:
+    """The key saying how a call ended, picked among siblings such as ``isBackground``."""
+    for key in OUTCOMES:
+        if key in result:
+            return key
+    for key, value in result.items():
+        if isinstance(value, dict):
+            return key
+    return None
+
+
+def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
+    if kind == "mcp":
+        provider = _str(args.get("providerIdentifier")) or _str(inner.get("providerIdentifier"))
+        tool = _str(args.get("toolName")) or _str(args.get("name"))
+        return f"{provider}/{tool}" if provider and tool else tool or provider
+    if kind == "function":
+        return _str(inner.get("name"))
+    for key in _KIND_TARGET_KEYS.get(kind, _TARGET_KEYS):
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
+    # Called for every tool event (thousands per run): plain checks, no helper per field.
+    tool_call = _dict(obj.get("tool_call"))
+    key = _tool_key(tool_call)
+    inner = tool_call.get(key)
+    if not isinstance(inner, dict):
+        inner = {}
+    kind = key[: -len("ToolCall")] if key.endswith("ToolCall") and len(key) > 8 else key
+    args = inner.get("args")
+    if not isinstance(args, dict):
+        args = {}
+    if kind == "function":
+        arguments = inner.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                args = _dict(orjson.loads(arguments))
+            except orjson.JSONDecodeError:
+                args = {}
+    call_id = obj.get("call_id")
+    if not (call_id and isinstance(call_id, str)):
+        call_id = _str(tool_call.get("toolCallId"))
+    timestamp_ms = _int(obj.get("timestamp_ms"))
+    if subtype != "completed":
+        return ToolCallEvent(subtype, call_id, kind or "unknown", _target(kind, inner, args),
+                             args, None, {}, None, None, timestamp_ms)  # fmt: skip
+    # The generic `function` form may carry its result beside the call rather than inside.
+    result = _dict(inner.get("result")) or _dict(tool_call.get("result"))
+    outcome = _outcome(result)
+    return ToolCallEvent(
+        subtype,
+        call_id,
+        kind or "unknown",
+        _target(kind, inner, args),
+        args,
+        "unknown" if outcome is None else outcome,
+        _dict(result.get(outcome)) if outcome else {},
+        # Only a completion needs the call's own clock (its duration).
+        _int(tool_call.get("startedAtMs")),
+        _int(tool_call.get("completedAtMs")),
+        timestamp_ms,
+    )

@@ -1,0 +1,204 @@
+"""The live log: what a person scrolling the CI log sees while the agent works.
+
+One entry per assistant segment (never per token), one collapsible ``::group::`` per tool call
+titled with its kind, target, outcome and duration, thinking hidden, full tool output only with
+``--verbose``. Agent-authored text goes through ``Runner.untrusted`` (inside
+``::stop-commands::``) or an escaped group title; warnings name permission denials and the
+first few malformed lines. Our own lines use ``Runner.log``; where they quote CLI metadata
+(model, subtype) it is flattened and follows our own prefix, so it cannot start a workflow
+command (the runner only parses lines that begin with ``::``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import orjson
+
+from cursor_agent_action.runner_io import Runner, one_line
+from cursor_agent_action.stream.aggregate import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.events import (
+    Event,
+    InitEvent,
+    InteractionEvent,
+    MalformedLine,
+    ResultEvent,
+    SystemEvent,
+    ToolCallEvent,
+    UnknownEvent,
+    UserEvent,
+)
+
+MALFORMED_SHOWN = 5
+PREVIEW_CHARS = 120
+FAILED_OUTPUT_TAIL_LINES = 20
+# Long agent text is logged in pieces, each its own stop-commands block, so the log never
+# holds a second copy of a 50 MiB message (the log viewer shows the pieces as one text).
+LOG_PIECE_CHARS = 64 * 1024
+
+
+def log_pieces(text: str, size: int = LOG_PIECE_CHARS) -> Iterator[str]:
+    """``text`` in consecutive pieces of at most ``size`` characters, each ending after a
+    newline where the text has one in reach; a short text is the one piece."""
+    start = 0
+    while len(text) - start > size:
+        end = text.rfind("\n", start, start + size) + 1 or start + size
+        yield text[start:end]
+        start = end
+    yield text[start:]
+
+
+def format_duration(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    if ms < 1000:
+        return f"{ms} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs:02d} s"
+
+
+def describe_outcome(call: ToolCallRecord) -> str:
+    """``success``, ``success (exit 1)``, ``rejected``, ``pending (never completed)``..."""
+    if call.outcome == "pending":
+        return "pending (never completed)"
+    if call.exit_code is not None and (call.exit_code != 0 or call.outcome != "success"):
+        return f"{call.outcome} (exit {call.exit_code})"
+    return call.outcome
+
+
+def call_title(call: ToolCallRecord, stats: str = "") -> str:
+    """``kind target → outcome · stats · duration`` (the target flattened to one line)."""
+    head = f"{call.kind} {one_line(call.target, 160)}" if call.target else call.kind
+    title = f"{head} → {describe_outcome(call)}"
+    duration = format_duration(call.duration_ms)
+    if stats:
+        title += " · " + stats
+    if duration:
+        title += " · " + duration
+    return title
+
+
+def _tool_output(event: ToolCallEvent) -> str:
+    """The full output of a completed call, as text."""
+    payload = event.payload
+    for key in ("interleavedOutput", "content", "diffString", "output"):
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+    if event.kind == "shell":
+        return "".join(v for k in ("stdout", "stderr") if isinstance(v := payload.get(k), str))
+    file_text = event.args.get("fileText")
+    if isinstance(file_text, str):
+        return file_text
+    return orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() if payload else ""
+
+
+def _stats(event: ToolCallEvent) -> str:
+    payload = event.payload
+    if event.kind == "edit" and "linesAdded" in payload:
+        return f"+{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
+    for key, label in (("linesCreated", "written"), ("totalLines", "")):
+        count = payload.get(key)
+        if isinstance(count, int):
+            return f"{count} line{'' if count == 1 else 's'} {label}".rstrip()
+    return ""
+
+
+class LogRenderer:
+    """Implements :class:`cursor_agent_action.stream.aggregate.Listener` on top of a Runner."""
+
+    def __init__(self, runner: Runner, *, verbose: bool = False) -> None:
+        self.runner = runner
+        self.verbose = verbose
+        self._malformed = 0
+        self._unknown: dict[str, int] = {}
+
+    def on_init(self, event: InitEvent) -> None:
+        redact = self.runner.redact  # before one_line cuts anything
+        self.runner.log(
+            f"cursor-agent session {one_line(redact(event.session_id), 80) or '(no id)'}: "
+            f"model {one_line(redact(event.model), 80) or '(unknown)'}, "
+            f"workspace {one_line(redact(event.cwd), 200) or '(unknown)'}"
+        )
+
+    def _untrusted(self, text: str) -> None:
+        for piece in log_pieces(text):
+            self.runner.untrusted(piece)
+
+    def on_segment(self, text: str) -> None:
+        self._untrusted(text)
+
+    def on_tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
+        runner = self.runner
+        with runner.group(call_title(call, _stats(event))):
+            if call.detail:
+                runner.untrusted(call.detail)
+            if self.verbose:
+                output = _tool_output(event)
+                if output:
+                    self._untrusted(output)
+            elif call.exit_code:
+                output = runner.redact(_tool_output(event))[-16384:]  # redact, then cut
+                tail = "\n".join(output.splitlines()[-FAILED_OUTPUT_TAIL_LINES:])
+                if tail:
+                    runner.log("last lines of output (all of it with --verbose):")
+                    runner.untrusted(tail)
+        if call.denied:
+            reason = f": {one_line(call.detail)}" if call.detail else ""
+            runner.warning(
+                f"{call.kind} {one_line(call.target, 160)} was not allowed "
+                f"({call.outcome}){reason}",
+                title="permission denied",
+            )
+
+    def on_result(self, event: ResultEvent) -> None:
+        duration = format_duration(event.duration_ms)
+        self.runner.log(
+            f"cursor-agent finished: {one_line(event.subtype, 40) or '(no subtype)'}"
+            + (", is_error" if event.is_error else "")
+            + (f" after {duration}" if duration else "")
+        )
+
+    def on_malformed(self, line_no: int, event: MalformedLine) -> None:
+        self._malformed += 1
+        if self._malformed <= MALFORMED_SHOWN:
+            self.runner.warning(
+                f"line {line_no} skipped, not a JSON event ({event.reason}): "
+                + one_line(self.runner.redact(event.preview), PREVIEW_CHARS),
+                title="malformed stream line",
+            )
+
+    def on_other(self, event: Event) -> None:
+        runner = self.runner
+        if isinstance(event, UserEvent):
+            runner.log(f"prompt sent ({len(event.text)} characters)")
+        elif isinstance(event, SystemEvent):
+            runner.log(f"system event: {one_line(event.subtype, 80)}")
+        elif isinstance(event, InteractionEvent):
+            if self.verbose:
+                runner.log(
+                    f"interaction query {one_line(event.query_type, 80)}: "
+                    f"{one_line(event.subtype, 40)}"
+                )
+        elif isinstance(event, UnknownEvent):
+            name = one_line(f"{event.type}/{event.subtype}".strip("/"), 80) or "(no type)"
+            self._unknown[name] = self._unknown.get(name, 0) + 1
+
+    def close(self, record: RunRecord) -> None:
+        """End-of-stream notes: pending calls, totals of what was skipped."""
+        runner = self.runner
+        for call in record.pending_tool_calls:
+            with runner.group(call_title(call)):
+                runner.log("this tool call started but no completion event arrived")
+        if self._malformed > MALFORMED_SHOWN:
+            runner.warning(
+                f"{self._malformed} malformed lines were skipped in total "
+                f"(the first {MALFORMED_SHOWN} are shown above)",
+                title="malformed stream lines",
+            )
+        if self._unknown:
+            listed = ", ".join(f"{name} x{count}" for name, count in self._unknown.items())
+            runner.log(f"events of unknown type (ignored): {one_line(listed, 400)}")

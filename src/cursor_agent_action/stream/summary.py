@@ -1,0 +1,318 @@
+"""The job summary a reviewer reads in ten seconds, and a compact form for PRs and comments.
+
+Everything from the agent or the CLI goes through :mod:`cursor_agent_action.markdown` (fences,
+code-span cells, escaped prose). The summary is built section by section within a byte budget:
+a section that does not fit is cut with a visible note saying what was left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
+from cursor_agent_action.stream.aggregate import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.livelog import describe_outcome, format_duration
+
+ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫"}
+STDERR_TAIL_CHARS = 8 * 1024  # of the CLI stderr shown (the log has all of it)
+FINAL_MESSAGE_SHARE = 0.4  # of the whole budget, so the tables still get room
+COLLAPSE_ROWS = 25  # tables longer than this are folded into <details>
+MAX_ROWS = 500  # a reviewer does not scroll further; the transcript has every row
+_NOTE_RESERVE = 200  # bytes kept free in a section for its truncation note
+
+
+def _code(text: str, limit: int) -> str:
+    """A code span outside tables."""
+    return code_cell(text, limit, in_table=False)
+
+
+def _number(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _headline(record: RunRecord) -> str:
+    icon = ICONS.get(record.conclusion, "❔")
+    facts = [f"**Model:** {inline(record.model, 80) or 'unknown'}"]
+    if record.duration_ms is not None:
+        facts.append(f"**Duration:** {format_duration(record.duration_ms)}")
+    if record.input_tokens is not None or record.output_tokens is not None:
+        facts.append(
+            f"**Tokens:** {_number(record.input_tokens)} in · {_number(record.output_tokens)} "
+            f"out · {_number(record.cache_read_tokens)} cache read · "
+            f"{_number(record.cache_write_tokens)} cache write"
+        )
+    calls = record.tool_calls
+    facts.append(
+        f"**Tool calls:** {len(calls)} ({len(record.failed_tool_calls)} failed, "
+        f"{len(record.permission_denials)} denied)"
+    )
+    facts.append(f"**Files changed:** {len(record.files_changed)}")
+    if record.exit_code is not None:
+        facts.append(f"**CLI exit code:** {record.exit_code}")
+    ids = [f"**Session:** {_code(record.session_id, 80)}"] if record.session_id else []
+    if record.request_id:
+        ids.append(f"**Request:** {_code(record.request_id, 80)}")
+    lines = [f"## {icon} Cursor agent: {inline(record.conclusion, 40)}", "", " · ".join(facts)]
+    if ids:
+        lines += ["", " · ".join(ids)]
+    return "\n".join(lines) + "\n\n"
+
+
+def _problems(record: RunRecord) -> str:
+    lines: list[str] = []
+    if record.conclusion != "success":
+        reason = record.failure_reason or f"The run ended with conclusion {record.conclusion}."
+        lines += ["> [!CAUTION]", f"> {inline(reason, 1000)}"]
+    if record.notes:
+        if lines:
+            lines.append(">")
+        else:
+            lines.append("> [!WARNING]")
+        lines += [f"> - {inline(note, 1000)}" for note in record.notes]
+    return "\n".join(lines) + "\n\n" if lines else ""
+
+
+def _fenced(title: str, text: str, budget: int, rest: str) -> str:
+    """A heading and ``text`` in a fence, cut to ``budget`` bytes with a note."""
+    head = f"### {title}\n\n"
+    # Only what can fit is fenced: a 50 MiB message is never copied whole.
+    fitting = cut_utf8(text, budget)
+    whole = head + fence(fitting) + "\n"
+    if len(fitting) == len(text) and utf8_len(whole) <= budget:
+        return whole
+    room = budget - utf8_len(head) - _NOTE_RESERVE - (utf8_len(whole) - utf8_len(fitting))
+    if room <= 0:
+        return _left_out(title, budget)
+    shown = cut_utf8(fitting, room)
+    note = (
+        f"*Cut to fit the summary size limit: {utf8_len(shown):,} of {utf8_len(text):,} bytes "
+        f"shown; {rest}.*\n\n"
+    )
+    return head + fence(shown) + "\n" + note
+
+
+def _left_out(title: str, budget: int) -> str:
+    note = f"*{title}: left out to stay under the summary size limit.*\n\n"
+    return note if utf8_len(note) <= budget else ""
+
+
+def _table(
+    title: str,
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    total: int,
+    budget: int,
+    *,
+    what: str,
+) -> str:
+    """A Markdown table of ``total`` rows (folded when long), cut row by row to ``budget`` bytes
+    with a note. ``rows`` is consumed lazily: rows that cannot fit are never rendered."""
+    if not total:
+        return ""
+    head = f"### {title} ({total:,})\n\n"
+    folded = total > COLLAPSE_ROWS
+    if folded:
+        head += f"<details><summary>Show {total:,} {what}</summary>\n\n"
+    head += "| " + " | ".join(headers) + " |\n|" + "---|" * len(headers) + "\n"
+    tail = "\n</details>\n\n" if folded else "\n"
+    used = utf8_len(head) + utf8_len(tail) + _NOTE_RESERVE
+    if used > budget:
+        return _left_out(title, budget)
+    body: list[str] = []
+    why = f"the summary lists at most {MAX_ROWS}"
+    for row in rows:
+        line = "| " + " | ".join(row) + " |\n"
+        size = utf8_len(line)
+        if used + size > budget:
+            why = "summary size limit"
+            break
+        if len(body) == MAX_ROWS:
+            break
+        body.append(line)
+        used += size
+    note = ""
+    if len(body) < total:
+        note = (
+            f"\n*{total - len(body):,} more {what} not shown ({why}); the transcript has "
+            "all of them.*\n"
+        )
+    return head + "".join(body) + note + tail
+
+
+def _call_row(number: int, call: ToolCallRecord) -> list[str]:
+    return [
+        str(number),
+        code_cell(call.kind, 40),
+        code_cell(call.target, 120),
+        code_cell(describe_outcome(call), 60),
+        format_duration(call.duration_ms),
+    ]
+
+
+def _files(record: RunRecord, budget: int) -> str:
+    files = record.files_changed
+    rows = ([code_cell(path, 300)] for path in files)
+    return _table("Files changed", ["Path"], rows, len(files), budget, what="files")
+
+
+def _detail_table(
+    title: str, calls: Sequence[ToolCallRecord], budget: int, *, detail: str, what: str
+) -> str:
+    rows = (
+        [code_cell(c.kind, 40), code_cell(c.target, 160), code_cell(describe_outcome(c), 60),
+         code_cell(c.detail, 300)]
+        for c in calls
+    )  # fmt: skip
+    headers = ["Kind", "Target", "Outcome", detail]
+    return _table(title, headers, rows, len(calls), budget, what=what)
+
+
+def _denials(record: RunRecord, budget: int) -> str:
+    calls = record.permission_denials
+    return _detail_table("Permission denials", calls, budget, detail="Reason", what="denials")
+
+
+def _errors(record: RunRecord, budget: int) -> str:
+    parts: list[str] = []
+    failed = [c for c in record.failed_tool_calls if not c.denied]
+    table = _detail_table("Failed tool calls", failed, budget, detail="Detail", what="calls")
+    parts.append(table)
+    budget -= utf8_len(table)
+    pending = len(record.pending_tool_calls)
+    lines = []
+    if pending:
+        lines.append(f"- {pending} tool call(s) started but never completed.")
+    if record.malformed_lines:
+        lines.append(
+            f"- {record.malformed_lines:,} line(s) of the stream were not JSON events and were "
+            "skipped (the log shows the first few)."
+        )
+    if lines:
+        text = "\n".join(lines) + "\n\n"
+        if utf8_len(text) <= budget:
+            parts.append(text)
+            budget -= utf8_len(text)
+    if record.stderr:
+        tail = record.stderr[-STDERR_TAIL_CHARS:]
+        parts.append(_fenced("CLI stderr (last lines)", tail, budget, "the log has all of it"))
+    return "".join(parts)
+
+
+def _shell(record: RunRecord, budget: int) -> str:
+    calls = [c for c in record.tool_calls if c.kind == "shell"]
+    rows = (
+        [code_cell(c.target, 200), _number(c.exit_code), code_cell(c.outcome, 40),
+         format_duration(c.duration_ms)]
+        for c in calls
+    )  # fmt: skip
+    headers = ["Command", "Exit", "Outcome", "Duration"]
+    return _table("Shell commands", headers, rows, len(calls), budget, what="commands")
+
+
+def _tool_calls(record: RunRecord, budget: int) -> str:
+    calls = record.tool_calls
+    rows = (_call_row(i, call) for i, call in enumerate(calls, 1))
+    headers = ["#", "Kind", "Target", "Outcome", "Duration"]
+    return _table("Tool calls", headers, rows, len(calls), budget, what="tool calls")
+
+
+def _footer(record: RunRecord) -> str:
+    if record.transcript_file:
+        return f"Full transcript: {_code(record.transcript_file, 500)}\n"
+    return "The raw transcript was not saved by this step.\n"
+
+
+def render_summary(record: RunRecord, *, budget_bytes: int) -> str:
+    """The job summary, never longer than ``budget_bytes`` UTF-8 bytes."""
+    footer = _footer(record)
+    remaining = budget_bytes - utf8_len(footer)
+    if remaining <= 0:
+        return ""
+    out: list[str] = []
+
+    def add(text: str) -> None:
+        nonlocal remaining
+        size = utf8_len(text)
+        if size <= remaining:
+            out.append(text)
+            remaining -= size
+
+    add(_headline(record))
+    add(_problems(record))
+    if record.final_message:
+        share = min(remaining, int(budget_bytes * FINAL_MESSAGE_SHARE))
+        add(
+            _fenced(
+                "Final message",
+                record.final_message,
+                share,
+                "the result-file output and the transcript have all of it",
+            )
+        )
+    else:
+        add("*The agent wrote no final message.*\n\n")
+    sections: list[Callable[[RunRecord, int], str]] = [
+        _files, _denials, _errors, _shell, _tool_calls,
+    ]  # fmt: skip
+    for section in sections:
+        add(section(record, remaining))
+    out.append(footer)
+    return "".join(out)
+
+
+def _safe_link(label: str, url: str) -> str:
+    if not url.startswith(("https://", "http://")) or any(c in url for c in " <>()\n\r\t"):
+        return ""
+    return f"[{inline(label, 60)}](<{url}>)"
+
+
+def render_compact(
+    record: RunRecord, *, max_chars: int = 60000, links: Mapping[str, str] | None = None
+) -> str:
+    """Short Markdown for PR bodies and sticky comments, never over ``max_chars`` characters.
+
+    Not redacted here: callers pass it through ``Runner.redact`` like everything they write.
+    """
+    icon = ICONS.get(record.conclusion, "❔")
+    facts = [f"{icon} **Cursor agent: {inline(record.conclusion, 40)}**"]
+    if record.model:
+        facts.append(f"model {inline(record.model, 80)}")
+    if record.duration_ms is not None:
+        facts.append(format_duration(record.duration_ms))
+    facts.append(
+        f"{len(record.tool_calls)} tool calls ({len(record.failed_tool_calls)} failed, "
+        f"{len(record.permission_denials)} denied)"
+    )
+    facts += [link for label, url in (links or {}).items() if (link := _safe_link(label, url))]
+    head = " · ".join(facts) + "\n\n"
+    if record.conclusion != "success" and record.failure_reason:
+        head += f"> {inline(record.failure_reason, 600)}\n\n"
+    files = ""
+    if record.files_changed:
+        listed = ", ".join(_code(p, 200) for p in record.files_changed[:50])
+        more = len(record.files_changed) - 50
+        files = f"**Files changed ({len(record.files_changed)}):** {listed}"
+        files += f" and {more} more\n" if more > 0 else "\n"
+    room = max_chars - len(head) - len(files) - 200
+    message = ""
+    if record.final_message and room > 0:
+        text = record.final_message[:room]  # only what can fit is fenced
+        message = fence(text) + "\n"
+        if len(text) < len(record.final_message) or len(message) > room:
+            text = text[: max(0, room - (len(message) - len(text)))]
+            message = fence(text) + "\n*(final message cut to fit)*\n\n"
+    compact = head + message + files
+    return compact if len(compact) <= max_chars else compact[:max_chars]
+
+
+def load_record(path: Path, *, redact: Callable[[str], str] | None = None) -> RunRecord:
+    """Parse a saved transcript silently (no log) into a record; pass ``Runner.redact`` as
+    ``redact`` so secrets are removed before any text is cut for display."""
+    # Imported here: pipeline imports this module for render_summary.
+    from cursor_agent_action.stream.engine import open_transcript, process_stream  # noqa: PLC0415
+
+    with open_transcript(path) as source:
+        record = process_stream(source, None, redact=redact)
+    record.transcript_file = str(path)
+    return record

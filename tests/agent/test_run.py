@@ -1,0 +1,810 @@
+"""`cursor-agent-action run` against the stand-in CLI: invocation, environment, policy,
+conclusions, failure explanations, retries and the git cross-check."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursor_agent_action.agent.permissions import build_policy
+from cursor_agent_action.cli import main
+from cursor_agent_action.runner_io import parse_output_file
+from tests.support.standin import make_standin, records, runs, wait_group_gone
+
+SESSION = "5e55a0b1-0000-4000-8000-00000000c0de"
+API_KEY = "key_test_0123456789abcdef"
+CREDENTIALS = {
+    "GITHUB_TOKEN": "ghs_secret_github_token",
+    "GH_TOKEN": "gho_secret_gh_token",
+    "ACTIONS_RUNTIME_TOKEN": "runtime-secret",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-secret",
+    "ACTIONS_ID_TOKEN_REQUEST_URL": "https://oidc.example/secret",
+    "INPUT_API_KEY": "input-secret",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret",
+}
+
+
+def _event(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, **fields, "session_id": SESSION}
+
+
+INIT = _event("system", subtype="init", apiKeySource="env", cwd="/home/runner/work/repo",
+              model="Auto", permissionMode="default")
+SAY = _event("assistant", message={"role": "assistant",
+                                   "content": [{"type": "text", "text": "All done."}]})
+RESULT = _event("result", subtype="success", duration_ms=2500, duration_api_ms=2500,
+                is_error=False, result="All done.", request_id="req-1",
+                usage={"inputTokens": 10, "outputTokens": 5, "cacheReadTokens": 0,
+                       "cacheWriteTokens": 0})
+
+
+def _tool(subtype: str, call_id: str, kind: str, args: dict[str, Any],
+          result: dict[str, Any] | None = None) -> dict[str, Any]:
+    inner: dict[str, Any] = {"args": args}
+    if result is not None:
+        inner["result"] = result
+    return _event("tool_call", subtype=subtype, call_id=call_id,
+                  tool_call={kind: inner, "toolCallId": call_id})
+
+
+@dataclass
+class Run:
+    code: int
+    outputs: dict[str, str]
+    summary: str
+    log: str
+    workspace: Path
+    tmp: Path
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        return runs(self.tmp)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A git repository with one commit, as actions/checkout leaves it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("# demo\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
+    return repo
+
+
+@pytest.fixture
+def run_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A runner-like environment with credentials that must never reach the agent."""
+    env = {"RUNNER_TEMP": str(tmp_path / "runner-temp"), "CURSOR_API_KEY": API_KEY,
+           "LC_ALL": "C.UTF-8", "CI": "true", **CREDENTIALS}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
+def run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    scenario: dict[str, Any], *args: str, prompt: str | None = "Update the docs.",
+) -> Run:
+    scenario.setdefault("record", "record.jsonl")
+    if "transcript" not in scenario:
+        scenario.setdefault("lines", [INIT, SAY, RESULT])
+    agent = make_standin(tmp_path, scenario)
+    output, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
+    argv = ["run", "--agent-bin", str(agent), "--working-directory", str(workspace),
+            "--output-file", str(output), "--summary-file", str(summary), "--retry-delay", "0",
+            *args]
+    if prompt is not None:
+        argv += ["--prompt", prompt]
+    code = main(argv)
+    return Run(
+        code=code,
+        outputs=parse_output_file(output.read_text()) if output.exists() else {},
+        summary=summary.read_text() if summary.exists() else "",
+        log=capsys.readouterr().out,
+        workspace=workspace,
+        tmp=tmp_path,
+    )
+
+
+pytestmark = pytest.mark.usefixtures("run_env")
+
+
+def test_success_invocation_outputs_and_transcript(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {})
+    assert result.code == 0
+    assert result.outputs["conclusion"] == "success"
+    assert result.outputs["session-id"] == SESSION
+    assert result.outputs["final-message"] == "All done."
+    [entry] = result.runs
+    assert entry["argv"] == ["-p", "--output-format", "stream-json", "--trust", "--",
+                             "Update the docs."]
+    assert entry["stdin"] == ""  # stdin closed
+    assert entry["cwd"] == str(workspace)
+    transcript = Path(result.outputs["transcript-file"])
+    assert transcript.parent.parent == tmp_path / "runner-temp" / "cursor-agent-action"
+    assert transcript.parent.name.startswith("run-")
+    assert json.loads(transcript.read_text().splitlines()[0])["cwd"] == str(workspace)
+    assert "All done." in result.summary
+
+
+def test_policy_in_place_during_the_run_and_no_force_when_read_only(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, "--preset", "docs", "--deny", "Shell(rm)")
+    [entry] = result.runs
+    policy = build_policy("docs", deny=["Shell(rm)"])
+    assert entry["cli_json"] == policy.render().decode()
+    assert "--force" in entry["argv"]  # docs writes Markdown
+    assert not (workspace / ".cursor").exists()  # there was none before
+    read_only = run(tmp_path, workspace, capsys, {}, "--preset", "read-only")
+    assert "--force" not in read_only.runs[-1]["argv"]
+
+
+def test_model_and_resume_are_passed_before_the_prompt(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, "--model", "gpt-5", "--resume", "chat-1",
+                 prompt="--help me; -p")
+    assert result.runs[0]["argv"] == [
+        "-p", "--output-format", "stream-json", "--model", "gpt-5", "--resume", "chat-1",
+        "--trust", "--", "--help me; -p",
+    ]
+    assert result.code == 0
+
+
+def test_trust_is_left_out_for_builds_that_reject_it(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"reject_trust": True})
+    assert result.code == 0
+    assert "--trust" not in result.runs[0]["argv"]
+
+
+def test_environment_is_allowlisted(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JAVA_HOME", "/opt/java")
+    monkeypatch.setenv("OTHER_SECRET", "other")
+    result = run(tmp_path, workspace, capsys, {}, "--pass-env", "JAVA_HOME")
+    entry = result.runs[0]
+    env = entry["env"]
+    assert env["CURSOR_API_KEY"] == API_KEY
+    assert env["LC_ALL"] == "C.UTF-8"
+    assert env["JAVA_HOME"] == "/opt/java"
+    assert env["CURSOR_CONFIG_DIR"].startswith(str(tmp_path / "runner-temp"))
+    for name in [*CREDENTIALS, "OTHER_SECRET", "RUNNER_TEMP"]:
+        assert name not in env
+    everything = json.dumps(entry)
+    for secret in [*CREDENTIALS.values(), "other"]:
+        assert secret not in everything
+    assert API_KEY not in json.dumps(entry["argv"])
+    assert all(line.startswith("::add-mask::") for line in result.log.splitlines()
+               if API_KEY in line)
+
+
+def test_options_come_from_env_vars_and_flags_win(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {"MODEL": "sonnet-4.5", "RESUME": "chat-9", "PERMISSIONS": "edit",
+                        "DENY": "Shell(rm)\nShell(make)", "FAIL_ON_ERROR": "false",
+                        "PROMPT": "from env"}.items():
+        monkeypatch.setenv(f"CURSOR_AGENT_ACTION_{name}", value)
+    result = run(tmp_path, workspace, capsys, {"crash": {"after": 1, "exit_code": 1}},
+                 "--model", "gpt-5", prompt=None)
+    [entry] = result.runs
+    assert entry["argv"] == ["-p", "--output-format", "stream-json", "--force", "--model",
+                             "gpt-5", "--resume", "chat-9", "--trust", "--", "from env"]
+    assert entry["cli_json"] == build_policy("edit", deny=["Shell(rm)", "Shell(make)"]).render(
+        ).decode()
+    assert result.outputs["conclusion"] == "failure"
+    assert result.code == 0  # fail-on-error false from the env
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_FAIL_ON_ERROR", "maybe")
+    refused = run(tmp_path, workspace, capsys, {}, prompt=None)
+    assert refused.code == 2
+    assert "fail-on-error must be true or false, not 'maybe'" in refused.log
+
+
+@pytest.mark.parametrize("name", ["GITHUB_TOKEN", "INPUT_API_KEY", "ACTIONS_RUNTIME_TOKEN", "1X"])
+def test_pass_env_refuses_runner_credentials(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, "--pass-env", name)
+    assert result.code == 2
+    assert f"pass-env: {name}" in result.log or f"pass-env: '{name}'" in result.log
+    assert result.runs == []
+
+
+def test_prompt_over_100_kib_goes_through_a_file(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompt = "-" + "Explain every module in detail. " * 9600  # ~300 KiB, starts with "-"
+    prompt_file = tmp_path / "prompt.txt"
+    prompt_file.write_text(prompt)
+    result = run(tmp_path, workspace, capsys, {}, "--prompt-file", str(prompt_file), prompt=None)
+    assert result.code == 0
+    argv = result.runs[0]["argv"]
+    assert argv[-2] == "--"
+    assert len(argv[-1]) < 400
+    [path] = [word for word in argv[-1].split() if word.startswith("/")]
+    assert Path(path).read_text() == prompt
+    assert Path(path).parent.parent == tmp_path / "runner-temp" / "cursor-agent-action"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        ([], 2, "no prompt given"),
+        (["--prompt", "a", "--prompt-file", "p.txt"], 2, "both a prompt and a prompt file"),
+        (["--prompt-file", "/nonexistent/p.txt"], 2, "cannot read the prompt file"),
+        (["--prompt", "   "], 2, "no prompt given"),
+        (["--prompt", "a", "--timeout-minutes", "soon"], 2, "timeout-minutes must be a number"),
+        (["--prompt", "a", "--timeout-minutes", "0"], 2, "timeout-minutes must be more than 0"),
+        (["--prompt", "a", "--preset", "yolo"], 2, "unknown permissions preset"),
+        (["--prompt", "a", "--allow", "Shell(git)"], 2, "cannot allow 'Shell(git)'"),
+        (["--prompt", "a", "--max-retries", "-1"], 2, "max-retries must be a whole number"),
+        (["--prompt", "a", "--max-retries", "11"], 2, "from 0 to 10"),
+        (["--prompt", "a", "--model", "gpt\n::warning::x"], 2,
+         "--model contains a control character"),
+        (["--prompt", "a", "--resume", "abc\rdef"], 2, "--resume contains a control character"),
+        (["--prompt", "a", "--model", "gpt\x7f"], 2, "--model contains a control character"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_runs(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    *, args: list[str], code: int, message: str,
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, *args, prompt=None)
+    assert result.code == code
+    assert message in result.log
+    assert "::error" in result.log
+    assert "Fix:" in result.log
+    assert result.runs == []
+    assert result.outputs == {}
+
+
+def test_missing_working_directory_and_agent(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    missing = run(tmp_path, tmp_path / "nope", capsys, {})
+    assert missing.code == 3
+    assert "does not exist" in missing.log
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    code = main(["run", "--prompt", "x", "--working-directory", str(workspace)])
+    assert code == 3
+    assert "the Cursor CLI was not found (cursor-agent or agent on PATH)" in capsys.readouterr().out
+
+
+def test_unusable_transcript_or_agent_is_a_setup_error(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    bad_path = run(tmp_path, workspace, capsys, {}, "--transcript",
+                   str(tmp_path / "a-file" / "t.jsonl"))
+    assert bad_path.code == 3
+    assert "cannot create the transcript file" in bad_path.log
+    assert not (workspace / ".cursor").exists()  # the policy file was restored (removed)
+    not_executable = tmp_path / "cursor-agent"
+    not_executable.write_text("#!/bin/sh\n")
+    code = main(["run", "--prompt", "x", "--agent-bin", str(not_executable),
+                 "--working-directory", str(workspace)])
+    assert code == 3
+    assert f"the agent binary {not_executable} is not an executable file" in capsys.readouterr().out
+
+
+def test_transcript_write_failure_does_not_stop_the_run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {}, "--transcript", "/dev/full")
+    assert result.code == 0
+    assert result.outputs["conclusion"] == "success"
+    assert "Writing the transcript file failed (No space left on device)" in result.summary
+
+
+def test_pre_existing_cli_json_is_restored_byte_for_byte(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = b'{"permissions": {"allow": ["Shell(*)", "Write(**)"]}}\r\n'
+    (workspace / ".cursor").mkdir()
+    (workspace / ".cursor" / "cli.json").write_bytes(original)
+    result = run(tmp_path, workspace, capsys, {})
+    assert result.code == 0
+    assert result.runs[0]["cli_json"] == build_policy("read-only").render().decode()
+    assert (workspace / ".cursor" / "cli.json").read_bytes() == original
+    assert json.loads(result.outputs["files-changed"]) == []
+
+
+def test_tampering_with_cli_json_fails_the_run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = b'{"version": 1}\n'
+    (workspace / ".cursor").mkdir()
+    (workspace / ".cursor" / "cli.json").write_bytes(original)
+    tamper = '{"permissions": {"allow": ["Shell(*)"]}}'
+    result = run(tmp_path, workspace, capsys, {"tamper": tamper})
+    assert result.code == 1
+    assert result.outputs["conclusion"] == "failure"
+    assert "::error title=cursor-agent%3A failure::.cursor/cli.json was changed" in result.log
+    assert "cli.json was changed during the run" in result.summary.replace("\\", "")
+    assert (workspace / ".cursor" / "cli.json").read_bytes() == original
+
+
+KNOWN_STDERR = [
+    ("Authentication required. Please run 'cursor-agent login' first, or set CURSOR_API_KEY.",
+     "authentication failed", "api-key input"),
+    ("Cannot use this model: gpt-9. Available models: auto, sonnet-4.5, gpt-5",
+     "unknown model", "leave the model input empty"),
+    ("Named models unavailable. Free plans can only use Auto.",
+     "named models need a paid plan", "paid plan"),
+    ("You've hit your usage limit. Upgrade to Pro or wait until it resets.",
+     "usage limit reached", "raise it in the Cursor dashboard"),
+    ("Workspace Trust Required: Pass --trust, --yolo, or -f to trust this directory.",
+     "workspace trust required", "--trust"),
+    ("Error: [resource_exhausted] Rate limit exceeded. Try again later.",
+     "rate limited", "concurrency group"),
+    ("ConnectError: [unavailable] upstream connect error", "Cursor API unavailable",
+     "status.cursor.com"),
+]
+
+
+@pytest.mark.parametrize(("stderr", "title", "hint"), KNOWN_STDERR)
+def test_known_cli_failures_are_explained(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    *, stderr: str, title: str, hint: str,
+) -> None:
+    scenario = {"crash": {"after": 1, "stderr": stderr, "exit_code": 1}}
+    result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "0")
+    assert result.code == 1
+    assert result.outputs["conclusion"] == "failure"
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert f"cursor-agent failed: {title}." in error
+    assert hint in error
+    assert stderr.split(":", maxsplit=1)[0] in result.summary.replace("\\", "")
+    assert len(result.runs) == 1
+
+
+def test_transient_failure_before_any_tool_is_retried(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = {"fail_first": {"times": 2, "counter": "count", "stderr": "[unavailable] try again"}}
+    result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "2")
+    assert result.code == 0
+    assert result.outputs["conclusion"] == "success"
+    assert len(result.runs) == 3
+    assert result.log.count("::warning title=transient failure::") == 2
+
+
+def test_retries_are_bounded(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = {"fail_first": {"times": 9, "counter": "count", "stderr": "429 Too Many Requests"}}
+    result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "1")
+    assert result.code == 1
+    assert len(result.runs) == 2
+    assert "rate limited" in result.outputs.get("conclusion", "") + result.log
+
+
+def test_transient_failure_after_a_tool_call_is_not_retried(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [INIT, _tool("started", "c1", "shellToolCall", {"command": "ls"}), SAY, RESULT]
+    scenario = {"lines": lines, "crash": {"after": 2, "stderr": "[unavailable]", "exit_code": 1}}
+    result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "2")
+    assert result.code == 1
+    assert len(result.runs) == 1
+
+
+@pytest.mark.parametrize(
+    ("crash", "args", "code", "message"),
+    [
+        ({"after": 2, "exit_code": 0}, [], 1,
+         "exited with code 0 but never sent its final result event"),
+        ({"after": 2, "signal": 9}, [], 1, "killed by SIGKILL"),
+        # --no-fail-on-error: still a failure in the report, but the step passes.
+        ({"after": 1, "exit_code": 2}, ["--no-fail-on-error"], 0,
+         "exited with code 2 without a final result event"),
+    ],
+    ids=["exit-0-without-result", "kill-9", "no-fail-on-error"],
+)
+def test_end_without_result_is_a_failure(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    *, crash: dict[str, int], args: list[str], code: int, message: str,
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"crash": crash}, *args)
+    assert result.code == code
+    assert result.outputs["conclusion"] == "failure"
+    assert message in result.log
+
+
+def test_hang_ends_in_timeout_and_restores_the_policy_file(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = {"hang_after": 1, "spawn_child": True}
+    result = run(tmp_path, workspace, capsys, scenario, "--timeout-minutes", "0.005")
+    assert result.code == 1
+    assert result.outputs["conclusion"] == "timeout"
+    assert "did not finish within 0.005 minutes" in result.log
+    assert not (workspace / ".cursor").exists()
+    assert wait_group_gone(result.runs[0]["pgid"]) == []
+
+
+def test_linger_after_result_still_succeeds_soon(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"linger_s": 120, "spawn_child": True})
+    assert result.code == 0
+    assert result.outputs["conclusion"] == "success"
+    assert "kept running after its result event and was stopped" in result.summary
+    assert wait_group_gone(result.runs[0]["pgid"]) == []
+
+
+def test_slow_drip_is_logged_and_summarised(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {"drip_ms": 60})
+    assert result.code == 0
+    assert "All done." in result.log
+
+
+def test_git_status_cross_check(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = f"{INIT['cwd']}/docs/guide.md"
+    lines = [
+        INIT,
+        _tool("started", "w1", "writeToolCall", {"path": written, "fileText": "# guide\n"}),
+        _tool("completed", "w1", "writeToolCall", {"path": written, "fileText": "# guide\n"},
+              {"success": {"path": written, "linesCreated": 1, "fileSize": 8}}),
+        SAY, RESULT,
+    ]
+    # The stand-in writes docs/guide.md for real (as the tool said) plus a file "through the
+    # shell"; it leaves out nothing the tool reported, except unseen.md below.
+    scenario = {"lines": lines, "edits": {"docs/guide.md": "# guide\n", "build/out.txt": "x"}}
+    result = run(tmp_path, workspace, capsys, scenario)
+    assert json.loads(result.outputs["files-changed"]) == ["build/out.txt", "docs/guide.md"]
+    assert "without a write tool (e.g. through the shell): build/out.txt" in result.summary.replace(
+        "\\", "")
+    lines[1:3] = [
+        _tool("completed", "w2", "writeToolCall", {"path": f"{INIT['cwd']}/unseen.md"},
+              {"success": {"path": f"{INIT['cwd']}/unseen.md"}}),
+    ]
+    mismatch = run(tmp_path, workspace, capsys, {"lines": lines})
+    assert json.loads(mismatch.outputs["files-changed"]) == ["unseen.md"]
+    assert "show no change in the working tree" in mismatch.summary
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="APFS refuses file names not in UTF-8")
+def test_a_changed_file_name_that_is_not_utf8_is_reported(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "\udcff" is how Python names the byte 0xff of a file name (surrogateescape).
+    result = run(tmp_path, workspace, capsys, {"edits": {"bad\udcff.txt": "x"}})
+    assert json.loads(result.outputs["files-changed"]) == ["bad\ufffd.txt"]
+    assert "bad\ufffd.txt" in result.summary
+
+
+def test_files_dirty_before_the_run_count_only_if_the_agent_changed_them(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "README.md").write_text("# edited by an earlier step\n")
+    (workspace / "notes.txt").write_text("untracked, from an earlier step\n")
+    (workspace / "sub").mkdir()
+    # A workspace below the repository root: paths are relative to the workspace.
+    nested = run(tmp_path, workspace / "sub", capsys, {"edits": {"x.txt": "x"}})
+    assert json.loads(nested.outputs["files-changed"]) == ["x.txt"]
+    again = run(tmp_path, workspace, capsys,
+                {"edits": {"README.md": "# edited again by the agent\n"}})
+    assert json.loads(again.outputs["files-changed"]) == ["README.md"]
+
+
+def test_changes_outside_the_policy_fail_the_run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --force only the deny list binds the CLI, so the allow list is checked afterwards."""
+    allowed = run(tmp_path, workspace, capsys, {"edits": {"docs/guide.md": "# guide\n"}},
+                  "--preset", "docs")
+    assert allowed.code == 0
+    assert allowed.outputs["conclusion"] == "success"
+    subprocess.run(["git", "clean", "-fdq"], cwd=workspace, check=True)
+    outside = run(tmp_path, workspace, capsys,
+                  {"edits": {"docs/guide.md": "# guide\n", "src/app.py": "x = 1\n"}},
+                  "--preset", "docs")
+    assert outside.code == 1
+    assert outside.outputs["conclusion"] == "failure"
+    assert "the docs policy does not allow writing: src/app.py" in outside.log
+    assert "docs/guide.md" not in outside.log.split("does not allow writing")[1]
+    widened = run(tmp_path, workspace, capsys, {"edits": {"src/app.py": "x = 2\n"}},
+                  "--preset", "docs", "--allow", "Write(src/**)")
+    assert widened.outputs["conclusion"] == "success"
+
+
+def _script_agent(tmp_path: Path, body: str) -> Path:
+    """An agent that runs ``body`` in the workspace, then ends like the CLI (init + result)."""
+    lines = "\n".join(json.dumps(event) for event in (INIT, SAY, RESULT))
+    agent = tmp_path / "script-agent"
+    agent.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = --help ] && exit 0; done\n'
+        f"{body}\n"
+        f"cat <<'EOF'\n{lines}\nEOF\n"
+    )
+    agent.chmod(0o755)
+    return agent
+
+
+def _run_script(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str], body: str
+) -> Run:
+    output = tmp_path / "outputs.txt"
+    output.unlink(missing_ok=True)
+    argv = ["run", "--agent-bin", str(_script_agent(tmp_path, body)), "--working-directory",
+            str(workspace), "--output-file", str(output), "--summary-file", os.devnull,
+            "--prompt", "Look around.", "--timeout-minutes", "1"]
+    code = main(argv)
+    return Run(code=code, outputs=parse_output_file(output.read_text()), summary="",
+               log=capsys.readouterr().out, workspace=workspace, tmp=tmp_path)
+
+
+def test_links_to_devices_and_fifos_do_not_hang_the_git_cross_check(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """git lists an untracked link or fifo as a file; reading it would block forever."""
+    result = _run_script(tmp_path, workspace, capsys,
+                         "ln -s /dev/zero zero.txt && mkfifo pipe && ln -s missing dangling")
+    assert result.outputs["conclusion"] == "failure"  # read-only: these are writes
+    # git lists links (not fifos) as untracked files.
+    assert json.loads(result.outputs["files-changed"]) == ["dangling", "zero.txt"]
+
+
+def test_planted_git_config_never_runs_and_is_restored(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """core.fsmonitor in .git/config or ~/.gitconfig would run a command in our git status,
+    with the step's environment (tokens included)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    marker = tmp_path / "fsmonitor-ran"
+    hook = tmp_path / "fsmonitor.sh"
+    hook.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    hook.chmod(0o755)
+    config = workspace / ".git" / "config"
+    original = config.read_bytes()
+    planted = f"[core]\n\tfsmonitor = {hook}\n"
+    plant = f"printf '{planted}' >> .git/config; printf '{planted}' >> $HOME/.gitconfig"
+    result = _run_script(tmp_path, workspace, capsys, plant)
+    assert not marker.exists()
+    assert config.read_bytes() == original
+    assert result.outputs["conclusion"] == "failure"
+    assert "changed the repository's git configuration" in result.log
+
+
+def test_outside_git_files_changed_are_the_tools_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    result = run(tmp_path, plain, capsys, {"edits": {"made-by-shell.txt": "x"}})
+    assert result.code == 0
+    assert json.loads(result.outputs["files-changed"]) == []
+    assert "is not a git work tree" in result.log
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_to_the_helper_cancels_and_still_reports(
+    tmp_path: Path, workspace: Path, signum: int
+) -> None:
+    """A real helper process gets SIGTERM or SIGINT mid-run (job cancelled)."""
+    agent = make_standin(tmp_path, {"lines": [INIT, SAY, RESULT], "hang_after": 1,
+                                    "spawn_child": True, "record": "record.jsonl"})
+    output, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
+    env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path / "rt"), "HOME": str(tmp_path)}
+    transcript = tmp_path / "transcript.jsonl"
+    with subprocess.Popen(
+        [sys.executable, "-m", "cursor_agent_action", "run",
+         "--prompt", "go", "--agent-bin", str(agent), "--working-directory", str(workspace),
+         "--transcript", str(transcript), "--output-file", str(output),
+         "--summary-file", str(summary)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    ) as helper:
+        _wait_for(lambda: transcript.exists() and transcript.stat().st_size > 0)
+        assert (workspace / ".cursor" / "cli.json").exists()
+        helper.send_signal(signum)
+        log = helper.communicate(timeout=20)[0].decode()
+    assert helper.returncode == 1
+    outputs = parse_output_file(output.read_text())
+    assert outputs["conclusion"] == "cancelled"
+    assert outputs["transcript-file"] == str(transcript)
+    assert "cancelled" in summary.read_text()
+    assert "::error title=cursor-agent%3A cancelled::" in log
+    assert not (workspace / ".cursor").exists()
+    assert wait_group_gone(records(tmp_path)[-1]["pgid"]) == []
+
+
+def _wait_for(condition: Any, timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def test_replays_the_docs_update_fixture_with_real_file_changes(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A realistic session end to end: the write/edit tools really change the files, so the
+    git cross-check agrees with the tools and reports no mismatch."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "docs-update.jsonl"
+    scenario = {"transcript": str(fixture), "apply_tool_writes": True}
+    result = run(tmp_path, workspace, capsys, scenario, "--preset", "docs")
+    assert result.code == 0
+    assert json.loads(result.outputs["files-changed"]) == [
+        "README.md", "docs/index.md", "docs/upgrading.md", "docs/usage.md"]
+    assert result.outputs["permission-denials"] == "1"
+    assert "working tree" not in result.summary
+    saved = Path(result.outputs["transcript-file"]).read_bytes()
+    assert saved == fixture.read_bytes().replace(
+        b"/home/runner/work/acme-widgets/acme-widgets", str(workspace).encode())
+
+
+def _split_in_two(line: str, secret: str) -> list[str]:
+    """``line`` cut in the middle of ``secret``."""
+    cut = line.index(secret) + len(secret) // 2
+    return [line[:cut], line[cut:]]
+
+
+@pytest.mark.parametrize("secret", [API_KEY, 'key_"quoted"\\slash_é'])
+def test_transcript_has_secrets_redacted_even_split_across_reads(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, secret: str,
+) -> None:
+    """An agent echoing the API key (in a message, in shell output, JSON-escaped in the stream,
+    cut across two reads) leaves only *** in the transcript; everything else is byte for byte."""
+    monkeypatch.setenv("CURSOR_API_KEY", secret)
+    escaped = json.dumps(secret)[1:-1]
+    said = _event("assistant", message={"role": "assistant", "content": [
+        {"type": "text", "text": f"The key is {secret}."}]})
+    shell = _tool("completed", "c1", "shellToolCall", {"command": "echo $CURSOR_API_KEY"},
+                  {"success": {"exitCode": 0, "stdout": f"{secret}\n", "stderr": ""}})
+    text = [json.dumps(event) for event in (INIT, said, shell, RESULT)]  # ASCII, escaped
+    chunks = [
+        text[0] + "\n", *_split_in_two(text[1] + "\n", escaped),
+        *_split_in_two(text[2] + "\n", escaped), text[3],  # the last line has no newline
+    ]
+    result = run(tmp_path, workspace, capsys, {"chunks": chunks, "drip_ms": 80})
+    assert result.outputs["conclusion"] == "success"
+    saved = Path(result.outputs["transcript-file"]).read_bytes()
+    assert saved == "".join(chunks).replace(escaped, "***").encode()
+    shown = [line for line in result.log.splitlines() if not line.startswith("::add-mask::")]
+    assert "The key is ***." in shown
+    assert not [line for line in shown if secret in line or escaped in line]
+
+
+def test_agent_changes_to_the_runner_file_commands_are_undone_and_fail_the_run(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An agent appending BASH_ENV to $GITHUB_ENV or creating $GITHUB_PATH: both files are back
+    as they were (byte for byte, mode too) and the run fails naming them."""
+    commands = tmp_path / "runner-temp" / "_runner_file_commands"
+    commands.mkdir(parents=True)
+    github_env, github_path = commands / "set_env_1", commands / "add_path_1"
+    github_env.write_bytes(b"KEEP=1\r\n")
+    github_env.chmod(0o640)
+    state = commands / "save_state_1"
+    state.write_bytes(b"untouched\n")
+    for name, path in (("GITHUB_ENV", github_env), ("GITHUB_PATH", github_path),
+                       ("GITHUB_STATE", state)):
+        monkeypatch.setenv(name, str(path))
+    scenario = {"edits": {str(github_env): "KEEP=1\r\nBASH_ENV=/tmp/evil.sh\n",
+                          str(github_path): "/tmp/evil-bin\n"}}
+    result = run(tmp_path, workspace, capsys, scenario)
+    assert result.code == 1
+    assert result.outputs["conclusion"] == "failure"
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert f"tried to change the runner's file commands ({github_path}, {github_env})" in error
+    assert str(state) not in error
+    assert github_env.read_bytes() == b"KEEP=1\r\n"
+    assert github_env.stat().st_mode & 0o777 == 0o640
+    assert not github_path.exists()
+    assert state.read_bytes() == b"untouched\n"
+
+
+def test_running_line_is_one_line_whatever_the_paths_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A workspace or agent path with a newline cannot start a workflow command in the log."""
+    odd = tmp_path / "odd\n::warning::planted"
+    odd.mkdir()
+    repo = odd / "repo"
+    repo.mkdir()
+    result = run(odd, repo, capsys, {})
+    assert result.code == 0
+    assert not [line for line in result.log.splitlines() if line.startswith("::warning::")]
+    [running] = [line for line in result.log.splitlines() if line.startswith("Running ")]
+    assert "--output-format stream-json" in running
+
+
+def test_two_runs_in_one_job_keep_their_own_transcript_and_cli_config(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Two runs in one RUNNER_TEMP: each transcript survives, each CLI config dir is fresh (one
+    run's --model cannot carry over), and an explicit --transcript is still honoured."""
+    first = run(tmp_path, workspace, capsys, {}, "--model", "gpt-5")
+    say = _event("assistant", message={"role": "assistant",
+                                       "content": [{"type": "text", "text": "Second."}]})
+    second = run(tmp_path, workspace, capsys, {"lines": [INIT, say, RESULT]})
+    explicit = tmp_path / "mine.jsonl"
+    third = run(tmp_path, workspace, capsys, {}, "--transcript", str(explicit))
+    transcripts = [Path(r.outputs["transcript-file"]) for r in (first, second, third)]
+    assert transcripts[2] == explicit
+    assert len(set(transcripts)) == 3
+    assert b"Second." not in transcripts[0].read_bytes()
+    assert b"Second." in transcripts[1].read_bytes()
+    configs = [entry["env"]["CURSOR_CONFIG_DIR"] for entry in first.runs]
+    assert len(set(configs)) == len(configs) == 3
+    assert [Path(c).parent for c in configs[:2]] == [t.parent for t in transcripts[:2]]
+    assert first.outputs["result-file"] != second.outputs["result-file"]
+
+
+def test_checkout_hooks_and_mcp_config_never_reach_the_agent(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A pull request's .cursor/hooks.json and mcp.json are absent while the agent runs and
+    back, unchanged, afterwards (git sees no change)."""
+    cursor = workspace / ".cursor"
+    cursor.mkdir()
+    (cursor / "hooks.json").write_text('{"version": 1, "hooks": {"stop": [{"command": "x"}]}}')
+    (cursor / "mcp.json").write_text('{"mcpServers": {"x": {"command": "x"}}}')
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "add", "."], cwd=workspace, check=True)
+    subprocess.run([*git, "commit", "-qm", "cursor config"], cwd=workspace, check=True)
+    result = run(tmp_path, workspace, capsys, {})
+    assert result.code == 0
+    assert result.runs[0]["cursor_dir"] == ["cli.json"]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=workspace, check=True,
+                            capture_output=True, text=True).stdout
+    assert status == ""
+
+
+def test_prompt_file_byte_order_mark_is_not_part_of_the_prompt(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    prompt_file = tmp_path / "prompt.md"
+    prompt_file.write_bytes(b"\xef\xbb\xbfFix the build.\n")
+    result = run(tmp_path, workspace, capsys, {}, "--prompt-file", str(prompt_file),
+                 prompt=None)
+    assert result.code == 0
+    assert result.runs[0]["argv"][-1] == "Fix the build.\n"
+
+
+def test_agent_bin_path_that_does_not_exist_is_named_without_path_lookup(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    missing = tmp_path / "nonexistent" / "cursor-agent"
+    code = main(["run", "--prompt", "x", "--agent-bin", str(missing),
+                 "--working-directory", str(workspace)])
+    assert code == 3
+    log = capsys.readouterr().out
+    assert f"the agent binary {missing} does not exist" in log
+    assert "on PATH)" not in log
+    code = main(["run", "--prompt", "x", "--agent-bin", "no-such-cursor-agent",
+                 "--working-directory", str(workspace)])
+    assert code == 3
+    assert "(no-such-cursor-agent on PATH)" in capsys.readouterr().out

@@ -1,0 +1,140 @@
+"""summary: the job summary and the compact form stay within budget and inert."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.errors import UsageError
+from cursor_agent_action.markdown import utf8_len
+from cursor_agent_action.stream.aggregate import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.summary import load_record, render_compact, render_summary
+from tests.support.stream import FIXTURES
+
+DANGEROUS = ("<script", "<img", "<!--", "<details open", "![img]", "[click]", "# Heading")
+
+
+def rendered_markup(markdown: str) -> str:
+    """What is left of ``markdown`` after removing fenced blocks and code spans: the only
+    places where agent text may appear verbatim."""
+    kept: list[str] = []
+    fence: str | None = None
+    for line in markdown.split("\n"):
+        if fence is not None:
+            if line.strip() == fence:
+                fence = None
+            continue
+        opening = re.match(r"^(`{3,})", line)
+        if opening:
+            fence = opening.group(1)
+            continue
+        kept.append(line)
+    text = "\n".join(kept)
+    return re.sub(r"(`+)(?:(?!\1).)+?\1", "", text.replace("\\|", ""))
+
+
+def _big_record(calls: int = 5000, message_bytes: int = 2_000_000) -> RunRecord:
+    return RunRecord(
+        conclusion="failure",
+        failure_reason="The stream ended without a result event.",
+        model="Auto",
+        final_message="é" * (message_bytes // 2),
+        tool_calls=[
+            ToolCallRecord(
+                f"id-{i}",
+                "shell",
+                f"make test-{i} " + "x" * 100,
+                "error" if i % 3 else "success",
+                "boom " * 50,
+                i % 256,
+                i,
+            )
+            for i in range(calls)
+        ],
+        files_changed=[f"src/file_{i}.py" for i in range(3000)],
+        stderr="fatal\n" * 10_000,
+        notes=["git status shows a file the transcript does not mention"],
+    )
+
+
+@pytest.mark.parametrize("budget", [0, 40, 300, 2_000, 50_000, 1_040_000])
+def test_summary_never_exceeds_its_budget(budget: int) -> None:
+    summary = render_summary(_big_record(), budget_bytes=budget)
+    assert utf8_len(summary) <= budget
+
+
+def test_cut_sections_say_what_was_left_out() -> None:
+    summary = render_summary(_big_record(), budget_bytes=200_000)
+    assert "Cut to fit the summary size limit" in summary  # final message
+    assert re.search(r"\*[\d,]+ more (tool calls|files|calls|commands) not shown", summary)
+    assert summary.startswith("## ❌ Cursor agent: failure")
+    assert "The stream ended without a result event" in summary
+
+
+def test_headline_has_the_ten_second_facts() -> None:
+    record = load_record(FIXTURES / "docs-update.jsonl")
+    head = render_summary(record, budget_bytes=100_000).split("\n\n", 3)
+    assert head[0] == "## ✅ Cursor agent: success"
+    for fact in ("GPT-5.4 Mini Low", "48.2 s", "31,877 in", "1,204 out", "118,528 cache read",
+                 "Tool calls:** 11 (1 failed, 1 denied)", "Files changed:** 4"):  # fmt: skip
+        assert fact in head[1]
+
+
+def test_agent_markup_never_renders() -> None:
+    record = load_record(FIXTURES / "adversarial-injection.jsonl")
+    summary = render_summary(record, budget_bytes=1_000_000)
+    outside = rendered_markup(summary)
+    for marker in DANGEROUS:
+        assert marker in summary  # present, but only inside fences / code spans
+        assert marker not in outside
+
+
+def test_markup_checker_is_not_vacuous() -> None:
+    assert "<script" in rendered_markup("text <script> `<b>` more")
+
+
+def test_compact_form_fits_and_stays_inert() -> None:
+    record = _big_record()
+    links = {"job": "https://github.com/o/r/actions/runs/1", "bad": "javascript:alert(1)"}
+    compact = render_compact(record, max_chars=5000, links=links)
+    assert len(compact) <= 5000
+    assert "[job](<https://github.com/o/r/actions/runs/1>)" in compact
+    assert "javascript" not in compact
+    assert "final message cut to fit" in compact
+    injected = render_compact(load_record(FIXTURES / "adversarial-injection.jsonl"))
+    for marker in DANGEROUS:
+        assert marker not in rendered_markup(injected)
+
+
+def test_compact_form_of_a_small_run_is_whole() -> None:
+    compact = render_compact(load_record(FIXTURES / "docs-update.jsonl"))
+    assert compact.startswith("✅ **Cursor agent: success**")
+    assert "git is blocked" in compact
+    assert "`docs/upgrading.md`" in compact
+
+
+def test_load_record_reads_silently_and_names_the_transcript(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = FIXTURES / "corpus-usage.jsonl"
+    record = load_record(path)
+    assert (record.conclusion, record.result_text, record.input_tokens) == ("success", "ok", 20450)
+    assert record.transcript_file == str(path)
+    assert capsys.readouterr().out == ""
+
+
+def test_load_record_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="does not exist"):
+        load_record(tmp_path / "nope.jsonl")
+    with pytest.raises(UsageError, match="is a directory"):
+        load_record(tmp_path)
+
+
+def test_long_tables_stop_at_max_rows_or_at_the_size_limit() -> None:
+    record = _big_record(calls=600, message_bytes=10)
+    roomy = render_summary(record, budget_bytes=1_000_000)
+    assert "*100 more tool calls not shown (the summary lists at most 500)" in roomy
+    tight = render_summary(record, budget_bytes=60_000)
+    assert re.search(r"\*[\d,]+ more [a-z ]+ not shown \(summary size limit\)", tight)

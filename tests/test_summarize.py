@@ -1,0 +1,105 @@
+"""The `summarize` command end to end: exit codes, stdin, env defaults, no GitHub env."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.runner_io import parse_output_file
+from tests.support.stream import FIXTURES, processed_commands, summarize
+
+
+def test_exit_codes_follow_the_conclusion(tmp_path: Path) -> None:
+    assert summarize(tmp_path, FIXTURES / "docs-update.jsonl").code == 0
+    failed = summarize(tmp_path, FIXTURES / "adversarial-cutoff.jsonl")
+    assert failed.code == 1
+    assert failed.outputs["conclusion"] == "failure"
+
+
+def test_missing_transcript_is_a_usage_error(tmp_path: Path) -> None:
+    run = summarize(tmp_path, tmp_path / "missing.jsonl")
+    assert run.code == 2
+    assert run.outputs == {}
+    assert "::error title=invalid input::transcript" in run.log
+    assert "does not exist. Fix: pass the path of a file saved from" in run.log
+
+
+def test_bad_option_is_a_usage_error(tmp_path: Path) -> None:
+    assert summarize(tmp_path, FIXTURES / "docs-update.jsonl", "--no-such-flag").code == 2
+
+
+def test_env_var_turns_on_verbose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    quiet = summarize(tmp_path, FIXTURES / "docs-update.jsonl")
+    assert "@@ -8 +8 @@" not in quiet.log
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_VERBOSE", "true")
+    verbose = summarize(tmp_path, FIXTURES / "docs-update.jsonl")
+    assert "@@ -8 +8 @@" in verbose.log  # edit diffs are shown in verbose mode
+    flag_wins = summarize(tmp_path, FIXTURES / "docs-update.jsonl", "--no-verbose")
+    assert "@@ -8 +8 @@" not in flag_wins.log
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_VERBOSE", "  ")  # a sub-action passes empty inputs
+    assert "@@ -8 +8 @@" not in summarize(tmp_path, FIXTURES / "docs-update.jsonl").log
+
+
+@pytest.mark.parametrize("value", ["maybe", "on", "ture"])
+def test_bad_verbose_env_var_is_a_usage_error_like_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """Not silently false: the same clear refusal as `run` gives, and nothing is written."""
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_VERBOSE", value)
+    run = summarize(tmp_path, FIXTURES / "docs-update.jsonl")
+    assert run.code == 2
+    assert run.outputs == {}
+    assert (
+        f"::error title=invalid input::verbose must be true or false, not '{value}' "
+        "(from CURSOR_AGENT_ACTION_VERBOSE)."
+    ) in run.log
+
+
+def test_result_dir_defaults_to_runner_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "rt"))
+    out = tmp_path / "out"
+    code = subprocess.run(
+        [sys.executable, "-m", "cursor_agent_action", "summarize",
+         str(FIXTURES / "corpus-usage.jsonl"), "--output-file", str(out)],
+        capture_output=True, check=False,
+    ).returncode  # fmt: skip
+    assert code == 0
+    result_file = Path(parse_output_file(out.read_text())["result-file"])
+    assert result_file.parent == tmp_path / "rt" / "cursor-agent-action"
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_RESULT_DIR", str(tmp_path / "chosen"))
+    run = summarize(tmp_path, FIXTURES / "corpus-usage.jsonl")
+    assert Path(run.outputs["result-file"]).parent == run.result_dir  # the flag wins
+    subprocess.run([sys.executable, "-m", "cursor_agent_action", "summarize",
+                    str(FIXTURES / "corpus-usage.jsonl"), "--output-file", str(out)],
+                   capture_output=True, check=True)  # fmt: skip
+    result_file = Path(parse_output_file(out.read_text())["result-file"])
+    assert result_file.parent == tmp_path / "chosen"
+
+
+def test_stdin_and_no_github_environment(tmp_path: Path) -> None:
+    """`-` reads stdin; outside GitHub the log still prints and no file is written."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
+    env["CURSOR_API_KEY"] = "key-that-appears-in-the-stream"
+    data = (
+        (FIXTURES / "docs-update.jsonl")
+        .read_bytes()
+        .replace(b"GPT-5.4 Mini Low", b"key-that-appears-in-the-stream")
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "cursor_agent_action", "summarize", "-"],
+        input=data, capture_output=True, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    log = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr
+    assert log.startswith("::add-mask::key-that-appears-in-the-stream\n")
+    assert log.count("key-that-appears-in-the-stream") == 1
+    assert "Updated the docs" in log
+    processed_commands(log)
+    assert list(tmp_path.iterdir()) == []
+    assert proc.stderr == b""
