@@ -67,9 +67,13 @@ def _code(rng: random.Random, lines: int) -> str:
 # events, thinking deltas the majority); "tool-heavy" has about twice as many tool calls.
 MIXES: dict[str, dict[str, tuple[int, ...]]] = {
     "typical": {"thinking": (20, 60), "deltas": (10, 30), "parallel": (1, 1, 1, 2, 3),
-                "shell_lines": (20, 100), "read_lines": (280, 660)},
+                "shell_lines": (20, 100), "read_lines": (280, 660), "edit_lines": (5, 20)},
     "tool-heavy": {"thinking": (10, 40), "deltas": (5, 20), "parallel": (1, 2, 2, 3, 4),
-                   "shell_lines": (20, 70), "read_lines": (100, 220)},
+                   "shell_lines": (20, 70), "read_lines": (100, 220), "edit_lines": (5, 20)},
+    # One whole assistant segment and one tool call per turn, nothing else: every event is on
+    # the slow path (decoded, aggregated, logged). 300,000 events are 100,000 calls.
+    "tool-dense": {"thinking": (), "deltas": (0, 0), "parallel": (1,),
+                   "shell_lines": (1, 5), "read_lines": (3, 9), "edit_lines": (1, 4)},
 }  # fmt: skip
 
 
@@ -97,14 +101,18 @@ def generate(path: Path, events: int, seed: int, mix_name: str = "typical") -> i
         while written < events - 1:
             turn += 1
             model_call = f"{SESSION[:8]}-{turn}-mc"
-            for _ in range(rng.randint(*mix["thinking"])):
-                ts += rng.randint(1, 40)
-                emit({"type": "thinking", "subtype": "delta", "text": " " + _text(rng, 3),
-                      "session_id": SESSION, "timestamp_ms": ts})  # fmt: skip
-            emit({"type": "thinking", "subtype": "completed", "session_id": SESSION,
-                  "timestamp_ms": ts})  # fmt: skip
+            if mix["thinking"]:
+                for _ in range(rng.randint(*mix["thinking"])):
+                    ts += rng.randint(1, 40)
+                    emit({"type": "thinking", "subtype": "delta", "text": " " + _text(rng, 3),
+                          "session_id": SESSION, "timestamp_ms": ts})  # fmt: skip
+                emit({"type": "thinking", "subtype": "completed", "session_id": SESSION,
+                      "timestamp_ms": ts})  # fmt: skip
             deltas = [" " + _text(rng, 2) for _ in range(rng.randint(*mix["deltas"]))]
-            for delta in deltas:
+            whole_only = not deltas
+            if whole_only:
+                deltas = [_text(rng, rng.randint(8, 30))]
+            for delta in [] if whole_only else deltas:
                 ts += 3
                 emit({"type": "assistant", "message": {"role": "assistant", "content": [
                     {"type": "text", "text": delta}]}, "session_id": SESSION,
@@ -153,10 +161,12 @@ def generate(path: Path, events: int, seed: int, mix_name: str = "typical") -> i
                     result = {"success": {"content": content, "isEmpty": False,
                               "totalLines": content.count("\n"), "path": args["path"]}}  # fmt: skip
                 elif kind == "editToolCall":
-                    diff = _code(rng, rng.randint(5, 20))
+                    edit_lines = rng.randint(*mix["edit_lines"])
+                    diff = _code(rng, edit_lines)
+                    after = diff + _code(rng, 2 * edit_lines)
                     result = {"success": {"path": args["path"], "linesAdded": 3,
                               "linesRemoved": 1, "diffString": diff,
-                              "afterFullFileContent": diff + _code(rng, 10)}}  # fmt: skip
+                              "afterFullFileContent": after}}  # fmt: skip
                 else:
                     result = {"success": {"pattern": args["pattern"], "matches": [
                         {"file": f"src/{rng.choice(WORDS)}.py", "lineNumber": i,

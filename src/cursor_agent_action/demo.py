@@ -16,9 +16,10 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from cursor_agent_action.agent.options import RunOptions
 from cursor_agent_action.agent.permissions import build_policy
 from cursor_agent_action.agent.process import stop_on_signals
-from cursor_agent_action.agent.run import RunOptions, execute
+from cursor_agent_action.agent.run import execute
 from cursor_agent_action.agent.standin import write_wrapper
 from cursor_agent_action.gh.gitops import git
 from cursor_agent_action.runner_io import Runner

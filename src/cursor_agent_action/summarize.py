@@ -1,6 +1,6 @@
 """``cursor-agent-action summarize TRANSCRIPT``: the live run's report from a saved transcript.
 
-Same code path as ``run``: the transcript goes through :class:`~.pipeline.StreamProcessor`, the
+Same code path as ``run``: the transcript goes through :class:`~.stream.engine.StreamProcessor`, the
 log goes to stdout, the job summary and step outputs to the runner's files. Exit 0 when the
 conclusion is ``success``, 1 otherwise, 2 for usage errors.
 """
@@ -15,7 +15,8 @@ from pathlib import Path
 from cursor_agent_action.errors import EXIT_OK, EXIT_RUN_FAILED
 from cursor_agent_action.options import add_flag, add_option
 from cursor_agent_action.runner_io import Runner
-from cursor_agent_action.stream.engine import open_transcript, process_stream, report
+from cursor_agent_action.stream.engine import open_transcript, process_stream
+from cursor_agent_action.stream.report import report
 
 
 def default_result_dir() -> Path:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.agent.download import RetryPolicy
 from cursor_agent_action.agent.install import (
     DEFAULT_CLI_VERSION,
     MARKER,
     InstallResult,
-    RetryPolicy,
     default_cache_dir,
     detect_platform,
     install_cli,

@@ -13,9 +13,9 @@ from tests.support.stream import FIXTURES
 
 def _record(lines: list[bytes]) -> RunRecord:
     aggregator = Aggregator()
-    for number, line in enumerate(lines, 1):
+    for line in lines:
         if line.strip():
-            aggregator.apply(parse_line(line), number)
+            aggregator.apply(parse_line(line))
     return aggregator.finish()
 
 

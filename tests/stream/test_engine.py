@@ -16,14 +16,8 @@ from cursor_agent_action.runner_io import Runner, parse_output_file
 from cursor_agent_action.stream import engine as pipeline
 from cursor_agent_action.stream import events
 from cursor_agent_action.stream import livelog as logrender
-from cursor_agent_action.stream.engine import (
-    RESULT_OUTPUT_LIMIT,
-    StreamProcessor,
-    cap_text,
-    process_stream,
-    report,
-)
-from cursor_agent_action.stream.summary import load_record
+from cursor_agent_action.stream.engine import StreamProcessor, load_record, process_stream
+from cursor_agent_action.stream.report import RESULT_OUTPUT_LIMIT, cap_text, report
 from tests.support.stream import FIXTURES, processed_commands
 
 OUTPUT_NAMES = [

@@ -15,13 +15,13 @@ from cursor_agent_action.stream.events import (
     MalformedLine,
     ResultEvent,
     SystemEvent,
-    ToolCallEvent,
     UnknownEvent,
     UserEvent,
     delta_text,
     parse_line,
     take_line,
 )
+from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
 
 def _line(obj: object) -> bytes:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.stream import FIXTURES, processed_commands, summarize
 from tests.stream.test_summary import DANGEROUS, rendered_markup
+from tests.support.stream import FIXTURES, processed_commands, summarize
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cursor_agent_action.runner_io import Runner, parse_output_file
-from cursor_agent_action.stream.engine import StreamProcessor, report
-from tests.support.stream import processed_commands
+from cursor_agent_action.stream.engine import StreamProcessor
+from cursor_agent_action.stream.report import report
 from tests.stream.test_engine import OUTPUT_NAMES
+from tests.support.stream import processed_commands
 
 PROPERTY_SETTINGS = settings(
     max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]

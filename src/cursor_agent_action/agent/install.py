@@ -20,22 +20,24 @@ import contextlib
 import json
 import os
 import platform
-import posixpath
-import random
 import re
 import shutil
-import tarfile
 import tempfile
 import time
-import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
 
+from cursor_agent_action.agent.archive import EXECUTABLE, unpack
+from cursor_agent_action.agent.download import (
+    RetryPolicy,
+    check_status,
+    download,
+    fetch_with_retries,
+)
 from cursor_agent_action.errors import InstallError, UsageError
 from cursor_agent_action.options import add_option
 from cursor_agent_action.runner_io import Runner
@@ -46,39 +48,18 @@ DEFAULT_CLI_VERSION = "2026.09.28-64d2043"
 DEFAULT_BASE_URL = "https://downloads.cursor.com"
 DEFAULT_LATEST_URL = "https://cursor.com/install"
 PACKAGE_FILE = "agent-cli-package.tar.gz"
-EXECUTABLE = "cursor-agent"
 LINK_NAMES = ("cursor-agent", "agent")
 MARKER = ".cursor-agent-action-install.json"
 """Written last into a complete install; a version directory without it is not a cache hit."""
 
-MAX_ARCHIVE_BYTES = 1024**3
-MAX_UNPACKED_BYTES = 4 * 1024**3
 _MAX_SCRIPT_BYTES = 1024**2
 _STALE_TEMP_SECONDS = 24 * 3600
 
 _VERSION = re.compile(r"^\d{4}\.\d{2}\.\d{2}-[0-9A-Za-z][0-9A-Za-z-]*$")
 _VERSION_IN_SCRIPT = re.compile(r"/lab/(\d{4}\.\d{2}\.\d{2}-[0-9A-Za-z][0-9A-Za-z-]*)/")
-T = TypeVar("T")
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 _OS_NAMES = {"linux": "linux", "darwin": "darwin"}
 _ARCH_NAMES = {"x86_64": "x64", "amd64": "x64", "arm64": "arm64", "aarch64": "arm64"}
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded retries with exponential backoff and jitter (``sleep`` injectable for tests)."""
-
-    attempts: int = 5
-    base_delay: float = 1.0
-    max_delay: float = 30.0
-    total_seconds: float = 900.0
-    """Wall-clock budget for the whole fetch, all attempts and waits included."""
-    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
-
-    def delay(self, attempt: int) -> float:
-        """Wait before attempt ``attempt + 1``: full backoff times a jitter in [0.5, 1)."""
-        backoff = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
-        return backoff * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not crypto
 
 
 @dataclass(frozen=True)
@@ -86,10 +67,6 @@ class InstallResult:
     cli_path: Path
     cli_version: str
     cache_hit: bool
-
-
-class _Retryable(Exception):
-    """A failure worth another attempt (network error, 5xx, 429, truncated body)."""
 
 
 def detect_platform(system: str | None = None, machine: str | None = None) -> tuple[str, str]:
@@ -133,92 +110,7 @@ def _check_version(version: str) -> None:
         )
 
 
-# -- HTTP --------------------------------------------------------------------------------------
-
-
-def _fetch(
-    what: str,
-    url: str,
-    attempt: Callable[[float], T],
-    retry: RetryPolicy,
-    log: Callable[[str], None],
-) -> T:
-    """Call ``attempt(deadline)`` until it succeeds, retrying :class:`_Retryable` failures."""
-    deadline = time.monotonic() + retry.total_seconds
-    number = 0
-    while True:  # bounded: gives up after retry.attempts or past the deadline
-        number += 1
-        try:
-            return attempt(deadline)
-        except (_Retryable, httpx.TransportError) as exc:
-            reason = str(exc) or type(exc).__name__
-            wait = retry.delay(number)
-            if number == retry.attempts or time.monotonic() + wait > deadline:
-                raise InstallError(
-                    f"{what} failed after {number} attempt(s): {reason} (URL: {url}).",
-                    "Check the runner's network access to the URL and re-run the job; the "
-                    "download is retried with backoff on network errors and 5xx responses.",
-                ) from exc
-            log(f"{what}: {reason}; retrying in {wait:.1f} s (attempt {number + 1} of "
-                f"{retry.attempts}).")  # fmt: skip
-            retry.sleep(wait)
-
-
-def _check_status(response: httpx.Response, what: str, *, missing: str, hint: str) -> None:
-    status = response.status_code
-    if status == 200:
-        return
-    if status >= 500 or status == 429:
-        raise _Retryable(f"HTTP {status}")
-    if status in (403, 404):  # how the download server answers a file that does not exist
-        raise InstallError(f"{what}: HTTP {status} from {response.url}: {missing}", hint)
-    raise InstallError(
-        f"{what}: unexpected HTTP {status} from {response.url}.",
-        "Check --base-url/--latest-url (or leave them unset for the vendor's servers).",
-    )
-
-
-def _download(
-    client: httpx.Client, url: str, dest: Path, deadline: float, *, what: str, missing: str
-) -> None:
-    """One download attempt into ``dest`` (raw bytes: no content decoding)."""
-    with client.stream("GET", url) as response:
-        _check_status(
-            response,
-            what,
-            missing=missing,
-            hint="Check that the version exists (the download server answers 403 or 404 for "
-            f"a missing file), use the default {DEFAULT_CLI_VERSION} or 'latest', and check "
-            "--base-url if you use a mirror.",
-        )
-        header = response.headers.get("content-length", "")
-        expected = int(header) if header.isdigit() else None
-        if expected is not None and expected > MAX_ARCHIVE_BYTES:
-            _too_large(url)
-        written = 0
-        with dest.open("wb") as handle:
-            try:
-                for chunk in response.iter_raw():
-                    written += len(chunk)
-                    if written > MAX_ARCHIVE_BYTES:
-                        _too_large(url)
-                    if time.monotonic() > deadline:
-                        raise _Retryable("time budget for the download used up")
-                    handle.write(chunk)
-            except httpx.TransportError as exc:
-                # httpx enforces Content-Length: a body cut short ends here, never silently.
-                raise _Retryable(
-                    f"download interrupted after {written} of "
-                    f"{expected if expected is not None else 'unknown'} bytes, truncated "
-                    f"({type(exc).__name__}: {exc})"
-                ) from exc
-
-
-def _too_large(url: str) -> NoReturn:
-    raise InstallError(
-        f"the package at {url} is larger than {MAX_ARCHIVE_BYTES} bytes; refusing it.",
-        "Check --base-url: the Cursor CLI package is far smaller.",
-    )
+# -- latest --------------------------------------------------------------------------------------
 
 
 def resolve_latest(
@@ -228,7 +120,7 @@ def resolve_latest(
 
     def attempt(deadline: float) -> str:
         with client.stream("GET", latest_url) as response:
-            _check_status(
+            check_status(
                 response,
                 "resolving 'latest'",
                 missing="no install script there.",
@@ -247,74 +139,8 @@ def resolve_latest(
             )
         return match.group(1)
 
-    return _fetch("resolving 'latest'", latest_url, attempt, retry, log)
+    return fetch_with_retries("resolving 'latest'", latest_url, attempt, retry, log)
 
-
-# -- archive -----------------------------------------------------------------------------------
-
-
-def _bad_archive(url: str, problem: str) -> NoReturn:
-    raise InstallError(
-        f"the package from {url} is not a valid Cursor CLI package: {problem}.",
-        "Re-run the job; if it persists, check --base-url or pin another version.",
-    )
-
-
-def _outside(normalized: str) -> bool:
-    return normalized.startswith("/") or normalized == ".." or normalized.startswith("../")
-
-
-def _check_members(members: list[tarfile.TarInfo], url: str) -> None:
-    """Refuse traversal, escaping links, special files and members behind a link."""
-    links: set[str] = set()
-    total = 0
-    for member in members:
-        name = posixpath.normpath(member.name)
-        if name == "." and member.isdir():
-            continue
-        if _outside(name) or name == ".":
-            _bad_archive(url, f"member {member.name!r} points outside the package")
-        parts = name.split("/")
-        if any("/".join(parts[:i]) in links for i in range(1, len(parts))):
-            _bad_archive(url, f"member {member.name!r} lies behind a symbolic link")
-        if member.issym() or member.islnk():
-            base = posixpath.dirname(name) if member.issym() else ""
-            target = posixpath.normpath(posixpath.join(base, member.linkname))
-            if member.linkname.startswith("/") or _outside(target):
-                _bad_archive(url, f"link {member.name!r} -> {member.linkname!r} escapes it")
-            links.add(name)
-        elif not (member.isfile() or member.isdir()):
-            _bad_archive(url, f"member {member.name!r} is a device or pipe")
-        total += member.size
-        if total > MAX_UNPACKED_BYTES:
-            _bad_archive(url, f"it unpacks to more than {MAX_UNPACKED_BYTES} bytes")
-
-
-def _unpack(archive: Path, dest: Path, url: str) -> Path:
-    """Unpack the archive into ``dest``; returns the package root (holding ``cursor-agent``)."""
-    if not hasattr(tarfile, "data_filter"):  # pragma: no cover - Python < 3.10.12
-        raise InstallError(
-            "this Python cannot unpack archives safely (no tarfile data filter).",
-            "Use Python 3.10.12 or newer (actions/setup-python installs a current one).",
-        )
-    dest.mkdir()
-    try:
-        with tarfile.open(archive, "r:gz") as tar:
-            members = tar.getmembers()
-            _check_members(members, url)
-            tar.extractall(dest, members=members, filter="data")
-    except tarfile.FilterError as exc:
-        _bad_archive(url, f"unsafe member: {exc}")
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        _bad_archive(url, f"cannot unpack it as tar.gz ({type(exc).__name__}: {exc})")
-    entries = list(dest.iterdir())
-    # The vendor's package has one top-level directory (dist-package/); some are flat.
-    candidates = [dest, *(entries if len(entries) == 1 and entries[0].is_dir() else [])]
-    for root in candidates:
-        exe = root / EXECUTABLE
-        if exe.is_file() and os.access(exe, os.X_OK):
-            return root
-    _bad_archive(url, f"no executable {EXECUTABLE} at its top level")
 
 
 # -- cache -------------------------------------------------------------------------------------
@@ -418,16 +244,19 @@ def install_cli(
             archive = staging / PACKAGE_FILE
             what = f"downloading Cursor CLI {version} for {os_name}/{arch}"
             missing = f"no Cursor CLI {version} package for {os_name}/{arch} there."
-            _fetch(
+            fetch_with_retries(
                 what,
                 url,
-                lambda deadline: _download(
-                    client, url, archive, deadline, what=what, missing=missing
+                lambda deadline: download(
+                    client, url, archive, deadline, what=what, missing=missing,
+                    hint="Check that the version exists (the download server answers 403 or "
+                    f"404 for a missing file), use the default {DEFAULT_CLI_VERSION} or "
+                    "'latest', and check --base-url if you use a mirror.",
                 ),
                 retry,
                 say,
             )
-            root = _unpack(archive, staging / "unpacked", url)
+            root = unpack(archive, staging / "unpacked", url)
             (root / MARKER).write_text(
                 json.dumps({"version": version, "os": os_name, "arch": arch, "url": url}) + "\n",
                 encoding="utf-8",

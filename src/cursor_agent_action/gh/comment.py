@@ -18,11 +18,10 @@ from cursor_agent_action.gh.api import (
     COMMENT_LIMIT,
     Context,
     GitHub,
-    add_body_options,
     add_token_option,
-    compose_body,
     read_token,
 )
+from cursor_agent_action.gh.bodies import add_body_options, compose_body
 from cursor_agent_action.options import add_option, items
 from cursor_agent_action.runner_io import Runner
 

@@ -20,12 +20,11 @@ from cursor_agent_action.gh.api import (
     COMMENT_LIMIT,
     Context,
     GitHub,
-    add_body_options,
     add_token_option,
-    compose_body,
     fork_note,
     read_token,
 )
+from cursor_agent_action.gh.bodies import add_body_options, compose_body
 from cursor_agent_action.options import add_flag, add_option, items, lines
 from cursor_agent_action.runner_io import Runner, listing
 

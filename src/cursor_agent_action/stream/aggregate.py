@@ -1,7 +1,8 @@
 """Events to a run record: what happened in the run, independent of how it is shown.
 
-:class:`Aggregator` folds events into a :class:`RunRecord` and tells an optional
-:class:`Listener` (the live log) about each finished assistant segment and tool call.
+:class:`Aggregator` folds events into a :class:`RunRecord`. It renders nothing and calls no
+renderer: with ``news=True`` it keeps what just became final (each finished assistant segment
+and tool call) in :attr:`Aggregator.news`, which the engine hands on to the live log.
 """
 
 from __future__ import annotations
@@ -12,25 +13,19 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from cursor_agent_action.markdown import shorten
 from cursor_agent_action.stream.events import (
-    DENIALS,
     AssistantEvent,
     Event,
     InitEvent,
-    InteractionEvent,
     MalformedLine,
     ResultEvent,
-    SystemEvent,
     ThinkingEvent,
-    ToolCallEvent,
-    UnknownEvent,
-    UserEvent,
     delta_text,
 )
 from cursor_agent_action.stream.framing import Line
+from cursor_agent_action.stream.toolcalls import DENIALS, ToolCallEvent
 
 # Display text kept per call is bounded, so thousands of calls stay cheap.
 TARGET_LIMIT = 1000
@@ -97,15 +92,8 @@ class RunRecord:
         return [call for call in self.tool_calls if call.outcome == "pending"]
 
 
-class Listener(Protocol):
-    """What the live log wants to hear about, as it happens."""
-
-    def on_init(self, event: InitEvent) -> None: ...
-    def on_segment(self, text: str) -> None: ...
-    def on_tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None: ...
-    def on_result(self, event: ResultEvent) -> None: ...
-    def on_malformed(self, line_no: int, event: MalformedLine) -> None: ...
-    def on_other(self, event: Event) -> None: ...
+News = list[str | tuple[ToolCallRecord, ToolCallEvent]]
+"""Finished segments (their text) and completed tool calls, in stream order."""
 
 
 def _canonical(path: str) -> str:
@@ -144,11 +132,10 @@ def workspace_relative(path: str, cwd: str) -> str:
 class Aggregator:
     """Folds events into a :class:`RunRecord`; :meth:`finish` computes the conclusion."""
 
-    def __init__(
-        self, listener: Listener | None = None, *, redact: Callable[[str], str] | None = None
-    ) -> None:
+    def __init__(self, *, news: bool = False, redact: Callable[[str], str] | None = None) -> None:
         self.record = RunRecord()
-        self.listener = listener
+        # What the live log has not been given yet; None when nobody reads it.
+        self.news: News | None = [] if news else None
         # Secrets are removed as text enters the record, before anything cuts it: a cut
         # through a secret would leave a piece no later redaction recognises.
         self._redact = redact if redact is not None else _unchanged
@@ -174,12 +161,10 @@ class Aggregator:
         self.events += lines
         self.lines += lines
 
-    def apply(self, event: Event, line_no: int) -> None:
+    def apply(self, event: Event) -> None:
         self.lines += 1
         if isinstance(event, MalformedLine):
             self.record.malformed_lines += 1
-            if self.listener:
-                self.listener.on_malformed(line_no, event)
             return
         self.events += 1
         if isinstance(event, ToolCallEvent):
@@ -222,8 +207,8 @@ class Aggregator:
             return
         text = self._redact(text)
         self._segments.append(text)
-        if self.listener:
-            self.listener.on_segment(text)
+        if self.news is not None:
+            self.news.append(text)
 
     def _tool_call(self, event: ToolCallEvent) -> None:
         call_id = event.call_id
@@ -251,8 +236,8 @@ class Aggregator:
         if call.kind in _WRITE_KINDS and call.outcome == "success":
             for path in event.paths:
                 self._files.add(workspace_relative(path, self.record.cwd))
-        if self.listener:
-            self.listener.on_tool_call(call, event)
+        if self.news is not None:
+            self.news.append((call, event))
 
     def _other(self, event: Event) -> None:
         record = self.record
@@ -261,8 +246,6 @@ class Aggregator:
             record.session_id = record.session_id or self._redact(event.session_id)
             record.model = record.model or self._redact(event.model)
             record.cwd = record.cwd or event.cwd  # for paths only; never cut
-            if self.listener:
-                self.listener.on_init(event)
         elif isinstance(event, ResultEvent):
             self._end_segment()
             record.has_result = True
@@ -278,12 +261,6 @@ class Aggregator:
             record.output_tokens = event.usage.get("output")
             record.cache_read_tokens = event.usage.get("cache_read")
             record.cache_write_tokens = event.usage.get("cache_write")
-            if self.listener:
-                self.listener.on_result(event)
-        elif self.listener and isinstance(
-            event, (UserEvent, SystemEvent, InteractionEvent, UnknownEvent)
-        ):
-            self.listener.on_other(event)
 
     def _cut(self, text: str, limit: int) -> str:
         if not text:  # most details are empty

@@ -1,25 +1,22 @@
-"""The stream engine: bytes -> events -> run record -> live log, job summary, step outputs.
+"""The stream engine: bytes -> lines -> events -> run record, with the live log beside it.
 
-``run`` feeds the CLI's stdout to a :class:`StreamProcessor` as it arrives; ``summarize`` and
-``load_record`` push a saved transcript through the same code.
+Data flows one way. Each event goes to the :class:`~.aggregate.Aggregator` (which builds the
+run record) and then, with whatever the record just finished, to the live log; the aggregator
+never calls a renderer. ``run`` feeds the CLI's stdout to a :class:`StreamProcessor` as it
+arrives; ``summarize`` and :func:`load_record` push a saved transcript through the same code.
+The job summary and the step outputs are rendered from the finished record (:mod:`.report`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import os
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-import orjson
-
-from cursor_agent_action.errors import SetupError, UsageError
-from cursor_agent_action.markdown import cut_utf8, utf8_len
-from cursor_agent_action.runner_io import Runner, one_line
+from cursor_agent_action.errors import UsageError
+from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.aggregate import Aggregator, RunRecord
 from cursor_agent_action.stream.events import (
     ASSISTANT_PREFIX,
@@ -27,12 +24,14 @@ from cursor_agent_action.stream.events import (
     OBJECT_END,
     THINKING_PREFIX,
     TIMESTAMP_KEY,
+    AssistantEvent,
+    ThinkingEvent,
     parse_line,
     take_line,
 )
 from cursor_agent_action.stream.framing import CHUNK_SIZE, Line, LineSplitter
 from cursor_agent_action.stream.livelog import LogRenderer
-from cursor_agent_action.stream.summary import render_summary
+from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
 RELEASE_LINE_BYTES = 1024 * 1024
 WRITE_PIECE_CHARS = 1024 * 1024
@@ -57,7 +56,9 @@ class StreamProcessor:
     ) -> None:
         self.runner = runner
         self._renderer = LogRenderer(runner, verbose=verbose) if runner else None
-        self._aggregator = Aggregator(self._renderer, redact=runner.redact if runner else redact)
+        self._aggregator = Aggregator(
+            news=runner is not None, redact=runner.redact if runner else redact
+        )
         self._splitter = LineSplitter()
         self._line_no = 0
         self._record: RunRecord | None = None
@@ -76,6 +77,8 @@ class StreamProcessor:
         aggregator = self._aggregator
         apply = aggregator.apply
         add_raw_delta = aggregator.add_raw_delta
+        renderer = self._renderer
+        news = aggregator.news
         line_no = self._line_no
         slow = 0
         for line in lines:  # not enumerate: its reused result tuple would keep a long line alive
@@ -97,9 +100,18 @@ class StreamProcessor:
             if len(line) > RELEASE_LINE_BYTES and not line.isspace():  # freed before rendering
                 index = _index(lines, line)
                 del line  # the list's reference goes in take_line
-                apply(take_line(lines, index), line_no)
+                event = take_line(lines, index)
             elif line and not line.isspace():
-                apply(parse_line(line), line_no)
+                event = parse_line(line)
+            else:
+                continue
+            apply(event)
+            if renderer is not None:  # the record's news first, then the event itself
+                if news:
+                    renderer.show(news)
+                    news.clear()
+                if type(event) not in _NEWS_EVENTS:
+                    renderer.event(event, line_no)
         self._line_no = line_no
         aggregator.count_fast_lines(len(lines) - slow)
 
@@ -114,10 +126,17 @@ class StreamProcessor:
             self._lines(self._splitter.close())
             self._record = self._aggregator.finish()
             if self._renderer:
+                if self._aggregator.news:
+                    self._renderer.show(self._aggregator.news)
+                    self._aggregator.news.clear()
                 self._renderer.close(self._record)
             if self.runner:
                 self.runner.flush()
         return self._record
+
+
+# Events whose every effect on the log comes as the record's news (or as nothing at all).
+_NEWS_EVENTS = frozenset({ToolCallEvent, AssistantEvent, ThinkingEvent})
 
 
 def _index(lines: list[Line], line: Line) -> int:
@@ -177,103 +196,10 @@ def process_stream(
     return record
 
 
-def cap_text(text: str, limit: int = RESULT_OUTPUT_LIMIT, *, where: str = "result-file") -> str:
-    """``text`` cut to ``limit`` UTF-8 bytes with a visible marker saying where the rest is."""
-    total = utf8_len(text)
-    if total <= limit:
-        return text
-    marker = (
-        f"\n\n[… truncated by cursor-agent-action: {total:,} bytes in total, the first "
-        f"{{kept:,}} shown; the whole text is in the file named by the {where} output]"
-    )
-    head = cut_utf8(text, limit - utf8_len(marker.format(kept=limit)))
-    return head + marker.format(kept=utf8_len(head))
-
-
-def _int_output(value: int | None) -> str:
-    return "" if value is None else str(value)
-
-
-def _write_result_file(text: str, result_dir: Path) -> Path:
-    result_dir.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix="result-", suffix=".md", dir=result_dir)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        for start in range(0, len(text), WRITE_PIECE_CHARS):  # never the whole text encoded
-            handle.write(text[start : start + WRITE_PIECE_CHARS])
-    return Path(name)
-
-
-def record_outputs(record: RunRecord, result_file: str) -> dict[str, str]:
-    """The step outputs of a record (values not yet redacted: Runner.set_outputs does it)."""
-    return {
-        "conclusion": record.conclusion,
-        "result": cap_text(record.result_text),
-        "result-file": result_file,
-        "final-message": cap_text(record.final_message),
-        "session-id": record.session_id,
-        "request-id": record.request_id,
-        "model": record.model,
-        "duration-ms": _int_output(record.duration_ms),
-        "input-tokens": _int_output(record.input_tokens),
-        "output-tokens": _int_output(record.output_tokens),
-        "cache-read-tokens": _int_output(record.cache_read_tokens),
-        "cache-write-tokens": _int_output(record.cache_write_tokens),
-        "tool-calls": str(len(record.tool_calls)),
-        "failed-tool-calls": str(len(record.failed_tool_calls)),
-        "permission-denials": str(len(record.permission_denials)),
-        "files-changed": orjson.dumps(record.files_changed).decode(),
-    }
-
-
-def report(
-    record: RunRecord,
-    runner: Runner,
-    *,
-    result_dir: Path,
-    extra_outputs: Mapping[str, str] | None = None,
-) -> None:
-    """Write the result file, every step output, the job summary and, on failure, ::error::."""
-    redact = runner.redact
-    if redact:  # text `run` added, and anything processed without this runner's secrets
-        record = dataclasses.replace(
-            record,
-            # Paths too (git's, and the tools'): sorted again, as a redacted name sorts elsewhere.
-            files_changed=sorted(redact(path) for path in record.files_changed),
-            failure_reason=redact(record.failure_reason),
-            result_text=redact(record.result_text),
-            final_message=redact(record.final_message),
-            stderr=redact(record.stderr),
-            notes=[redact(note) for note in record.notes],
-        )
-    result_file = ""
-    try:
-        result_file = str(_write_result_file(record.result_text, result_dir))
-    except OSError as exc:
-        record.notes.append(
-            f"The result file could not be written in {result_dir} ({exc.strerror or exc}); "
-            "the result output still holds the (capped) text."
-        )
-    outputs_error: OSError | None = None
-    try:
-        runner.set_outputs({**record_outputs(record, result_file), **(extra_outputs or {})})
-    except OSError as exc:  # still write the summary and the annotation below
-        outputs_error = exc
-    try:
-        runner.append_summary(render_summary(record, budget_bytes=runner.summary_budget()))
-    except OSError as exc:
-        runner.warning(
-            f"The job summary could not be written to {runner.summary_path} "
-            f"({exc.strerror or exc}); the log above has the whole report.",
-            title="job summary not written",
-        )
-    if record.conclusion != "success":
-        reason = record.failure_reason or f"the run ended with conclusion {record.conclusion}"
-        runner.error(one_line(reason, 1000), title=f"cursor-agent: {record.conclusion}")
-    with contextlib.suppress(OSError, ValueError):
-        runner.flush()
-    if outputs_error is not None:
-        raise SetupError(
-            f"the step outputs could not be written to {runner.output_path} "
-            f"({outputs_error.strerror or outputs_error}).",
-            "check that GITHUB_OUTPUT (or --output-file) names a writable file.",
-        )
+def load_record(path: Path, *, redact: Callable[[str], str] | None = None) -> RunRecord:
+    """Parse a saved transcript silently (no log) into a record; pass ``Runner.redact`` as
+    ``redact`` so secrets are removed before any text is cut for display."""
+    with open_transcript(path) as source:
+        record = process_stream(source, None, redact=redact)
+    record.transcript_file = str(path)
+    return record

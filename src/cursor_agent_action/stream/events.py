@@ -18,6 +18,13 @@ from typing import Any
 import orjson
 
 from cursor_agent_action.stream.framing import BOM, Line
+from cursor_agent_action.stream.toolcalls import (
+    ToolCallEvent,
+    _dict,
+    _int,
+    _str,
+    parse_tool_call,
+)
 
 # Thinking deltas are most of a real stream and are never shown: recognised by their prefix
 # (the CLI always writes "type" first, compactly) and skipped without decoding. Assistant token
@@ -36,47 +43,6 @@ _PREVIEW_BYTES = 1024
 # A line can hold tens of MiB (a file in a tool result, a long answer): see take_line.
 HUGE_LINE_BYTES = 8 * 1024 * 1024
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
-
-# Keys of a completed call's result that say how it ended, in the order we prefer them.
-OUTCOMES = ("success", "error", "rejected", "permissionDenied", "spawnError", "failure", "timeout")
-DENIALS = frozenset({"rejected", "permissionDenied"})
-# Argument names that make a good display target, in priority order.
-_TARGET_KEYS = (
-    "command", "path", "targetFile", "filePath", "pattern", "globPattern", "query", "url",
-    "targetDirectory", "directory", "description", "name", "toolName",
-)  # fmt: skip
-
-
-# Kinds whose best target is not the first of _TARGET_KEYS they carry (grep also has a path).
-_KIND_TARGET_KEYS = {
-    "grep": ("pattern", *_TARGET_KEYS),
-    "glob": ("globPattern", "pattern", *_TARGET_KEYS),
-    "semSearch": ("query", *_TARGET_KEYS),
-}
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: object) -> int | None:
-    """An integer from an int or a digit string (the CLI sends ``startedAtMs`` as a string)."""
-    if type(value) is int:  # the common cases first; bool (a subclass) is not a number here
-        return value
-    if type(value) is str and value.isascii() and value.isdigit():
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        digits = value.strip().removeprefix("-")
-        if digits.isascii() and digits.isdecimal():
-            return int(value)
-    return None
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
 
 @dataclass(slots=True)
 class InitEvent:
@@ -116,45 +82,6 @@ class AssistantEvent:
     def is_delta(self) -> bool:
         """A ``--stream-partial-output`` token delta: ``timestamp_ms`` but no ``model_call_id``."""
         return self.timestamp_ms is not None and self.model_call_id is None
-
-
-@dataclass(slots=True)
-class ToolCallEvent:
-    subtype: str  # "started", "completed" or anything newer
-    call_id: str
-    kind: str  # "shell", "read", ... or the raw key of an unknown tool
-    target: str
-    args: dict[str, Any]
-    outcome: str | None  # the result key when completed ("success", "rejected", ...)
-    payload: dict[str, Any]  # the value under the outcome key
-    started_at_ms: int | None
-    completed_at_ms: int | None
-    timestamp_ms: int | None
-
-    @property
-    def detail(self) -> str:
-        """The error message or rejection reason of a call that did not succeed."""
-        if self.outcome == "success":
-            return ""
-        for key in ("errorMessage", "reason", "error", "message", "stderr"):
-            value = self.payload.get(key)
-            if isinstance(value, str) and value:
-                return value
-            if isinstance(value, dict):
-                nested = _str(value.get("message")) or _str(value.get("errorMessage"))
-                if nested:
-                    return nested
-        return ""
-
-    @property
-    def exit_code(self) -> int | None:
-        return _int(self.payload.get("exitCode")) if self.kind == "shell" else None
-
-    @property
-    def paths(self) -> list[str]:
-        """Paths this call names (arguments and result), for the files-changed list."""
-        found = [_str(self.args.get("path")), _str(self.payload.get("path"))]
-        return [p for p in dict.fromkeys(found) if p]
 
 
 @dataclass(slots=True)
@@ -306,7 +233,7 @@ def parse_object(obj: dict[str, Any]) -> Event:
             _int(obj.get("timestamp_ms")),
         )
     if kind == "tool_call":
-        return _tool_call(obj, subtype)
+        return parse_tool_call(obj, subtype)
     if kind == "system":
         if subtype == "init":
             return InitEvent(
@@ -352,84 +279,4 @@ def _message_text(message: object) -> str:
         _str(part.get("text"))
         for part in content
         if isinstance(part, dict) and part.get("type", "text") == "text"
-    )
-
-
-def _tool_key(tool_call: dict[str, Any]) -> str:
-    """The key holding the call: the one ending in ``ToolCall``, else ``function``, else the
-    first object-valued key that is not one of the known sibling keys."""
-    fallback = ""
-    for key, value in tool_call.items():
-        if key.endswith("ToolCall") and isinstance(value, dict):
-            return key
-        if not fallback and isinstance(value, dict) and key not in ("hookAdditionalContexts",):
-            fallback = key
-    return fallback
-
-
-def _outcome(result: dict[str, Any]) -> str | None:
-    """The key saying how a call ended, picked among siblings such as ``isBackground``."""
-    for key in OUTCOMES:
-        if key in result:
-            return key
-    for key, value in result.items():
-        if isinstance(value, dict):
-            return key
-    return None
-
-
-def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
-    if kind == "mcp":
-        provider = _str(args.get("providerIdentifier")) or _str(inner.get("providerIdentifier"))
-        tool = _str(args.get("toolName")) or _str(args.get("name"))
-        return f"{provider}/{tool}" if provider and tool else tool or provider
-    if kind == "function":
-        return _str(inner.get("name"))
-    for key in _KIND_TARGET_KEYS.get(kind, _TARGET_KEYS):
-        value = args.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
-def _tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
-    # Called for every tool event (thousands per run): plain checks, no helper per field.
-    tool_call = _dict(obj.get("tool_call"))
-    key = _tool_key(tool_call)
-    inner = tool_call.get(key)
-    if not isinstance(inner, dict):
-        inner = {}
-    kind = key[: -len("ToolCall")] if key.endswith("ToolCall") and len(key) > 8 else key
-    args = inner.get("args")
-    if not isinstance(args, dict):
-        args = {}
-    if kind == "function":
-        arguments = inner.get("arguments")
-        if isinstance(arguments, str):
-            try:
-                args = _dict(orjson.loads(arguments))
-            except orjson.JSONDecodeError:
-                args = {}
-    call_id = obj.get("call_id")
-    if not (call_id and isinstance(call_id, str)):
-        call_id = _str(tool_call.get("toolCallId"))
-    timestamp_ms = _int(obj.get("timestamp_ms"))
-    if subtype != "completed":
-        return ToolCallEvent(subtype, call_id, kind or "unknown", _target(kind, inner, args),
-                             args, None, {}, None, None, timestamp_ms)  # fmt: skip
-    # The generic `function` form may carry its result beside the call rather than inside.
-    result = _dict(inner.get("result")) or _dict(tool_call.get("result"))
-    outcome = _outcome(result)
-    return ToolCallEvent(
-        subtype,
-        call_id,
-        kind or "unknown",
-        _target(kind, inner, args),
-        args,
-        "unknown" if outcome is None else outcome,
-        _dict(result.get(outcome)) if outcome else {},
-        # Only a completion needs the call's own clock (its duration).
-        _int(tool_call.get("startedAtMs")),
-        _int(tool_call.get("completedAtMs")),
-        timestamp_ms,
     )

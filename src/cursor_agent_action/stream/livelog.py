@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import orjson
 
 from cursor_agent_action.runner_io import Runner, one_line
-from cursor_agent_action.stream.aggregate import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.aggregate import News, RunRecord, ToolCallRecord
 from cursor_agent_action.stream.events import (
     Event,
     InitEvent,
@@ -24,10 +24,10 @@ from cursor_agent_action.stream.events import (
     MalformedLine,
     ResultEvent,
     SystemEvent,
-    ToolCallEvent,
     UnknownEvent,
     UserEvent,
 )
+from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
 MALFORMED_SHOWN = 5
 PREVIEW_CHARS = 120
@@ -108,13 +108,34 @@ def _stats(event: ToolCallEvent) -> str:
 
 
 class LogRenderer:
-    """Implements :class:`cursor_agent_action.stream.aggregate.Listener` on top of a Runner."""
+    """The live log on top of a Runner. The engine gives it, in stream order, the record's
+    news (:meth:`show`: finished segments and tool calls) and the events that stand alone
+    (:meth:`event`: init, result, malformed lines, the rest)."""
 
     def __init__(self, runner: Runner, *, verbose: bool = False) -> None:
         self.runner = runner
         self.verbose = verbose
         self._malformed = 0
         self._unknown: dict[str, int] = {}
+
+    def show(self, news: News) -> None:
+        """Finished assistant segments and completed tool calls, as the record got them."""
+        for item in news:
+            if isinstance(item, str):
+                self.on_segment(item)
+            else:
+                self.on_tool_call(*item)
+
+    def event(self, event: Event, line_no: int) -> None:
+        """An event the record's news does not cover (tool calls and segments are news)."""
+        if isinstance(event, MalformedLine):
+            self.on_malformed(line_no, event)
+        elif isinstance(event, InitEvent):
+            self.on_init(event)
+        elif isinstance(event, ResultEvent):
+            self.on_result(event)
+        elif isinstance(event, (UserEvent, SystemEvent, InteractionEvent, UnknownEvent)):
+            self.on_other(event)
 
     def on_init(self, event: InitEvent) -> None:
         redact = self.runner.redact  # before one_line cuts anything

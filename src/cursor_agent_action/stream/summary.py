@@ -8,7 +8,6 @@ a section that does not fit is cut with a visible note saying what was left out.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
 from cursor_agent_action.stream.aggregate import RunRecord, ToolCallRecord
@@ -304,15 +303,3 @@ def render_compact(
             message = fence(text) + "\n*(final message cut to fit)*\n\n"
     compact = head + message + files
     return compact if len(compact) <= max_chars else compact[:max_chars]
-
-
-def load_record(path: Path, *, redact: Callable[[str], str] | None = None) -> RunRecord:
-    """Parse a saved transcript silently (no log) into a record; pass ``Runner.redact`` as
-    ``redact`` so secrets are removed before any text is cut for display."""
-    # Imported here: pipeline imports this module for render_summary.
-    from cursor_agent_action.stream.engine import open_transcript, process_stream  # noqa: PLC0415
-
-    with open_transcript(path) as source:
-        record = process_stream(source, None, redact=redact)
-    record.transcript_file = str(path)
-    return record

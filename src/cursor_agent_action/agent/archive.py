@@ -1,0 +1,81 @@
+"""Unpacking the CLI package: every member checked before anything is written."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tarfile
+import zlib
+from pathlib import Path
+from typing import NoReturn
+
+from cursor_agent_action.errors import InstallError
+
+EXECUTABLE = "cursor-agent"
+MAX_UNPACKED_BYTES = 4 * 1024**3
+
+
+def _bad_archive(url: str, problem: str) -> NoReturn:
+    raise InstallError(
+        f"the package from {url} is not a valid Cursor CLI package: {problem}.",
+        "Re-run the job; if it persists, check --base-url or pin another version.",
+    )
+
+
+def _outside(normalized: str) -> bool:
+    return normalized.startswith("/") or normalized == ".." or normalized.startswith("../")
+
+
+def _check_members(members: list[tarfile.TarInfo], url: str) -> None:
+    """Refuse traversal, escaping links, special files and members behind a link."""
+    links: set[str] = set()
+    total = 0
+    for member in members:
+        name = posixpath.normpath(member.name)
+        if name == "." and member.isdir():
+            continue
+        if _outside(name) or name == ".":
+            _bad_archive(url, f"member {member.name!r} points outside the package")
+        parts = name.split("/")
+        if any("/".join(parts[:i]) in links for i in range(1, len(parts))):
+            _bad_archive(url, f"member {member.name!r} lies behind a symbolic link")
+        if member.issym() or member.islnk():
+            base = posixpath.dirname(name) if member.issym() else ""
+            target = posixpath.normpath(posixpath.join(base, member.linkname))
+            if member.linkname.startswith("/") or _outside(target):
+                _bad_archive(url, f"link {member.name!r} -> {member.linkname!r} escapes it")
+            links.add(name)
+        elif not (member.isfile() or member.isdir()):
+            _bad_archive(url, f"member {member.name!r} is a device or pipe")
+        total += member.size
+        if total > MAX_UNPACKED_BYTES:
+            _bad_archive(url, f"it unpacks to more than {MAX_UNPACKED_BYTES} bytes")
+
+
+def unpack(archive: Path, dest: Path, url: str) -> Path:
+    """Unpack the archive into ``dest``; returns the package root (holding ``cursor-agent``)."""
+    if not hasattr(tarfile, "data_filter"):  # pragma: no cover - Python < 3.10.12
+        raise InstallError(
+            "this Python cannot unpack archives safely (no tarfile data filter).",
+            "Use Python 3.10.12 or newer (actions/setup-python installs a current one).",
+        )
+    dest.mkdir()
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            members = tar.getmembers()
+            _check_members(members, url)
+            tar.extractall(dest, members=members, filter="data")
+    except tarfile.FilterError as exc:
+        _bad_archive(url, f"unsafe member: {exc}")
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        _bad_archive(url, f"cannot unpack it as tar.gz ({type(exc).__name__}: {exc})")
+    entries = list(dest.iterdir())
+    # The vendor's package has one top-level directory (dist-package/); some are flat.
+    candidates = [dest, *(entries if len(entries) == 1 and entries[0].is_dir() else [])]
+    for root in candidates:
+        exe = root / EXECUTABLE
+        if exe.is_file() and os.access(exe, os.X_OK):
+            return root
+    _bad_archive(url, f"no executable {EXECUTABLE} at its top level")
+
+

@@ -1,0 +1,203 @@
+"""The ``run`` command's options: parsed, validated and turned into :class:`RunOptions`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cursor_agent_action.agent.permissions import (
+    Policy,
+    add_policy_options,
+    policy_from_args,
+)
+from cursor_agent_action.errors import SetupError, UsageError
+from cursor_agent_action.options import add_flag, add_list, add_number, add_option
+
+DEFAULT_TIMEOUT_MINUTES = 30.0
+DEFAULT_MAX_RETRIES = 2
+MAX_RETRIES = 10
+DEFAULT_RETRY_DELAY_S = 10.0
+MAX_RETRY_DELAY_S = 120.0
+
+# Names --pass-env refuses: runner credentials and the runner's own plumbing.
+_NEVER_PASS = re.compile(r"^(GITHUB_.*|GH_.*|ACTIONS_.*|INPUT_.*|RUNNER_.*|CURSOR_CONFIG_DIR)$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+
+# -- options -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A validated ``run`` request."""
+
+    prompt: str
+    agent_bin: Path
+    workspace: Path
+    state_dir: Path  # private to this run: CLI config dir, long prompt, result file, transcript
+    transcript: Path
+    policy: Policy
+    timeout_minutes: float = DEFAULT_TIMEOUT_MINUTES
+    model: str = ""
+    resume: str = ""
+    fail_on_error: bool = True
+    verbose: bool = False
+    max_retries: int = DEFAULT_MAX_RETRIES
+    retry_delay_s: float = DEFAULT_RETRY_DELAY_S
+    pass_env: tuple[str, ...] = field(default=())
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    add_option(parser, "--prompt", help="the task for the agent")
+    add_option(parser, "--prompt-file", help="read the task from this UTF-8 file")
+    add_option(parser, "--model", help="model name", default_help="the CLI's, Auto")
+    add_option(parser, "--agent-bin", help="the CLI to run",
+               default_help="cursor-agent, then agent, on PATH")
+    add_option(parser, "--working-directory", default=".",
+               help="the workspace the agent works in")
+    add_number(parser, "--timeout-minutes", default=DEFAULT_TIMEOUT_MINUTES,
+               help="stop the agent after this long; decimals allowed")
+    add_option(parser, "--transcript", help="save the agent's stdout here (secrets replaced "
+               "by ***)", default_help="transcript.jsonl in a new directory "
+               "$RUNNER_TEMP/cursor-agent-action/run-* for each run")
+    add_policy_options(parser)
+    add_option(parser, "--resume", help="resume this chat session id", metavar="SESSION_ID")
+    add_flag(parser, "--fail-on-error", default=True,
+             help="exit 1 when the run does not succeed")
+    add_flag(parser, "--verbose", default=False,
+             help="print every tool call's full output in the log")
+    add_number(parser, "--max-retries", default=DEFAULT_MAX_RETRIES, integer=True,
+               maximum=MAX_RETRIES, help="retries of a transient failure (rate limit, API "
+               "unavailable) before any tool ran")
+    add_number(parser, "--retry-delay", default=DEFAULT_RETRY_DELAY_S, maximum=MAX_RETRY_DELAY_S,
+               metavar="SECONDS", help="seconds before the first retry, doubled each time")
+    add_list(parser, "--pass-env", metavar="NAME", help="also give the agent this environment "
+             "variable; GITHUB_*, GH_*, ACTIONS_*, INPUT_*, RUNNER_* are refused")
+
+
+def read_prompt(prompt: str | None, prompt_file: str | None) -> str:
+    """The prompt from ``--prompt`` or ``--prompt-file`` (exactly one), non-empty."""
+    if prompt and prompt_file:
+        raise UsageError("both a prompt and a prompt file were given.",
+                         "Pass either prompt or prompt-file, not both.")
+    if prompt_file:
+        try:
+            # utf-8-sig: an editor's byte-order mark is not part of the task.
+            prompt = Path(prompt_file).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise UsageError(f"cannot read the prompt file {prompt_file}: {reason}.",
+                             "Check the path (relative to the job's working directory) and "
+                             "that the file is UTF-8 text.") from exc
+    if not prompt or not prompt.strip():
+        where = f"the prompt file {prompt_file} is empty" if prompt_file else "no prompt given"
+        raise UsageError(f"{where}.", "Pass the task as prompt (or --prompt) or as a file in "
+                         "prompt-file (or --prompt-file).")
+    if "\0" in prompt:
+        raise UsageError("the prompt contains a NUL character.", "Remove it from the prompt.")
+    return prompt
+
+
+def find_agent(requested: str) -> Path:
+    """The CLI binary: ``requested`` (a path or a name on PATH), else cursor-agent, else agent."""
+    candidates = [requested] if requested else ["cursor-agent", "agent"]
+    for name in candidates:
+        found = shutil.which(name)
+        if found:
+            return Path(found).absolute()
+    if requested and os.sep in requested:  # a path: PATH plays no part
+        if Path(requested).exists():
+            raise SetupError(f"the agent binary {requested} is not an executable file.",
+                             f"Run 'chmod +x {requested}' or point agent-bin at the CLI.")
+        raise SetupError(f"the agent binary {requested} does not exist.",
+                         "Point agent-bin at the installed CLI (the install step's cli-path "
+                         "output), or pass a command name to look up on PATH.")
+    raise SetupError(
+        f"the Cursor CLI was not found ({' or '.join(candidates)} on PATH).",
+        "Install it first (the action's install step, or 'cursor-agent-action install') or "
+        "pass its path as agent-bin (--agent-bin).",
+    )
+
+
+def _pass_env_names(names: Sequence[str]) -> tuple[str, ...]:
+    for name in names:
+        if not _ENV_NAME.match(name):
+            raise UsageError(f"pass-env: {name!r} is not an environment variable name.",
+                             "List one variable name per line.")
+        if _NEVER_PASS.match(name):
+            raise UsageError(f"pass-env: {name} may not be passed to the agent (runner "
+                             "credentials and plumbing never reach it).",
+                             "Remove it; the action's own steps do the GitHub work.")
+    return tuple(names)
+
+
+def new_state_dir(environ: Mapping[str, str]) -> Path:
+    """A fresh private directory for one run, ``$RUNNER_TEMP/cursor-agent-action/run-*``: two
+    runs in one job never share a transcript, result file or CLI config (``--model``)."""
+    root = Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()) / "cursor-agent-action"
+    try:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    except OSError as exc:
+        raise SetupError(f"cannot create a state directory under {root}: "
+                         f"{exc.strerror or exc}.",
+                         "Check that RUNNER_TEMP (or the system temp directory) is writable."
+                         ) from exc
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _single_line(value: str, label: str) -> str:
+    """``value`` stripped; a UsageError if it still holds a control character (a newline
+    could start a workflow command in the log, and no model or session id has one)."""
+    value = value.strip()
+    if _CONTROL.search(value):
+        raise UsageError(f"{label} contains a control character (newline, tab, ...): "
+                         f"{value!r}.", f"Pass {label} as one plain line.")
+    return value
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    """Validate the command line (flags win over ``CURSOR_AGENT_ACTION_*`` env vars)."""
+    prompt = read_prompt(args.prompt or None, args.prompt_file or None)
+    workspace = Path(args.working_directory).absolute()
+    if not workspace.is_dir():
+        raise SetupError(f"the working directory {workspace} does not exist or is not a "
+                         "directory.", "Check working-directory; it is relative to the job's "
+                         "working directory (usually the checked-out repository).")
+    policy = policy_from_args(args)
+    if args.timeout_minutes <= 0:
+        raise UsageError("timeout-minutes must be more than 0.", "Pass e.g. 30 or 2.5.")
+    model = _single_line(args.model, "--model")
+    resume = _single_line(args.resume, "--resume")
+    pass_env = _pass_env_names(args.pass_env)
+    agent_bin = find_agent(args.agent_bin)
+    state_dir = new_state_dir(os.environ)  # last: nothing is created for a refused request
+    return RunOptions(
+        prompt=prompt,
+        agent_bin=agent_bin,
+        workspace=workspace,
+        state_dir=state_dir,
+        transcript=(Path(args.transcript).absolute() if args.transcript
+                    else state_dir / "transcript.jsonl"),
+        policy=policy,
+        timeout_minutes=args.timeout_minutes,
+        model=model,
+        resume=resume,
+        fail_on_error=args.fail_on_error,
+        verbose=args.verbose,
+        max_retries=args.max_retries,
+        retry_delay_s=args.retry_delay,
+        pass_env=pass_env,
+    )
+
+

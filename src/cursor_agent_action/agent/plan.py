@@ -1,0 +1,95 @@
+"""The agent's invocation: its allowlisted environment, its command line, its prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from cursor_agent_action.agent.options import RunOptions
+from cursor_agent_action.errors import SetupError
+
+PROMPT_ARG_LIMIT = 100 * 1024
+"""Larger prompts go into a file: Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN)."""
+
+HELP_PROBE_TIMEOUT_S = 15.0
+# The agent's environment is built from these names only (plus --pass-env). Everything else,
+# in particular GITHUB_TOKEN, GH_TOKEN, ACTIONS_* and INPUT_*, never reaches it.
+ENV_ALLOWLIST = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
+    "CI", "GITHUB_ACTIONS", "RUNNER_OS", "RUNNER_ARCH", "CURSOR_API_KEY",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+)  # fmt: skip
+ENV_ALLOWLIST_PREFIXES = ("LC_",)
+
+
+# -- the agent's environment and command line --------------------------------------------------
+
+
+def agent_environment(
+    environ: Mapping[str, str], config_dir: Path, pass_env: Sequence[str] = ()
+) -> dict[str, str]:
+    """The allowlisted environment the agent runs with."""
+    env = {
+        name: value
+        for name, value in environ.items()
+        if name in ENV_ALLOWLIST or name.startswith(ENV_ALLOWLIST_PREFIXES) or name in pass_env
+    }
+    env.setdefault("PATH", os.defpath)
+    # --model rewrites the CLI's global config; keep that out of the user's home.
+    env["CURSOR_CONFIG_DIR"] = str(config_dir)
+    return env
+
+
+def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:
+    """Whether this CLI build lists ``--trust`` in its ``--help`` (some builds reject it)."""
+    try:
+        proc = subprocess.Popen(
+            [str(agent), "--help"], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    except OSError as exc:
+        raise SetupError(f"cannot run the Cursor CLI at {agent}: {exc.strerror or exc}.",
+                         "Check that agent-bin points at an executable cursor-agent.") from exc
+    with proc:
+        try:
+            output, _ = proc.communicate(timeout=HELP_PROBE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            output = b""
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    return re.search(rb"(^|\s)--trust\b", output) is not None
+
+
+def build_argv(options: RunOptions, prompt_arg: str, *, trust: bool) -> list[str]:
+    argv = [str(options.agent_bin), "-p", "--output-format", "stream-json"]
+    if options.policy.allows_writes:
+        argv.append("--force")
+    if options.model:
+        argv += ["--model", options.model]
+    if options.resume:
+        argv += ["--resume", options.resume]
+    if trust:
+        argv.append("--trust")
+    return [*argv, "--", prompt_arg]
+
+
+def prompt_argument(prompt: str, state_dir: Path) -> str:
+    """The prompt itself, or for a long one an instruction to read the file it was saved to."""
+    if len(prompt.encode("utf-8")) <= PROMPT_ARG_LIMIT:
+        return prompt
+    path = state_dir / "prompt.md"
+    path.write_text(prompt, encoding="utf-8")
+    return (
+        f"Your task is in the file {path} (it was too long for the command line). Read that "
+        "whole file first and follow its instructions exactly."
+    )
+
+

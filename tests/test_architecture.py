@@ -1,0 +1,125 @@
+"""The package's shape: three wings, no import circle, one-way data flow, small modules.
+
+The imports are read from the source (every ``import`` statement, also those inside functions),
+so a circle hidden behind a function-level import is found too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cursor_agent_action"
+NAME = "cursor_agent_action"
+MAX_LINES = 420  # "no module much over 400 lines"
+WINGS = ("stream", "agent", "gh")
+# The renderers of the stream wing; what builds the run record must not know them.
+RENDERERS = {f"{NAME}.stream.livelog", f"{NAME}.stream.summary", f"{NAME}.stream.report"}
+RECORD_BUILDERS = (f"{NAME}.stream.framing", f"{NAME}.stream.events", f"{NAME}.stream.aggregate")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Package modules ``path`` imports (``from pkg import module`` counts as the module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if name in modules and name != NAME}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph = {name: _imports(path, modules) for name, path in modules.items()}
+    # A package's __init__ runs before any of its modules: importing a.b imports a.
+    for name in list(graph):
+        graph[name].discard(name)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle, or [] (depth-first search with colours)."""
+    colour: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        colour[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if colour.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if not colour.get(nxt) and (found := visit(nxt)):
+                return found
+        colour[node] = 2
+        stack.pop()
+        return []
+
+    for node in sorted(graph):
+        if not colour.get(node) and (found := visit(node)):
+            return found
+    return []
+
+
+def test_the_checker_finds_a_circle() -> None:
+    """Not vacuous: a made-up graph with a circle is caught, one without is not."""
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_import_circle_anywhere_in_the_package() -> None:
+    graph = _graph()
+    assert len(graph) > 30, "the import graph was not read"
+    assert _cycle(graph) == []
+
+
+def test_the_record_builders_import_no_renderer() -> None:
+    """One-way flow: bytes -> events -> run record -> renderers, never back."""
+    graph = _graph()
+    for module in RECORD_BUILDERS:
+        assert not graph[module] & RENDERERS, f"{module} imports {graph[module] & RENDERERS}"
+
+
+def test_the_stream_wing_depends_on_no_other_wing() -> None:
+    """The stream engine is the core: the agent and GitHub wings use it, never the reverse."""
+    graph = _graph()
+    for module, imported in graph.items():
+        if module.startswith(f"{NAME}.stream"):
+            others = {name for name in imported if name.startswith((f"{NAME}.agent", f"{NAME}.gh"))}
+            assert not others, f"{module} imports {others}"
+
+
+def test_shared_top_level_modules_import_no_wing_except_the_commands() -> None:
+    """Top-level modules are what every wing shares; only the commands (cli dispatches by name,
+    demo and summarize are commands) reach into the wings."""
+    commands = {f"{NAME}.cli", f"{NAME}.demo", f"{NAME}.summarize", f"{NAME}.__main__"}
+    for module, imported in _graph().items():
+        if module.count(".") == 1 and module not in commands:
+            wings = {name for name in imported if name.split(".")[1] in WINGS}
+            assert not wings, f"shared module {module} imports {wings}"
+
+
+def test_every_wing_is_a_package_with_its_tests_beside_it() -> None:
+    tests = Path(__file__).resolve().parent
+    for wing in WINGS:
+        assert (PACKAGE / wing / "__init__.py").is_file()
+        assert list((tests / wing).glob("test_*.py")), f"no tests/{wing}/test_*.py"
+
+
+def test_no_module_much_over_400_lines() -> None:
+    sizes = {
+        name: len(path.read_text(encoding="utf-8").splitlines())
+        for name, path in _modules().items()
+    }
+    too_long = {name: lines for name, lines in sizes.items() if lines > MAX_LINES}
+    assert not too_long
