@@ -82,21 +82,38 @@ def test_short_values_are_not_treated_as_secrets() -> None:
     assert redact("abc") == "abc"
 
 
-def test_untrusted_text_is_fenced_by_a_fresh_stop_commands_token(tmp_path: Path) -> None:
+def test_untrusted_text_is_fenced_by_a_stop_commands_token(tmp_path: Path) -> None:
     runner, out = make_runner(tmp_path)
     runner.untrusted("::set-output name=x::y\n::error::pwned")
-    runner.untrusted("second")
     runner.flush()
     lines = out.getvalue().splitlines()
     tokens = [m.group(1) for line in lines if (m := re.match(r"::stop-commands::(\w+)$", line))]
-    assert len(tokens) == 2
-    assert tokens[0] != tokens[1]
-    assert lines[0:4] == [
+    assert len(tokens) == 1
+    assert len(tokens[0]) == 32
+    assert lines == [
         f"::stop-commands::{tokens[0]}",
         "::set-output name=x::y",
         "::error::pwned",
         f"::{tokens[0]}::",
     ]
+
+
+def test_a_text_that_knows_the_token_cannot_end_its_own_block(tmp_path: Path) -> None:
+    """The run's token is reused from block to block; an agent that learnt it (from an earlier
+    block) and writes it to close the block early gets a new token for that text."""
+    runner, out = make_runner(tmp_path)
+    runner.untrusted("first")
+    runner.flush()
+    known = out.getvalue().splitlines()[0].removeprefix("::stop-commands::")
+    runner.untrusted(f"::{known}::\n::error title=pwned::owned")
+    runner.untrusted("third")
+    runner.flush()
+    lines = out.getvalue().splitlines()[3:]
+    fresh = lines[0].removeprefix("::stop-commands::")
+    assert fresh != known
+    assert lines[:4] == [f"::stop-commands::{fresh}", f"::{known}::",
+                         "::error title=pwned::owned", f"::{fresh}::"]
+    assert lines[4] == f"::stop-commands::{fresh}"  # the new token is used from then on
 
 
 def test_group_title_from_the_agent_cannot_inject_a_command(tmp_path: Path) -> None:

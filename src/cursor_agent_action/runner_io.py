@@ -18,7 +18,7 @@ import contextlib
 import json
 import os
 import re
-import secrets
+import secrets as _random
 import sys
 import time
 import uuid
@@ -38,6 +38,7 @@ _LOG_FORMAT_LINE = re.compile(r"(?m)^##\[")
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _MIN_SECRET_LEN = 4  # shorter "secrets" would redact ordinary text; the runner ignores them too
 _FLUSH_INTERVAL_S = 0.05
+GROUP_TITLE_CHARS = 300
 _FLUSH_BYTES = 64 * 1024
 TRUNCATION_NOTE = "\n\n> [!WARNING]\n> The summary was cut to stay under GitHub's 1 MiB limit.\n"
 
@@ -54,7 +55,10 @@ def escape_property(value: str) -> str:
 
 def one_line(value: str, limit: int = 200) -> str:
     """Flatten untrusted text for use inside a single log line or title."""
-    return shorten(" ".join(value.split()), limit)
+    # Most values (a path, a command) are flat already: printable, single-spaced, trimmed.
+    if not (value.isprintable() and "  " not in value and value[:1] != " " and value[-1:] != " "):
+        value = " ".join(value.split())
+    return shorten(value, limit)
 
 
 def listing(paths: Sequence[str], limit: int = 20) -> str:
@@ -85,6 +89,7 @@ class Redactor:
                 stripped,
                 json.dumps(stripped, ensure_ascii=False)[1:-1],
                 json.dumps(stripped)[1:-1],
+                escape_data(stripped),  # as a workflow command's message carries it
             ):
                 if len(piece) >= _MIN_SECRET_LEN and piece not in self._values:
                     self._values.append(piece)
@@ -200,6 +205,7 @@ class Runner:
         self.output_path: Path | None = Path(output) if output else None
         self.summary_path: Path | None = Path(summary) if summary else None
         self.redact = Redactor()
+        self._stop_token = _random.token_hex(16)  # see untrusted()
         self._buffer: list[str] = []
         self._buffered = 0
         self._last_flush = time.monotonic()
@@ -216,9 +222,14 @@ class Runner:
             self.flush()
 
     def flush(self) -> None:
-        """Write everything buffered to the log now."""
+        """Write everything buffered to the log now, every known secret replaced by ``***``.
+
+        This is the log's one redaction pass, over whole buffered entries: an entry is never
+        split, so a secret inside one is always found. Whoever cuts or splits text before it
+        is written (a title cut to length, a long text logged in pieces) redacts it first.
+        """
         if self._buffer:
-            self._out.write("".join(self._buffer))
+            self._out.write(self.redact("".join(self._buffer)))
             self._buffer.clear()
             self._buffered = 0
         with contextlib.suppress(OSError, ValueError):
@@ -231,19 +242,22 @@ class Runner:
             self.flush()
 
     def log(self, line: str) -> None:
-        """A line of our own (trusted) text. Secrets are still redacted."""
-        self._write(self.redact(line) + "\n")
+        """A line of our own (trusted) text. Secrets are still redacted (at flush)."""
+        self._write(line + "\n")
 
     def untrusted(self, text: str) -> None:
         """Print agent-authored text so that no line of it can act as a workflow command."""
         # The web log viewer formats "##[group]", "##[error]"... even inside stop-commands
         # (display only): a zero-width space keeps the agent from faking them.
-        text = _LOG_FORMAT_LINE.sub("#\u200b#[", self.redact(text))
+        if "##[" in text:
+            text = _LOG_FORMAT_LINE.sub("#\u200b#[", text)
         if not text.endswith("\n"):
             text += "\n"
-        token = secrets.token_hex(16)
-        while token in text:  # pragma: no cover - 128 random bits
-            token = secrets.token_hex(16)
+        # One random token for the whole run: the agent cannot read the log while it runs,
+        # and a text that holds the token gets a new one, so no text can end its own block.
+        token = self._stop_token
+        while token in text:
+            token = self._stop_token = _random.token_hex(16)
         self._write(f"::stop-commands::{token}\n{text}::{token}::\n")
 
     def command(self, name: str, message: str = "", **properties: str) -> None:
@@ -256,9 +270,11 @@ class Runner:
 
     def mask(self, value: str) -> None:
         """Mask a secret in the job log (each line of it) and redact it everywhere we write."""
-        for piece in self.redact.add(value):
-            # Written and flushed at once: nothing printed later may reveal it.
-            self._write(f"::add-mask::{escape_data(piece)}\n")
+        self.flush()  # what was buffered before is redacted with the old list
+        added = self.redact.add(value)
+        # Written at once and never through the redactor (it would mask the mask): nothing
+        # printed later may reveal it.
+        self._out.write("".join(f"::add-mask::{escape_data(piece)}\n" for piece in added))
         self.flush()
 
     def error(self, message: str, *, title: str | None = None) -> None:
@@ -270,14 +286,33 @@ class Runner:
     def notice(self, message: str, *, title: str | None = None) -> None:
         self.command("notice", message, **({"title": title} if title else {}))
 
+    def _group_title(self, title: str) -> str:
+        if len(title) > GROUP_TITLE_CHARS:  # redacted before the cut can split a secret
+            title = self.redact(title)
+        return escape_data(one_line(title, GROUP_TITLE_CHARS))
+
     @contextlib.contextmanager
     def group(self, title: str) -> Iterator[None]:
         """A collapsible log group. ``title`` may be untrusted: it is flattened and escaped."""
-        self._write(f"::group::{escape_data(one_line(self.redact(title), 300))}\n")
+        self._write(f"::group::{self._group_title(title)}\n")
         try:
             yield
         finally:
             self._write("::endgroup::\n")
+
+    def entry(self, title: str) -> None:
+        """A group with nothing in it: one line in the log, like a group's title."""
+        # Called once per tool call: a flat title of usual length needs only its % escaped.
+        if (len(title) <= GROUP_TITLE_CHARS and title.isprintable() and "  " not in title
+                and title[:1] != " " and title[-1:] != " "):
+            title = title.replace("%", "%25") if "%" in title else title
+        else:
+            title = self._group_title(title)
+        text = f"::group::{title}\n::endgroup::\n"
+        self._buffer.append(text)
+        self._buffered += len(text)
+        if self._buffered >= _FLUSH_BYTES:
+            self.flush()
 
     # -- outputs --------------------------------------------------------------------------
 

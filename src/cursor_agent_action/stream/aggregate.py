@@ -30,11 +30,20 @@ from cursor_agent_action.stream.toolcalls import DENIALS, ToolCallEvent
 # Display text kept per call is bounded, so thousands of calls stay cheap.
 TARGET_LIMIT = 1000
 DETAIL_LIMIT = 4000
+ROWS_SHOWN = 500
+"""The most tool calls (and, separately, shell commands) any report lists one by one: the
+record keeps each call's details only for the first ones, and for every call that did not
+succeed; a later successful call is kept as a shared, detail-free entry of its kind (counted
+everywhere, listed nowhere), so 100,000 calls do not cost 100,000 records."""
+SEGMENTS_KEPT_CHARS = 4 * 1024 * 1024
+"""Assistant text kept for a run that ends without a result event (whose ``result`` is then
+the text itself); earlier text is left out with a note, the transcript has all of it."""
+_SETTLED_IDS_KEPT = 1024
 _WRITE_KINDS = frozenset({"write", "edit", "delete"})
 _WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
 
 
-@dataclass
+@dataclass(slots=True)  # one per call: a run can make 100,000
 class ToolCallRecord:
     call_id: str  # raw id (may contain "\n"): never print raw
     kind: str
@@ -141,8 +150,15 @@ class Aggregator:
         self._redact = redact if redact is not None else _unchanged
         self.events = 0  # JSON events (not malformed lines)
         self.lines = 0  # non-blank lines
-        self._calls: dict[str, ToolCallRecord] = {}
+        self._calls: list[ToolCallRecord] = []  # in the order they started
+        self._open: dict[str, tuple[int, bool]] = {}  # call id -> (index, keep its details)
+        # The ids of the most recently settled calls, to recognise a repeated completion (the
+        # CLI has sent one right after the first); bounded, as every id would cost ~10 MB.
+        self._settled_ids: dict[str, None] = {}
+        self._shell_calls = 0
         self._segments: list[str] = []
+        self._segment_chars = 0  # in _segments
+        self._dropped_chars = 0  # left out of _segments (SEGMENTS_KEPT_CHARS)
         self._deltas: list[str | Line] = []  # text, or a raw line from the fast path
         self._files: set[str] = set()
         self._anonymous = 0
@@ -163,18 +179,22 @@ class Aggregator:
 
     def apply(self, event: Event) -> None:
         self.lines += 1
-        if isinstance(event, MalformedLine):
-            self.record.malformed_lines += 1
-            return
-        self.events += 1
-        if isinstance(event, ToolCallEvent):
+        kind = type(event)
+        if kind is ToolCallEvent:
+            self.events += 1
             if self._deltas:
                 self._end_segment()
-            self._tool_call(event)
-        elif isinstance(event, AssistantEvent):
-            self._assistant(event)
-        elif not isinstance(event, ThinkingEvent):
+            self._tool_call(event)  # type: ignore[arg-type]
+        elif kind is AssistantEvent:
+            self.events += 1
+            self._assistant(event)  # type: ignore[arg-type]
+        elif kind is MalformedLine:
+            self.record.malformed_lines += 1
+        elif kind is not ThinkingEvent:
+            self.events += 1
             self._other(event)
+        else:
+            self.events += 1
 
     def _assistant(self, event: AssistantEvent) -> None:
         # With --stream-partial-output a segment arrives as deltas (timestamp_ms only) and
@@ -207,37 +227,73 @@ class Aggregator:
             return
         text = self._redact(text)
         self._segments.append(text)
+        self._segment_chars += len(text)
+        if self._segment_chars > SEGMENTS_KEPT_CHARS:
+            self._forget_segments()
         if self.news is not None:
             self.news.append(text)
+
+    def _forget_segments(self) -> None:
+        """Drop the oldest segments (never the last) until the rest fits the cap."""
+        segments = self._segments
+        drop = 0
+        # Down to half the cap, so this runs once per ~2 MiB of text, not once per segment.
+        while self._segment_chars > SEGMENTS_KEPT_CHARS // 2 and drop < len(segments) - 1:
+            self._segment_chars -= len(segments[drop])
+            self._dropped_chars += len(segments[drop])
+            drop += 1
+        del segments[:drop]
 
     def _tool_call(self, event: ToolCallEvent) -> None:
         call_id = event.call_id
         if not call_id:
             self._anonymous += 1
             call_id = f"(no id #{self._anonymous})"
-        call = self._calls.get(call_id)
-        if call is None:
+        known = self._open.get(call_id)
+        if known is None and call_id in self._settled_ids:
+            return  # a repeated event of a call that succeeded and is listed nowhere
+        if known is None:
             target = event.target
             if target and target == event.args.get("path") and self.record.cwd:
                 target = workspace_relative(target, self.record.cwd)  # shorter, same meaning
             call = ToolCallRecord(call_id, event.kind, self._cut(target, TARGET_LIMIT), "pending")
-            self._calls[call_id] = call
-        elif event.target and not call.target:
-            call.target = self._cut(event.target, TARGET_LIMIT)
+            index = len(self._calls)
+            if call.kind == "shell":
+                self._shell_calls += 1
+            keep = index < ROWS_SHOWN or (call.kind == "shell" and self._shell_calls <= ROWS_SHOWN)
+            self._calls.append(call)
+            self._open[call_id] = (index, keep)
+        else:
+            index, keep = known
+            call = self._calls[index]
+            if event.target and not call.target:
+                call.target = self._cut(event.target, TARGET_LIMIT)
         if event.subtype == "started":
             call.started_at_ms = event.timestamp_ms
             return
         if event.subtype != "completed" or event.outcome is None:
             return
-        call.outcome = event.outcome
-        call.detail = self._cut(event.detail, DETAIL_LIMIT)
-        call.exit_code = event.exit_code
-        call.duration_ms = _duration(event, call)
+        call.outcome = outcome = event.outcome
+        if outcome != "success":
+            call.detail = self._cut(event.detail, DETAIL_LIMIT)
+        if call.kind == "shell":
+            call.exit_code = event.exit_code
+        started, completed = event.started_at_ms, event.completed_at_ms
+        if started is not None and completed is not None:  # _duration's first case, inlined
+            call.duration_ms = completed - started if completed > started else 0
+        else:
+            call.duration_ms = _duration(event, call)
         if call.kind in _WRITE_KINDS and call.outcome == "success":
             for path in event.paths:
                 self._files.add(workspace_relative(path, self.record.cwd))
         if self.news is not None:
             self.news.append((call, event))
+        if not keep and call.outcome == "success":  # its details are never shown again
+            del self._open[call_id]
+            self._settled_ids[call_id] = None
+            if len(self._settled_ids) > _SETTLED_IDS_KEPT:
+                del self._settled_ids[next(iter(self._settled_ids))]
+            self._calls[index] = _settled(call.kind)
 
     def _other(self, event: Event) -> None:
         record = self.record
@@ -253,6 +309,8 @@ class Aggregator:
             record.conclusion = "success" if ok else "failure"
             record.result_text = self._redact(event.result)
             del self._segments[:-1]  # the result has the text: only the final message is needed
+            self._segment_chars = len(self._segments[0]) if self._segments else 0
+            self._dropped_chars = 0
             self._result_error = "" if ok else _result_error(event, record.result_text)
             record.duration_ms = event.duration_ms
             record.session_id = self._redact(event.session_id) or record.session_id
@@ -277,11 +335,17 @@ class Aggregator:
         """The record for everything seen; may be called more than once."""
         self._end_segment()
         record = self.record
-        record.tool_calls = list(self._calls.values())
+        record.tool_calls = list(self._calls)
         record.files_changed = sorted(self._files)
         record.final_message = self._segments[-1] if self._segments else ""
         if not record.has_result:
             record.result_text = "".join(self._segments)
+            if self._dropped_chars:
+                record.result_text = (
+                    f"[… {self._dropped_chars:,} earlier characters of the agent's text left "
+                    "out by cursor-agent-action; the transcript has them]\n\n"
+                    + record.result_text
+                )
         record.failure_reason = "" if record.conclusion == "success" else self._failure_reason()
         return record
 
@@ -309,6 +373,12 @@ def _result_error(event: ResultEvent, text: str) -> str:
         f"cursor-agent reported an error (result subtype {event.subtype!r}"
         f"{', is_error true' if event.is_error else ''})" + (f": {message}" if message else ".")
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _settled(kind: str) -> ToolCallRecord:
+    """The shared entry of a successful call past :data:`ROWS_SHOWN` (never changed)."""
+    return ToolCallRecord("", kind, "", "success")
 
 
 def _unchanged(text: str) -> str:

@@ -208,14 +208,21 @@ def delta_text(holder: list[Any], index: int) -> str:
 
 def parse_line(line: Line) -> Event:
     """One physical line (not blank) to an event. Never raises."""
-    if is_thinking(line):
+    if line.startswith(THINKING_PREFIX) and line.endswith(OBJECT_END):
         return THINKING
-    value, reason = _loads(line)
-    if not isinstance(value, dict):
+    try:
+        value = orjson.loads(line)  # the common case without a call in between
+    except orjson.JSONDecodeError:
+        value, reason = _loads(line)
+    else:
+        reason = ""
+    if type(value) is not dict:
         if not reason:
             reason = f"a JSON {type(value).__name__.replace('NoneType', 'null')}, not an object"
         return MalformedLine(reason, _preview(line))
     try:
+        if value.get("type") == "tool_call":  # most decoded lines
+            return parse_tool_call(value, _str(value.get("subtype")))
         return parse_object(value)
     except Exception as exc:  # defensive: a shape we did not foresee must not stop the run
         return MalformedLine(f"unexpected event shape ({type(exc).__name__})", _preview(line))
@@ -275,6 +282,10 @@ def _message_text(message: object) -> str:
         return content
     if not isinstance(content, list):
         return ""
+    if len(content) == 1:  # the usual shape: one text part
+        part = content[0]
+        if type(part) is dict and part.get("type", "text") == "text":
+            return _str(part.get("text"))
     return "".join(
         _str(part.get("text"))
         for part in content

@@ -72,13 +72,16 @@ def describe_outcome(call: ToolCallRecord) -> str:
 def call_title(call: ToolCallRecord, stats: str = "") -> str:
     """``kind target → outcome · stats · duration`` (the target flattened to one line)."""
     head = f"{call.kind} {one_line(call.target, 160)}" if call.target else call.kind
-    title = f"{head} → {describe_outcome(call)}"
-    duration = format_duration(call.duration_ms)
+    outcome = call.outcome
+    if outcome == "pending" or call.exit_code is not None:
+        outcome = describe_outcome(call)
+    ms = call.duration_ms
+    # format_duration inlined for the usual case: this runs once per tool call.
+    duration = f"{ms} ms" if ms is not None and 0 <= ms < 1000 else format_duration(ms)
     if stats:
-        title += " · " + stats
-    if duration:
-        title += " · " + duration
-    return title
+        return f"{head} → {outcome} · {stats} · {duration}" if duration else (
+            f"{head} → {outcome} · {stats}")
+    return f"{head} → {outcome} · {duration}" if duration else f"{head} → {outcome}"
 
 
 def _tool_output(event: ToolCallEvent) -> str:
@@ -98,6 +101,8 @@ def _tool_output(event: ToolCallEvent) -> str:
 
 def _stats(event: ToolCallEvent) -> str:
     payload = event.payload
+    if not payload:
+        return ""
     if event.kind == "edit" and "linesAdded" in payload:
         return f"+{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
     for key, label in (("linesCreated", "written"), ("totalLines", "")):
@@ -146,7 +151,11 @@ class LogRenderer:
         )
 
     def _untrusted(self, text: str) -> None:
-        for piece in log_pieces(text):
+        if len(text) <= LOG_PIECE_CHARS:
+            self.runner.untrusted(text)
+            return
+        # Redacted whole before it is cut into pieces: a cut could split a secret.
+        for piece in log_pieces(self.runner.redact(text)):
             self.runner.untrusted(piece)
 
     def on_segment(self, text: str) -> None:
@@ -154,7 +163,11 @@ class LogRenderer:
 
     def on_tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
         runner = self.runner
-        with runner.group(call_title(call, _stats(event))):
+        title = call_title(call, _stats(event))
+        if not (call.detail or self.verbose or call.exit_code or call.denied):
+            runner.entry(title)  # most calls: nothing to show inside the group
+            return
+        with runner.group(title):
             if call.detail:
                 runner.untrusted(call.detail)
             if self.verbose:

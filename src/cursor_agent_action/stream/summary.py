@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
-from cursor_agent_action.stream.aggregate import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.aggregate import ROWS_SHOWN, RunRecord, ToolCallRecord
 from cursor_agent_action.stream.livelog import describe_outcome, format_duration
 
 ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫"}
 STDERR_TAIL_CHARS = 8 * 1024  # of the CLI stderr shown (the log has all of it)
 FINAL_MESSAGE_SHARE = 0.4  # of the whole budget, so the tables still get room
 COLLAPSE_ROWS = 25  # tables longer than this are folded into <details>
-MAX_ROWS = 500  # a reviewer does not scroll further; the transcript has every row
+MAX_ROWS = ROWS_SHOWN  # a reviewer does not scroll further; the transcript has every row
 _NOTE_RESERVE = 200  # bytes kept free in a section for its truncation note
 
 

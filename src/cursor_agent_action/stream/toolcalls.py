@@ -92,9 +92,23 @@ class ToolCallEvent:
         return [p for p in dict.fromkeys(found) if p]
 
 
+# One string object per known kind, however many calls name it.
+_KIND_NAMES = {
+    f"{name}ToolCall": name
+    for name in (
+        "shell", "read", "edit", "write", "delete", "grep", "glob", "ls", "semSearch",
+        "readLints", "todo", "updateTodos", "mcp", "webSearch", "webFetch", "task",
+    )
+}  # fmt: skip
+
+
 def _tool_key(tool_call: dict[str, Any]) -> str:
     """The key holding the call: the one ending in ``ToolCall``, else ``function``, else the
     first object-valued key that is not one of the known sibling keys."""
+    for key, value in tool_call.items():  # the call is the first key in every capture
+        if key.endswith("ToolCall") and type(value) is dict:
+            return key
+        break
     fallback = ""
     for key, value in tool_call.items():
         if key.endswith("ToolCall") and isinstance(value, dict):
@@ -124,7 +138,7 @@ def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
         return _str(inner.get("name"))
     for key in _KIND_TARGET_KEYS.get(kind, _TARGET_KEYS):
         value = args.get(key)
-        if isinstance(value, str) and value:
+        if value and type(value) is str:
             return value
     return ""
 
@@ -132,14 +146,18 @@ def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
 def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
     """A ``tool_call`` event object (started, completed or newer) to a :class:`ToolCallEvent`."""
     # Called for every tool event (thousands per run): plain checks, no helper per field.
-    tool_call = _dict(obj.get("tool_call"))
+    tool_call = obj.get("tool_call")
+    if type(tool_call) is not dict:
+        tool_call = {}
     key = _tool_key(tool_call)
     inner = tool_call.get(key)
-    if not isinstance(inner, dict):
+    if type(inner) is not dict:
         inner = {}
-    kind = key[: -len("ToolCall")] if key.endswith("ToolCall") and len(key) > 8 else key
+    kind = _KIND_NAMES.get(key) or (
+        key[: -len("ToolCall")] if key.endswith("ToolCall") and len(key) > 8 else key
+    )
     args = inner.get("args")
-    if not isinstance(args, dict):
+    if type(args) is not dict:
         args = {}
     if kind == "function":
         arguments = inner.get("arguments")
@@ -149,15 +167,20 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
             except orjson.JSONDecodeError:
                 args = {}
     call_id = obj.get("call_id")
-    if not (call_id and isinstance(call_id, str)):
+    if not call_id or type(call_id) is not str:
         call_id = _str(tool_call.get("toolCallId"))
-    timestamp_ms = _int(obj.get("timestamp_ms"))
+    timestamp_ms = obj.get("timestamp_ms")
+    if type(timestamp_ms) is not int:
+        timestamp_ms = _int(timestamp_ms)
     if subtype != "completed":
         return ToolCallEvent(subtype, call_id, kind or "unknown", _target(kind, inner, args),
                              args, None, {}, None, None, timestamp_ms)  # fmt: skip
     # The generic `function` form may carry its result beside the call rather than inside.
-    result = _dict(inner.get("result")) or _dict(tool_call.get("result"))
-    outcome = _outcome(result)
+    result = inner.get("result")
+    if not result or type(result) is not dict:
+        result = _dict(tool_call.get("result"))
+    outcome = "success" if "success" in result else _outcome(result)
+    payload = result.get(outcome) if outcome else None
     return ToolCallEvent(
         subtype,
         call_id,
@@ -165,7 +188,7 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
         _target(kind, inner, args),
         args,
         "unknown" if outcome is None else outcome,
-        _dict(result.get(outcome)) if outcome else {},
+        payload if type(payload) is dict else {},
         # Only a completion needs the call's own clock (its duration).
         _int(tool_call.get("startedAtMs")),
         _int(tool_call.get("completedAtMs")),
