@@ -109,7 +109,9 @@ def main() -> None:
     # Byte-compiled first, as pip does at install: a stale .pyc (PYTHONDONTWRITEBYTECODE in a
     # dev shell) would add ~10 ms of compiling to every start-up measured below.
     package = Path(__file__).resolve().parents[2] / "src" / "cursor_agent_action"
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "-x", "/data/", str(package)], check=True)
+    # Not data/: the demo workspace ships as plain files.
+    compile_cmd = [sys.executable, "-m", "compileall", "-q", "-x", "/data/", str(package)]
+    subprocess.run(compile_cmd, check=True)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-stream-"))
     work.mkdir(parents=True, exist_ok=True)
     transcript = work / "transcript.jsonl"
