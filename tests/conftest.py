@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
+
+from cursor_agent_action.agent.isolation import DEFAULT_AGENT_USER
+from tests.support.users import TEST_AGENT_USER, TEST_USERS, remove_user, user_exists
 
 # What a test must never inherit from the shell or from a real Actions runner (our own CI runs
 # the suite inside one): runner files a command would write to, credentials it would mask, and
@@ -22,3 +26,16 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name in _INHERITED or name.startswith(_INHERITED_PREFIXES):
             monkeypatch.delenv(name)
+    # A contained agent runs as this user (created by the jail), removed after the session.
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_AGENT_USER", TEST_AGENT_USER)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def remove_test_users() -> Iterator[None]:
+    """The users the suite creates (the agent user, a runner user) go when it ends."""
+    names = (*TEST_USERS, DEFAULT_AGENT_USER)  # the default: a test that forgot to set one
+    existed = {name for name in names if user_exists(name)}
+    yield
+    for name in names:
+        if name not in existed:
+            remove_user(name)

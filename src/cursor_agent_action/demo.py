@@ -83,6 +83,9 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                 policy=build_policy("docs"),
                 timeout_minutes=5,
                 max_retries=0,
+                # A replay of a recorded run: nothing untrusted runs, so no box (and no user
+                # created on the machine of whoever tries the demo).
+                isolation="none",
             )
             # The stand-in needs no key; a placeholder keeps the "no API key" warning away.
             environ = {**os.environ, "CURSOR_API_KEY": "demo-placeholder-not-a-key"}

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.process import AgentExit, TranscriptWriter, run_agent_process
+from cursor_agent_action.agent.process import (
+    KILL_GRACE_S,
+    RESULT_GRACE_S,
+    AgentExit,
+    TranscriptWriter,
+    run_agent_process,
+)
 from cursor_agent_action.agent.standin import to_json_line
 from cursor_agent_action.runner_io import Redactor, Runner
 from tests.support.standin import make_standin, records, wait_group_gone
@@ -41,7 +47,8 @@ class Sink:
 
 def _run(
     tmp_path: Path, scenario: dict[str, Any], *, sink: Sink | None = None,
-    stop: threading.Event | None = None, timeout_s: float = 20, **kwargs: float,
+    stop: threading.Event | None = None, timeout_s: float = 20,
+    result_grace_s: float = RESULT_GRACE_S, kill_grace_s: float = KILL_GRACE_S,
 ) -> tuple[AgentExit, Sink, float]:
     scenario.setdefault("record", "record.jsonl")
     agent = make_standin(tmp_path, scenario)
@@ -50,7 +57,8 @@ def _run(
     result = run_agent_process(
         [str(agent), *ARGS], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, sink=sink,
         runner=Runner(stdout=io.StringIO(), env={}), transcript=tmp_path / "t.jsonl",
-        timeout_s=timeout_s, stop=stop or threading.Event(), **kwargs,
+        timeout_s=timeout_s, stop=stop or threading.Event(), result_grace_s=result_grace_s,
+        kill_grace_s=kill_grace_s,
     )
     return result, sink, time.monotonic() - started
 

@@ -19,6 +19,7 @@ from cursor_agent_action.agent.permissions import build_policy
 from cursor_agent_action.cli import main
 from cursor_agent_action.runner_io import parse_output_file
 from tests.support.standin import make_standin, records, runs, wait_group_gone
+from tests.support.users import TEST_AGENT_USER
 
 SESSION = "5e55a0b1-0000-4000-8000-00000000c0de"
 API_KEY = "key_test_0123456789abcdef"
@@ -337,7 +338,8 @@ def test_tampering_with_cli_json_fails_the_run(
     (workspace / ".cursor").mkdir()
     (workspace / ".cursor" / "cli.json").write_bytes(original)
     tamper = '{"permissions": {"allow": ["Shell(*)"]}}'
-    result = run(tmp_path, workspace, capsys, {"tamper": tamper})
+    # Uncontained: contained, the agent cannot write .cursor/ at all (test_containment).
+    result = run(tmp_path, workspace, capsys, {"tamper": tamper}, "--isolation", "none")
     assert result.code == 1
     assert result.outputs["conclusion"] == "failure"
     assert "::error title=cursor-agent%3A failure::.cursor/cli.json was changed" in result.log
@@ -549,13 +551,14 @@ def _script_agent(tmp_path: Path, body: str) -> Path:
 
 
 def _run_script(
-    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str], body: str
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str], body: str,
+    *args: str,
 ) -> Run:
     output = tmp_path / "outputs.txt"
     output.unlink(missing_ok=True)
     argv = ["run", "--agent-bin", str(_script_agent(tmp_path, body)), "--working-directory",
             str(workspace), "--output-file", str(output), "--summary-file", os.devnull,
-            "--prompt", "Look around.", "--timeout-minutes", "1"]
+            "--prompt", "Look around.", "--timeout-minutes", "1", *args]
     code = main(argv)
     return Run(code=code, outputs=parse_output_file(output.read_text()), summary="",
                log=capsys.readouterr().out, workspace=workspace, tmp=tmp_path)
@@ -589,7 +592,8 @@ def test_planted_git_config_never_runs_and_is_restored(
     original = config.read_bytes()
     planted = f"[core]\n\tfsmonitor = {hook}\n"
     plant = f"printf '{planted}' >> .git/config; printf '{planted}' >> $HOME/.gitconfig"
-    result = _run_script(tmp_path, workspace, capsys, plant)
+    # The second wall, uncontained (contained, neither file can be written: test_containment).
+    result = _run_script(tmp_path, workspace, capsys, plant, "--isolation", "none")
     assert not marker.exists()
     assert config.read_bytes() == original
     assert result.outputs["conclusion"] == "failure"
@@ -615,7 +619,8 @@ def test_signal_to_the_helper_cancels_and_still_reports(
     agent = make_standin(tmp_path, {"lines": [INIT, SAY, RESULT], "hang_after": 1,
                                     "spawn_child": True, "record": "record.jsonl"})
     output, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
-    env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path / "rt"), "HOME": str(tmp_path)}
+    env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path / "rt"), "HOME": str(tmp_path),
+           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER}
     transcript = tmp_path / "transcript.jsonl"
     with subprocess.Popen(
         [sys.executable, "-m", "cursor_agent_action", "run",
@@ -714,7 +719,8 @@ def test_agent_changes_to_the_runner_file_commands_are_undone_and_fail_the_run(
         monkeypatch.setenv(name, str(path))
     scenario = {"edits": {str(github_env): "KEEP=1\r\nBASH_ENV=/tmp/evil.sh\n",
                           str(github_path): "/tmp/evil-bin\n"}}
-    result = run(tmp_path, workspace, capsys, scenario)
+    # The second wall, uncontained (contained, the agent cannot write them: test_containment).
+    result = run(tmp_path, workspace, capsys, scenario, "--isolation", "none")
     assert result.code == 1
     assert result.outputs["conclusion"] == "failure"
     [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
@@ -759,7 +765,8 @@ def test_two_runs_in_one_job_keep_their_own_transcript_and_cli_config(
     assert b"Second." in transcripts[1].read_bytes()
     configs = [entry["env"]["CURSOR_CONFIG_DIR"] for entry in first.runs]
     assert len(set(configs)) == len(configs) == 3
-    assert [Path(c).parent for c in configs[:2]] == [t.parent for t in transcripts[:2]]
+    # Contained, each run's config is in the job's agent home, named after the run's directory.
+    assert [Path(c).name for c in configs[:2]] == [t.parent.name for t in transcripts[:2]]
     assert first.outputs["result-file"] != second.outputs["result-file"]
 
 

@@ -47,6 +47,8 @@ from typing import Any
 
 import yaml
 
+from tests.support.users import TEST_AGENT_USER
+
 ROOT = Path(__file__).resolve().parents[2]
 ACT = Path(sys.executable).parent / "act"
 
@@ -253,7 +255,9 @@ def run_workflow(
         argv += ["--local-repository", f"{ref}={local}"]
     # --env (not act's own environment): these also override act's defaults such as
     # GITHUB_API_URL, in the env and in the github context.
-    for name, value in (env or {}).items():
+    # A contained agent runs as the suite's test user (removed after the session).
+    env = {"CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER, **(env or {})}
+    for name, value in env.items():
         argv += ["--env", f"{name}={value}"]
     if job:
         argv += ["-j", job]

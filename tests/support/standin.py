@@ -4,23 +4,39 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import time
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.agent.standin import write_wrapper
+from cursor_agent_action.agent.standin import copy_package, write_wrapper
+
+# An interpreter every user can run: a contained agent (its own user) cannot reach a Python
+# under /root, where this machine's default one lives. The stand-in needs only the stdlib.
+SYSTEM_PYTHON = next(
+    (path for path in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(path, os.X_OK)),
+    "",
+)
 
 
 def make_standin(tmp_path: Path, scenario: dict[str, Any], name: str = "cursor-agent") -> Path:
     """Write ``scenario`` and an executable ``cursor-agent`` wrapper in ``tmp_path/standin/``.
 
-    Relative paths in the scenario (record, counter, transcript) resolve in that directory.
+    Relative paths in the scenario (record, counter, transcript) resolve in that directory,
+    which any user may write (sticky, like /tmp): a contained agent records there too.
     """
     directory = tmp_path / "standin"
     directory.mkdir(exist_ok=True)
+    directory.chmod(0o1777)
     scenario_file = directory / f"{name}.scenario.json"
     scenario_file.write_text(json.dumps(scenario), encoding="utf-8")
-    return write_wrapper(directory / name, scenario_file)
+    scenario_file.chmod(0o644)
+    if not SYSTEM_PYTHON:
+        return write_wrapper(directory / name, scenario_file)
+    package = copy_package(directory / "pkg")
+    package.chmod(0o755)
+    return write_wrapper(directory / name, scenario_file, python=SYSTEM_PYTHON,
+                         package_root=package)
 
 
 def records(tmp_path: Path, name: str = "record.jsonl") -> list[dict[str, Any]]:
@@ -62,3 +78,23 @@ def wait_group_gone(pgid: int, timeout_s: float = 5.0) -> list[int]:
     while (members := live_group_members(pgid)) and time.monotonic() < deadline:
         time.sleep(0.01)
     return members
+
+
+def processes_of(user: str) -> list[int]:
+    """Pids of live processes (not zombies) whose real uid is ``user``'s; [] if no such user."""
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return []
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+            found.append(int(entry))
+    return found

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cursor_agent_action.agent.isolation import DEFAULT_AGENT_USER, MODES
 from cursor_agent_action.agent.permissions import (
     Policy,
     add_policy_options,
@@ -53,6 +54,8 @@ class RunOptions:
     max_retries: int = DEFAULT_MAX_RETRIES
     retry_delay_s: float = DEFAULT_RETRY_DELAY_S
     pass_env: tuple[str, ...] = field(default=())
+    isolation: str = "auto"
+    agent_user: str = DEFAULT_AGENT_USER
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +82,11 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                "unavailable) before any tool ran")
     add_number(parser, "--retry-delay", default=DEFAULT_RETRY_DELAY_S, maximum=MAX_RETRY_DELAY_S,
                metavar="SECONDS", help="seconds before the first retry, doubled each time")
+    add_option(parser, "--isolation", default="auto", choices=MODES,
+               help="contain the agent (its own user, PID namespace and home): auto (when the "
+               "runner allows it, else warn), user (or fail) or none (unsafe)")
+    add_option(parser, "--agent-user", default=DEFAULT_AGENT_USER,
+               help="the unprivileged user a contained agent runs as (created if missing)")
     add_list(parser, "--pass-env", metavar="NAME", help="also give the agent this environment "
              "variable; GITHUB_*, GH_*, ACTIONS_*, INPUT_*, RUNNER_* are refused")
 
@@ -125,6 +133,16 @@ def find_agent(requested: str) -> Path:
         "Install it first (the action's install step, or 'cursor-agent-action install') or "
         "pass its path as agent-bin (--agent-bin).",
     )
+
+
+_USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,30}$")
+
+
+def _agent_user(name: str) -> str:
+    if not _USER_NAME.match(name) or name == "root":
+        raise UsageError(f"agent-user {name!r} is not a valid name for an unprivileged user.",
+                         "Use lower-case letters, digits, '_' and '-' (e.g. cursor-agent).")
+    return name
 
 
 def _pass_env_names(names: Sequence[str]) -> tuple[str, ...]:
@@ -198,6 +216,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         max_retries=args.max_retries,
         retry_delay_s=args.retry_delay,
         pass_env=pass_env,
+        isolation=args.isolation,
+        agent_user=_agent_user(args.agent_user),
     )
 
 

@@ -9,8 +9,10 @@ import re
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from cursor_agent_action.agent.isolation import Isolation, Jail, jail_for
 from cursor_agent_action.agent.options import RunOptions
 from cursor_agent_action.errors import SetupError
 
@@ -45,6 +47,48 @@ def agent_environment(
     # --model rewrites the CLI's global config; keep that out of the user's home.
     env["CURSOR_CONFIG_DIR"] = str(config_dir)
     return env
+
+
+@dataclass
+class Box:
+    """Where and as whom the agent runs: its environment and, contained, its jail's home."""
+
+    isolation: Isolation
+    env: dict[str, str]
+    home: Path | None = None
+
+    def jail(self, options: RunOptions, argv: Sequence[str]) -> Jail | None:
+        """A fresh jail for one start of the agent (None: not contained)."""
+        if not self.isolation.contained or self.home is None:
+            return None
+        reach = [options.agent_bin, options.agent_bin.resolve(), options.state_dir]
+        return jail_for(self.isolation, state_dir=options.state_dir,
+                        workspace=options.workspace, home=self.home, argv=argv, env=self.env,
+                        reach=reach, make=[Path(self.env["CURSOR_CONFIG_DIR"])])  # fmt: skip
+
+
+def agent_home(state_dir: Path) -> Path:
+    """The contained agent's home: one per job (beside the runs' state directories), so a
+    later run of the same job can ``resume`` the chat; the agent's alone (mode 0700)."""
+    return state_dir.parent / "agent-home"
+
+
+def make_box(options: RunOptions, environ: Mapping[str, str], isolation: Isolation) -> Box:
+    """The agent's environment for ``isolation``; contained, the state directory becomes
+    traversable (not readable) so the agent reaches a long prompt's file, nothing else."""
+    options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not isolation.contained:
+        config_dir = options.state_dir / "cli-config"
+        config_dir.mkdir(exist_ok=True, mode=0o700)
+        return Box(isolation, agent_environment(environ, config_dir, options.pass_env))
+    options.state_dir.chmod(0o711)
+    home = agent_home(options.state_dir)
+    # The home is the job's (resume), the CLI's config this run's alone (--model).
+    config_dir = home / ".config" / "cursor" / options.state_dir.name
+    env = agent_environment(environ, config_dir, options.pass_env)
+    env.update(HOME=str(home), USER=isolation.agent_user, LOGNAME=isolation.agent_user,
+               TMPDIR=str(home / "tmp"))
+    return Box(isolation, env, home)
 
 
 def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Protocol, cast
 
+from cursor_agent_action.agent.isolation import JAIL_EXIT_WAIT_S, Jail
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.runner_io import Runner
 
@@ -171,6 +172,19 @@ def _reap_orphans(agent_pid: int, before: set[tuple[int, str]],
                 time.sleep(0.005)
 
 
+def _stop(proc: subprocess.Popen[bytes], jail: Jail | None, sig: int) -> None:
+    """SIGTERM or SIGKILL the agent's group; a contained agent through its jail."""
+    if jail is None:
+        _signal_group(proc.pid, sig)
+    else:
+        Jail.send(proc.stdin, b"T" if sig == signal.SIGTERM else b"K")
+
+
+def _jail_env() -> dict[str, str]:
+    """The jail gets its orders from its spec file; only what sudo needs to be found."""
+    return {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"}
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -234,8 +248,13 @@ def run_agent_process(
     stop: threading.Event,
     result_grace_s: float = RESULT_GRACE_S,
     kill_grace_s: float = KILL_GRACE_S,
+    jail: Jail | None = None,
 ) -> AgentExit:
     """Run the agent to its end; see the module docstring.
+
+    With ``jail`` the agent runs contained (:mod:`.jail`): the jail is started instead of
+    ``argv`` (which the jail's spec holds), stopped through its control pipe instead of by
+    signals, and the agent's own exit status comes from the jail.
 
     Raises SetupError if the transcript file cannot be created or the agent cannot start. A
     transcript write that fails later (disk full) does not stop the run: the rest of the output
@@ -251,13 +270,19 @@ def run_agent_process(
                          "Point transcript at a writable path (default: under $RUNNER_TEMP).",
                          ) from exc
     transcript_file = TranscriptWriter(out_fd, runner.redact)
-    subreaper = _set_subreaper(True)
+    subreaper = jail is None and _set_subreaper(True)
     before = _children_in_other_sessions() if subreaper else set()
     try:
-        proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        )
+        if jail is None:
+            proc = subprocess.Popen(
+                list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            )
+        else:  # the jail's stdin is its control pipe; its stdout and stderr are the agent's
+            proc = subprocess.Popen(
+                jail.command(), cwd=jail.state_dir, env=_jail_env(), stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            )
     except OSError as exc:
         transcript_file.close()
         if subreaper:
@@ -289,7 +314,7 @@ def run_agent_process(
                 # only leftover children can keep the pipes open, even during the kill grace
                 kill_at = min(kill_at or float("inf"), now + EXIT_DRAIN_S)
             if term_at is not None and now >= term_at:
-                _signal_group(pgid, signal.SIGTERM)
+                _stop(proc, jail, signal.SIGTERM)
                 term_at = float("inf")  # once
                 kill_at = min(kill_at or float("inf"), now + kill_grace_s)
             if kill_at is not None and now >= kill_at:
@@ -318,9 +343,13 @@ def run_agent_process(
                     del stderr_tail[:-STDERR_TAIL_BYTES]
     finally:
         # Whatever happened, nothing the agent started outlives the run.
-        _signal_group(pgid, signal.SIGKILL)
+        _stop(proc, jail, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=kill_grace_s)
+            # The jail gives the workspace back before it exits: wait for that too.
+            proc.wait(timeout=kill_grace_s if jail is None else JAIL_EXIT_WAIT_S)
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
         if subreaper:
             _reap_orphans(proc.pid, before)
             _set_subreaper(False)  # orphans of anything else the process runs go to init again
@@ -333,7 +362,7 @@ def run_agent_process(
         ended_by = "result" if sink.finished else "exit"
     return AgentExit(
         ended_by=ended_by,
-        returncode=proc.returncode,
+        returncode=proc.returncode if jail is None else jail.returncode(proc.returncode),
         stderr=stderr_tail.decode("utf-8", "replace"),
         pgid=pgid,
         transcript_error=transcript_file.error,

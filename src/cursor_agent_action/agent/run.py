@@ -24,6 +24,12 @@ from cursor_agent_action.agent.changes import (
 )
 from cursor_agent_action.agent.failures import _stderr_excerpt, classify, explain_exit
 from cursor_agent_action.agent.filestate import FileState
+from cursor_agent_action.agent.isolation import (
+    ContainmentFailed,
+    Isolation,
+    decide,
+    fallback_warning,
+)
 from cursor_agent_action.agent.options import (
     MAX_RETRY_DELAY_S,
     RunOptions,
@@ -34,9 +40,11 @@ from cursor_agent_action.agent.permissions import (
     PolicyGuard,
 )
 from cursor_agent_action.agent.plan import (
+    Box,
     accepts_trust,
     agent_environment,
     build_argv,
+    make_box,
     prompt_argument,
 )
 from cursor_agent_action.agent.process import AgentExit, run_agent_process, stop_on_signals
@@ -50,16 +58,24 @@ from cursor_agent_action.stream.report import report
 
 
 def _attempt(
-    options: RunOptions, runner: Runner, argv: Sequence[str], env: Mapping[str, str],
-    stop: threading.Event,
+    options: RunOptions, runner: Runner, argv: Sequence[str], box: Box, stop: threading.Event,
 ) -> tuple[RunRecord, AgentExit, bool]:
     processor = StreamProcessor(runner, verbose=options.verbose)
     with PolicyGuard(options.workspace, options.policy) as guard:
         ended = run_agent_process(
-            argv, cwd=options.workspace, env=env, sink=processor, runner=runner,
+            argv, cwd=options.workspace, env=box.env, sink=processor, runner=runner,
             transcript=options.transcript, timeout_s=options.timeout_minutes * 60, stop=stop,
+            jail=box.jail(options, argv),
         )
     return processor.close(), ended, guard.tampered
+
+
+def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str],
+                 isolation: Isolation) -> Box:
+    """The box without containment; ``auto`` says so in a warning that names what is lost."""
+    if options.isolation == "auto":
+        runner.warning(fallback_warning(isolation), title="agent not contained")
+    return make_box(options, environ, isolation)
 
 
 def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunOptions) -> None:
@@ -97,14 +113,17 @@ def execute(
     options: RunOptions, runner: Runner, environ: Mapping[str, str], stop: threading.Event
 ) -> RunRecord:
     """Run the agent (with retries), then write the summary, outputs and annotation."""
-    options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    config_dir = options.state_dir / "cli-config"
-    config_dir.mkdir(exist_ok=True, mode=0o700)
-    env = agent_environment(environ, config_dir, options.pass_env)
-    if not env.get("CURSOR_API_KEY"):
+    isolation = decide(options.isolation, options.agent_user)
+    if isolation.contained:
+        box = make_box(options, environ, isolation)
+    else:
+        box = _uncontained(options, runner, environ, isolation)
+    if not box.env.get("CURSOR_API_KEY"):
         runner.warning("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless it "
                        "is logged in. Pass the api-key input.", title="no API key")
-    trust = accepts_trust(options.agent_bin, env, options.workspace)
+    # The vendor's binary only prints its help: run as the helper, away from the workspace.
+    probe_env = agent_environment(environ, options.state_dir / "probe-config")
+    trust = accepts_trust(options.agent_bin, probe_env, options.state_dir)
     argv = build_argv(options, prompt_argument(options.prompt, options.state_dir), trust=trust)
     # Paths and values may hold anything: one line, so none of it can act as a workflow command.
     runner.log(one_line(
@@ -117,8 +136,19 @@ def execute(
     file_commands = snapshot_file_commands(environ)
     git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
     attempts = options.max_retries + 1
-    for attempt in range(1, attempts + 1):
-        record, ended, tampered = _attempt(options, runner, argv, env, stop)
+    runner.log(f"Isolation: {box.isolation.label}.")
+    attempt = 0
+    while attempt < attempts:  # bounded: attempts, plus one start uncontained after a failure
+        attempt += 1
+        try:
+            record, ended, tampered = _attempt(options, runner, argv, box, stop)
+        except ContainmentFailed as exc:
+            if options.isolation != "auto" or not box.isolation.contained:
+                raise
+            box = _uncontained(options, runner, environ, Isolation(False, why_not=exc.reason))
+            attempt -= 1
+            continue
+        record.isolation = box.isolation.label
         known = classify(ended.stderr)
         # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.
         if not (

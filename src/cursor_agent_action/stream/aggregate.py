@@ -86,6 +86,7 @@ class RunRecord:
     stderr: str = ""
     exit_code: int | None = None
     transcript_file: str = ""
+    isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -49,6 +49,8 @@ def _headline(record: RunRecord) -> str:
     facts.append(f"**Files changed:** {len(record.files_changed)}")
     if record.exit_code is not None:
         facts.append(f"**CLI exit code:** {record.exit_code}")
+    if record.isolation:
+        facts.append(f"**Isolation:** {inline(record.isolation, 120)}")
     ids = [f"**Session:** {_code(record.session_id, 80)}"] if record.session_id else []
     if record.request_id:
         ids.append(f"**Request:** {_code(record.request_id, 80)}")

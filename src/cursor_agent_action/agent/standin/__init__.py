@@ -301,16 +301,39 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
     return int(scenario.get("exit_code", 0))
 
 
-def write_wrapper(path: Path, scenario_file: Path) -> Path:
+def write_wrapper(
+    path: Path, scenario_file: Path, *, python: str = "", package_root: Path | None = None
+) -> Path:
     """An executable ``cursor-agent`` that runs the stand-in with ``scenario_file``.
 
-    It names the interpreter by absolute path, so it works with a stripped environment.
+    It names the interpreter by absolute path, so it works with a stripped environment. With
+    ``python`` and ``package_root`` it runs that interpreter isolated (``-I``) on the stand-in
+    found under ``package_root`` (it needs nothing but the standard library): a contained agent
+    user can run it where it cannot reach the helper's own interpreter or venv.
     """
-    command = [sys.executable, "-m", "cursor_agent_action.agent.standin",
-               "--scenario", str(scenario_file.resolve())]
+    if python and package_root is not None:
+        loader = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+                  "from cursor_agent_action.agent.standin import main; sys.exit(main())")
+        command = [python, "-I", "-B", "-c", loader, str(package_root)]
+    else:
+        command = [sys.executable, "-m", "cursor_agent_action.agent.standin"]
+    command += ["--scenario", str(scenario_file.resolve())]
     path.write_text(f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n', encoding="utf-8")
     path.chmod(0o755)
     return path
+
+
+def copy_package(destination: Path) -> Path:
+    """The stand-in's own files (and the package files it imports) under ``destination``, for
+    :func:`write_wrapper`'s ``package_root``; readable by every user."""
+    source = Path(__file__).resolve().parents[2]  # .../cursor_agent_action
+    for relative in ("__init__.py", "agent/__init__.py", "agent/standin/__init__.py",
+                     "agent/standin/cli.py", "agent/standin/__main__.py"):
+        target = destination / "cursor_agent_action" / relative
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        target.write_bytes((source / relative).read_bytes())
+        target.chmod(0o644)
+    return destination
 
 
 def main(argv: Sequence[str] | None = None) -> int:
