@@ -37,11 +37,11 @@ root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 python=${CURSOR_AGENT_ACTION_PYTHON:-python3}
 command -v "$python" >/dev/null 2>&1 ||
   fail "No Python interpreter '$python' on PATH. Fix: add an actions/setup-python step (python-version: '3.12') before this action."
-"$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
-  fail "The helper needs Python >= 3.10, but '$python' is $("$python" -c 'import platform; print(platform.python_version())'). Fix: add an actions/setup-python step (python-version: '3.12') before this action."
+"$python" -I -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
+  fail "The helper needs Python >= 3.10, but '$python' is $("$python" -I -c 'import platform; print(platform.python_version())'). Fix: add an actions/setup-python step (python-version: '3.12') before this action."
 
 # The key: interpreter, platform, lock file, packaging metadata and every source file.
-key=$("$python" - "$root" <<'PY'
+key=$("$python" -I - "$root" <<'PY'
 import hashlib
 import platform
 import sys
@@ -77,7 +77,7 @@ manifest=("$python" -I "$root/scripts/venv_manifest.py")
 cache_hit=false
 if [[ -f "$venv/.complete" ]]; then
   if difference=$("${manifest[@]}" check "$venv") &&
-    "$venv/bin/python" -c 'import cursor_agent_action' 2>/dev/null; then
+    "$venv/bin/python" -I -c 'import cursor_agent_action' 2>/dev/null; then
     cache_hit=true
     echo "Helper venv found in the tool cache (unchanged since its build): $venv"
   else
@@ -91,19 +91,19 @@ if [[ "$cache_hit" == false ]]; then
   build=$(mktemp -d "$cache_root/.build.XXXXXX")
   trap 'rm -rf "$build"' EXIT
   group_open=true
-  echo "::group::Set up the helper venv (Python $("$python" -c 'import platform; print(platform.python_version())'))"
-  "$python" -m venv "$build/venv" ||
+  echo "::group::Set up the helper venv (Python $("$python" -I -c 'import platform; print(platform.python_version())'))"
+  "$python" -I -m venv "$build/venv" ||
     fail "Could not create a virtual environment with '$python'. Fix: install the venv module (Debian/Ubuntu: apt-get install python3-venv) or add an actions/setup-python step."
-  pip=("$build/venv/bin/python" -m pip --disable-pip-version-check --no-input)
+  pip=("$build/venv/bin/python" -I -m pip --disable-pip-version-check --no-input)
   "${pip[@]}" install --require-hashes --only-binary :all: -r "$root/requirements/action.txt" ||
     fail "Could not install the helper's pinned dependencies (requirements/action.txt). Fix: make sure the runner reaches PyPI, or point PIP_INDEX_URL (or PIP_FIND_LINKS with PIP_NO_INDEX=1) at a mirror that has these exact files."
   "${pip[@]}" install --no-deps --no-build-isolation --no-index "$root" ||
     fail "Could not install the helper from $root. Fix: use a full checkout of the action (a release tag such as @v1)."
-  "$build/venv/bin/python" -m cursor_agent_action --version ||
+  "$build/venv/bin/python" -I -m cursor_agent_action --version ||
     fail "The helper installed in $build/venv does not start (output above). Fix: report this with the log; re-running may help if the runner's disk was full."
   # Everything compiled now, so running the helper adds no .pyc file to the manifest's venv.
   # A file that does not compile cannot be imported either: its error does not matter here.
-  "$build/venv/bin/python" -m compileall -q -j 0 "$build/venv" >/dev/null || true
+  "$build/venv/bin/python" -I -m compileall -q -j 0 "$build/venv" >/dev/null || true
   "${manifest[@]}" write "$build/venv" ||
     fail "Could not write the helper venv's manifest. Fix: make sure RUNNER_TOOL_CACHE is writable."
   : >"$build/venv/.complete"
@@ -112,7 +112,7 @@ if [[ "$cache_hit" == false ]]; then
   # An entry without its marker is a broken leftover (nothing runs from one): replace it.
   if [[ -d "$venv" && ! -f "$venv/.complete" ]]; then rm -rf "$venv"; fi
   # Atomic: when another job of this runner finished the same venv first, keep theirs.
-  "$python" -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "$build/venv" "$venv" 2>/dev/null ||
+  "$python" -I -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "$build/venv" "$venv" 2>/dev/null ||
     [[ -f "$venv/.complete" ]] ||
     fail "Could not move the helper venv into $venv. Fix: make sure RUNNER_TOOL_CACHE is writable."
 fi

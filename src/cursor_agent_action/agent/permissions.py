@@ -43,7 +43,7 @@ _READ_ONLY_SHELL = (
 # that run in our later `git commit`; reads of secrets (actions/checkout keeps the job token in
 # .git/config); commands that move data off the machine, act as git/GitHub, or escape the first-
 # word match by running another command (`env curl ...`).
-_FLOOR_WRITE = (".cursor/**", ".git/**", ".github/**")
+_FLOOR_WRITE = (".claude/**", ".cursor/**", ".git/**", ".github/**")
 _SECRET_GLOBS = (
     "**/.env*", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx", "**/*.jks", "**/*.keystore",
     "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*", "**/.ssh/**", "**/.aws/**",
@@ -212,10 +212,15 @@ def build_policy(preset: str, allow: Sequence[str] = (), deny: Sequence[str] = (
 # -- the policy file in a workspace ------------------------------------------------------------
 
 
-SET_ASIDE: tuple[str, ...] = ("hooks.json", "mcp.json")
-"""Files in ``.cursor/`` that :class:`PolicyGuard` moves out of the way for a run: hooks run
-commands and can approve tool calls, MCP servers run commands; a pull request must not bring its
-own. The floor's ``Write(.cursor/**)`` keeps the agent's write tools from adding them."""
+SET_ASIDE: tuple[str, ...] = (
+    ".cursor/hooks.json", ".cursor/mcp.json", ".claude/settings.json",
+    ".claude/settings.local.json",
+)  # fmt: skip
+"""Workspace files that :class:`PolicyGuard` moves out of the way for a run: hooks run
+commands and can approve tool calls, MCP servers run commands, and the CLI (2026.10) also runs
+the hooks of ``.claude/settings*.json``; a pull request must not bring its own. The floor's
+``Write(.cursor/**)`` and ``Write(.claude/**)`` keep the agent's write tools from adding them
+(a contained agent cannot write either directory at all)."""
 
 
 def _policy_paths(workspace: Path) -> tuple[Path, Path]:
@@ -228,14 +233,15 @@ def _policy_paths(workspace: Path) -> tuple[Path, Path]:
         )
     directory = workspace / ".cursor"
     path = directory / "cli.json"
-    for candidate in (directory, path, *(directory / name for name in SET_ASIDE)):
+    aside = [workspace / name for name in SET_ASIDE]
+    for candidate in (directory, path, workspace / ".claude", *aside):
         if candidate.is_symlink():
             raise SetupError(
                 f"{candidate} is a symbolic link; refusing to write the permission policy "
                 "through it or move it aside (a pull request could point it anywhere).",
                 "Remove the link from the repository, or run on a trusted checkout.",
             )
-        if candidate is not directory and candidate.exists() and not candidate.is_file():
+        if candidate in (path, *aside) and candidate.exists() and not candidate.is_file():
             raise SetupError(
                 f"{candidate} exists but is not a regular file.",
                 "Remove it from the workspace so the policy can be put in place.",
@@ -278,7 +284,7 @@ class PolicyGuard:
         """What each guarded file must hold while the agent runs."""
         directory = self.workspace / ".cursor"
         return {directory / "cli.json": FileState(self.policy.render()),
-                **{directory / name: FileState(None) for name in SET_ASIDE}}
+                **{self.workspace / name: FileState(None) for name in SET_ASIDE}}
 
     def __enter__(self) -> PolicyGuard:
         directory, _ = _policy_paths(self.workspace)
@@ -315,17 +321,21 @@ class PolicyGuard:
             return
         self._active = False
         directory = self.workspace / ".cursor"
+        claude = self.workspace / ".claude"
         # A .cursor that became a link could show the expected files from elsewhere.
-        moved = directory.is_symlink() or not directory.is_dir()
+        moved = directory.is_symlink() or not directory.is_dir() or claude.is_symlink()
         self._tampered = moved or any(
             FileState.of(path) != state for path, state in self._during_run().items()
         )
         try:
             if moved:
-                with contextlib.suppress(FileNotFoundError):
-                    directory.unlink()
+                for link in (directory, claude):
+                    if link.is_symlink() or (link.exists() and not link.is_dir()):
+                        link.unlink()
             directory.mkdir(exist_ok=True)
             for path, original in self._originals.items():
+                if original.data is not None:
+                    path.parent.mkdir(exist_ok=True)
                 original.put_back(path)
             if self._created_dir:
                 with contextlib.suppress(OSError):  # not empty: the agent's own files stay

@@ -1,0 +1,357 @@
+"""The agent attacks its box; the box holds (issue: contain the agent).
+
+Every test runs the real helper (``cli.main``) as root, so the agent is contained for real: its
+own user (the suite's test user), its own PID and mount namespaces, a private home. The agent
+is a shell script (what a prompt-injected shell tool could run) that tries one escape, writes
+what it saw into a directory any user may write, then ends like the CLI (init, result).
+
+The fallback is tested by running the helper itself as an unprivileged user without sudo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.cli import main
+from cursor_agent_action.runner_io import parse_output_file
+from tests.support.standin import SYSTEM_PYTHON, processes_of
+from tests.support.users import TEST_AGENT_USER, TEST_RUNNER_USER, ensure_user
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not sys.platform.startswith("linux"),
+    reason="containment runs as root on Linux (CI here is root)",
+)
+
+SESSION = "00000000-0000-4000-8000-00000000c0de"
+TOKEN = "ghs_containment_secret_token_0123456789"
+EVENTS = "\n".join(json.dumps(event) for event in (
+    {"type": "system", "subtype": "init", "session_id": SESSION, "model": "Auto", "cwd": "."},
+    {"type": "result", "subtype": "success", "is_error": False, "result": "Done.",
+     "session_id": SESSION, "duration_ms": 5},
+))  # fmt: skip
+
+
+@dataclass
+class Box:
+    base: Path  # world-traversable, like a runner's work directory
+    workspace: Path
+    seen: Path  # the agent writes what it saw here (any user may write it)
+    runner_temp: Path
+    home: Path  # the runner user's home
+
+
+@pytest.fixture
+def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
+    base = tmp_path / "work"
+    base.mkdir()
+    workspace = base / "repo"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# demo\n")
+    (workspace / "src").mkdir()
+    (workspace / "src" / "app.py").write_text("print('hi')\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=workspace, check=True)
+    subprocess.run([*git, "add", "."], cwd=workspace, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=workspace, check=True)
+    seen = base / "seen"
+    seen.mkdir()
+    seen.chmod(0o1777)
+    home = tmp_path / "runner-home"
+    home.mkdir()
+    for name, value in {
+        "HOME": str(home), "RUNNER_TEMP": str(tmp_path / "runner-temp"), "GITHUB_TOKEN": TOKEN,
+        "CURSOR_API_KEY": "key_containment_0123456789", "LC_ALL": "C.UTF-8",
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    yield Box(base, workspace, seen, tmp_path / "runner-temp", home)
+    assert processes_of(TEST_AGENT_USER) == [], "an agent process outlived its run"
+
+
+def _agent(box: Box, body: str) -> Path:
+    agent = box.base / "agent.sh"
+    agent.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = --help ] && exit 0; done\n'
+        f"SEEN={box.seen}\n{body}\n"
+        f"cat <<'EOF'\n{EVENTS}\nEOF\n"
+    )
+    agent.chmod(0o755)
+    return agent
+
+
+def _run(box: Box, capsys: pytest.CaptureFixture[str], body: str, *args: str) -> dict[str, str]:
+    output = box.base / "outputs.txt"
+    output.unlink(missing_ok=True)
+    code = main(["run", "--agent-bin", str(_agent(box, body)), "--working-directory",
+                 str(box.workspace), "--output-file", str(output), "--summary-file",
+                 os.devnull, "--prompt", "Look around.", "--timeout-minutes", "1", *args])
+    outputs = parse_output_file(output.read_text())
+    outputs["exit"] = str(code)
+    outputs["log"] = capsys.readouterr().out
+    return outputs
+
+
+def _seen(box: Box, name: str) -> str:
+    path = box.seen / name
+    return path.read_text() if path.exists() else ""
+
+
+def test_the_agent_runs_as_its_own_user_with_a_private_home(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _run(box, capsys, 'id -u > $SEEN/uid; id -G > $SEEN/groups; echo "$HOME" > $SEEN/home;'
+                            ' stat -c %a "$HOME" > $SEEN/mode; ls /proc | grep -c "^[0-9]" '
+                            '> $SEEN/pids')
+    assert out["conclusion"] == "success", out["log"]
+    uid = int(_seen(box, "uid"))
+    assert uid != 0
+    assert uid != os.getuid()
+    assert len(_seen(box, "groups").split()) == 1  # its own group only
+    home = Path(_seen(box, "home").strip())
+    assert home.is_relative_to(box.runner_temp)
+    assert _seen(box, "mode").strip() == "700"
+    assert int(_seen(box, "pids")) < 10  # its own namespace: its shell, cat, ls, grep
+    assert "Isolation: contained" in out["log"]
+
+
+def test_survivors_of_a_setsid_double_fork_and_a_fork_chain_are_gone(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """setsid, double fork, then a chain of 1,500 forks whose tip writes later: nothing is
+    left when the helper returns, and nothing is written after."""
+    chain = box.base / "chain.sh"
+    chain.write_text('n=$1; if [ "$n" -gt 0 ]; then setsid sh "$0" $((n - 1)) & exit 0; fi\n'
+                     f'sleep 2; echo survived > {box.seen}/survivor\n')
+    chain.chmod(0o755)
+    out = _run(box, capsys, f"(setsid sh {chain} 1500 &) ; sleep 0.5")
+    assert out["conclusion"] == "success", out["log"]
+    assert processes_of(TEST_AGENT_USER) == []
+    time.sleep(2.5)
+    assert not (box.seen / "survivor").exists()
+
+
+def test_the_agent_cannot_kill_or_see_the_helper_or_read_its_environment(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = (f'kill -9 $PPID 2>/dev/null; echo $? > $SEEN/kill; kill -9 {os.getpid()} '
+            '2>/dev/null; echo $? > $SEEN/kill-helper; cat /proc/*/environ 2>/dev/null | '
+            "tr '\\0' '\\n' > $SEEN/environ; ls /proc > $SEEN/proc")
+    out = _run(box, capsys, body)
+    assert out["conclusion"] == "success", out["log"]  # the helper lived to write it
+    assert _seen(box, "kill").strip() != "0"
+    assert _seen(box, "kill-helper").strip() != "0"
+    assert TOKEN not in _seen(box, "environ")
+    assert "GITHUB_TOKEN" not in _seen(box, "environ")
+    assert str(os.getpid()) not in _seen(box, "proc").split()
+
+
+def test_runner_files_the_venv_and_git_stay_out_of_reach(
+    box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commands = box.runner_temp / "_runner_file_commands"
+    commands.mkdir(parents=True)
+    github_env = commands / "set_env_1"
+    github_env.write_text("KEEP=1\n")
+    monkeypatch.setenv("GITHUB_ENV", str(github_env))
+    git_dir = box.workspace / ".git"
+    before = _tree(git_dir)
+    venv = Path(sys.prefix)
+    body = (f"echo BASH_ENV=/tmp/evil >> {github_env} 2>/dev/null; "
+            f"touch {venv}/planted 2>/dev/null; "
+            "echo '[core] fsmonitor = /tmp/x' >> .git/config 2>/dev/null; "
+            "echo evil > .git/hooks/pre-commit 2>/dev/null; "
+            "mv .git .git-gone 2>/dev/null; mkdir .git-planted 2>/dev/null; "
+            "rm -rf .git 2>/dev/null; echo $? > $SEEN/rm; "
+            "git update-index --skip-worktree README.md 2>/dev/null; echo $? > $SEEN/skip")
+    out = _run(box, capsys, body)
+    assert github_env.read_text() == "KEEP=1\n"
+    assert not (venv / "planted").exists()
+    assert _tree(git_dir) == before
+    assert not (box.workspace / ".git-gone").exists()
+    assert _seen(box, "skip").strip() != "0"
+    assert out["conclusion"] == "success", out["log"]  # nothing got through: nothing to undo
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"<dir>"
+            for p in sorted(root.rglob("*"))}  # fmt: skip
+
+
+def test_planted_dotfiles_land_in_the_private_home_and_never_run(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = box.seen / "git-ran"
+    body = (f"printf '#!/bin/sh\\necho ran > {marker}\\n' > $HOME/evil.sh; chmod +x $HOME/evil.sh;"
+            " printf '[core]\\n\\tfsmonitor = '$HOME'/evil.sh\\n[diff]\\n\\texternal = '$HOME"
+            "'/evil.sh\\n' >> $HOME/.gitconfig; echo 'sh $HOME/evil.sh' >> $HOME/.bashrc; "
+            f"mkdir -p $HOME/.local/bin; cp $HOME/evil.sh $HOME/.local/bin/git;"
+            f" printf '[core]\\n\\tfsmonitor = /bin/false\\n' >> {box.home}/.gitconfig"
+            " 2>/dev/null; echo changed > src/app.py")
+    out = _run(box, capsys, body, "--preset", "edit")
+    assert out["conclusion"] == "success", out["log"]
+    assert not (box.home / ".gitconfig").exists()
+    assert not (box.home / ".bashrc").exists()
+    agent_home = box.runner_temp / "cursor-agent-action" / "agent-home"
+    assert (agent_home / ".gitconfig").exists()
+    assert (agent_home / ".local/bin/git").exists()
+    # A later step, as the runner's user with its own HOME, runs none of it.
+    env = {"HOME": str(box.home), "PATH": f"{agent_home}/.local/bin:/usr/bin:/bin"}
+    for args in (["status"], ["diff"], ["-c", "user.name=t", "-c", "user.email=t@e", "commit",
+                                        "-qam", "later step"]):  # fmt: skip
+        subprocess.run(["/usr/bin/git", *args], cwd=box.workspace, env=env, check=True,
+                       capture_output=True, timeout=60)
+    assert not marker.exists()
+
+
+def test_the_workspace_is_the_runners_again_and_protected_directories_were_read_only(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (box.workspace / ".github").mkdir()
+    (box.workspace / ".github" / "ci.yml").write_text("on: push\n")
+    mode = (box.workspace).stat().st_mode
+    body = ("mkdir -p docs && echo new > docs/new.md; echo x >> .github/ci.yml 2>/dev/null;"
+            " echo $? > $SEEN/github; mkdir -p .cursor/rules 2>/dev/null; echo $? > $SEEN/cursor")
+    out = _run(box, capsys, body, "--preset", "docs")
+    assert out["conclusion"] == "success", out["log"]
+    assert (box.workspace / "docs" / "new.md").read_text() == "new\n"
+    assert _seen(box, "github").strip() != "0"
+    assert _seen(box, "cursor").strip() != "0"
+    assert (box.workspace / ".github" / "ci.yml").read_text() == "on: push\n"
+    owners = {p.lstat().st_uid for p in box.workspace.rglob("*")} | {box.workspace.stat().st_uid}
+    assert owners == {os.getuid()}
+    assert box.workspace.stat().st_mode == mode
+    assert box.base.stat().st_mode & 0o777 == 0o755  # reachability given back as it was
+
+
+def test_repository_hooks_are_invisible_during_the_run_and_restored(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {".claude/settings.json": b'{"hooks": {"PreToolUse": []}}\n',
+             ".claude/settings.local.json": b'{"hooks": {}}\n',
+             ".cursor/hooks.json": b'{"version": 1, "hooks": {}}\n',
+             ".cursor/mcp.json": b'{"mcpServers": {}}\n'}
+    for name, data in files.items():
+        (box.workspace / name).parent.mkdir(exist_ok=True)
+        (box.workspace / name).write_bytes(data)
+    body = ("ls -a .claude .cursor > $SEEN/listing 2>&1; echo '{}' > .claude/settings.json"
+            " 2>/dev/null; echo $? > $SEEN/write")
+    out = _run(box, capsys, body)
+    assert out["conclusion"] == "success", out["log"]
+    listing = _seen(box, "listing")
+    assert "settings.json" not in listing
+    assert "hooks.json" not in listing
+    assert "mcp.json" not in listing
+    assert "settings.local.json" not in listing
+    assert _seen(box, "write").strip() != "0"
+    for name, data in files.items():
+        assert (box.workspace / name).read_bytes() == data
+
+
+def test_the_transcript_cannot_be_replaced(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_dir = box.base / "out"
+    out_dir.mkdir()
+    transcript = out_dir / "transcript.jsonl"
+    body = (f"sleep 0.3; echo forged > {transcript} 2>/dev/null; echo $? > $SEEN/write;"
+            f" rm -f {transcript} 2>/dev/null")
+    out = _run(box, capsys, body, "--transcript", str(transcript))
+    assert out["conclusion"] == "success", out["log"]
+    assert _seen(box, "write").strip() != "0"
+    assert b"forged" not in transcript.read_bytes()
+    assert SESSION.encode() in transcript.read_bytes()
+
+
+def test_cancellation_and_timeout_still_end_a_contained_run(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = _agent(box, "sleep 600")
+    output = box.base / "timeout-outputs.txt"
+    started = time.monotonic()
+    code = main(["run", "--agent-bin", str(agent), "--working-directory", str(box.workspace),
+                 "--output-file", str(output), "--summary-file", os.devnull, "--prompt", "x",
+                 "--timeout-minutes", "0.02"])
+    assert code == 1
+    assert parse_output_file(output.read_text())["conclusion"] == "timeout"
+    assert time.monotonic() - started < 15
+    assert processes_of(TEST_AGENT_USER) == []
+
+
+# -- the fallback: no root, no sudo -------------------------------------------------------------
+
+
+@pytest.fixture
+def unprivileged(tmp_path: Path) -> Path:
+    """A copy of the helper that a user without sudo can run: the package and its two
+    compiled dependencies, under a world-readable directory, run by the system Python."""
+    if not SYSTEM_PYTHON or shutil.which("sudo"):
+        pytest.skip("needs a system Python and a machine without sudo")
+    root = tmp_path / "helper"
+    site = root / "site"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "src" / "cursor_agent_action",
+                    site / "cursor_agent_action",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    import orjson
+    import yaml
+
+    for module in (orjson, yaml):
+        source = Path(module.__file__ or "").parent
+        shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+    for extra in Path(yaml.__file__ or "").parents[1].glob("_yaml*"):
+        if extra.is_dir():
+            shutil.copytree(extra, site / extra.name)
+    for path in [tmp_path, *tmp_path.parents]:
+        path.chmod(path.stat().st_mode | 0o001) if path != Path("/") else None
+    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
+    return site
+
+
+def _as_runner(site: Path, box: Box, *args: str) -> subprocess.CompletedProcess[str]:
+    user = ensure_user(TEST_RUNNER_USER)
+    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base),
+                    str(box.home)], check=True)  # fmt: skip
+    loader = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+              "from cursor_agent_action.cli import main; sys.exit(main())")
+    agent = _agent(box, "echo ran > $SEEN/ran")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(box.home),
+           "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_fallback_1234"}
+    return subprocess.run(
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+         SYSTEM_PYTHON, "-I", "-c", loader, str(site), "run", "--agent-bin", str(agent),
+         "--working-directory", str(box.workspace), "--prompt", "x", "--output-file",
+         str(box.base / "fallback-outputs.txt"), "--summary-file", os.devnull, *args],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) -> None:
+    done = _as_runner(unprivileged, box)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "::warning title=agent not contained::The agent is not contained: the helper is " \
+           "not root and 'sudo -n' does not work" in done.stdout
+    assert "Missing protections" in done.stdout
+    assert "Fix:" in done.stdout
+    assert (box.seen / "ran").exists()
+    outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
+    assert outputs["conclusion"] == "success"
+
+
+def test_isolation_user_without_root_or_sudo_fails_before_the_agent_starts(
+    box: Box, unprivileged: Path
+) -> None:
+    done = _as_runner(unprivileged, box, "--isolation", "user")
+    assert done.returncode == 3
+    assert "::error title=setup failed::isolation is user, but the agent cannot be contained" \
+           in done.stdout
+    assert "Fix:" in done.stdout
+    assert not (box.seen / "ran").exists()
