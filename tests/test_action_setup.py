@@ -300,3 +300,29 @@ def test_a_changed_cached_venv_is_rebuilt_with_a_warning(
     assert _outputs(tmp_path)["cache-hit"] == "false"
     assert module.read_bytes() == original
     assert not (module.parents[1] / "evil.pth").exists()
+
+
+def test_a_hostile_user_site_or_python_variable_runs_nothing_during_setup(
+    tmp_path: Path,
+) -> None:
+    """An earlier step (or agent) that planted a .pth in the user site, a sitecustomize on
+    PYTHONPATH or a PYTHONSTARTUP file gets none of it run: every Python call is isolated."""
+    version = subprocess.run(
+        [base_python(), "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    marker = tmp_path / "ran"
+    payload = f"import pathlib; pathlib.Path({str(marker)!r}).write_text('pwned')\n"
+    user_site = tmp_path / "home" / ".local" / "lib" / f"python{version}" / "site-packages"
+    user_site.mkdir(parents=True)
+    (user_site / "evil.pth").write_text(payload.replace("\n", "") + "\n")
+    evil_path = tmp_path / "evil-path"
+    evil_path.mkdir()
+    (evil_path / "sitecustomize.py").write_text(payload)
+    (evil_path / "startup.py").write_text(payload)
+    result = _setup(tmp_path, PYTHONPATH=str(evil_path),
+                    PYTHONSTARTUP=str(evil_path / "startup.py"), PYTHONINSPECT="")
+    # Offline, the pinned install fails; everything before it (version checks, the cache key,
+    # the venv) ran its Python, and none of it ran the planted code.
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert not marker.exists()
