@@ -487,7 +487,9 @@ def test_git_status_cross_check(
               {"success": {"path": f"{INIT['cwd']}/unseen.md"}}),
     ]
     mismatch = run(tmp_path, workspace, capsys, {"lines": lines})
-    assert json.loads(mismatch.outputs["files-changed"]) == ["unseen.md"]
+    # files-changed is what the patch holds: a write the tree does not show is only a note.
+    assert json.loads(mismatch.outputs["files-changed"]) == []
+    assert mismatch.outputs["changed"] == "false"
     assert "show no change in the working tree" in mismatch.summary
 
 

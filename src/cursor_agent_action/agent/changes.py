@@ -1,112 +1,112 @@
-"""What the agent changed in the workspace: git's view cross-checked with the write tools',
-and checked against the policy.
+"""What the agent changed, as the run step hands it on: the checked patch and ``files-changed``.
+
+Before the agent starts, :meth:`ChangeTracker.start` takes a baseline of the repository the
+workspace is in; afterwards :meth:`ChangeTracker.finish` computes the changes against the commit
+the agent started from (:mod:`cursor_agent_action.changeset`: never the repository's index,
+never a filter, every git call hardened) and writes the binary patch. ``files-changed`` comes
+from the same computation, cross-checked with what the write tools reported, and checked
+against the policy.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import stat
-import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
-from cursor_agent_action.agent.permissions import (
-    Policy,
-)
+from cursor_agent_action import changeset, safegit
+from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.aggregate import RunRecord
 
-# -- files changed: cross-check with git --------------------------------------------------------
-
-
-# Our own git runs right after the agent, in a checkout and a HOME it could write to: no
-# fsmonitor or hooks (they run commands), no global or system config (~/.gitconfig is the
-# agent's to write), and the repository's .git/config is restored before (see execute).
-_SAFE_GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
-_GIT_ENV_NAMES = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
-
-
-def _git(workspace: Path, *args: str) -> bytes | None:
-    env = {name: os.environ[name] for name in _GIT_ENV_NAMES if name in os.environ}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0")
-    try:
-        done = subprocess.run([*_SAFE_GIT, *args], cwd=workspace, capture_output=True,
-                              timeout=60, check=False, stdin=subprocess.DEVNULL, env=env)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
+PATCH_NAME = "changes.patch"
 
 
 def git_config_files(workspace: Path) -> list[Path]:
     """The repository's own config files (where fsmonitor, hooks and filter drivers live)."""
-    git_dir = _git(workspace, "rev-parse", "--absolute-git-dir")
-    if git_dir is None:
+    try:
+        done = safegit.run(["rev-parse", "--absolute-git-dir"], workspace)
+    except (OSError, safegit.GitNotFound):
         return []
-    root = Path(os.fsdecode(git_dir.strip()))
+    if done.returncode != 0:
+        return []
+    root = Path(os.fsdecode(done.stdout.strip()))
     return [root / "config", root / "config.worktree"]
 
 
-def git_snapshot(workspace: Path) -> dict[str, str] | None:
-    """Status and content hash of every changed or untracked file, by workspace-relative path
-    (a name that is not UTF-8 shown with U+FFFD, as outputs and summary need text); None
-    outside a git work tree."""
-    prefix = _git(workspace, "rev-parse", "--show-prefix")
-    status = _git(workspace, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                  "--no-renames", "--", ".")
-    if prefix is None or status is None:
-        return None
-    cut = len(prefix.decode().strip())
-    snapshot: dict[str, str] = {}
-    for entry in status.decode("utf-8", "surrogateescape").split("\0"):
-        if len(entry) < 4:
-            continue
-        path = entry[3:][cut:]  # porcelain paths are relative to the repository root
-        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        snapshot[shown] = f"{entry[:2]} {_digest(workspace / path)}"
-    return snapshot
+@dataclass
+class Handoff:
+    """The run's changes as outputs: the patch file ("" without one) and whether anything
+    changed; ``message`` says why there is no patch."""
+
+    patch_file: str
+    changed: bool
+    message: str = ""
 
 
-_DIGEST_MAX_BYTES = 64 * 1024 * 1024
+class ChangeTracker:
+    """The baseline before the run and the changes after it, for one workspace."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.repo = changeset.repository_root(workspace)
+        self.baseline: changeset.Baseline | None = None
+        self.problem = ""
+        if self.repo is not None:
+            try:
+                changeset.head_commit(self.repo)
+                self.baseline = changeset.baseline(self.repo)
+            except changeset.ChangesetError as exc:
+                self.problem = str(exc)
+                self.repo = None
+
+    def finish(self, record: RunRecord, patch_dir: Path, ignore: set[Path]) -> Handoff:
+        """Compute the changes, write the patch, and set ``record.files_changed``."""
+        if self.repo is None:
+            why = f" ({self.problem})" if self.problem else ""
+            message = (f"{self.workspace} is not a git work tree with a commit{why}: "
+                       "files-changed lists only what the write tools reported, and there is "
+                       "no patch.")
+            record.notes.append(message)
+            return Handoff("", bool(record.files_changed), message)
+        try:
+            changes = changeset.compute(self.repo, self.baseline)
+        except (changeset.ChangesetError, OSError) as exc:
+            message = (f"The changes could not be computed: {exc}. files-changed lists only "
+                       "what the write tools reported, and there is no patch.")
+            record.notes.append(message)
+            return Handoff("", bool(record.files_changed), message)
+        skip = {os.path.relpath(path, self.repo) for path in ignore
+                if path.is_relative_to(self.repo)}  # fmt: skip
+        changes.entries = [entry for entry in changes.entries if entry.path not in skip]
+        if changes.skipped:
+            record.notes.append(
+                f"{len(changes.skipped)} path(s) are not in the patch: nested git repositories, "
+                f"fifos or devices: {listing([_shown(p) for p in changes.skipped])}.")
+        _cross_check(record, {self._relative(self.repo, entry.path) for entry in changes.entries})
+        patch = patch_dir / PATCH_NAME
+        changeset.write_patch(self.repo, changes, patch)
+        return Handoff(str(patch), bool(changes.entries))
+
+    def _relative(self, repo: Path, path: str) -> str:
+        """A repository path as files-changed shows it: relative to the workspace."""
+        full = os.path.join(repo, path)
+        return _shown(os.path.relpath(full, self.workspace).replace(os.sep, "/"))
 
 
-def _digest(path: Path) -> str:
-    """What a path holds, cheaply and without blocking: a regular file's SHA-256 (read in
-    chunks; past 64 MiB its size and mtime instead), a link's target, "-" for anything else.
-
-    Never opened through a link or as a device or fifo: the agent could point a name at
-    /dev/zero or a fifo and make this read forever."""
-    try:
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode):
-            return f"link:{os.readlink(path)}"
-        if not stat.S_ISREG(info.st_mode):
-            return "-"
-        if info.st_size > _DIGEST_MAX_BYTES:
-            return f"size:{info.st_size}:mtime:{info.st_mtime_ns}"
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return "-"
-    digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped in meanwhile
-            return "-"
-        left = _DIGEST_MAX_BYTES
-        while left > 0 and (chunk := handle.read(min(1024 * 1024, left))):
-            digest.update(chunk)
-            left -= len(chunk)
-    return digest.hexdigest()
+def _shown(path: str) -> str:
+    """Text for outputs and the summary: a name that is not UTF-8 with U+FFFD."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def cross_check_files(
-    record: RunRecord, before: dict[str, str], after: dict[str, str], ignore: set[str]
-) -> None:
-    """Add what git saw changing to ``files_changed`` and note any mismatch with the tools."""
-    changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)} - ignore
+def _cross_check(record: RunRecord, changed: set[str]) -> None:
+    """``files_changed`` becomes what the tree shows; a mismatch with the tools is noted."""
     reported = set(record.files_changed)
     inside = {path for path in reported if not path.startswith("/")}
     by_shell = sorted(changed - reported)
     unseen = sorted(inside - changed)
-    record.files_changed = sorted(reported | changed)
+    outside = sorted(path for path in reported if path.startswith("/"))
+    record.files_changed = sorted(changed | set(outside))
     if by_shell:
         record.notes.append(
             f"{len(by_shell)} file(s) changed in the working tree without a write tool "
@@ -119,27 +119,42 @@ def cross_check_files(
         )
 
 
-def check_policy(record: RunRecord, policy: Policy) -> None:
-    """Fail the run if the workspace changed where the policy does not allow writing.
+def check_policy(record: RunRecord, policy: Policy) -> list[str]:
+    """Fail the run if the workspace changed where the policy does not allow writing, or (under
+    read-only and docs) if a write tool wrote outside the workspace; the warnings to annotate.
 
     With ``--force`` the CLI enforces only the deny list, and a shell command can write files
     without any write tool, so the allow list is checked here, after the fact.
     """
-    outside = [
+    warnings: list[str] = []
+    denied = [
         path for path in record.files_changed
         if not path.startswith("/") and not policy.permits_write(path)
     ]
-    if not outside:
-        return
-    message = (
-        f"The agent changed {len(outside)} file(s) that the {policy.preset} policy does not "
-        f"allow writing: {listing(outside)}. Fix: review and revert them before publishing, "
-        "or allow them explicitly with the allow input (e.g. Write(src/**))."
-    )
+    if denied:
+        _fail(record, (
+            f"The agent changed {len(denied)} file(s) that the {policy.preset} policy does not "
+            f"allow writing: {listing(denied)}. Fix: review and revert them before publishing, "
+            "or allow them explicitly with the allow input (e.g. Write(src/**))."
+        ))
+    outside = [path for path in record.files_changed if path.startswith("/")]
+    if outside:
+        message = (
+            f"The agent wrote {len(outside)} file(s) outside the working directory: "
+            f"{listing(outside)}. They are not in the patch, and a later step may read them."
+        )
+        if policy.preset in ("read-only", "docs"):
+            _fail(record, f"{message} Fix: nothing outside the working directory may be "
+                          f"written under the {policy.preset} preset; review what the agent ran.")
+        else:
+            record.notes.append(message)
+            warnings.append(message)
+    return warnings
+
+
+def _fail(record: RunRecord, message: str) -> None:
     if record.conclusion == "success":
         record.conclusion = "failure"
         record.failure_reason = message
     else:
         record.notes.append(message)
-
-

@@ -11,17 +11,14 @@ the changed files against ``git status``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import threading
 from collections.abc import Mapping, Sequence
 
-from cursor_agent_action.agent.changes import (
-    check_policy,
-    cross_check_files,
-    git_config_files,
-    git_snapshot,
-)
+from cursor_agent_action import safegit
+from cursor_agent_action.agent.changes import ChangeTracker, check_policy, git_config_files
 from cursor_agent_action.agent.failures import _stderr_excerpt, classify, explain_exit
 from cursor_agent_action.agent.filestate import FileState
 from cursor_agent_action.agent.isolation import (
@@ -132,7 +129,10 @@ def execute(
         f"(writes {'allowed' if options.policy.allows_writes else 'denied'}), timeout "
         f"{options.timeout_minutes:g} min.", 4000
     ))
-    before = git_snapshot(options.workspace)
+    safegit.git_executable.cache_clear()  # found now, before the agent can plant one on PATH
+    with contextlib.suppress(safegit.GitNotFound):
+        safegit.git_executable()
+    tracker = ChangeTracker(options.workspace)
     file_commands = snapshot_file_commands(environ)
     git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
     attempts = options.max_retries + 1
@@ -182,21 +182,16 @@ def execute(
     if ended.stderr.strip():
         with runner.group("cursor-agent stderr"):
             runner.untrusted(ended.stderr)
-    after = git_snapshot(options.workspace)
-    if before is not None and after is not None:
-        ignore = {
-            os.path.relpath(path, options.workspace)
-            for path in (options.transcript, options.state_dir / "prompt.md")
-            if path.is_relative_to(options.workspace)
-        }
-        cross_check_files(record, before, after, ignore)
-    else:
-        runner.log(one_line(f"{options.workspace} is not a git work tree (or git failed "
-                            "there): files-changed lists only what the write tools reported.",
-                            4000))
-    check_policy(record, options.policy)
+    ignore = {options.transcript, options.state_dir / "prompt.md"}
+    handoff = tracker.finish(record, options.state_dir, ignore)
+    if handoff.message:
+        runner.log(one_line(handoff.message, 4000))
+    for warning in check_policy(record, options.policy):
+        runner.warning(one_line(warning, 1000), title="write outside the working directory")
     report(record, runner, result_dir=options.state_dir,
-           extra_outputs={"transcript-file": str(options.transcript)})
+           extra_outputs={"transcript-file": str(options.transcript),
+                          "patch-file": handoff.patch_file,
+                          "changed": "true" if handoff.changed else "false"})
     return record
 
 

@@ -1,0 +1,282 @@
+"""What changed in a working tree against its HEAD commit, as git objects and as a binary patch,
+computed without trusting anything in the tree.
+
+Never the repository's own index (``skip-worktree``, ``assume-unchanged`` and a doctored index
+cannot hide a change): the tree is read from disk and compared with ``HEAD``'s tree
+(``git ls-tree``). File contents are hashed with ``git hash-object --no-filters`` (no clean
+filter, no ``.gitattributes`` conversion: the bytes on disk are what is compared and
+published), links by their target, and only regular files and links count (a fifo or device is
+never read). New files that ``.gitignore`` ignores stay out, as ``git add --all`` would leave
+them. The patch is ``git diff --cached --binary`` of a temporary index built from HEAD plus these
+entries, with no external diff and no textconv. Every git call goes through :mod:`.safegit`.
+
+A :class:`Baseline` taken before the agent runs makes the comparison cheap afterwards: only paths
+whose ``lstat`` changed (the inode change time cannot be set by an unprivileged process), paths
+that were already different from HEAD, and new or removed paths are hashed. Without one every
+file is hashed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cursor_agent_action import safegit
+
+ABSENT_MODE = "000000"
+PATCH_HEADER = b"# cursor-agent-action patch (apply with: git apply --binary)\n"
+StatKey = tuple[int, int, int, int, int]  # mode, size, inode, mtime, ctime
+
+
+class ChangesetError(Exception):
+    """git failed, or the tree is not a repository with a commit."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One changed path: its mode and object before (HEAD) and after (the working tree)."""
+
+    path: str  # repository-relative, "/" separated (surrogate-escaped if not UTF-8)
+    old_mode: str
+    old_oid: str
+    new_mode: str
+    new_oid: str
+
+    @property
+    def deleted(self) -> bool:
+        return self.new_mode == ABSENT_MODE
+
+
+@dataclass
+class Baseline:
+    """The working tree before the run: every path's ``lstat``, and the paths already unlike
+    HEAD with their ``(mode, oid)`` then (:data:`ABSENT_MODE` for a path HEAD has and the
+    tree did not)."""
+
+    stats: dict[str, StatKey]
+    dirty: dict[str, tuple[str, str]]
+
+
+@dataclass
+class Changeset:
+    """The changes against the tree before the run (HEAD, plus what was already unlike HEAD
+    then: ``overlay``), the commit they are against, and what could not be represented."""
+
+    head: str
+    entries: list[Entry]
+    skipped: list[str] = field(default_factory=list)  # nested repositories, fifos, devices
+    overlay: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @property
+    def paths(self) -> list[str]:
+        return [entry.path for entry in self.entries]
+
+
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
+         input: bytes | None = None) -> bytes:
+    try:
+        done = safegit.run(args, repo, env=env, input=input)
+    except (OSError, safegit.GitNotFound) as exc:
+        raise ChangesetError(f"cannot run git: {exc}") from exc
+    if done.returncode != 0:
+        words = " ".join(done.stderr.decode("utf-8", "replace").split())[:400]
+        raise ChangesetError(f"git {args[0]} failed: {words or done.returncode}")
+    return done.stdout
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _encode(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape")
+
+
+def repository_root(path: Path) -> Path | None:
+    """The top of the work tree ``path`` is in, or None (not a repository, or no git)."""
+    try:
+        done = safegit.run(["rev-parse", "--show-toplevel"], path)
+    except (OSError, safegit.GitNotFound):
+        return None
+    if done.returncode != 0:
+        return None
+    return Path(_decode(done.stdout.strip()))
+
+
+def head_commit(repo: Path) -> str:
+    out = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    return out.decode().strip()
+
+
+def head_tree(repo: Path) -> dict[str, tuple[str, str]]:
+    """``path -> (mode, oid)`` of every entry in HEAD (gitlinks included)."""
+    out = _git(repo, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+    entries: dict[str, tuple[str, str]] = {}
+    for record in out.split(b"\0"):
+        if record:
+            meta, _, path = record.partition(b"\t")
+            mode, _, oid = meta.decode().split(" ")
+            entries[_decode(path)] = (mode, oid)
+    return entries
+
+
+def _walk(repo: Path, skipped: list[str]) -> dict[str, os.stat_result]:
+    """Regular files and links of the work tree (not ``.git``), by relative path. Directories
+    holding a ``.git`` (nested repositories, submodules) are not entered."""
+    found: dict[str, os.stat_result] = {}
+    root = str(repo)
+    for directory, dirs, files in os.walk(root, followlinks=False):
+        relative = os.path.relpath(directory, root)
+        prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
+        if prefix and (".git" in dirs or ".git" in files):
+            skipped.append(prefix.rstrip("/"))
+            dirs[:] = []
+            continue
+        dirs[:] = [name for name in dirs if prefix or name != ".git"]
+        names = [name for name in files if prefix or name != ".git"]
+        for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(directory, d)))]:
+            info = os.lstat(os.path.join(directory, name))
+            path = prefix + name
+            if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                found[path] = info
+            else:
+                skipped.append(path)
+    return found
+
+
+def _key(info: os.stat_result) -> StatKey:
+    return (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def baseline(repo: Path) -> Baseline:
+    """Before the agent runs: every path's ``lstat``, and the paths already unlike HEAD with
+    their state then (so a change made before the run is the base, not the agent's). Found by
+    hashing the tree, not with ``git status``: that would run the clean filters a planted
+    ``.git/config`` names, and trust an index whose flags can hide a change."""
+    head = head_tree(repo)
+    tree = _walk(repo, [])
+    hashed = _hash(repo, sorted(tree), tree)
+    state = {path: (_mode(tree[path]), oid) for path, oid in hashed.items()
+             if head.get(path) != (_mode(tree[path]), oid)}  # fmt: skip
+    new = [path for path in state if path not in head]
+    for path in _ignored(repo, new):
+        del state[path]
+    for path, (mode, oid) in head.items():
+        if path not in tree and mode != "160000":
+            state[path] = (ABSENT_MODE, "0" * len(oid))
+    return Baseline({path: _key(info) for path, info in tree.items()}, state)
+
+
+def _mode(info: os.stat_result) -> str:
+    if stat.S_ISLNK(info.st_mode):
+        return "120000"
+    return "100755" if info.st_mode & stat.S_IXUSR else "100644"
+
+
+def _hash(repo: Path, paths: list[str], tree: dict[str, os.stat_result]) -> dict[str, str]:
+    """Object ids of ``paths`` as they are on disk, written to the object store."""
+    if not paths:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="caa-links-") as tmp:
+        sources: list[bytes] = []
+        for index, path in enumerate(paths):
+            if stat.S_ISLNK(tree[path].st_mode):  # a link's blob is its target
+                copy = Path(tmp) / str(index)
+                copy.write_bytes(os.fsencode(os.readlink(repo / path)))
+                sources.append(os.fsencode(str(copy)))
+            elif "\n" in path:  # --stdin-paths is one path a line: hash a copy instead
+                copy = Path(tmp) / str(index)
+                copy.write_bytes((repo / path).read_bytes())
+                sources.append(os.fsencode(str(copy)))
+            else:
+                sources.append(_encode(path))
+        out = _git(repo, "hash-object", "-w", "--no-filters", "--stdin-paths",
+                   input=b"\n".join(sources) + b"\n")
+    oids = out.decode().split()
+    if len(oids) != len(paths):
+        raise ChangesetError("git hash-object did not hash every file")
+    return dict(zip(paths, oids, strict=True))
+
+
+def _ignored(repo: Path, paths: Iterable[str]) -> set[str]:
+    """Which of the new ``paths`` ``.gitignore`` files ignore."""
+    listed = [_encode(path) for path in paths]
+    if not listed:
+        return set()
+    done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], repo,
+                       input=b"\0".join(listed) + b"\0")
+    if done.returncode not in (0, 1):
+        raise ChangesetError("git check-ignore failed")
+    return {_decode(raw) for raw in done.stdout.split(b"\0") if raw}
+
+
+def compute(repo: Path, before: Baseline | None) -> Changeset:
+    """What differs between HEAD and the work tree of ``repo`` (its top directory)."""
+    head = head_commit(repo)
+    base = head_tree(repo)
+    overlay = {} if before is None else dict(before.dirty)
+    for path, state in overlay.items():  # the tree as it was before the run
+        if state[0] == ABSENT_MODE:
+            base.pop(path, None)
+        else:
+            base[path] = state
+    skipped: list[str] = []
+    tree = _walk(repo, skipped)
+    if before is None:
+        candidates = set(tree)
+    else:
+        candidates = {path for path, info in tree.items() if before.stats.get(path) != _key(info)}
+    inside_nested = tuple(f"{path}/" for path in skipped)
+    hashed = _hash(repo, sorted(path for path in candidates if path in tree), tree)
+    entries: list[Entry] = []
+    for path, oid in hashed.items():
+        mode = _mode(tree[path])
+        old_mode, old_oid = base.get(path, (ABSENT_MODE, "0" * len(oid)))
+        if (old_mode, old_oid) != (mode, oid):
+            entries.append(Entry(path, old_mode, old_oid, mode, oid))
+    for path, (mode, oid) in base.items():
+        if path not in tree and mode != "160000" and not path.startswith(inside_nested):
+            entries.append(Entry(path, mode, oid, ABSENT_MODE, "0" * len(oid)))
+    new = [entry.path for entry in entries if entry.old_mode == ABSENT_MODE]
+    ignored = _ignored(repo, new)
+    entries = sorted((e for e in entries if e.path not in ignored), key=lambda e: e.path)
+    return Changeset(head, entries, sorted(skipped), overlay)
+
+
+def _tree(repo: Path, index: dict[str, str], head: str, entries: Iterable[Entry]) -> str:
+    """Write the tree of HEAD with ``entries`` applied (in the temporary ``index``)."""
+    _git(repo, "read-tree", head, env=index)
+    lines = b"".join(  # mode 0 removes the path (its object id is not read)
+        (f"{e.new_mode} {e.new_oid}\t" if not e.deleted else f"0 {'0' * len(head)}\t").encode()
+        + _encode(e.path) + b"\0"
+        for e in entries
+    )
+    if lines:
+        _git(repo, "update-index", "-z", "--index-info", env=index, input=lines)
+    return _git(repo, "write-tree", env=index).decode().strip()
+
+
+def write_patch(repo: Path, changes: Changeset, destination: Path) -> int:
+    """Write the binary patch of ``changes``: from the tree before the run to the tree after;
+    its size in bytes. The header names the commit; when the tree already differed from it
+    before the run, the header says so (the patch then applies on top of those changes)."""
+    before = [Entry(path, "", "", mode, oid) for path, (mode, oid) in changes.overlay.items()]
+    with tempfile.TemporaryDirectory(prefix="caa-index-") as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        old_tree = _tree(repo, index, changes.head, before)
+        new_tree = _tree(repo, index, changes.head, [*before, *changes.entries])
+        patch = _git(repo, "diff", "--binary", "--full-index", "--no-renames", "--no-ext-diff",
+                     "--no-textconv", "--no-color", old_tree, new_tree)
+    header = PATCH_HEADER + f"# base: {changes.head}\n".encode()
+    if changes.overlay:
+        header += (f"# note: {len(changes.overlay)} path(s) already differed from the base "
+                   "before the run; the patch is against that state\n").encode()
+    data = header + b"\n" + patch
+    fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return len(data)

@@ -1,0 +1,98 @@
+"""Every git call of ours, hardened the same way against a tree the agent may have touched.
+
+One place builds the command line and the environment:
+
+- ``git`` itself is an absolute path found once, in the system directories first (a ``git`` the
+  agent planted on a PATH entry, e.g. ``~/.local/bin``, never runs);
+- no global or system config (``GIT_CONFIG_GLOBAL=/dev/null``, ``GIT_CONFIG_NOSYSTEM=1``), no
+  system attributes, no replace refs, no optional locks, no pager, no prompts;
+- ``-c`` settings that beat the repository's own config: no fsmonitor, no hooks, no credential
+  helper, no global excludes or attributes file, no automatic gc or maintenance, no submodule
+  recursion, no signing; ``safe.directory`` only for the repository we were asked to use;
+- an environment built from an allow-list (proxy and certificate settings for a push), never
+  the caller's (no ``GIT_DIR``/``GIT_WORK_TREE``/``GIT_EXTERNAL_DIFF`` from anywhere).
+
+Callers add what a command needs on top: ``--no-ext-diff --no-textconv`` on diffs, a temporary
+``GIT_INDEX_FILE``, the push credential in ``GIT_CONFIG_*`` variables.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+TIMEOUT_S = 300
+SYSTEM_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/opt/homebrew/bin")
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+_PASSED = (
+    "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO", "TMPDIR", "TZ",
+)  # fmt: skip
+HARDENED_CONFIG = (
+    "core.fsmonitor=false", f"core.hooksPath={os.devnull}", "credential.helper=",
+    f"core.attributesFile={os.devnull}", f"core.excludesFile={os.devnull}", "core.pager=cat",
+    "core.untrackedCache=false", "core.autocrlf=false", "core.safecrlf=false",
+    "core.splitIndex=false", "gc.auto=0", "maintenance.auto=false", "submodule.recurse=false",
+    "commit.gpgSign=false", "tag.gpgSign=false", "log.showSignature=false", "color.ui=false",
+    "diff.noprefix=false", "diff.mnemonicPrefix=false", "diff.relative=false",
+    "protocol.ext.allow=never", "core.askPass=",
+)  # fmt: skip
+
+
+class GitNotFound(Exception):
+    """No git executable in the system directories or on PATH."""
+
+
+@functools.lru_cache(maxsize=1)
+def git_executable() -> str:
+    """The absolute path of git: a system directory first, else PATH as it is the first time
+    this is asked (the helper asks before the agent starts)."""
+    for directory in SYSTEM_DIRS:
+        candidate = os.path.join(directory, "git")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("git")
+    if not found:
+        raise GitNotFound("git is not installed")
+    return os.path.abspath(found)
+
+
+def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a hardened git process."""
+    env = {name: os.environ[name] for name in _PASSED if name in os.environ}
+    env.update(
+        PATH=SYSTEM_PATH, HOME=os.devnull, LC_ALL="C", LANG="C", GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull, GIT_ATTR_NOSYSTEM="1", GIT_NO_REPLACE_OBJECTS="1",
+        GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GCM_INTERACTIVE="never",
+        GIT_PAGER="cat", GIT_ASKPASS="", SSH_ASKPASS="",
+    )
+    env.update(extra or {})
+    return env
+
+
+def argv(args: Sequence[str], repo: Path) -> list[str]:
+    """The full command line for ``git args`` in ``repo``."""
+    settings = [*HARDENED_CONFIG, f"safe.directory={repo}"]
+    return [git_executable(), *(part for s in settings for part in ("-c", s)), *args]
+
+
+def run(
+    args: Sequence[str],
+    repo: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    timeout: float = TIMEOUT_S,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git args`` in ``repo``; bytes in and out, never raises on git's own exit code.
+
+    Raises ``OSError`` (cannot start), ``GitNotFound`` and ``subprocess.TimeoutExpired``.
+    """
+    return subprocess.run(
+        argv(args, repo), cwd=repo, env=environment(env), input=input, capture_output=True,
+        timeout=timeout, check=False, stdin=None if input is not None else subprocess.DEVNULL,
+    )
