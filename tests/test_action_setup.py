@@ -77,7 +77,7 @@ def test_missing_python_is_reported(tmp_path: Path) -> None:
 def test_old_python_is_refused(tmp_path: Path) -> None:
     old = tmp_path / "python3.8"
     # Answers like a Python 3.8 would: the version check fails, the version prints 3.8.18.
-    old.write_text('#!/bin/sh\ncase "$2" in *version_info*) exit 1 ;; *) echo 3.8.18 ;; esac\n')
+    old.write_text('#!/bin/sh\ncase "$*" in *version_info*) exit 1 ;; *) echo 3.8.18 ;; esac\n')
     old.chmod(0o755)
     result = _setup(tmp_path, CURSOR_AGENT_ACTION_PYTHON=str(old))
     assert result.returncode == 3
@@ -162,6 +162,7 @@ def _python_with_fake_pip(tmp_path: Path) -> Path:
     python = tmp_path / "python3"
     python.write_text(
         f"""#!/bin/sh
+if [ "$1" = "-I" ]; then shift; fi  # the script isolates every call
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
   {base_python()} -m venv --without-pip "$3" || exit 1
   site=$("$3/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
@@ -264,7 +265,7 @@ def test_run_step_starts_the_helper_with_the_summary_choice(
     tmp_path: Path, value: str, extra: str
 ) -> None:
     result = _run_step('#!/bin/sh\necho "$@"\n', tmp_path, value)
-    assert (result.returncode, result.stdout) == (0, f"-m cursor_agent_action run{extra}\n")
+    assert (result.returncode, result.stdout) == (0, f"-I -m cursor_agent_action run{extra}\n")
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ What stands in for the outside world:
 - the Cursor CLI is installed by the action from a loopback download server whose package holds
   the stand-in CLI;
 - GitHub's REST API is the loopback server of ``tests/support/github_server.py``
-  (``GITHUB_API_URL``); ``origin`` is redirected (git ``insteadOf`` in the job's ``HOME``) to a
+  (``GITHUB_API_URL``); ``origin`` is redirected (git ``insteadOf`` in the repository's config) to a
   local bare repository;
 - ``actions/checkout`` with a ``ref`` and the artifact actions are the stand-ins in
   ``tests/support/actions/``.
@@ -92,6 +92,10 @@ class World:
                 "CURSOR_CLI_DOWNLOAD_BASE_URL": self.downloads.url,
                 "CURSOR_AGENT_ACTION_PYTHON": base_python(),
                 "ACT_TEST_REPO": str(self.repo),
+                # Set by the checkout stand-in in the checkout's own config, where
+                # actions/checkout keeps its settings: publish's git reads no global config.
+                "ACT_TEST_GIT_CONFIG": f"url.{self.bare}.insteadOf "
+                                       f"https://github.com/{REPOSITORY}.git",
                 # The checkout stand-in serves the action's repository from here.
                 "ACT_TEST_REPOSITORIES": str(self.base / "repositories"),
             },
@@ -140,9 +144,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
     home = base / "home"
     home.mkdir()
-    (home / ".gitconfig").write_text(
-        f'[url "{bare}"]\n\tinsteadOf = https://github.com/{REPOSITORY}.git\n'
-    )
     with GitHubServer(REPOSITORY) as github, DownloadServer() as downloads:
         yield World(base, repo, bare, action, github, downloads, main_sha, head_sha)
 

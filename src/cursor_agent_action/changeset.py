@@ -247,7 +247,7 @@ def compute(repo: Path, before: Baseline | None) -> Changeset:
     return Changeset(head, entries, sorted(skipped), overlay)
 
 
-def _tree(repo: Path, index: dict[str, str], head: str, entries: Iterable[Entry]) -> str:
+def build_tree(repo: Path, index: dict[str, str], head: str, entries: Iterable[Entry]) -> str:
     """Write the tree of HEAD with ``entries`` applied (in the temporary ``index``)."""
     _git(repo, "read-tree", head, env=index)
     lines = b"".join(  # mode 0 removes the path (its object id is not read)
@@ -267,8 +267,8 @@ def write_patch(repo: Path, changes: Changeset, destination: Path) -> int:
     before = [Entry(path, "", "", mode, oid) for path, (mode, oid) in changes.overlay.items()]
     with tempfile.TemporaryDirectory(prefix="caa-index-") as tmp:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        old_tree = _tree(repo, index, changes.head, before)
-        new_tree = _tree(repo, index, changes.head, [*before, *changes.entries])
+        old_tree = build_tree(repo, index, changes.head, before)
+        new_tree = build_tree(repo, index, changes.head, [*before, *changes.entries])
         patch = _git(repo, "diff", "--binary", "--full-index", "--no-renames", "--no-ext-diff",
                      "--no-textconv", "--no-color", old_tree, new_tree)
     header = PATCH_HEADER + f"# base: {changes.head}\n".encode()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action import cli
+from cursor_agent_action import cli, safegit
 from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
 from cursor_agent_action.gh import gitops
 from cursor_agent_action.runner_io import parse_output_file
@@ -182,7 +182,8 @@ def test_protected_paths_are_refused_naming_the_files(ws: Workspace,
     assert code == EXIT_GITHUB
     assert out == {}
     line = error_line(capsys.readouterr().out)
-    assert "touch protected paths: .cursor/cli.json, .github/workflows/ci.yml." in line
+    refused = "refusing to publish: protected paths: .cursor/cli.json, .github/workflows/ci.yml."
+    assert refused in line
     assert ws.gh.requests == []
     assert sh(ws.remote, "branch", "--list") == "feature"
 
@@ -354,9 +355,8 @@ def test_no_hook_runs_with_the_token_in_its_environment(ws: Workspace, tmp_path:
 
 
 def test_token_never_appears_in_any_git_command_line(ws: Workspace, tmp_path: Path) -> None:
-    """argv is world-readable (/proc/PID/cmdline): every git call is recorded by a PATH shim."""
+    """argv is world-readable (/proc/PID/cmdline): every git call is recorded by a shim."""
     import base64
-    import os
     import shutil
 
     real_git = shutil.which("git")
@@ -366,7 +366,8 @@ def test_token_never_appears_in_any_git_command_line(ws: Workspace, tmp_path: Pa
     (shim_dir / "git").write_text(
         f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{argv_log}"\nexec "{real_git}" "$@"\n')
     (shim_dir / "git").chmod(0o755)
-    ws.monkeypatch.setenv("PATH", f"{shim_dir}{os.pathsep}{os.environ['PATH']}")
+    # git is never looked up on PATH (safegit): the shim stands in for the git it found.
+    ws.monkeypatch.setattr(safegit, "git_executable", lambda: str(shim_dir / "git"))
     (ws.repo / "README.md").write_text("argv\n")
     code, _ = ws.publish()
     assert code == 0

@@ -1,36 +1,28 @@
 """Plain ``git`` through subprocess, for publish. Every failure is a GitHubError with a hint.
 
-The push token never reaches argv or ``.git/config``: it travels in the environment of the one
-git process that needs it, as ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``
-(git >= 2.31), which other users cannot read (``/proc/PID/environ`` is private, unlike
-``/proc/PID/cmdline``). See https://git-scm.com/docs/git-config#ENVIRONMENT.
-
-The checkout may have been written by the agent, ``.git/config`` included, and publish's
-environment holds the push token: every git call turns off the config that runs commands on
-ordinary operations (``core.fsmonitor``, hooks) and ignores the system config. Filter drivers
-and other command-running keys in ``.git/config`` remain: publish from a fresh checkout.
+Every call goes through :mod:`cursor_agent_action.safegit` (absolute git, no global or system
+config, no hooks, fsmonitor or credential helper from the repository). The push token never
+reaches argv or ``.git/config``: it travels in the environment of the one git process that
+needs it, as ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (git >= 2.31),
+which other users cannot read (``/proc/PID/environ`` is private, unlike ``/proc/PID/cmdline``).
+See https://git-scm.com/docs/git-config#ENVIRONMENT.
 """
 
 from __future__ import annotations
 
 import base64
-import os
-import re
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from cursor_agent_action import safegit
 from cursor_agent_action.errors import GitHubError, UsageError
-from cursor_agent_action.globs import glob_to_regex
 from cursor_agent_action.runner_io import scrub_urls
 
 TRAILER = "Cursor-Agent-Action-Run"
 """Commit trailer marking the commits publish makes; only such a branch tip is overwritten."""
 
 _TIMEOUT_S = 300
-# Command-line config wins over every config file (https://git-scm.com/docs/git#Documentation/git.txt--cltnamegtltvaluegt).
-_SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}")
 
 
 def git(
@@ -43,17 +35,17 @@ def git(
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``git args`` in ``cwd``; raise GitHubError (with git's own words) on failure."""
-    # Not GIT_CONFIG_GLOBAL: actions/checkout and users rely on the global config
-    # (safe.directory, credentials).
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never",
-                "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
     what = doing or f"git {args[0]}"
     try:
         result = subprocess.run(
-            ["git", *_SAFE_CONFIG, *args], cwd=cwd, env=full_env, input=input, capture_output=True,
+            safegit.argv(args, cwd), cwd=cwd, env=safegit.environment(env), input=input,
+            capture_output=True, timeout=_TIMEOUT_S, check=False,
             # A file name need not be UTF-8 (the agent can create any): shown with U+FFFD.
-            encoding="utf-8", errors="replace", timeout=_TIMEOUT_S, check=False,
+            encoding="utf-8", errors="replace",
         )
+    except safegit.GitNotFound as exc:
+        raise GitHubError("git is not installed.",
+                          "Install git on the runner (GitHub-hosted runners have it).") from exc
     except OSError as exc:  # a missing cwd raises FileNotFoundError too, like a missing git
         if not cwd.is_dir():
             raise UsageError(f"the directory {cwd} does not exist or is not a directory.",
@@ -116,29 +108,6 @@ def head_commit(repo: Path) -> str:
     return result.stdout.strip()
 
 
-def changed_paths(repo: Path) -> list[str]:
-    """Every path that differs from HEAD (tracked, or untracked and not ignored), sorted.
-
-    Renames list both their old and new path.
-    """
-    out = git(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
-              repo, doing="git status").stdout
-    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
-
-
-def protected_regex(pattern: str) -> re.Pattern[str]:
-    """A protected-paths glob (same syntax as permission globs); a trailing ``/`` or a plain
-    directory name also covers everything under it."""
-    pattern = pattern.strip().lstrip("/")
-    pattern += "**" if pattern.endswith("/") else ""
-    return re.compile(glob_to_regex(pattern).pattern + "(?:/.*)?", re.DOTALL)
-
-
-def matching(paths: Sequence[str], patterns: Sequence[str]) -> list[str]:
-    regexes = [protected_regex(p) for p in patterns if p.strip()]
-    return [path for path in paths if any(rx.fullmatch(path) for rx in regexes)]
-
-
 def valid_branch(name: str, repo: Path) -> bool:
     return git(["check-ref-format", "--branch", name], repo, check=False).returncode == 0
 
@@ -164,21 +133,12 @@ def auth_env(server_url: str, token: str) -> dict[str, str]:
     }
 
 
-def snapshot_commit(repo: Path, parent: str, *, message: str, author_name: str,
-                    author_email: str) -> str:
-    """Commit the whole working tree (as ``git add -A`` sees it) on top of ``parent`` (HEAD);
-    return its sha.
-
-    Uses a temporary index and ``commit-tree``: the user's index, HEAD and branch are left
-    exactly as they were. No hooks run and no signing is attempted.
-    """
+def commit_tree(repo: Path, tree: str, parent: str, *, message: str, author_name: str,
+                author_email: str) -> str:
+    """A commit of ``tree`` on top of ``parent``; its sha. The repository's index, HEAD and
+    branches are left as they were; no hook runs and no signing is attempted."""
     identity = {"GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email,
                 "GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email}
-    with tempfile.TemporaryDirectory(prefix="caa-index-") as tmp:
-        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        git(["read-tree", parent], repo, env=index)
-        git(["add", "-A", "."], repo, env=index, doing="staging the changes")
-        tree = git(["write-tree"], repo, env=index).stdout.strip()
     return git(["commit-tree", "--no-gpg-sign", tree, "-p", parent, "-F", "-"], repo,
                env=identity, input=message, doing="creating the commit").stdout.strip()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.errors import GitHubError, UsageError
-from cursor_agent_action.gh import gitops
+from cursor_agent_action.gh import gitops, patchcheck
 from cursor_agent_action.gh.api import (
     COMMENT_LIMIT,
     Context,
@@ -26,11 +26,11 @@ from cursor_agent_action.gh.api import (
 )
 from cursor_agent_action.gh.bodies import add_body_options, compose_body
 from cursor_agent_action.options import add_flag, add_option, items, lines
-from cursor_agent_action.runner_io import Runner, listing
+from cursor_agent_action.runner_io import Runner
 
 DEFAULT_BRANCH_TEMPLATE = "cursor-agent/{job}/{head_ref}"
 DEFAULT_TITLE = "cursor-agent: changes for {head_ref}"
-DEFAULT_PROTECTED = ".github/**\n.cursor/**"
+DEFAULT_PROTECTED = "\n".join(patchcheck.DEFAULT_PROTECTED)
 BOT_NAME = "github-actions[bot]"
 BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
 PLACEHOLDERS = {
@@ -66,8 +66,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_body_options(parser, "pull request body")
     add_option(parser, "--labels", default="", help="labels to add, comma or newline separated")
     add_flag(parser, "--draft", default=False, help="open the pull request as a draft")
+    add_option(parser, "--patch-file", default="",
+               help="publish this patch (the run step's patch-file output), applied to the "
+               "checked-out commit in a temporary index; the working tree is not read",
+               default_help="none: publish what differs in the working tree")
+    add_option(parser, "--allowed-paths", default="",
+               help="globs (newline separated) every change must match, else nothing is "
+               "published", default_help="none: any path not protected")
     add_option(parser, "--protected-paths", default=DEFAULT_PROTECTED,
-               help="globs (newline separated) the changes must not touch; 'none' allows all")
+               help="globs (newline separated) the changes must not touch; 'none' allows all "
+               "(.git* files, submodules and links leaving the repository are always refused)")
     add_option(parser, "--remote", default="origin", help="git remote to push to")
     add_token_option(parser)
 
@@ -130,20 +138,20 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     protected = [] if args.protected_paths.strip().lower() == "none" else lines(
         [args.protected_paths or DEFAULT_PROTECTED])
 
-    paths = gitops.changed_paths(repo)
-    if not paths:
-        runner.log("publish: nothing changed in the working tree; no branch, no pull request.")
+    tree = _new_tree(repo, head, args.patch_file)
+    found = patchcheck.changes(repo, head, tree)
+    if not found:
+        what = "the patch changes nothing" if args.patch_file else "nothing changed in the "
+        what += "" if args.patch_file else "working tree"
+        runner.log(f"publish: {what}; no branch, no pull request.")
         runner.set_outputs({"changed": "false", "branch": "", "commit-sha": "",
                             "pr-number": "", "pr-url": ""})
         return 0
-    blocked = gitops.matching(paths, protected)
-    if blocked:
-        raise GitHubError(
-            f"refusing to publish: the changes touch protected paths: {listing(blocked)}.",
-            "These paths (protected-paths, default .github/** and .cursor/**) can change "
-            "workflows or agent settings; review them by hand, or narrow protected-paths "
-            "if that is really intended.",
-        )
+    refused = patchcheck.problems(repo, found, allowed=lines([args.allowed_paths]),
+                                  protected=protected)
+    if refused:
+        raise patchcheck.refusal(refused)
+    paths = [change.path for change in found]
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
     body = compose_body(transcript=args.transcript, final_message=args.final_message,
                         body=args.body, body_file=args.body_file, links=links,
@@ -152,8 +160,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     with runner.group(f"publish {len(paths)} changed file(s) to {branch}"):
         runner.untrusted("\n".join(paths))  # names the agent chose: never workflow commands
         try:
-            sha = _push_branch(repo, args, branch=branch, head=head, message=message, ctx=ctx,
-                               token=token, runner=runner)
+            sha = _push_branch(repo, args, branch=branch, head=head, tree=tree,
+                               message=message, ctx=ctx, token=token, runner=runner)
         except gitops.AccessDenied as exc:
             exc.hint += fork_note(ctx)
             raise
@@ -168,12 +176,30 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     return 0
 
 
-def _push_branch(repo: Path, args: argparse.Namespace, *, branch: str, head: str, message: str,
-                 ctx: Context, token: str, runner: Runner) -> str:
+def _new_tree(repo: Path, head: str, patch_file: str) -> str:
+    """The tree to publish: the patch on the checked-out commit, or the working tree."""
+    if not patch_file:
+        return patchcheck.tree_from_work_tree(repo, head)
+    patch = Path(patch_file)
+    if not patch.is_file():
+        raise UsageError(f"patch-file {patch_file} does not exist or is not a file.",
+                         "Pass the run step's patch-file output (in another job: upload it as "
+                         "an artifact and download it first).")
+    base = patchcheck.patch_base(patch)
+    if base and base != head:
+        raise GitHubError(
+            f"the patch was made against commit {base[:12]}, but {head[:12]} is checked out.",
+            "Check out the commit the agent worked on (actions/checkout with ref: the agent "
+            "job's github.sha or the pull request's head sha) before publishing.")
+    return patchcheck.tree_from_patch(repo, head, patch)
+
+
+def _push_branch(repo: Path, args: argparse.Namespace, *, branch: str, head: str, tree: str,
+                 message: str, ctx: Context, token: str, runner: Runner) -> str:
     remote = args.remote
     trailer = f"{gitops.TRAILER}: {ctx.run_url or 'local'}"
-    sha = gitops.snapshot_commit(repo, head, message=f"{message.rstrip()}\n\n{trailer}\n",
-                                 author_name=args.author_name, author_email=args.author_email)
+    sha = gitops.commit_tree(repo, tree, head, message=f"{message.rstrip()}\n\n{trailer}\n",
+                             author_name=args.author_name, author_email=args.author_email)
     auth = gitops.auth_env(ctx.server_url, token)
     tip = gitops.remote_tip(repo, remote, branch, auth)
     if tip is not None:

@@ -1,0 +1,150 @@
+"""What publish commits, re-checked: the tree it would commit, compared with HEAD, path by path.
+
+Both ways into publish end here: a patch file (applied with the hardened git to a temporary
+index built from HEAD, never to the working tree) and a dirty working tree (read with
+:mod:`cursor_agent_action.changeset`, never the repository's index). The tree is then refused,
+with every offending path named, when a change:
+
+- lies outside ``allowed-paths`` (when given);
+- touches a protected path (``protected-paths``, default ``.github/**``, ``.cursor/**``,
+  ``.claude/**``) or a ``.git*`` file at any depth (``.gitattributes``, ``.gitmodules``, ...:
+  they change how later git commands treat the tree);
+- is a symbolic link whose target leaves the repository or points into ``.git``;
+- adds, changes or removes a submodule (a gitlink).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cursor_agent_action import changeset, safegit
+from cursor_agent_action.errors import GitHubError
+from cursor_agent_action.globs import glob_to_regex
+from cursor_agent_action.runner_io import listing
+
+DEFAULT_PROTECTED = (".github/**", ".cursor/**", ".claude/**")
+_BASE_LINE = re.compile(rb"^# base: ([0-9a-f]{40,64})$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path of a tree-to-tree diff: modes and object ids before and after."""
+
+    path: str
+    old_mode: str
+    new_mode: str
+    new_oid: str
+
+
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None, doing: str) -> bytes:
+    try:
+        done = safegit.run(args, repo, env=env)
+    except (OSError, safegit.GitNotFound) as exc:
+        raise GitHubError(f"{doing}: cannot run git ({exc}).",
+                          "Install git on the runner (GitHub-hosted runners have it).") from exc
+    if done.returncode != 0:
+        words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
+        raise GitHubError(f"{doing} failed: {words or done.returncode}.",
+                          "See git's message; the patch must have been made from this commit.")
+    return done.stdout
+
+
+def patch_base(patch: Path) -> str:
+    """The commit a patch of ours was made against (its ``# base:`` header), or ""."""
+    with patch.open("rb") as handle:
+        head = handle.read(4096)
+    match = _BASE_LINE.search(head.split(b"\ndiff --git", 1)[0])
+    return match.group(1).decode() if match else ""
+
+
+def tree_from_patch(repo: Path, head: str, patch: Path) -> str:
+    """The tree of ``head`` with ``patch`` applied (in a temporary index: the working tree and
+    the repository's index are never touched)."""
+    with tempfile.TemporaryDirectory(prefix="caa-index-") as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _git(repo, "read-tree", head, env=index, doing="reading the checked-out commit")
+        _git(repo, "apply", "--cached", "--binary", "--allow-empty", "--whitespace=nowarn",
+             str(patch.resolve()), env=index, doing=f"applying the patch {patch}")
+        return _git(repo, "write-tree", env=index, doing="writing the tree").decode().strip()
+
+
+def tree_from_work_tree(repo: Path, head: str) -> str:
+    """The tree of the working tree as it is, read from disk (not the index)."""
+    try:
+        changes = changeset.compute(repo, None)
+        with tempfile.TemporaryDirectory(prefix="caa-index-") as tmp:
+            return changeset.build_tree(repo, {"GIT_INDEX_FILE": str(Path(tmp) / "index")},
+                                   head, changes.entries)  # fmt: skip
+    except changeset.ChangesetError as exc:
+        raise GitHubError(f"reading the working tree failed: {exc}.",
+                          "Check that working-directory is a git checkout with a commit.") from exc
+
+
+def changes(repo: Path, old_tree: str, new_tree: str) -> list[Change]:
+    """What differs between two trees, path by path (no renames: a delete and an add)."""
+    raw = _git(repo, "diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
+               "--full-index", "--abbrev=64", old_tree, new_tree, doing="comparing the trees")
+    fields = raw.split(b"\0")
+    found: list[Change] = []
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        if not meta.startswith(b":"):
+            continue
+        old_mode, new_mode, _old_oid, new_oid, _status = meta[1:].decode().split(" ")
+        found.append(Change(path.decode("utf-8", "surrogateescape"), old_mode, new_mode,
+                            new_oid))  # fmt: skip
+    return found
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    """A glob (permission-token syntax); a trailing ``/`` or a directory covers what is below."""
+    pattern = pattern.strip().lstrip("/")
+    pattern += "**" if pattern.endswith("/") else ""
+    return re.compile(glob_to_regex(pattern).pattern + "(?:/.*)?", re.DOTALL)
+
+
+def problems(
+    repo: Path, found: list[Change], *, allowed: list[str], protected: list[str]
+) -> dict[str, list[str]]:
+    """Every refused path, by reason (empty: nothing refused)."""
+    allowed_rx = [_regex(p) for p in allowed if p.strip()]
+    protected_rx = [_regex(p) for p in protected if p.strip()]
+    refused: dict[str, list[str]] = {}
+
+    def refuse(reason: str, path: str) -> None:
+        refused.setdefault(reason, []).append(path.encode("utf-8", "surrogateescape")
+                                              .decode("utf-8", "replace"))  # fmt: skip
+
+    for change in found:
+        path = change.path
+        if allowed_rx and not any(rx.fullmatch(path) for rx in allowed_rx):
+            refuse("outside allowed-paths", path)
+        if any(rx.fullmatch(path) for rx in protected_rx):
+            refuse("protected paths", path)
+        parts = path.split("/")
+        if ".git" in parts or parts[-1].startswith(".git"):
+            refuse(".git files (they change how git treats the tree)", path)
+        if "160000" in (change.old_mode, change.new_mode):
+            refuse("submodule changes", path)
+        if change.new_mode == "120000":
+            target = _git(repo, "cat-file", "blob", change.new_oid,
+                          doing=f"reading the link {path}").decode("utf-8", "surrogateescape")
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+            if (target.startswith("/") or resolved == ".." or resolved.startswith("../")
+                    or resolved.split("/")[0] == ".git"):
+                refuse("symbolic links that leave the repository", f"{path} -> {target}")
+    return refused
+
+
+def refusal(refused: dict[str, list[str]]) -> GitHubError:
+    """One error that names every refused path, by reason."""
+    parts = [f"{reason}: {listing(paths, 50)}" for reason, paths in refused.items()]
+    return GitHubError(
+        f"refusing to publish: {'; '.join(parts)}. Nothing was pushed.",
+        "Review these changes by hand. Widen allowed-paths (or narrow protected-paths) only if "
+        "the change is really intended; .git files, submodules and links that leave the "
+        "repository are never published.",
+    )

@@ -1,0 +1,158 @@
+"""publish with a patch file: applied to a clean checkout in a temporary index, re-checked
+against allowed-paths and the protected paths, every offending path named, nothing pushed on a
+refusal. Real repositories and a local bare remote; the GitHub API is a loopback server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action import changeset
+from tests.gh.test_publish import Workspace, sh
+from tests.gh.test_publish import ws as workspace_fixture
+from tests.support.github_server import error_line
+
+ws = workspace_fixture
+
+
+@pytest.fixture
+def agent_tree(ws: Workspace, tmp_path: Path) -> Path:
+    """A second checkout of the same commit: the agent's tree, where the patch is made."""
+    tree = tmp_path / "agent"
+    subprocess.run(["git", "clone", "-q", "-b", "feature", str(ws.remote), str(tree)],
+                   check=True)
+    return tree
+
+
+def make_patch(tree: Path, tmp_path: Path, change: dict[str, str | None],
+               links: dict[str, str] | None = None) -> Path:
+    before = changeset.baseline(tree)
+    for name, content in change.items():
+        path = tree / name
+        if content is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+    for name, target in (links or {}).items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(target, tree / name)
+    patch = tmp_path / "changes.patch"
+    changeset.write_patch(tree, changeset.compute(tree, before), patch)
+    return patch
+
+
+def test_a_patch_is_published_from_a_clean_checkout(
+    ws: Workspace, agent_tree: Path, tmp_path: Path
+) -> None:
+    patch = make_patch(agent_tree, tmp_path, {"docs/guide.md": "# guide\n", "README.md": None})
+    code, out = ws.publish("--patch-file", str(patch), "--allowed-paths", "docs/**\nREADME.md")
+    assert code == 0, out
+    assert out["changed"] == "true"
+    files = sh(ws.remote, "show", "--name-status", "--format=", out["commit-sha"]).splitlines()
+    assert files == ["D\tREADME.md", "A\tdocs/guide.md"]
+    assert sh(ws.repo, "status", "--porcelain") == ""  # the checkout itself is never touched
+
+
+def test_a_change_outside_allowed_paths_is_refused_and_named(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    patch = make_patch(agent_tree, tmp_path, {"docs/guide.md": "ok\n", "src/app.py": "x = 1\n",
+                                              "src/lib.py": "y = 2\n"})
+    code, _ = ws.publish("--patch-file", str(patch), "--allowed-paths", "docs/**")
+    assert code == 4
+    line = error_line(capsys.readouterr().out)
+    assert "outside allowed-paths: src/app.py, src/lib.py" in line
+    assert "docs/guide.md" not in line
+    assert ws.gh.requests == []
+    assert sh(ws.remote, "branch", "--list") == "feature"
+
+
+@pytest.mark.parametrize(("change", "links", "reason"), [
+    ({".github/workflows/x.yml": "on: push\n"}, {}, "protected paths: .github/workflows/x.yml"),
+    ({".claude/settings.json": "{}\n"}, {}, "protected paths: .claude/settings.json"),
+    ({"docs/.gitattributes": "* filter=x\n"}, {}, ".git files"),
+    ({".gitmodules": "[submodule]\n"}, {}, ".git files"),
+    ({}, {"docs/passwd.md": "/etc/passwd"}, "links that leave the repository: docs/passwd.md"),
+    ({}, {"docs/up.md": "../../outside"}, "links that leave the repository: docs/up.md"),
+    ({}, {"docs/cfg.md": "../.git/config"}, "links that leave the repository: docs/cfg.md"),
+])  # fmt: skip
+def test_protected_paths_git_files_and_escaping_links_are_refused(  # noqa: PLR0917
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    change: dict[str, str | None], links: dict[str, str], reason: str,
+) -> None:
+    patch = make_patch(agent_tree, tmp_path, change, links)
+    code, _ = ws.publish("--patch-file", str(patch))
+    assert code == 4
+    assert reason in error_line(capsys.readouterr().out)
+    assert ws.gh.requests == []
+
+
+def test_a_link_inside_the_repository_is_published(
+    ws: Workspace, agent_tree: Path, tmp_path: Path
+) -> None:
+    patch = make_patch(agent_tree, tmp_path, {}, {"docs/readme.md": "../README.md"})
+    code, out = ws.publish("--patch-file", str(patch))
+    assert code == 0, out
+
+
+def test_a_submodule_change_is_refused(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = sh(agent_tree, "rev-parse", "HEAD")
+    patch = tmp_path / "sub.patch"
+    patch.write_text(
+        f"# base: {head}\n\ndiff --git a/vendor/lib b/vendor/lib\nnew file mode 160000\n"
+        f"index 0000000..{head[:7]}\n--- /dev/null\n+++ b/vendor/lib\n@@ -0,0 +1 @@\n"
+        f"+Subproject commit {head}\n")
+    code, _ = ws.publish("--patch-file", str(patch))
+    assert code == 4
+    assert "submodule changes: vendor/lib" in error_line(capsys.readouterr().out)
+
+
+def test_a_patch_against_another_commit_is_refused_with_a_fix(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    patch = make_patch(agent_tree, tmp_path, {"docs/a.md": "a\n"})
+    (ws.repo / "other.txt").write_text("moved on\n")
+    sh(ws.repo, "add", "other.txt")
+    sh(ws.repo, "-c", "user.name=D", "-c", "user.email=d@e", "commit", "-qm", "later")
+    code, _ = ws.publish("--patch-file", str(patch))
+    assert code == 4
+    line = error_line(capsys.readouterr().out)
+    assert "the patch was made against commit" in line
+    assert "Fix: Check out the commit the agent worked on" in line
+
+
+def test_an_empty_patch_publishes_nothing(
+    ws: Workspace, agent_tree: Path, tmp_path: Path
+) -> None:
+    patch = make_patch(agent_tree, tmp_path, {})
+    code, out = ws.publish("--patch-file", str(patch))
+    assert code == 0
+    assert out["changed"] == "false"
+    assert ws.gh.requests == []
+
+
+def test_a_missing_patch_file_is_a_usage_error(
+    ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = ws.publish("--patch-file", str(tmp_path / "nope.patch"))
+    assert code == 2
+    assert "patch-file" in error_line(capsys.readouterr().out)
+
+
+def test_a_dirty_tree_gets_the_same_checks(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Same-job use: the working tree, read from disk, through the same refusals."""
+    (ws.repo / "src").mkdir()
+    (ws.repo / "src" / "app.py").write_text("x = 1\n")
+    sh(ws.repo, "update-index", "--add", "--cacheinfo", "100644",
+       "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", "hidden.txt")  # a doctored index
+    code, _ = ws.publish("--allowed-paths", "docs/**")
+    assert code == 4
+    assert "outside allowed-paths: src/app.py" in error_line(capsys.readouterr().out)
