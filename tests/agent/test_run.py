@@ -817,3 +817,56 @@ def test_agent_bin_path_that_does_not_exist_is_named_without_path_lookup(
                  "--working-directory", str(workspace)])
     assert code == 3
     assert "(no-such-cursor-agent on PATH)" in capsys.readouterr().out
+
+
+def test_the_run_hands_on_a_patch_that_applies_to_a_clean_checkout(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """patch-file and changed: made by the action's own git, applied to a fresh clone, they
+    give exactly the agent's tree (added, changed, deleted, binary)."""
+    (workspace / "old.txt").write_text("old\n")
+    subprocess.run(["git", "add", "old.txt"], cwd=workspace, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "old"],
+                   cwd=workspace, check=True)
+    scenario = {"edits": {"docs/guide.md": "# guide\n", "README.md": "# changed\n",
+                          "old.txt": None, "docs/img.bin": "\u00ff\u0000\u00fe"}}
+    result = run(tmp_path, workspace, capsys, scenario, "--preset", "edit")
+    assert result.outputs["changed"] == "true"
+    patch = Path(result.outputs["patch-file"])
+    assert patch.read_bytes().startswith(b"# cursor-agent-action patch")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(workspace), str(clone)], check=True)
+    subprocess.run(["git", "apply", "--binary", str(patch)], cwd=clone, check=True)
+    for name in ("docs/guide.md", "README.md", "docs/img.bin"):
+        assert (clone / name).read_bytes() == (workspace / name).read_bytes()
+    assert not (clone / "old.txt").exists()
+    assert json.loads(result.outputs["files-changed"]) == [
+        "README.md", "docs/guide.md", "docs/img.bin", "old.txt"]
+
+
+def test_nothing_changed_means_changed_false_and_an_empty_patch(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run(tmp_path, workspace, capsys, {})
+    assert result.outputs["changed"] == "false"
+    body = Path(result.outputs["patch-file"]).read_bytes().split(b"\n\n", 1)[1]
+    assert body == b""
+
+
+@pytest.mark.parametrize(("preset", "fails"), [("read-only", True), ("docs", True),
+                                               ("edit", False)])
+def test_a_write_outside_the_working_directory_is_a_policy_problem(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str], preset: str,
+    fails: bool,
+) -> None:
+    outside = "/home/runner/.bashrc"
+    lines = [INIT,
+             _tool("completed", "w1", "writeToolCall", {"path": outside, "fileText": "x"},
+                   {"success": {"path": outside, "linesCreated": 1}}),
+             SAY, RESULT]  # fmt: skip
+    result = run(tmp_path, workspace, capsys, {"lines": lines}, "--preset", preset)
+    assert ("wrote 1 file(s) outside the working directory: /home/runner/.bashrc"
+            in result.summary.replace("\\", ""))
+    assert result.outputs["conclusion"] == ("failure" if fails else "success")
+    if not fails:
+        assert "::warning title=write outside the working directory::" in result.log
