@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cursor_agent_action.redact import Redactor
 from cursor_agent_action.runner_io import (
     SUMMARY_LIMIT_BYTES,
-    Redactor,
     Runner,
     escape_data,
     escape_property,

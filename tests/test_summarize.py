@@ -103,3 +103,21 @@ def test_stdin_and_no_github_environment(tmp_path: Path) -> None:
     processed_commands(log)
     assert list(tmp_path.iterdir()) == []
     assert proc.stderr == b""
+
+
+def test_control_bytes_and_mid_line_log_commands_never_reach_the_log(tmp_path: Path) -> None:
+    """A transcript (or a binary file) holding raw control bytes, a CR before ``##[error]`` and
+    very long lines: the log has no raw control byte, nothing the runner would take as a
+    command, and no line over 64 KiB."""
+    text = "bell \\u0007 esc \\u001b[31m red\\r##[error]fake ::warning::x \\u009b c1 "
+    say = ('{"type":"assistant","message":{"content":[{"type":"text","text":"' + text
+           + "z" * 200_000 + '"}]},"session_id":"s"}')  # fmt: skip
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(say.encode() + b"\n\x1b[2J\x07raw bytes ##[group] \x00\xff\xfe\n"
+                           + bytes(range(256)) + b"\n")  # fmt: skip
+    run = summarize(tmp_path, transcript)
+    allowed = {"\n", "\t"}
+    assert not [c for c in run.log if (ord(c) < 32 or 0x7F <= ord(c) <= 0x9F) and c not in allowed]
+    assert max(len(line.encode()) for line in run.log.splitlines()) <= 64 * 1024
+    processed_commands(run.log)  # raises on any command that is not ours
+    assert "\\x1b[31m red\\x0d#" in run.log  # shown, escaped

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -167,8 +168,15 @@ def _internal_error(runner: Runner, exc: BaseException) -> int:
     return EXIT_INTERNAL
 
 
+MASK_ENV = "CURSOR_AGENT_ACTION_MASK_ENV"
+"""Names (one per line or comma separated: the mask-env input) of more variables whose values
+are secrets to redact everywhere."""
+
+
 def _secrets_from_env() -> list[str]:
-    return [value for name in SECRET_ENV_VARS if (value := os.environ.get(name))]
+    listed = re.split(r"[\n,]", os.environ.get(MASK_ENV, ""))
+    names = [*SECRET_ENV_VARS, *(name.strip() for name in listed)]
+    return [value for name in dict.fromkeys(names) if name and (value := os.environ.get(name))]
 
 
 def console_main() -> None:

@@ -15,7 +15,6 @@ References:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import secrets as _random
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from cursor_agent_action.markdown import shorten
+from cursor_agent_action.redact import Redactor
 
 SUMMARY_LIMIT_BYTES = 1024 * 1024
 """GitHub rejects a step summary larger than this."""
@@ -36,11 +36,26 @@ SUMMARY_SAFETY_BYTES = 8 * 1024
 
 _LOG_FORMAT_LINE = re.compile(r"(?m)^##\[")
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-_MIN_SECRET_LEN = 4  # shorter "secrets" would redact ordinary text; the runner ignores them too
 _FLUSH_INTERVAL_S = 0.05
 GROUP_TITLE_CHARS = 300
 _FLUSH_BYTES = 64 * 1024
 TRUNCATION_NOTE = "\n\n> [!WARNING]\n> The summary was cut to stay under GitHub's 1 MiB limit.\n"
+
+
+LOG_LINE_CHARS = 16 * 1024
+"""The longest line the log prints, in characters (at most 64 KiB of UTF-8)."""
+_LONG_LINE = re.compile(rf"[^\n]{{{LOG_LINE_CHARS}}}(?=[^\n])")
+# C0 controls but tab and newline, DEL, C1 controls: shown as \xNN, never written raw (a CR
+# could start a new line that the log viewer reads as a command, an ESC drives the terminal).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _wrap(match: re.Match[str]) -> str:
+    return match.group(0) + "\n"
+
+
+def _visible(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group(0)):02x}"
 
 
 def escape_data(value: str) -> str:
@@ -65,47 +80,6 @@ def listing(paths: Sequence[str], limit: int = 20) -> str:
     """The first ``limit`` of ``paths`` (sorted), comma-separated, then "and N more"."""
     shown = ", ".join(sorted(paths)[:limit])
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
-
-
-class Redactor:
-    """Replaces known secret values with ``***``."""
-
-    def __init__(self, values: Iterable[str] = ()) -> None:
-        self._values: list[str] = []
-        for value in values:
-            self.add(value)
-
-    def add(self, value: str) -> list[str]:
-        """Register a secret; returns the pieces that were added.
-
-        The pieces are the value and each line of it, each also as it appears inside a JSON
-        string (the transcript is JSON lines): quotes and control characters escaped, with and
-        without ``\\uXXXX`` for non-ASCII.
-        """
-        added: list[str] = []
-        for raw in {value, *value.splitlines()}:
-            stripped = raw.strip()
-            for piece in (
-                stripped,
-                json.dumps(stripped, ensure_ascii=False)[1:-1],
-                json.dumps(stripped)[1:-1],
-                escape_data(stripped),  # as a workflow command's message carries it
-            ):
-                if len(piece) >= _MIN_SECRET_LEN and piece not in self._values:
-                    self._values.append(piece)
-                    added.append(piece)
-        # Longest first, so a secret that contains another is replaced whole.
-        self._values.sort(key=len, reverse=True)
-        return added
-
-    def __bool__(self) -> bool:
-        return bool(self._values)
-
-    def __call__(self, text: str) -> str:
-        for value in self._values:
-            if value in text:
-                text = text.replace(value, "***")
-        return text
 
 
 # Credentials a URL may carry: "user:token@" and query strings (a signed log-storage URL's
@@ -229,7 +203,10 @@ class Runner:
         is written (a title cut to length, a long text logged in pieces) redacts it first.
         """
         if self._buffer:
-            self._out.write(self.redact("".join(self._buffer)))
+            text = self.redact("".join(self._buffer))
+            if _CONTROL.search(text):  # never a raw control byte: ESC, BEL, CR, C1, ...
+                text = _CONTROL.sub(_visible, text)
+            self._out.write(text)
             self._buffer.clear()
             self._buffered = 0
         with contextlib.suppress(OSError, ValueError):
@@ -251,6 +228,8 @@ class Runner:
         # (display only): a zero-width space keeps the agent from faking them.
         if "##[" in text:
             text = _LOG_FORMAT_LINE.sub("#\u200b#[", text)
+        if len(text) > LOG_LINE_CHARS:  # no log line over 64 KiB: a longer one is wrapped
+            text = _LONG_LINE.sub(_wrap, text)
         if not text.endswith("\n"):
             text += "\n"
         # One random token for the whole run: the agent cannot read the log while it runs,

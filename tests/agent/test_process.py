@@ -22,7 +22,8 @@ from cursor_agent_action.agent.process import (
     run_agent_process,
 )
 from cursor_agent_action.agent.standin import to_json_line
-from cursor_agent_action.runner_io import Redactor, Runner
+from cursor_agent_action.redact import Redactor
+from cursor_agent_action.runner_io import Runner
 from tests.support.standin import make_standin, records, wait_group_gone
 
 ARGS = ["-p", "--output-format", "stream-json", "--", "go"]

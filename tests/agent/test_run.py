@@ -870,3 +870,83 @@ def test_a_write_outside_the_working_directory_is_a_policy_problem(
     assert result.outputs["conclusion"] == ("failure" if fails else "success")
     if not fails:
         assert "::warning title=write outside the working directory::" in result.log
+
+
+def test_a_600_mib_line_without_a_newline_keeps_the_helper_small(tmp_path: Path) -> None:
+    """An agent that writes 600 MiB with no newline: the helper's peak RSS (wait4 of that
+    process) stays under 256 MiB, the line is reported malformed and the transcript keeps only
+    its first MAX_LINE_BYTES."""
+    from cursor_agent_action.stream.framing import MAX_LINE_BYTES
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    agent = tmp_path / "flood.sh"
+    agent.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = --help ] && exit 0; done\n'
+                     "head -c 629145600 /dev/zero | tr '\\0' 'a'\n")
+    agent.chmod(0o755)
+    transcript = tmp_path / "t.jsonl"
+    output = tmp_path / "out.txt"
+    env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path / "rt"), "HOME": str(tmp_path),
+           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER}
+    helper = subprocess.Popen(
+        [sys.executable, "-m", "cursor_agent_action", "run", "--prompt", "x", "--agent-bin",
+         str(agent), "--working-directory", str(workspace), "--transcript", str(transcript),
+         "--output-file", str(output), "--summary-file", os.devnull, "--timeout-minutes", "3"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    log = helper.stdout.read() if helper.stdout else b""
+    _, status, usage = os.wait4(helper.pid, 0)
+    helper.returncode = os.waitstatus_to_exitcode(status)
+    assert usage.ru_maxrss < 256 * 1024, f"peak RSS {usage.ru_maxrss // 1024} MiB"
+    assert b"line cap (629,145,600 bytes)" in log
+    assert transcript.stat().st_size <= MAX_LINE_BYTES + 1
+    assert parse_output_file(output.read_text())["conclusion"] == "failure"
+
+
+def test_thirty_thousand_changed_files_keep_the_outputs_bounded(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    names = [f"gen/{i // 1000:02d}/file-{i:05d}-with-a-longer-name.txt" for i in range(30_000)]
+    result = run(tmp_path, workspace, capsys, {"edits": dict.fromkeys(names, "x")},
+                 "--preset", "edit")
+    assert result.outputs["conclusion"] == "success"
+    listed = json.loads(result.outputs["files-changed"])
+    assert result.outputs["files-changed-truncated"] == "true"
+    assert 0 < len(listed) < 30_000
+    assert len(result.outputs["files-changed"].encode()) <= 256 * 1024
+    full = json.loads(Path(result.outputs["files-changed-file"]).read_text())
+    assert full == sorted(names)
+    assert listed == full[: len(listed)]
+    assert (tmp_path / "outputs.txt").stat().st_size < 1024 * 1024
+
+
+def test_mask_env_values_and_pattern_shaped_secrets_reach_nothing_people_read(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A secret named in mask-env, printed plain, base64-encoded and URL-encoded, and a GitHub
+    token the run never knew: not in the log, summary, outputs, result file or transcript."""
+    import base64
+    from urllib.parse import quote
+
+    known = "my-deploy-secret-0123456789"
+    monkeypatch.setenv("DEPLOY_SECRET", known)
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_MASK_ENV", "OTHER\nDEPLOY_SECRET")
+    unknown = "ghp_" + "Z9y8X7w6V5" * 4
+    text = (f"plain {known}, b64 {base64.b64encode(b'xx' + known.encode()).decode()}, "
+            f"url {quote(known + '/+', safe='')}, found {unknown}")
+    say = _event("assistant", message={"role": "assistant",
+                                       "content": [{"type": "text", "text": text}]})
+    result_event = dict(RESULT, result=text)
+    result = run(tmp_path, workspace, capsys, {"lines": [INIT, say, result_event]})
+    transcript = Path(result.outputs["transcript-file"]).read_text()
+    result_file = Path(result.outputs["result-file"]).read_text()
+    log = "\n".join(line for line in result.log.splitlines()
+                    if not line.startswith("::add-mask::"))  # the masks name it, by design
+    everything = [log, result.summary, json.dumps(result.outputs), transcript, result_file]
+    for where in everything:
+        assert known not in where
+        assert unknown not in where
+        assert base64.b64encode(b"xx" + known.encode()).decode()[4:-4] not in where
+        assert quote(known, safe="") not in where
+    assert "***" in result.outputs["final-message"]

@@ -51,7 +51,10 @@ def test_golden(transcript: Path, tmp_path: Path) -> None:
     assert result_file.parent == run.result_dir
     if "truncated by cursor-agent-action" not in run.outputs["result"]:
         assert result_file.read_text("utf-8") == run.outputs["result"]
-    outputs = dict(run.outputs, **{"result-file": "<result-file>"})
+    files_file = Path(run.outputs["files-changed-file"])
+    assert json.loads(files_file.read_text("utf-8")) == json.loads(run.outputs["files-changed"])
+    outputs = dict(run.outputs, **{"result-file": "<result-file>",
+                                   "files-changed-file": "<files-changed-file>"})
     assert run.code == (0 if outputs["conclusion"] == "success" else 1)
     _check(GOLDEN / f"{transcript.stem}.log", _normalize(run.log))
     _check(GOLDEN / f"{transcript.stem}.summary.md", _normalize(run.summary))

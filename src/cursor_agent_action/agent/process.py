@@ -35,6 +35,7 @@ from typing import IO, Protocol, cast
 from cursor_agent_action.agent.isolation import JAIL_EXIT_WAIT_S, Jail
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.stream.framing import MAX_LINE_BYTES
 
 RESULT_GRACE_S = 2.0
 """How long an agent may keep running after its ``result`` event."""
@@ -197,20 +198,34 @@ class TranscriptWriter:
     Redaction uses ``redact`` (``Runner.redact``: every secret the runner knows) on complete
     lines, the unit the stream framer uses, so a secret split across two reads is still found;
     the last line is written by :meth:`close` even without its ``\\n``. Bytes that are not UTF-8
-    pass through unchanged. A failed write (disk full) is kept in :attr:`error` and stops
-    further writes; the run goes on.
+    pass through unchanged. A line over ``MAX_LINE_BYTES`` keeps only its first
+    ``MAX_LINE_BYTES`` (the rest never stays in memory), as the stream engine cuts it too. A
+    failed write (disk full) is kept in :attr:`error` and stops further writes; the run goes
+    on.
     """
 
     def __init__(self, fd: int, redact: Callable[[str], str]) -> None:
         self._fd = fd
         self._redact = redact
         self._pending = bytearray()
+        self._dropping = False  # in a line over MAX_LINE_BYTES, past what is kept
         self.error = ""
 
     def write(self, chunk: bytes) -> None:
+        if self._dropping:  # the rest of an over-long line: only its end is looked for
+            end = chunk.find(b"\n")
+            if end < 0:
+                return
+            self._dropping = False
+            self._emit(b"\n")
+            chunk = chunk[end + 1 :]
         end = chunk.rfind(b"\n") + 1  # only the new bytes are searched: a long line stays cheap
         if not end:
             self._pending += chunk
+            if len(self._pending) > MAX_LINE_BYTES:  # kept: its start, cut like the engine cuts
+                self._emit(bytes(self._pending[:MAX_LINE_BYTES]))
+                self._pending = bytearray()
+                self._dropping = True
             return
         self._pending += chunk[:end]
         self._emit(bytes(self._pending))

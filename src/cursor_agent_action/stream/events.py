@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from cursor_agent_action.stream.framing import BOM, Line
+from cursor_agent_action.stream.framing import BOM, MAX_LINE_BYTES, CutLine, Line
 from cursor_agent_action.stream.toolcalls import (
     ToolCallEvent,
     _dict,
@@ -213,6 +213,10 @@ def parse_line(line: Line) -> Event:
     try:
         value = orjson.loads(line)  # the common case without a call in between
     except orjson.JSONDecodeError:
+        if isinstance(line, CutLine):
+            return MalformedLine(
+                f"longer than the {MAX_LINE_BYTES // 2**20} MiB line cap ({line.size:,} bytes): "
+                "cut, only its start kept", _preview(line))
         value, reason = _loads(line)
     else:
         reason = ""

@@ -11,6 +11,24 @@ from __future__ import annotations
 
 BOM = b"\xef\xbb\xbf"
 CHUNK_SIZE = 1024 * 1024
+MAX_LINE_BYTES = 32 * 1024 * 1024
+"""A longer line is cut: its first :data:`CUT_KEPT_BYTES` are kept (as a :class:`CutLine`, which
+the engine reports as malformed) and the rest is dropped as it arrives, so no input, however
+long its lines, grows the helper by more than this."""
+CUT_KEPT_BYTES = 4096
+
+
+class CutLine(bytes):
+    """The start of a line longer than :data:`MAX_LINE_BYTES`; ``size`` is its whole length."""
+
+    size: int = 0
+
+
+def _cut(head: bytes | bytearray, size: int) -> CutLine:
+    line = CutLine(bytes(head[:CUT_KEPT_BYTES]) + b" ...")  # never ends like an event
+    line.size = size
+    return line
+
 
 Line = bytes | bytearray
 
@@ -18,12 +36,39 @@ Line = bytes | bytearray
 class LineSplitter:
     """Incremental splitter for live pipes: ``feed`` any chunk, get the lines it completes."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
         self._pending = bytearray()
         self._at_start = True
+        self._max_line = max_line
+        self._dropping = 0  # bytes of an over-long line dropped so far (0: not dropping)
+        self._kept = b""  # its start
+
+    def _drop(self, chunk: bytes) -> tuple[list[Line], bytes]:
+        """While an over-long line is being dropped: its CutLine once it ends, and the rest."""
+        end = chunk.find(b"\n")
+        if end < 0:
+            self._dropping += len(chunk)
+            return [], b""
+        size = self._dropping + end
+        self._dropping, kept, self._kept = 0, self._kept, b""
+        return [_cut(kept, size)], chunk[end + 1 :]
 
     def feed(self, chunk: bytes) -> list[Line]:
         """The complete lines (without ``\\n``) that ``chunk`` finishes, in order."""
+        if self._dropping:
+            done, chunk = self._drop(chunk)
+            return done + self.feed(chunk) if chunk else done
+        lines = self._feed(chunk)
+        if len(self._pending) > self._max_line:  # the line so far is already too long
+            self._kept = bytes(self._pending[:CUT_KEPT_BYTES])
+            self._dropping = len(self._pending)
+            self._pending = bytearray()
+        if lines and any(len(line) > self._max_line for line in lines):
+            lines = [_cut(line, len(line)) if len(line) > self._max_line else line
+                     for line in lines]  # fmt: skip
+        return lines
+
+    def _feed(self, chunk: bytes) -> list[Line]:
         if self._at_start:
             head = bytes(self._pending) + chunk
             if len(head) < len(BOM) and BOM.startswith(head):
@@ -47,5 +92,9 @@ class LineSplitter:
 
     def close(self) -> list[Line]:
         """The last line when the stream did not end with ``\\n``."""
+        if self._dropping:
+            size, kept = self._dropping, self._kept
+            self._dropping, self._kept = 0, b""
+            return [_cut(kept, size)]
         tail, self._pending = self._pending, bytearray()
         return [tail] if tail else []

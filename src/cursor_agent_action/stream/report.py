@@ -21,6 +21,9 @@ from cursor_agent_action.stream.aggregate import RunRecord
 from cursor_agent_action.stream.summary import render_summary
 
 WRITE_PIECE_CHARS = 1024 * 1024
+FILES_OUTPUT_LIMIT = 256 * 1024
+"""Bytes of ``files-changed`` JSON; with ``result`` and ``final-message`` (64 KiB each) the
+outputs stay well under GitHub's 1 MiB per job."""
 RESULT_OUTPUT_LIMIT = 64 * 1024
 """Bytes of ``result``/``final-message`` kept in the step outputs (GitHub allows 1 MB per job:
 https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/passing-information-between-jobs)."""
@@ -52,8 +55,32 @@ def _write_result_file(text: str, result_dir: Path) -> Path:
     return Path(name)
 
 
+def files_output(paths: list[str], limit: int = FILES_OUTPUT_LIMIT) -> tuple[str, bool]:
+    """``files-changed`` as JSON within ``limit`` bytes (whole entries), and whether it was
+    cut; the full list is in ``files-changed-file``."""
+    whole = orjson.dumps(paths)
+    if len(whole) <= limit:
+        return whole.decode(), False
+    kept: list[str] = []
+    size = 2
+    for path in paths:
+        size += len(orjson.dumps(path)) + 1
+        if size > limit:
+            break
+        kept.append(path)
+    return orjson.dumps(kept).decode(), True
+
+
+def _write_files_list(paths: list[str], result_dir: Path) -> str:
+    fd, name = tempfile.mkstemp(prefix="files-changed-", suffix=".json", dir=result_dir)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(orjson.dumps(paths))
+    return name
+
+
 def record_outputs(record: RunRecord, result_file: str) -> dict[str, str]:
     """The step outputs of a record (values not yet redacted: Runner.set_outputs does it)."""
+    files, cut = files_output(record.files_changed)
     return {
         "conclusion": record.conclusion,
         "result": cap_text(record.result_text),
@@ -70,7 +97,8 @@ def record_outputs(record: RunRecord, result_file: str) -> dict[str, str]:
         "tool-calls": str(len(record.tool_calls)),
         "failed-tool-calls": str(len(record.failed_tool_calls)),
         "permission-denials": str(len(record.permission_denials)),
-        "files-changed": orjson.dumps(record.files_changed).decode(),
+        "files-changed": files,
+        "files-changed-truncated": "true" if cut else "false",
     }
 
 
@@ -102,9 +130,16 @@ def report(
             f"The result file could not be written in {result_dir} ({exc.strerror or exc}); "
             "the result output still holds the (capped) text."
         )
+    files_file = ""
+    try:
+        files_file = _write_files_list(record.files_changed, result_dir)
+    except OSError as exc:
+        record.notes.append(f"The files-changed file could not be written in {result_dir} "
+                            f"({exc.strerror or exc}).")
     outputs_error: OSError | None = None
     try:
-        runner.set_outputs({**record_outputs(record, result_file), **(extra_outputs or {})})
+        runner.set_outputs({**record_outputs(record, result_file),
+                            "files-changed-file": files_file, **(extra_outputs or {})})
     except OSError as exc:  # still write the summary and the annotation below
         outputs_error = exc
     try:

@@ -1,0 +1,138 @@
+"""Secrets out of everything people can read: the one redactor every writer uses.
+
+Two nets, both replacing with ``***``:
+
+1. **Known secrets** (the API key, ``GITHUB_TOKEN``, every value masked with ``::add-mask::``,
+   the variables named in ``mask-env``), in every form the text can carry them: as they are,
+   each line of a multi-line value, JSON-escaped (with and without ``\\uXXXX``), URL-encoded,
+   as a workflow command's message escapes it, and base64-encoded at each of the three byte
+   alignments (the way the Actions runner's own masker does: only the characters that depend
+   on the secret alone, so a secret inside a longer encoded blob is found too).
+2. **Secret-shaped text** the run does not know (:data:`PATTERNS`): GitHub, AWS, OpenAI and
+   Anthropic, Slack and Google keys, private key blocks, JWTs. A safety net, not a guarantee:
+   a secret of another shape, or one the agent transformed otherwise, passes.
+
+Speed: texts up to :data:`_SHORT` characters (a tool call's target, an assistant segment) are
+matched by one compiled expression, with recent answers cached (agents name the same paths
+again and again); long texts (a flushed log buffer, a transcript chunk) by substring search,
+which is faster over megabytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable
+from urllib.parse import quote, quote_plus
+
+MIN_SECRET_LEN = 4  # shorter "secrets" would redact ordinary text; the runner ignores them too
+MIN_ENCODED_LEN = 8  # a shorter base64 piece would match ordinary words
+MASK = "***"
+_SHORT = 512
+_CACHE_SIZE = 4096
+
+PATTERNS: tuple[tuple[str, str, str], ...] = (
+    # (name, literals one of which every match contains (the fast pre-check), expression)
+    ("GitHub token", "ghp_|gho_|ghu_|ghs_|ghr_", r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b"),
+    ("GitHub fine-grained token", "github_pat_", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"),
+    ("AWS access key id", "AKIA|ASIA", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    ("OpenAI or Anthropic key", "sk-", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"),
+    ("Slack token", "xox", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    ("Google API key", "AIza", r"\bAIza[0-9A-Za-z_-]{35}"),
+    ("private key block", "PRIVATE KEY-----",
+     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.{0,16384}?-----END [A-Z0-9 ]*PRIVATE KEY-----"
+     r"|[A-Za-z0-9+/=\s\\n]{0,16384})"),
+    ("JSON web token", "eyJ", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+)  # fmt: skip
+"""Secret shapes scrubbed whether or not the run knows them; one test per row."""
+
+_PATTERN_RX = re.compile("|".join(f"(?:{rx})" for _, _, rx in PATTERNS), re.DOTALL)
+_PATTERN_HINTS = tuple(dict.fromkeys(h for _, hints, _ in PATTERNS for h in hints.split("|")))
+
+
+def base64_pieces(secret: bytes) -> list[str]:
+    """The parts of ``secret``'s base64 forms that do not depend on the bytes around it, at
+    the three alignments (standard and URL-safe alphabets)."""
+    pieces = []
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + secret).decode()
+        start = -(-8 * shift // 6)  # the first character made of secret bits only
+        end = 8 * (shift + len(secret)) // 6  # past the last such character
+        piece = encoded[start:end]
+        if len(piece) >= MIN_ENCODED_LEN:
+            pieces += [piece, piece.replace("+", "-").replace("/", "_")]
+    return pieces
+
+
+def forms(value: str) -> list[str]:
+    """Every form of ``value`` (and of each of its lines) that :class:`Redactor` replaces."""
+    found: list[str] = []
+    for raw in {value, *value.splitlines()}:
+        stripped = raw.strip()
+        if len(stripped) < MIN_SECRET_LEN:
+            continue
+        found += [
+            stripped,
+            json.dumps(stripped, ensure_ascii=False)[1:-1],
+            json.dumps(stripped)[1:-1],
+            stripped.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"),
+            quote(stripped, safe=""),
+            quote_plus(stripped, safe=""),
+            *base64_pieces(stripped.encode("utf-8")),
+        ]
+    return [piece for piece in dict.fromkeys(found) if len(piece) >= MIN_SECRET_LEN]
+
+
+class Redactor:
+    """Replaces known secrets (in all their :func:`forms`) and :data:`PATTERNS` with ``***``."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._values: list[str] = []
+        self._known: re.Pattern[str] | None = None
+        self._cache: dict[str, str] = {}
+        for value in values:
+            self.add(value)
+
+    def add(self, value: str) -> list[str]:
+        """Register a secret; returns the plain pieces (the value and its lines) to mask in the
+        runner's log (the runner encodes those itself)."""
+        new = [piece for piece in forms(value) if piece not in self._values]
+        self._values += new
+        # Longest first, so a secret that contains another is replaced whole.
+        self._values.sort(key=len, reverse=True)
+        self._known = re.compile("|".join(map(re.escape, self._values))) if self._values else None
+        self._cache.clear()
+        plain = {line.strip() for line in (value, *value.splitlines())}
+        return [piece for piece in new if piece in plain]
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def __call__(self, text: str) -> str:
+        if len(text) <= _SHORT:
+            cached = self._cache.get(text)
+            if cached is None:
+                cached = self._short(text)
+                if len(self._cache) >= _CACHE_SIZE:
+                    self._cache.clear()
+                self._cache[text] = cached
+            return cached
+        for value in self._values:
+            if value in text:
+                text = text.replace(value, MASK)
+        if any(hint in text for hint in _PATTERN_HINTS):
+            text = _PATTERN_RX.sub(MASK, text)
+        return text
+
+    def _short(self, text: str) -> str:
+        if self._known is not None and self._known.search(text):
+            text = self._known.sub(MASK, text)
+        if any(hint in text for hint in _PATTERN_HINTS):
+            text = _PATTERN_RX.sub(MASK, text)
+        return text
+
+
+def scrub(text: str) -> str:
+    """Only the :data:`PATTERNS` (no known secrets): for text no runner is around to redact."""
+    return _PATTERN_RX.sub(MASK, text) if any(h in text for h in _PATTERN_HINTS) else text

@@ -1,0 +1,136 @@
+"""The redactor: known secrets in every encoding the runner masks, secret-shaped text it does not
+know, and secrets cut across stream chunks and JSON escapes. Properties run 300 examples each."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import string
+from urllib.parse import quote
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from cursor_agent_action.agent.process import TranscriptWriter
+from cursor_agent_action.redact import MASK, PATTERNS, Redactor, base64_pieces, scrub
+from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.stream.engine import StreamProcessor
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SECRETS = st.text(string.ascii_letters + string.digits + "-_.~+/=!@#$%^&*", min_size=12,
+                  max_size=64)  # fmt: skip
+TEXT = st.text(max_size=80)
+
+
+@SETTINGS
+@given(secret=SECRETS, before=TEXT, after=TEXT)
+def test_a_known_secret_is_gone_wherever_it_stands(secret: str, before: str, after: str) -> None:
+    redact = Redactor([secret])
+    assert secret not in redact(before + secret + after)
+    assert secret not in redact((before + secret + after) * 40)  # the long-text path too
+
+
+@SETTINGS
+@given(secret=SECRETS, prefix=st.binary(max_size=5), suffix=st.binary(max_size=5))
+@example(secret="ghs_0123456789abcdef", prefix=b"", suffix=b"")
+def test_base64_of_a_secret_at_any_byte_alignment_is_gone(
+    secret: str, prefix: bytes, suffix: bytes
+) -> None:
+    """The secret inside any encoded blob: the characters that only the secret determines are
+    replaced, so the secret cannot be decoded from what is left."""
+    encoded = base64.b64encode(prefix + secret.encode() + suffix).decode()
+    redacted = Redactor([secret])(f"data: {encoded} end")
+    for piece in base64_pieces(secret.encode()):
+        assert piece not in redacted
+    for alphabet in (base64.b64encode, base64.urlsafe_b64encode):
+        plain = alphabet(secret.encode()).decode().rstrip("=")
+        assert plain[1:-2] not in redacted or len(plain) < 12
+
+
+@SETTINGS
+@given(secret=SECRETS)
+def test_json_url_and_command_escaped_forms_are_gone(secret: str) -> None:
+    redact = Redactor([secret + '"\\é'])
+    value = secret + '"\\é'
+    for form in (json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+                 quote(value, safe=""), value.replace("%", "%25")):
+        assert secret not in redact(f"[{form}]").replace(MASK, "")
+
+
+@SETTINGS
+@given(secret=SECRETS, cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=8))
+def test_a_secret_cut_across_stream_chunks_never_reaches_the_transcript_or_log(
+    secret: str, cuts: list[int]
+) -> None:
+    line = json.dumps({"type": "assistant", "message": {"content": [
+        {"type": "text", "text": f"the key is {secret}, base64 "
+                                 f"{base64.b64encode(secret.encode()).decode()}"}]}})
+    data = (line + "\n").encode() * 2
+    log = io.StringIO()
+    runner = Runner(stdout=log, env={}, secrets=[secret])
+    out = io.BytesIO()
+    read, write = os.pipe()
+    writer = TranscriptWriter(write, runner.redact)
+    processor = StreamProcessor(runner)
+    position = 0
+    for cut in [*sorted(set(cuts)), len(data)]:
+        chunk = data[position:cut]
+        if chunk:
+            writer.write(chunk)
+            processor.feed(chunk)
+        position = max(position, cut)
+    writer.close()
+    with os.fdopen(read, "rb") as handle:
+        out.write(handle.read())
+    record = processor.close()
+    runner.flush()
+    shown = log.getvalue().split("::add-mask::")[-1].split("\n", 1)[-1]
+    for text in (out.getvalue().decode(), shown, record.final_message):
+        assert secret not in text
+        for piece in base64_pieces(secret.encode()):
+            assert piece not in text
+
+
+PATTERN_CASES = {
+    "GitHub token": ("ghp_" + "A1b2C3d4E5" * 4, "ghp_short"),
+    "GitHub fine-grained token": ("github_pat_" + "11ABCDEFG0123456789_abcdefghij" * 2,
+                                  "github_pat_x"),
+    "AWS access key id": ("AKIAIOSFODNN7EXAMPLE", "AKIAshort"),
+    "OpenAI or Anthropic key": ("sk-ant-api03-" + "abcDEF123_-" * 4, "sk-short"),
+    "Slack token": ("xoxb-123456789012-abcdefABCDEF", "xoxb-1"),
+    "Google API key": ("AIza" + "SyA-1234567890abcdefghijklmnopqrstu", "AIzaShort"),
+    "private key block": ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n"
+                          "-----END RSA PRIVATE KEY-----", "-----BEGIN PUBLIC KEY-----"),
+    "JSON web token": ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+                       "eyJhbGciOiJ9"),
+}  # fmt: skip
+
+
+def test_every_pattern_row_has_a_case() -> None:
+    assert {name for name, _, _ in PATTERNS} == set(PATTERN_CASES)
+
+
+@pytest.mark.parametrize("name", sorted(PATTERN_CASES))
+def test_a_secret_shaped_string_is_scrubbed_and_a_near_miss_is_not(name: str) -> None:
+    secret, near_miss = PATTERN_CASES[name]
+    text = f"found {secret} in the logs; {near_miss} is fine"
+    for redact in (Redactor(), scrub):
+        cleaned = redact(text)
+        assert secret not in cleaned
+        assert MASK in cleaned
+        assert near_miss in cleaned
+    # Inside a JSON string (the transcript): the escaped form goes too.
+    assert secret not in Redactor()(json.dumps(text)).replace(MASK, "")
+
+
+def test_a_private_key_cut_before_its_end_is_still_scrubbed() -> None:
+    text = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAABG5vbmU"
+    assert "b3BlbnNzaC1rZXkt" not in Redactor()(text)
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    text = "Updated docs/usage.md; skip ahead, ask for AKIA docs, sk-learn, eyJ is a prefix."
+    assert Redactor(["a-real-secret-value"])(text) == text
