@@ -104,7 +104,7 @@ def test_cache_key_follows_the_helper_source(tmp_path: Path) -> None:
         handle.write("\n# changed\n")
     second = venv_dir()
     assert second != first
-    with (copy / "requirements" / "action.txt").open("a") as handle:
+    with (copy / "requirements" / "run.txt").open("a") as handle:
         handle.write("\n")
     assert venv_dir() not in (first, second)
 
@@ -138,38 +138,15 @@ def test_an_incomplete_cached_venv_is_not_used(tmp_path: Path) -> None:
     assert "Could not install the helper's pinned dependencies" in result.stdout
 
 
-FAKE_PIP = """\
-# pip stand-in for offline tests of the build path: `install -r LOCK` does nothing, `install
-# ROOT` copies the helper's source into site-packages.
-import shutil
-import sys
-import sysconfig
-from pathlib import Path
-
-argv = sys.argv[1:]
-if "-r" not in argv:
-    package = Path(argv[-1]) / "src" / "cursor_agent_action"
-    shutil.copytree(package, Path(sysconfig.get_path("purelib")) / "cursor_agent_action")
-"""
-
-
 def _python_with_fake_pip(tmp_path: Path) -> Path:
-    """A python3 whose new venvs get the pip stand-in (the real pip would need the network)."""
-    pip = tmp_path / "fake-pip" / "pip"
-    pip.mkdir(parents=True)
-    (pip / "__init__.py").write_text("")
-    (pip / "__main__.py").write_text(FAKE_PIP)
+    """A python3 whose pip installs nothing and succeeds (the real one would need the network;
+    the helper's code comes from the checkout through a .pth file, not from pip)."""
     python = tmp_path / "python3"
     python.write_text(
         f"""#!/bin/sh
 if [ "$1" = "-I" ]; then shift; fi  # the script isolates every call
-if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
-  {base_python()} -m venv --without-pip "$3" || exit 1
-  site=$("$3/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
-  cp -R {pip} "$site/pip"
-  exit 0
-fi
-exec {base_python()} "$@"
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then exit 0; fi
+exec {base_python()} -I "$@"
 """
     )
     python.chmod(0o755)

@@ -233,9 +233,9 @@ def test_thousands_of_calls_stay_within_the_summary_limit(tmp_path: Path, calls:
 
 
 def test_huge_tool_result_and_agent_text_are_read_whole() -> None:
-    """A 20 MiB tool result and a 20 MiB assistant segment (the run's result) on one line
+    """A 12 MiB tool result and a 12 MiB assistant segment (the run's result) on one line
     each: the call is recorded, the text kept whole."""
-    big = 20 * 1024 * 1024
+    big = 12 * 1024 * 1024
     tool = (
         b'{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"readToolCall":'
         b'{"args":{"path":"/w/big.txt"},"result":{"success":{"content":"' + b"x" * big + b'"}}}}}'

@@ -323,61 +323,47 @@ def base_python() -> str:
 
 
 def seed_helper_venv(repo: Path, tool_cache: Path) -> Path:
-    """Put the helper venv the action would build for ``repo`` into ``tool_cache``.
+    """Put the helper venvs the action would build for ``repo`` (both sets: the action's own
+    steps, and the sub-actions') into ``tool_cache``; returns the run set's.
 
-    Like a self-hosted runner whose tool cache is warm: the action's setup step finds the venv
-    under its content key and skips the (networked) pip install. The venv sees this dev venv's
-    site-packages for the pinned dependencies; the helper itself is installed from ``repo``.
-    Returns the venv directory.
+    Like a self-hosted runner whose tool cache is warm: the setup step finds each venv under its
+    content key and skips the (networked) pip install. The venvs see this dev venv's
+    site-packages for the pinned dependencies, and hold a copy of ``repo``'s package, as a real
+    build leaves them.
     """
     env = {
         **os.environ,
         "RUNNER_TOOL_CACHE": str(tool_cache),
         "CURSOR_AGENT_ACTION_PYTHON": base_python(),
     }
-    venv = Path(
-        subprocess.run(
-            ["bash", str(repo / "scripts" / "setup-helper.sh"), "--print-dir"],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    )
-    if (venv / ".complete").exists():
-        return venv
-    subprocess.run([base_python(), "-m", "venv", "--without-pip", str(venv)], check=True)
-    purelib = subprocess.run(
-        [
-            str(venv / "bin" / "python"),
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('purelib'))",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    dev_purelib = sysconfig.get_path("purelib")
-    Path(purelib, "dev-venv.pth").write_text(f"import site; site.addsitedir({dev_purelib!r})\n")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(venv / "bin" / "python"),
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            str(repo),
-        ],
-        check=True,
-        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-    )
-    # As setup-helper.sh finishes a build: the manifest, then the completion marker.
-    manifest = repo / "scripts" / "venv_manifest.py"
-    subprocess.run([base_python(), "-I", str(manifest), "write", str(venv)], check=True)
-    (venv / ".complete").touch()
-    return venv
+    found = []
+    for set_name in ("run", "gh"):
+        venv = Path(
+            subprocess.run(
+                ["bash", str(repo / "scripts" / "setup-helper.sh"), set_name, "--print-dir"],
+                env=env, check=True, capture_output=True, text=True,
+            ).stdout.strip()
+        )  # fmt: skip
+        found.append(venv)
+        if (venv / ".complete").exists():
+            continue
+        subprocess.run([base_python(), "-m", "venv", "--without-pip", str(venv)], check=True)
+        purelib = subprocess.run(
+            [str(venv / "bin" / "python"), "-c",
+             "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+        dev_purelib = sysconfig.get_path("purelib")
+        Path(purelib, "dev-venv.pth").write_text(f"import site; site.addsitedir({dev_purelib!r})\n")
+        shutil.copytree(repo / "src" / "cursor_agent_action",
+                        Path(purelib, "cursor_agent_action"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        # Compiled as setup-helper.sh compiles it: a run then writes no .pyc into the venv (it
+        # would change the manifest under another job that uses the same venv meanwhile).
+        subprocess.run([str(venv / "bin" / "python"), "-I", "-m", "compileall", "-q", "-j", "0",
+                        str(Path(purelib, "cursor_agent_action"))], check=True)
+        # As setup-helper.sh finishes a build: the manifest, then the completion marker.
+        manifest = repo / "scripts" / "venv_manifest.py"
+        subprocess.run([base_python(), "-I", str(manifest), "write", str(venv)], check=True)
+        (venv / ".complete").touch()
+    return found[0]

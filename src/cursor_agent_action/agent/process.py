@@ -186,7 +186,7 @@ def _jail_env() -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"}
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
@@ -223,26 +223,27 @@ class TranscriptWriter:
         if not end:
             self._pending += chunk
             if len(self._pending) > MAX_LINE_BYTES:  # kept: its start, cut like the engine cuts
-                self._emit(bytes(self._pending[:MAX_LINE_BYTES]))
+                del self._pending[MAX_LINE_BYTES:]
+                self._emit(self._pending)
                 self._pending = bytearray()
                 self._dropping = True
             return
         self._pending += chunk[:end]
-        self._emit(bytes(self._pending))
+        self._emit(self._pending)
         self._pending = bytearray(chunk[end:])
 
     def close(self) -> None:
         """Write the last partial line and close the file."""
         try:
             if self._pending:
-                self._emit(bytes(self._pending))
+                self._emit(self._pending)
         finally:
             os.close(self._fd)
 
-    def _emit(self, data: bytes) -> None:
+    def _emit(self, data: bytes | bytearray) -> None:
         if self.error:
             return
-        text = data.decode("utf-8", "surrogateescape")
+        text = data.decode("utf-8", "surrogateescape")  # no copy of the bytes first
         redacted = self._redact(text)
         try:
             _write_all(self._fd, data if redacted == text

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 BOM = b"\xef\xbb\xbf"
 CHUNK_SIZE = 1024 * 1024
-MAX_LINE_BYTES = 32 * 1024 * 1024
+MAX_LINE_BYTES = 16 * 1024 * 1024
 """A longer line is cut: its first :data:`CUT_KEPT_BYTES` are kept (as a :class:`CutLine`, which
 the engine reports as malformed) and the rest is dropped as it arrives, so no input, however
 long its lines, grows the helper by more than this."""
