@@ -33,9 +33,11 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True, scope="session")
 def remove_test_users() -> Iterator[None]:
     """The users the suite creates (the agent user, a runner user) go when it ends."""
-    names = (*TEST_USERS, DEFAULT_AGENT_USER)  # the default: a test that forgot to set one
-    existed = {name for name in names if user_exists(name)}
+    # The suite's own users go whatever happened before (an interrupted run leaves them); the
+    # action's default user only if a test that forgot to set one created it.
+    default_existed = user_exists(DEFAULT_AGENT_USER)
     yield
-    for name in names:
-        if name not in existed:
-            remove_user(name)
+    for name in TEST_USERS:
+        remove_user(name)
+    if not default_existed:
+        remove_user(DEFAULT_AGENT_USER)

@@ -129,7 +129,7 @@ def throughput(events: int = 300_000) -> None:
         temp = Path(tmp)
         transcript = temp / "big.jsonl"
         size = _generate(transcript, events)
-        agent = _wrapper(temp, f'case "$*" in *--help*) exit 0;; esac\n'
+        agent = _wrapper(temp, f'case "$*" in *--help*) echo "  --trust"; exit 0;; esac\n'
                                f"exec cat {shlex.quote(str(transcript))}")
         summarize = [*HELPER, "summarize", str(transcript), "--output-file", os.devnull,
                      "--summary-file", os.devnull]
@@ -149,7 +149,7 @@ def memory(sizes: tuple[int, ...] = (20_000, 100_000, 400_000)) -> None:
         for events in sizes:
             transcript = temp / f"t{events}.jsonl"
             size = _generate(transcript, events)
-            agent = _wrapper(temp, f'case "$*" in *--help*) exit 0;; esac\n'
+            agent = _wrapper(temp, f'case "$*" in *--help*) echo "  --trust"; exit 0;; esac\n'
                                    f"exec cat {shlex.quote(str(transcript))}")
             _, rss = _timed(_run_args(agent, temp, temp), _env(temp))
             _, summarize_rss = _timed([*HELPER, "summarize", str(transcript), "--output-file",

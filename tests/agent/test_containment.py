@@ -81,7 +81,7 @@ def _agent(box: Box, body: str) -> Path:
     agent = box.base / "agent.sh"
     agent.write_text(
         "#!/bin/sh\n"
-        'for arg in "$@"; do [ "$arg" = --help ] && exit 0; done\n'
+        'for arg in "$@"; do [ "$arg" = --help ] && { echo "  --trust"; exit 0; }; done\n'
         f"SEEN={box.seen}\n{body}\n"
         f"cat <<'EOF'\n{EVENTS}\nEOF\n"
     )

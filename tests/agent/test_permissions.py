@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -176,7 +177,7 @@ def test_bad_tokens_are_rejected_naming_the_token(token: str) -> None:
     with pytest.raises(UsageError) as info:
         parse_tokens(f"Shell(ls)\n{token}\n")
     assert repr(token) in info.value.message
-    assert "Shell(word)" in info.value.hint
+    assert "Shell(command)" in info.value.hint
 
 
 def test_parse_tokens_skips_blank_lines_and_comments_and_accepts_lists() -> None:
@@ -518,3 +519,43 @@ def test_guard_refuses_a_symlinked_or_odd_set_aside_file(tmp_path: Path, name: s
     ):
         pytest.fail("must not enter")
     assert (cursor / name).is_dir()
+
+
+@pytest.mark.parametrize("token", [
+    "Shell(npm:run test*)", "Shell(git-lfs)", "Shell(pytest:-q *)", "WebFetch(docs.python.org)",
+    "WebFetch(*.example.com)", "WebFetch(*)", "Mcp(github:get_issue)", "Mcp(github:*)",
+    "Mcp(*:*)", "Mcp(linear:list_*)",
+])  # fmt: skip
+def test_the_current_token_grammar_is_accepted(token: str) -> None:
+    assert parse_tokens(token) == [token]
+
+
+@pytest.mark.parametrize(("token", "says"), [
+    ("Shell(git status)", "Shell() takes one command name"),
+    ("Shell(npm:run (x))", "Shell() takes one command name"),
+    ("WebFetch(https://example.com/path)", "WebFetch() takes a domain"),
+    ("WebFetch(ex ample.com)", "WebFetch() takes a domain"),
+    ("Mcp(github)", "Mcp() takes server:tool"),
+    ("Mcp(git hub:x)", "Mcp() takes server:tool"),
+    ("Fetch(example.com)", "invalid permission token"),
+])  # fmt: skip
+def test_a_malformed_current_token_is_named_with_the_grammar(token: str, says: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(says)) as error:
+        parse_tokens(token)
+    assert "WebFetch(domain)" in error.value.hint
+    assert "Mcp(server:tool)" in error.value.hint
+
+
+def test_web_fetches_and_mcp_tools_are_denied_unless_allowed_explicitly() -> None:
+    closed = build_policy("edit")
+    assert "WebFetch(*)" in closed.deny
+    assert "Mcp(*:*)" in closed.deny
+    opened = build_policy("edit", allow=["WebFetch(docs.python.org)", "Mcp(github:get_issue)"])
+    assert "WebFetch(*)" not in opened.deny
+    assert "Mcp(*:*)" not in opened.deny
+    assert {"WebFetch(docs.python.org)", "Mcp(github:get_issue)"} <= set(opened.allow)
+
+
+def test_shell_with_arguments_cannot_lift_a_floor_command() -> None:
+    with pytest.raises(UsageError, match="denied by the hardened floor"):
+        build_policy("edit", allow=["Shell(git:status)"])

@@ -3,11 +3,13 @@ conclusions, failure explanations, retries and the git cross-check."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,12 +169,27 @@ def test_model_and_resume_are_passed_before_the_prompt(
     assert result.code == 0
 
 
-def test_trust_is_left_out_for_builds_that_reject_it(
+def test_trust_is_left_out_for_builds_that_reject_it_when_writes_are_allowed(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    result = run(tmp_path, workspace, capsys, {"reject_trust": True})
+    """--force (a preset that writes) trusts the workspace on every build."""
+    result = run(tmp_path, workspace, capsys, {"reject_trust": True}, "--preset", "docs")
     assert result.code == 0
     assert "--trust" not in result.runs[0]["argv"]
+    assert "--force" in result.runs[0]["argv"]
+
+
+def test_a_read_only_run_on_a_build_without_trust_fails_before_the_agent_starts(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Builds from about May to July 2026 have no --trust and stop a read-only run at
+    'Workspace Trust Required': the run fails at once, naming the versions and the fix."""
+    result = run(tmp_path, workspace, capsys, {"reject_trust": True})
+    assert result.code == 3
+    assert result.runs == []  # only the --help probe ran
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert "has no --trust option: builds from about May to July 2026" in error
+    assert "Fix: Use a CLI version with --trust" in error
 
 
 def test_environment_is_allowlisted(
@@ -359,7 +376,8 @@ KNOWN_STDERR = [
     ("Workspace Trust Required: Pass --trust, --yolo, or -f to trust this directory.",
      "workspace trust required", "--trust"),
     ("Error: [resource_exhausted] Rate limit exceeded. Try again later.",
-     "rate limited", "concurrency group"),
+     "resource exhausted", "plan or quota limit"),
+    ("Error: 429 Too Many Requests", "rate limited", "concurrency group"),
     ("ConnectError: [unavailable] upstream connect error", "Cursor API unavailable",
      "status.cursor.com"),
 ]
@@ -544,7 +562,7 @@ def _script_agent(tmp_path: Path, body: str) -> Path:
     agent = tmp_path / "script-agent"
     agent.write_text(
         "#!/bin/sh\n"
-        'for arg in "$@"; do [ "$arg" = --help ] && exit 0; done\n'
+        'for arg in "$@"; do [ "$arg" = --help ] && { echo "  --trust"; exit 0; }; done\n'
         f"{body}\n"
         f"cat <<'EOF'\n{lines}\nEOF\n"
     )
@@ -873,16 +891,16 @@ def test_a_write_outside_the_working_directory_is_a_policy_problem(
 
 
 def test_a_600_mib_line_without_a_newline_keeps_the_helper_small(tmp_path: Path) -> None:
-    """An agent that writes 600 MiB with no newline: the helper's peak RSS (wait4 of that
-    process) stays under 256 MiB, the line is reported malformed and the transcript keeps only
-    its first MAX_LINE_BYTES."""
+    """An agent that writes 600 MiB with no newline: the helper's peak RSS (its VmHWM, read
+    while it runs) stays under 256 MiB, the line is reported malformed and the transcript keeps
+    only its first MAX_LINE_BYTES."""
     from cursor_agent_action.stream.framing import MAX_LINE_BYTES
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
     agent = tmp_path / "flood.sh"
-    agent.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = --help ] && exit 0; done\n'
-                     "head -c 629145600 /dev/zero | tr '\\0' 'a'\n")
+    agent.write_text('#!/bin/sh\nfor a in "$@"; do\n[ "$a" = --help ] && echo --trust && exit\n'
+                     "done\nhead -c 629145600 /dev/zero | tr '\\0' 'a'\n")
     agent.chmod(0o755)
     transcript = tmp_path / "t.jsonl"
     output = tmp_path / "out.txt"
@@ -894,10 +912,22 @@ def test_a_600_mib_line_without_a_newline_keeps_the_helper_small(tmp_path: Path)
          "--output-file", str(output), "--summary-file", os.devnull, "--timeout-minutes", "3"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
+    peaks: list[int] = []
+
+    def watch() -> None:  # the helper's own high-water mark (VmHWM), not its children's
+        while helper.poll() is None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                status = Path(f"/proc/{helper.pid}/status").read_text()
+                peaks.append(int(status.split("VmHWM:")[1].split()[0]))
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
     log = helper.stdout.read() if helper.stdout else b""
-    _, status, usage = os.wait4(helper.pid, 0)
-    helper.returncode = os.waitstatus_to_exitcode(status)
-    assert usage.ru_maxrss < 256 * 1024, f"peak RSS {usage.ru_maxrss // 1024} MiB"
+    helper.wait(timeout=180)
+    watcher.join(timeout=10)
+    assert peaks, "the helper's memory was never read"
+    assert max(peaks) < 256 * 1024, f"peak RSS {max(peaks) // 1024} MiB"
     assert b"line cap (629,145,600 bytes)" in log
     assert transcript.stat().st_size <= MAX_LINE_BYTES + 1
     assert parse_output_file(output.read_text())["conclusion"] == "failure"
@@ -950,3 +980,15 @@ def test_mask_env_values_and_pattern_shaped_secrets_reach_nothing_people_read(
         assert base64.b64encode(b"xx" + known.encode()).decode()[4:-4] not in where
         assert quote(known, safe="") not in where
     assert "***" in result.outputs["final-message"]
+
+
+def test_resource_exhausted_is_retried_once_and_said_to_be_a_quota_limit(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    counter = tmp_path / "standin" / "count"
+    scenario = {"fail_first": {"times": 5, "counter": str(counter),
+                               "stderr": "Error: [resource_exhausted] quota", "exit_code": 1}}
+    result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "4")
+    assert len(result.runs) == 2  # one retry, not four
+    assert result.outputs["conclusion"] == "failure"
+    assert "plan or quota limit" in result.log

@@ -123,7 +123,8 @@ def test_tool_calls_counted_by_call_id_in_every_order() -> None:
     )
     assert [c.call_id for c in record.tool_calls] == ["a\nx|1", "b", "c"]
     assert [c.outcome for c in record.tool_calls] == ["success", "rejected", "success"]
-    assert [c.target for c in record.failed_tool_calls] == ["two"]
+    assert [c.target for c in record.permission_denials] == ["two"]
+    assert record.failed_tool_calls == []  # a refusal is not also a failure
     assert [c.detail for c in record.permission_denials] == ["no"]
 
 

@@ -23,7 +23,7 @@ from tests.support.stream import FIXTURES, processed_commands
 OUTPUT_NAMES = [
     "conclusion", "result", "result-file", "final-message", "session-id", "request-id", "model",
     "duration-ms", "input-tokens", "output-tokens", "cache-read-tokens", "cache-write-tokens",
-    "tool-calls", "failed-tool-calls", "permission-denials", "files-changed",
+    "tool-calls", "failed-tool-calls", "permission-denials", "hook-denials", "files-changed",
     "files-changed-truncated", "files-changed-file",
 ]  # fmt: skip
 SECRET = "sk-live-0123456789abcdef"
@@ -49,7 +49,8 @@ def test_report_writes_every_output_and_the_result_file(tmp_path: Path) -> None:
     assert outputs["files-changed"] == (
         '["README.md","docs/index.md","docs/upgrading.md","docs/usage.md"]'
     )
-    assert (outputs["tool-calls"], outputs["failed-tool-calls"]) == ("11", "1")
+    # The one refused call is a denial, not also a failure.
+    assert (outputs["tool-calls"], outputs["failed-tool-calls"]) == ("11", "0")
     assert outputs["permission-denials"] == "1"
     assert Path(outputs["result-file"]).read_text() == outputs["result"] == record.result_text
     assert outputs["final-message"].startswith("Updated the docs")

@@ -164,7 +164,7 @@ def test_targets_per_kind() -> None:
         {"function": {"name": "f", "arguments": '{"command": "c"}'}, "result": {"success": {}}},
     )
     assert (grep.kind, grep.target) == ("grep", "TODO")
-    assert (mcp.kind, mcp.target) == ("mcp", "gh/t")
+    assert (mcp.kind, mcp.target) == ("mcp", "gh:t")
     assert (unknown.kind, unknown.target) == ("foo", "https://x")
     assert (func.kind, func.target, func.outcome) == ("function", "f", "success")
 

@@ -79,7 +79,7 @@ def test_headline_has_the_ten_second_facts() -> None:
     head = render_summary(record, budget_bytes=100_000).split("\n\n", 3)
     assert head[0] == "## ✅ Cursor agent: success"
     for fact in ("GPT-5.4 Mini Low", "48.2 s", "31,877 in", "1,204 out", "118,528 cache read",
-                 "Tool calls:** 11 (1 failed, 1 denied)", "Files changed:** 4"):  # fmt: skip
+                 "Tool calls:** 11 (0 failed, 1 denied)", "Files changed:** 4"):  # fmt: skip
         assert fact in head[1]
 
 

@@ -22,6 +22,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 OUR_TITLES = frozenset(
     {
         "permission denied",
+        "blocked by a hook",
         "malformed stream line",
         "malformed stream lines",
         "cursor-agent: failure",

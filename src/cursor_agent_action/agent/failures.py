@@ -22,10 +22,12 @@ class KnownFailure:
     pattern: re.Pattern[str]
     hint: str
     transient: bool = False
+    max_retries: int | None = None  # a cap on the retries of this failure (None: max-retries)
 
 
-def _known(title: str, pattern: str, hint: str, transient: bool = False) -> KnownFailure:
-    return KnownFailure(title, re.compile(pattern, re.IGNORECASE), hint, transient)
+def _known(title: str, pattern: str, hint: str, transient: bool = False,
+           max_retries: int | None = None) -> KnownFailure:
+    return KnownFailure(title, re.compile(pattern, re.IGNORECASE), hint, transient, max_retries)
 
 
 # First match wins: the free-plan message also names models, so it comes before unknown-model.
@@ -63,8 +65,17 @@ KNOWN_FAILURES = (
         "trust).",
     ),
     _known(
+        "resource exhausted",
+        r"resource.?exhausted",
+        "Cursor answered resource_exhausted, retried once: this is often a plan or quota limit "
+        "(the account's usage or spending limit, or a model the plan does not include), not a "
+        "passing overload. Check usage and plan in the Cursor dashboard, or rerun later.",
+        transient=True,
+        max_retries=1,
+    ),
+    _known(
         "rate limited",
-        r"rate.?limit|too many requests|\b429\b|resource.?exhausted",
+        r"rate.?limit|too many requests|\b429\b",
         "Cursor's API rate-limited the run and the retries ran out. Rerun later, or run fewer "
         "agent jobs at once (a workflow-level concurrency group).",
         transient=True,

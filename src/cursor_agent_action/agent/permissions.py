@@ -73,14 +73,23 @@ _PRESET_ALLOW: dict[str, tuple[str, ...]] = {
     "edit": (*_READ_ONLY_ALLOW, "Write(**)"),
 }
 
-_TOKEN = re.compile(r"^(Shell|Read|Write)\((.*)\)$", re.DOTALL)
+_TOKEN = re.compile(r"^(Shell|Read|Write|WebFetch|Mcp)\((.*)\)$", re.DOTALL)
 _SHELL_WORD = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")
+# Shell(command:args): the arguments pattern, printable, `*` as a wildcard.
+_SHELL_ARGS = re.compile(r"^[^()\x00-\x1f\x7f]+$")
+# WebFetch(domain): a host name, `*` alone or as a leading label (`*.example.com`).
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+_DOMAIN = re.compile(rf"^(\*|(\*\.)?{_LABEL}(\.{_LABEL})*)$")
+# Mcp(server:tool): names or `*`.
+_MCP_NAME = re.compile(r"^(\*|[A-Za-z0-9_.-]+\*?)$")
 _GLOB_BAD_CHARS = re.compile(r"[()\x00-\x1f\x7f]")
 _GLOB_META = re.compile(r"[*?{\[]")
 _GRAMMAR_HINT = (
-    "Use one token per line: Shell(word) with one command name (the CLI matches the first word "
-    "of a command), Read(glob) or Write(glob) with a workspace-relative glob, e.g. "
-    "Shell(pytest), Read(src/**), Write(docs/**/*.md)."
+    "Use one token per line: Shell(command) or Shell(command:args) (the CLI matches the command "
+    "name, and the arguments with * as a wildcard), Read(glob) or Write(glob) with a "
+    "workspace-relative glob, WebFetch(domain) (e.g. docs.python.org or *.example.com), "
+    "Mcp(server:tool) (* for any), e.g. Shell(pytest), Shell(npm:run test*), Read(src/**), "
+    "Write(docs/**/*.md), Mcp(github:get_issue)."
 )
 
 
@@ -90,12 +99,22 @@ def _validate_token(token: str) -> str:
         raise UsageError(f"invalid permission token {token!r}.", _GRAMMAR_HINT)
     kind, arg = match.groups()
     if kind == "Shell":
-        if not _SHELL_WORD.match(arg):
+        command, colon, args = arg.partition(":")
+        if not _SHELL_WORD.match(command) or (colon and not _SHELL_ARGS.match(args)):
             raise UsageError(
-                f"invalid permission token {token!r}: Shell() takes one command name "
-                "(letters, digits, . _ + - /), without spaces, arguments or wildcards.",
+                f"invalid permission token {token!r}: Shell() takes one command name (letters, "
+                "digits, . _ + - /), optionally followed by ':' and an arguments pattern.",
                 _GRAMMAR_HINT,
             )
+    elif kind == "WebFetch":
+        if not _DOMAIN.match(arg):
+            raise UsageError(f"invalid permission token {token!r}: WebFetch() takes a domain "
+                             "(a host name, * or *.domain).", _GRAMMAR_HINT)
+    elif kind == "Mcp":
+        server, colon, tool = arg.partition(":")
+        if not (colon and _MCP_NAME.match(server) and _MCP_NAME.match(tool)):
+            raise UsageError(f"invalid permission token {token!r}: Mcp() takes server:tool "
+                             "(names, or * for any).", _GRAMMAR_HINT)
     elif not arg or arg != arg.strip() or _GLOB_BAD_CHARS.search(arg):
         raise UsageError(
             f"invalid permission token {token!r}: {kind}() takes a non-empty glob without "
@@ -142,6 +161,8 @@ def _floor_conflict(token: str) -> bool:
     if token in FLOOR:
         return True
     kind, arg = _split(token)
+    if kind == "Shell":  # Shell(git:status) is still git
+        return f"Shell({arg.partition(':')[0]})" in FLOOR
     # A literal path (no wildcard) inside a floor glob can never be allowed.
     return kind != "Shell" and not _GLOB_META.search(arg) and _matches(kind, arg, FLOOR)
 
@@ -190,7 +211,7 @@ def build_policy(preset: str, allow: Sequence[str] = (), deny: Sequence[str] = (
     user_deny = [_validate_token(token) for token in deny]
     for token in user_allow:
         kind, arg = _split(token)
-        if kind != "Shell" and (arg.startswith(("/", "~")) or ".." in arg.split("/")):
+        if kind in ("Read", "Write") and (arg.startswith(("/", "~")) or ".." in arg.split("/")):
             raise UsageError(
                 f"cannot allow {token!r}: allow globs must stay inside the workspace.",
                 "Use a workspace-relative glob without a leading / or ~ and without '..'.",
@@ -202,10 +223,14 @@ def build_policy(preset: str, allow: Sequence[str] = (), deny: Sequence[str] = (
                 "Remove it from the allow list; git and GitHub work is done by the action's "
                 "own steps (publish, comment). See the README, 'Permissions'.",
             )
+    # No web fetches and no MCP tools unless the workflow allows some explicitly: then the
+    # CLI's deny-wins rule would cancel that allow, so the floor's blanket deny steps aside.
+    closed = {kind: f"{kind}({arg})" for kind, arg in (("WebFetch", "*"), ("Mcp", "*:*"))
+              if not any(t.startswith(f"{kind}(") for t in user_allow)}  # fmt: skip
     return Policy(
         preset=preset,
         allow=tuple(sorted({*_PRESET_ALLOW[preset], *user_allow})),
-        deny=tuple(sorted({*FLOOR, *user_deny})),
+        deny=tuple(sorted({*FLOOR, *closed.values(), *user_deny})),
     )
 
 

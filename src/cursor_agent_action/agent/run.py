@@ -46,6 +46,7 @@ from cursor_agent_action.agent.plan import (
 )
 from cursor_agent_action.agent.process import AgentExit, run_agent_process, stop_on_signals
 from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
+from cursor_agent_action.errors import SetupError
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.aggregate import RunRecord
 from cursor_agent_action.stream.engine import StreamProcessor
@@ -121,6 +122,14 @@ def execute(
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
     trust = accepts_trust(options.agent_bin, probe_env, options.state_dir)
+    if not trust and not options.policy.allows_writes:
+        raise SetupError(
+            f"this Cursor CLI ({options.agent_bin}) has no --trust option: builds from about May "
+            "to July 2026 stop a read-only run at 'Workspace Trust Required', so the agent was "
+            "not started.",
+            "Use a CLI version with --trust: leave cli-version unset (the version this release "
+            "is tested with) or set it to latest; a preset that allows writes also works (the "
+            "action then passes --force, which trusts the workspace).")
     argv = build_argv(options, prompt_argument(options.prompt, options.state_dir), trust=trust)
     # Paths and values may hold anything: one line, so none of it can act as a workflow command.
     runner.log(one_line(
@@ -138,6 +147,7 @@ def execute(
     attempts = options.max_retries + 1
     runner.log(f"Isolation: {box.isolation.label}.")
     attempt = 0
+    seen: dict[str, int] = {}  # known failures by title, for their own retry caps
     while attempt < attempts:  # bounded: attempts, plus one start uncontained after a failure
         attempt += 1
         try:
@@ -151,9 +161,12 @@ def execute(
         record.isolation = box.isolation.label
         known = classify(ended.stderr)
         # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.
+        if known is not None:
+            seen[known.title] = seen.get(known.title, 0) + 1
         if not (
             attempt < attempts and ended.ended_by == "exit" and not record.has_result
             and not record.tool_calls and not tampered and known is not None and known.transient
+            and (known.max_retries is None or seen[known.title] <= known.max_retries)
         ):
             break
         delay = min(options.retry_delay_s * 2 ** (attempt - 1), MAX_RETRY_DELAY_S)

@@ -25,7 +25,7 @@ from cursor_agent_action.stream.events import (
     delta_text,
 )
 from cursor_agent_action.stream.framing import Line
-from cursor_agent_action.stream.toolcalls import DENIALS, ToolCallEvent
+from cursor_agent_action.stream.toolcalls import UNKNOWN, ToolCallEvent, refusal
 
 # Display text kept per call is bounded, so thousands of calls stay cheap.
 TARGET_LIMIT = 1000
@@ -48,19 +48,28 @@ class ToolCallRecord:
     call_id: str  # raw id (may contain "\n"): never print raw
     kind: str
     target: str
-    outcome: str  # "success", "error", "rejected", ..., "pending" when never completed
+    outcome: str  # "success", "error", "rejected", ..., "pending", "unknown" (no result)
     detail: str = ""
     exit_code: int | None = None
     duration_ms: int | None = None
     started_at_ms: int | None = None  # stream timestamp of `started`, for the duration fallback
+    refused_by: str = ""  # "policy", "hook" or "" (see toolcalls.refusal)
 
     @property
     def failed(self) -> bool:
-        return self.outcome not in ("success", "pending")
+        """It ran and failed: not a success, not still pending, not of unknown outcome, and not
+        refused (a refusal is counted as such, once)."""
+        return self.outcome not in ("success", "pending", UNKNOWN) and not self.refused_by
 
     @property
     def denied(self) -> bool:
-        return self.outcome in DENIALS
+        """The permission policy refused it."""
+        return self.refused_by == "policy"
+
+    @property
+    def hook_denied(self) -> bool:
+        """A hook refused it."""
+        return self.refused_by == "hook"
 
 
 @dataclass
@@ -96,6 +105,14 @@ class RunRecord:
     @property
     def permission_denials(self) -> list[ToolCallRecord]:
         return [call for call in self.tool_calls if call.denied]
+
+    @property
+    def hook_denials(self) -> list[ToolCallRecord]:
+        return [call for call in self.tool_calls if call.hook_denied]
+
+    @property
+    def unknown_tool_calls(self) -> list[ToolCallRecord]:
+        return [call for call in self.tool_calls if call.outcome == UNKNOWN]
 
     @property
     def pending_tool_calls(self) -> list[ToolCallRecord]:
@@ -276,7 +293,9 @@ class Aggregator:
             return
         call.outcome = outcome = event.outcome
         if outcome != "success":
-            call.detail = self._cut(event.detail, DETAIL_LIMIT)
+            detail = event.detail
+            call.detail = self._cut(detail, DETAIL_LIMIT)
+            call.refused_by = refusal(outcome, detail)
         if call.kind == "shell":
             call.exit_code = event.exit_code
         started, completed = event.started_at_ms, event.completed_at_ms

@@ -64,6 +64,10 @@ def describe_outcome(call: ToolCallRecord) -> str:
     """``success``, ``success (exit 1)``, ``rejected``, ``pending (never completed)``..."""
     if call.outcome == "pending":
         return "pending (never completed)"
+    if call.outcome == "unknown":
+        return "unknown (no outcome reported)"
+    if call.refused_by == "hook":
+        return f"{call.outcome} (blocked by a hook)"
     if call.exit_code is not None and (call.exit_code != 0 or call.outcome != "success"):
         return f"{call.outcome} (exit {call.exit_code})"
     return call.outcome
@@ -164,7 +168,7 @@ class LogRenderer:
     def on_tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
         runner = self.runner
         title = call_title(call, _stats(event))
-        if not (call.detail or self.verbose or call.exit_code or call.denied):
+        if not (call.detail or self.verbose or call.exit_code or call.refused_by):
             runner.entry(title)  # most calls: nothing to show inside the group
             return
         with runner.group(title):
@@ -180,12 +184,13 @@ class LogRenderer:
                 if tail:
                     runner.log("last lines of output (all of it with --verbose):")
                     runner.untrusted(tail)
-        if call.denied:
+        if call.refused_by:
             reason = f": {one_line(call.detail)}" if call.detail else ""
+            who = "a hook" if call.hook_denied else "the permission policy"
             runner.warning(
-                f"{call.kind} {one_line(call.target, 160)} was not allowed "
+                f"{call.kind} {one_line(call.target, 160)} was refused by {who} "
                 f"({call.outcome}){reason}",
-                title="permission denied",
+                title="blocked by a hook" if call.hook_denied else "permission denied",
             )
 
     def on_result(self, event: ResultEvent) -> None:

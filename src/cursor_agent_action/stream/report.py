@@ -97,6 +97,7 @@ def record_outputs(record: RunRecord, result_file: str) -> dict[str, str]:
         "tool-calls": str(len(record.tool_calls)),
         "failed-tool-calls": str(len(record.failed_tool_calls)),
         "permission-denials": str(len(record.permission_denials)),
+        "hook-denials": str(len(record.hook_denials)),
         "files-changed": files,
         "files-changed-truncated": "true" if cut else "false",
     }

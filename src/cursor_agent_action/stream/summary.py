@@ -41,11 +41,7 @@ def _headline(record: RunRecord) -> str:
             f"out · {_number(record.cache_read_tokens)} cache read · "
             f"{_number(record.cache_write_tokens)} cache write"
         )
-    calls = record.tool_calls
-    facts.append(
-        f"**Tool calls:** {len(calls)} ({len(record.failed_tool_calls)} failed, "
-        f"{len(record.permission_denials)} denied)"
-    )
+    facts.append(f"**Tool calls:** {tool_call_counts(record)}")
     facts.append(f"**Files changed:** {len(record.files_changed)}")
     if record.exit_code is not None:
         facts.append(f"**CLI exit code:** {record.exit_code}")
@@ -169,14 +165,29 @@ def _detail_table(
     return _table(title, headers, rows, len(calls), budget, what=what)
 
 
+def tool_call_counts(record: RunRecord) -> str:
+    """``12 (1 failed, 2 denied, 1 blocked by a hook, 1 unknown)``: each call counted once."""
+    calls = len(record.tool_calls)
+    parts = [f"{len(record.failed_tool_calls)} failed", f"{len(record.permission_denials)} denied"]
+    if hooks := len(record.hook_denials):
+        parts.append(f"{hooks} blocked by a hook")
+    if unknown := len(record.unknown_tool_calls):
+        parts.append(f"{unknown} with no outcome")
+    return f"{calls} ({', '.join(parts)})"
+
+
 def _denials(record: RunRecord, budget: int) -> str:
     calls = record.permission_denials
-    return _detail_table("Permission denials", calls, budget, detail="Reason", what="denials")
+    table = _detail_table("Permission denials", calls, budget, detail="Reason", what="denials")
+    hooks = record.hook_denials
+    budget -= utf8_len(table)
+    return table + _detail_table("Blocked by a hook", hooks, budget, detail="Hook's message",
+                                 what="calls")
 
 
 def _errors(record: RunRecord, budget: int) -> str:
     parts: list[str] = []
-    failed = [c for c in record.failed_tool_calls if not c.denied]
+    failed = record.failed_tool_calls
     table = _detail_table("Failed tool calls", failed, budget, detail="Detail", what="calls")
     parts.append(table)
     budget -= utf8_len(table)
@@ -281,10 +292,7 @@ def render_compact(
         facts.append(f"model {inline(record.model, 80)}")
     if record.duration_ms is not None:
         facts.append(format_duration(record.duration_ms))
-    facts.append(
-        f"{len(record.tool_calls)} tool calls ({len(record.failed_tool_calls)} failed, "
-        f"{len(record.permission_denials)} denied)"
-    )
+    facts.append(f"{tool_call_counts(record)} tool calls")
     facts += [link for label, url in (links or {}).items() if (link := _safe_link(label, url))]
     head = " · ".join(facts) + "\n\n"
     if record.conclusion != "success" and record.failure_reason:

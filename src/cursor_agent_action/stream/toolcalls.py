@@ -7,14 +7,41 @@ kinds appear over time: an unknown key is kept as the kind, never dropped.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 # Keys of a completed call's result that say how it ended, in the order we prefer them.
-OUTCOMES = ("success", "error", "rejected", "permissionDenied", "spawnError", "failure", "timeout")
-DENIALS = frozenset({"rejected", "permissionDenied"})
+OUTCOMES = (
+    "success", "error", "rejected", "permissionDenied", "writePermissionDenied", "spawnError",
+    "failure", "timeout",
+)  # fmt: skip
+DENIALS = frozenset({"rejected", "permissionDenied", "writePermissionDenied"})
+"""Result keys of a call the permission policy (or, by its message, a hook) refused."""
+UNKNOWN = "unknown"
+"""The outcome of a call completed with no result at all (``tool_call: {}``, seen in 2026.10
+runs that go on normally): neither failed nor succeeded."""
+_HOOK_TEXT = re.compile(r"^\s*hook blocked with message:|blocked by (a|the) hook|\bhook\b.*\bblock",
+                        re.IGNORECASE)  # fmt: skip
+_POLICY_TEXT = re.compile(r"blocked by permissions configuration|not (on|in) the allow ?list"
+                          r"|permission denied by (the )?polic", re.IGNORECASE)  # fmt: skip
+
+
+def refusal(outcome: str | None, detail: str) -> str:
+    """Who refused a completed call: "hook", "policy" or "" (it was not refused).
+
+    A hook's refusal comes as a denial-like result key (``...hook...``), or as a denial or an
+    ``error`` whose message says a hook blocked it; the policy's as one of :data:`DENIALS`, or
+    an ``error`` with the policy's own words."""
+    if not outcome or outcome in ("success", UNKNOWN):
+        return ""
+    if "hook" in outcome.lower() or _HOOK_TEXT.search(detail):
+        return "hook"
+    if outcome in DENIALS or _POLICY_TEXT.search(detail):
+        return "policy"
+    return ""
 # Argument names that make a good display target, in priority order.
 _TARGET_KEYS = (
     "command", "path", "targetFile", "filePath", "pattern", "globPattern", "query", "url",
@@ -97,7 +124,8 @@ _KIND_NAMES = {
     f"{name}ToolCall": name
     for name in (
         "shell", "read", "edit", "write", "delete", "grep", "glob", "ls", "semSearch",
-        "readLints", "todo", "updateTodos", "mcp", "webSearch", "webFetch", "task",
+        "readLints", "todo", "updateTodos", "mcp", "getMcpTools", "webSearch", "webFetch",
+        "task",
     )
 }  # fmt: skip
 
@@ -133,7 +161,10 @@ def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
     if kind == "mcp":
         provider = _str(args.get("providerIdentifier")) or _str(inner.get("providerIdentifier"))
         tool = _str(args.get("toolName")) or _str(args.get("name"))
-        return f"{provider}/{tool}" if provider and tool else tool or provider
+        return f"{provider}:{tool}" if provider and tool else tool or provider
+    if kind == "getMcpTools":  # listing an MCP server's tools
+        return _str(args.get("serverName")) or _str(args.get("server")) or _str(
+            args.get("providerIdentifier"))
     if kind == "function":
         return _str(inner.get("name"))
     for key in _KIND_TARGET_KEYS.get(kind, _TARGET_KEYS):
@@ -187,7 +218,7 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
         kind or "unknown",
         _target(kind, inner, args),
         args,
-        "unknown" if outcome is None else outcome,
+        UNKNOWN if outcome is None else outcome,
         payload if type(payload) is dict else {},
         # Only a completion needs the call's own clock (its duration).
         _int(tool_call.get("startedAtMs")),
