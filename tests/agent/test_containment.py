@@ -25,7 +25,7 @@ import pytest
 from cursor_agent_action.cli import main
 from cursor_agent_action.runner_io import parse_output_file
 from tests.support.standin import SYSTEM_PYTHON, processes_of
-from tests.support.users import TEST_AGENT_USER, TEST_RUNNER_USER, ensure_user
+from tests.support.users import TEST_AGENT_USER, TEST_RUNNER_USER, TEST_SUDO_USER, ensure_user
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sys.platform.startswith("linux"),
@@ -292,50 +292,78 @@ def test_cancellation_and_timeout_still_end_a_contained_run(
 
 @pytest.fixture
 def unprivileged(tmp_path: Path) -> Path:
-    """A copy of the helper that a user without sudo can run: the package and its two
-    compiled dependencies, under a world-readable directory, run by the system Python."""
-    if not SYSTEM_PYTHON or shutil.which("sudo"):
-        pytest.skip("needs a system Python and a machine without sudo")
-    root = tmp_path / "helper"
-    site = root / "site"
+    """A helper venv a user other than root can run, as setup-helper.sh makes it: the system
+    Python, the package and its compiled dependency copied in, under a world-readable path."""
+    if not SYSTEM_PYTHON:
+        pytest.skip("needs a system Python every user can run")
+    venv = tmp_path / "helper-venv"
+    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", purelib],
+                               capture_output=True, text=True, check=True).stdout.strip())
     shutil.copytree(Path(__file__).resolve().parents[2] / "src" / "cursor_agent_action",
                     site / "cursor_agent_action",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     import orjson
-    import yaml
 
-    for module in (orjson, yaml):
-        source = Path(module.__file__ or "").parent
-        shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
-    for extra in Path(yaml.__file__ or "").parents[1].glob("_yaml*"):
-        if extra.is_dir():
-            shutil.copytree(extra, site / extra.name)
+    source = Path(orjson.__file__ or "").parent
+    shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
     for path in [tmp_path, *tmp_path.parents]:
-        path.chmod(path.stat().st_mode | 0o001) if path != Path("/") else None
-    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
-    return site
+        if path != Path("/"):
+            path.chmod(path.stat().st_mode | 0o001)
+    subprocess.run(["chmod", "-R", "a+rX", str(venv)], check=True)
+    return venv
 
 
-def _as_runner(site: Path, box: Box, *args: str) -> subprocess.CompletedProcess[str]:
-    user = ensure_user(TEST_RUNNER_USER)
+def _as_runner(
+    venv: Path, box: Box, user_name: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    user = ensure_user(user_name)
     subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base),
                     str(box.home)], check=True)  # fmt: skip
-    loader = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-              "from cursor_agent_action.cli import main; sys.exit(main())")
-    agent = _agent(box, "echo ran > $SEEN/ran")
+    agent = _agent(box, "echo ran > $SEEN/ran; id -u > $SEEN/uid")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(box.home),
-           "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_fallback_1234"}
+           "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_fallback_1234",
+           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER}
     return subprocess.run(
         ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-         SYSTEM_PYTHON, "-I", "-c", loader, str(site), "run", "--agent-bin", str(agent),
-         "--working-directory", str(box.workspace), "--prompt", "x", "--output-file",
+         str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
+         str(agent), "--working-directory", str(box.workspace), "--prompt", "x", "--output-file",
          str(box.base / "fallback-outputs.txt"), "--summary-file", os.devnull, *args],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
 
 
+@pytest.fixture
+def sudoer() -> Iterator[str]:
+    """A runner user with passwordless sudo, as on GitHub-hosted runners; its sudoers entry
+    goes after the test."""
+    if not shutil.which("sudo"):
+        pytest.skip("sudo is not installed (.ci/run installs it)")
+    rule = Path("/etc/sudoers.d") / TEST_SUDO_USER
+    rule.write_text(f"{TEST_SUDO_USER} ALL=(ALL) NOPASSWD: ALL\n")
+    rule.chmod(0o440)
+    try:
+        yield TEST_SUDO_USER
+    finally:
+        rule.unlink(missing_ok=True)
+
+
+def test_a_runner_user_with_passwordless_sudo_gets_the_agent_contained(
+    box: Box, unprivileged: Path, sudoer: str
+) -> None:
+    """The helper stays the runner's user; only the jail runs as root (sudo -n)."""
+    done = _as_runner(unprivileged, box, sudoer, "--isolation", "user")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Isolation: contained" in done.stdout
+    runner_uid = ensure_user(sudoer).pw_uid
+    assert int(_seen(box, "uid")) not in (0, runner_uid)
+    owners = {p.lstat().st_uid for p in box.workspace.rglob("*")}
+    assert owners == {runner_uid}  # the runner's again, not root's, not the agent's
+
+
 def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) -> None:
-    done = _as_runner(unprivileged, box)
+    done = _as_runner(unprivileged, box, TEST_RUNNER_USER)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "::warning title=agent not contained::The agent is not contained: the helper is " \
            "not root and 'sudo -n' does not work" in done.stdout
@@ -349,7 +377,7 @@ def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) 
 def test_isolation_user_without_root_or_sudo_fails_before_the_agent_starts(
     box: Box, unprivileged: Path
 ) -> None:
-    done = _as_runner(unprivileged, box, "--isolation", "user")
+    done = _as_runner(unprivileged, box, TEST_RUNNER_USER, "--isolation", "user")
     assert done.returncode == 3
     assert "::error title=setup failed::isolation is user, but the agent cannot be contained" \
            in done.stdout

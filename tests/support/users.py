@@ -9,7 +9,9 @@ TEST_AGENT_USER = "caa-test-agent"
 """The contained agent's user in tests (the action's default is cursor-agent)."""
 TEST_RUNNER_USER = "caa-test-runner"
 """An unprivileged runner user without sudo, for the fallback tests."""
-TEST_USERS = (TEST_AGENT_USER, TEST_RUNNER_USER)
+TEST_SUDO_USER = "caa-test-sudoer"
+"""A runner user with passwordless sudo (its sudoers entry only while its test runs)."""
+TEST_USERS = (TEST_AGENT_USER, TEST_RUNNER_USER, TEST_SUDO_USER)
 
 
 def user_exists(name: str) -> bool:
