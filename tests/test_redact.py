@@ -4,6 +4,7 @@ know, and secrets cut across stream chunks and JSON escapes. Properties run 300 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import os
@@ -18,6 +19,7 @@ from cursor_agent_action.agent.process import TranscriptWriter
 from cursor_agent_action.redact import MASK, PATTERNS, Redactor, base64_pieces, scrub
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import StreamProcessor
+from cursor_agent_action.stream.report import record_outputs
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SECRETS = st.text(string.ascii_letters + string.digits + "-_.~+/=!@#$%^&*", min_size=12,
@@ -88,7 +90,9 @@ def test_a_secret_cut_across_stream_chunks_never_reaches_the_transcript_or_log(
     record = processor.close()
     runner.flush()
     shown = log.getvalue().split("::add-mask::")[-1].split("\n", 1)[-1]
-    for text in (out.getvalue().decode(), shown, record.final_message):
+    outputs = record_outputs(dataclasses.replace(record, final_message=runner.redact(
+        record.final_message)), "")  # as report() writes them
+    for text in (out.getvalue().decode(), shown, outputs["final-message"]):
         assert secret not in text
         for piece in base64_pieces(secret.encode()):
             assert piece not in text

@@ -13,9 +13,8 @@ Two nets, both replacing with ``***``:
    a secret of another shape, or one the agent transformed otherwise, passes.
 
 Speed: texts up to :data:`_SHORT` characters (a tool call's target, an assistant segment) are
-matched by one compiled expression, with recent answers cached (agents name the same paths
-again and again); long texts (a flushed log buffer, a transcript chunk) by substring search,
-which is faster over megabytes.
+matched by one compiled expression; long texts (a flushed log buffer, a transcript chunk) by
+substring search, which is faster over megabytes.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ MIN_SECRET_LEN = 4  # shorter "secrets" would redact ordinary text; the runner i
 MIN_ENCODED_LEN = 8  # a shorter base64 piece would match ordinary words
 MASK = "***"
 _SHORT = 512
-_CACHE_SIZE = 4096
 
 PATTERNS: tuple[tuple[str, str, str], ...] = (
     # (name, literals one of which every match contains (the fast pre-check), expression)
@@ -49,6 +47,7 @@ PATTERNS: tuple[tuple[str, str, str], ...] = (
 
 _PATTERN_RX = re.compile("|".join(f"(?:{rx})" for _, _, rx in PATTERNS), re.DOTALL)
 _PATTERN_HINTS = tuple(dict.fromkeys(h for _, hints, _ in PATTERNS for h in hints.split("|")))
+_HINT_RX = re.compile("|".join(map(re.escape, _PATTERN_HINTS)))
 
 
 def base64_pieces(secret: bytes) -> list[str]:
@@ -90,7 +89,6 @@ class Redactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._values: list[str] = []
         self._known: re.Pattern[str] | None = None
-        self._cache: dict[str, str] = {}
         for value in values:
             self.add(value)
 
@@ -102,7 +100,6 @@ class Redactor:
         # Longest first, so a secret that contains another is replaced whole.
         self._values.sort(key=len, reverse=True)
         self._known = re.compile("|".join(map(re.escape, self._values))) if self._values else None
-        self._cache.clear()
         plain = {line.strip() for line in (value, *value.splitlines())}
         return [piece for piece in new if piece in plain]
 
@@ -110,29 +107,21 @@ class Redactor:
         return bool(self._values)
 
     def __call__(self, text: str) -> str:
-        if len(text) <= _SHORT:
-            cached = self._cache.get(text)
-            if cached is None:
-                cached = self._short(text)
-                if len(self._cache) >= _CACHE_SIZE:
-                    self._cache.clear()
-                self._cache[text] = cached
-            return cached
-        for value in self._values:
+        if len(text) <= _SHORT:  # one compiled search each: no Python loop per call
+            if self._known is not None and self._known.search(text):
+                text = self._known.sub(MASK, text)
+            if _HINT_RX.search(text):
+                text = _PATTERN_RX.sub(MASK, text)
+            return text
+        for value in self._values:  # substring search beats a regex over megabytes
             if value in text:
                 text = text.replace(value, MASK)
-        if any(hint in text for hint in _PATTERN_HINTS):
-            text = _PATTERN_RX.sub(MASK, text)
-        return text
-
-    def _short(self, text: str) -> str:
-        if self._known is not None and self._known.search(text):
-            text = self._known.sub(MASK, text)
-        if any(hint in text for hint in _PATTERN_HINTS):
-            text = _PATTERN_RX.sub(MASK, text)
+        for hint in _PATTERN_HINTS:
+            if hint in text:
+                return _PATTERN_RX.sub(MASK, text)
         return text
 
 
 def scrub(text: str) -> str:
     """Only the :data:`PATTERNS` (no known secrets): for text no runner is around to redact."""
-    return _PATTERN_RX.sub(MASK, text) if any(h in text for h in _PATTERN_HINTS) else text
+    return _PATTERN_RX.sub(MASK, text) if _HINT_RX.search(text) else text

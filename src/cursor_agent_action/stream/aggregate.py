@@ -35,6 +35,10 @@ ROWS_SHOWN = 500
 record keeps each call's details only for the first ones, and for every call that did not
 succeed; a later successful call is kept as a shared, detail-free entry of its kind (counted
 everywhere, listed nowhere), so 100,000 calls do not cost 100,000 records."""
+WHOLE_SEGMENT_LEN = 4096
+"""Assistant text this short is redacted where it is written, whole (the log's flush, the report
+of the record, a body), never cut before: no redaction is needed when it enters the record.
+Longer text is redacted here, before anything can cut it."""
 SEGMENTS_KEPT_CHARS = 4 * 1024 * 1024
 """Assistant text kept for a run that ends without a result event (whose ``result`` is then
 the text itself); earlier text is left out with a note, the transcript has all of it."""
@@ -243,7 +247,8 @@ class Aggregator:
         self._flushed = ""
         if not text:
             return
-        text = self._redact(text)
+        if len(text) > WHOLE_SEGMENT_LEN:
+            text = self._redact(text)
         self._segments.append(text)
         self._segment_chars += len(text)
         if self._segment_chars > SEGMENTS_KEPT_CHARS:
@@ -343,6 +348,7 @@ class Aggregator:
     def _cut(self, text: str, limit: int) -> str:
         if not text:  # most details are empty
             return text
+        # Always here: tables escape | and newlines in a target, so no later pass would see it.
         return shorten(self._redact(text), limit)
 
     @property
