@@ -13,8 +13,9 @@ Two nets, both replacing with ``***``:
    a secret of another shape, or one the agent transformed otherwise, passes.
 
 Speed: texts up to :data:`_SHORT` characters (a tool call's target, an assistant segment) are
-matched by one compiled expression; long texts (a flushed log buffer, a transcript chunk) by
-substring search, which is faster over megabytes.
+matched by one compiled expression, with recent answers cached (agents name the same paths
+again and again); long texts (a flushed log buffer, a transcript chunk) by substring search,
+which is faster over megabytes.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ MIN_SECRET_LEN = 4  # shorter "secrets" would redact ordinary text; the runner i
 MIN_ENCODED_LEN = 8  # a shorter base64 piece would match ordinary words
 MASK = "***"
 _SHORT = 512
+_CACHE_SIZE = 8192
 
 PATTERNS: tuple[tuple[str, str, str], ...] = (
     # (name, literals one of which every match contains (the fast pre-check), expression)
@@ -89,6 +91,7 @@ class Redactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._values: list[str] = []
         self._known: re.Pattern[str] | None = None
+        self._cache: dict[str, str] = {}  # short texts seen before (agents repeat paths)
         for value in values:
             self.add(value)
 
@@ -100,6 +103,7 @@ class Redactor:
         # Longest first, so a secret that contains another is replaced whole.
         self._values.sort(key=len, reverse=True)
         self._known = re.compile("|".join(map(re.escape, self._values))) if self._values else None
+        self._cache.clear()
         plain = {line.strip() for line in (value, *value.splitlines())}
         return [piece for piece in new if piece in plain]
 
@@ -107,12 +111,18 @@ class Redactor:
         return bool(self._values)
 
     def __call__(self, text: str) -> str:
-        if len(text) <= _SHORT:  # one compiled search each: no Python loop per call
-            if self._known is not None and self._known.search(text):
-                text = self._known.sub(MASK, text)
-            if _HINT_RX.search(text):
-                text = _PATTERN_RX.sub(MASK, text)
-            return text
+        if len(text) <= _SHORT:  # one compiled search each (and a cache): no Python loop
+            done = self._cache.get(text)
+            if done is None:
+                done = text
+                if self._known is not None and self._known.search(done):
+                    done = self._known.sub(MASK, done)
+                if _HINT_RX.search(done):
+                    done = _PATTERN_RX.sub(MASK, done)
+                if len(self._cache) >= _CACHE_SIZE:
+                    self._cache.clear()
+                self._cache[text] = done
+            return done
         for value in self._values:  # substring search beats a regex over megabytes
             if value in text:
                 text = text.replace(value, MASK)

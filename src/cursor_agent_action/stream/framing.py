@@ -63,7 +63,9 @@ class LineSplitter:
             self._kept = bytes(self._pending[:CUT_KEPT_BYTES])
             self._dropping = len(self._pending)
             self._pending = bytearray()
-        if lines and any(len(line) > self._max_line for line in lines):
+        # Only the first line can have grown past the cap (it joins what was pending), unless
+        # the chunk itself is longer than the cap.
+        if lines and (len(lines[0]) > self._max_line or len(chunk) > self._max_line):
             lines = [_cut(line, len(line)) if len(line) > self._max_line else line
                      for line in lines]  # fmt: skip
         return lines
