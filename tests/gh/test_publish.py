@@ -532,3 +532,23 @@ def test_system_git_config_is_ignored(ws: Workspace, tmp_path: Path) -> None:
     assert code == 0
     assert out["changed"] == "true"
     assert sh(ws.remote, "show", "--name-only", "--format=", out["commit-sha"]) == "new.txt"
+
+
+def test_publishing_in_the_agents_job_warns_unless_allowed(
+    ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run step's state directory in this job's RUNNER_TEMP means the agent ran here."""
+    (ws.repo / "README.md").write_text("same job\n")
+    runner_temp = tmp_path / "runner-temp"
+    ws.monkeypatch.setenv("RUNNER_TEMP", str(runner_temp))
+    code, _ = ws.publish()
+    assert code == 0
+    assert "publish in the agent" not in capsys.readouterr().out
+    (runner_temp / "cursor-agent-action" / "run-abc").mkdir(parents=True)
+    code, _ = ws.publish()
+    assert code == 0
+    warned = capsys.readouterr().out
+    assert "::warning title=publish in the agent's job::publish runs in the same job" in warned
+    assert "patch-file" in warned
+    code, _ = ws.publish("--allow-same-job")
+    assert "publish in the agent" not in capsys.readouterr().out

@@ -77,7 +77,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="globs (newline separated) the changes must not touch; 'none' allows all "
                "(.git* files, submodules and links leaving the repository are always refused)")
     add_option(parser, "--remote", default="origin", help="git remote to push to")
+    add_flag(parser, "--allow-same-job", default=False,
+             help="do not warn when the agent ran earlier in this job")
     add_token_option(parser)
+
+
+def agent_ran_in_this_job(env: Mapping[str, str]) -> bool:
+    """Whether the run step of this action ran earlier in this job (its state directories are
+    in this job's RUNNER_TEMP)."""
+    temp = env.get("RUNNER_TEMP", "")
+    return bool(temp) and any((Path(temp) / "cursor-agent-action").glob("run-*"))
 
 
 def placeholder_values(env: Mapping[str, str], ctx: Context, head_sha: str) -> dict[str, str]:
@@ -119,6 +128,14 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     # First: without a token nothing else matters (and the push credential is masked early).
     token = read_token(args.token_env, ctx, runner)
     runner.mask(gitops.basic_credential(token))  # the form git sends: as actions/checkout does
+    if not args.allow_same_job and agent_ran_in_this_job(env):
+        runner.warning(
+            "publish runs in the same job as the agent: its write token shares a runner with "
+            "whatever the agent's run left there, and the change comes from the agent's own "
+            "tree. Fix: run the agent in a job with a read-only token, hand its patch-file to "
+            "a second job that checks out the commit and runs publish with patch-file and "
+            "allowed-paths (examples/docs-update.yml); or set allow-same-job: true to silence "
+            "this.", title="publish in the agent's job")
     repo = gitops.toplevel(Path(args.working_directory))
     head = gitops.head_commit(repo)
     values = placeholder_values(env, ctx, head)

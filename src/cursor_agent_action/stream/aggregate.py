@@ -27,7 +27,6 @@ from cursor_agent_action.stream.events import (
 from cursor_agent_action.stream.framing import Line
 from cursor_agent_action.stream.toolcalls import UNKNOWN, ToolCallEvent, refusal
 
-# Display text kept per call is bounded, so thousands of calls stay cheap.
 TARGET_LIMIT = 1000
 DETAIL_LIMIT = 4000
 ROWS_SHOWN = 500
@@ -36,9 +35,8 @@ record keeps each call's details only for the first ones, and for every call tha
 succeed; a later successful call is kept as a shared, detail-free entry of its kind (counted
 everywhere, listed nowhere), so 100,000 calls do not cost 100,000 records."""
 WHOLE_SEGMENT_LEN = 4096
-"""Assistant text this short is redacted where it is written, whole (the log's flush, the report
-of the record, a body), never cut before: no redaction is needed when it enters the record.
-Longer text is redacted here, before anything can cut it."""
+"""Assistant text this short is redacted whole where it is written (log flush, report, bodies),
+never cut before; longer text is redacted here, before anything can cut it."""
 SEGMENTS_KEPT_CHARS = 4 * 1024 * 1024
 """Assistant text kept for a run that ends without a result event (whose ``result`` is then
 the text itself); earlier text is left out with a note, the transcript has all of it."""
