@@ -230,7 +230,7 @@ def test_the_workspace_is_the_runners_again_and_protected_directories_were_read_
     owners = {p.lstat().st_uid for p in box.workspace.rglob("*")} | {box.workspace.stat().st_uid}
     assert owners == {os.getuid()}
     assert box.workspace.stat().st_mode == mode
-    assert box.base.stat().st_mode & 0o777 == 0o755  # reachability given back as it was
+    assert box.base.stat().st_mode & 0o777 == 0o755
 
 
 def test_repository_hooks_are_invisible_during_the_run_and_restored(

@@ -992,3 +992,15 @@ def test_resource_exhausted_is_retried_once_and_said_to_be_a_quota_limit(
     assert len(result.runs) == 2  # one retry, not four
     assert result.outputs["conclusion"] == "failure"
     assert "plan or quota limit" in result.log
+
+
+def test_extra_args_reach_the_cli_and_a_refused_one_stops_the_run_first(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ok = run(tmp_path, workspace, capsys, {}, "--extra-args=--stream-partial-output")
+    assert ok.code == 0
+    assert ok.runs[0]["argv"][-3:] == ["--stream-partial-output", "--", "Update the docs."]
+    refused = run(tmp_path, workspace, capsys, {}, "--extra-args=--yolo")
+    assert refused.code == 2
+    assert "extra-args: --yolo is refused" in refused.log
+    assert len(refused.runs) == 1  # only the first run: the refused one never started

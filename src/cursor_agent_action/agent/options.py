@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cursor_agent_action.agent.extra_args import parse_extra_args
 from cursor_agent_action.agent.isolation import DEFAULT_AGENT_USER, MODES
 from cursor_agent_action.agent.permissions import (
     Policy,
@@ -56,6 +57,7 @@ class RunOptions:
     pass_env: tuple[str, ...] = field(default=())
     isolation: str = "auto"
     agent_user: str = DEFAULT_AGENT_USER
+    extra_args: tuple[str, ...] = field(default=())
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +84,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                "unavailable) before any tool ran")
     add_number(parser, "--retry-delay", default=DEFAULT_RETRY_DELAY_S, maximum=MAX_RETRY_DELAY_S,
                metavar="SECONDS", help="seconds before the first retry, doubled each time")
+    add_option(parser, "--extra-args", default="",
+               help="more arguments for the CLI, one per line (no shell parsing); rights-"
+               "widening ones are refused (see agent/extra_args.py)")
     add_option(parser, "--isolation", default="auto", choices=MODES,
                help="contain the agent (its own user, PID namespace and home): auto (when the "
                "runner allows it, else warn), user (or fail) or none (unsafe)")
@@ -198,6 +203,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     model = _single_line(args.model, "--model")
     resume = _single_line(args.resume, "--resume")
     pass_env = _pass_env_names(args.pass_env)
+    extra_args = parse_extra_args(args.extra_args)
     agent_bin = find_agent(args.agent_bin)
     state_dir = new_state_dir(os.environ)  # last: nothing is created for a refused request
     return RunOptions(
@@ -217,6 +223,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         retry_delay_s=args.retry_delay,
         pass_env=pass_env,
         isolation=args.isolation,
+        extra_args=extra_args,
         agent_user=_agent_user(args.agent_user),
     )
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cursor_agent_action.agent.extra_args import with_extra_args
 from cursor_agent_action.agent.isolation import Isolation, Jail, jail_for
 from cursor_agent_action.agent.options import RunOptions
 from cursor_agent_action.errors import SetupError
@@ -122,7 +123,7 @@ def build_argv(options: RunOptions, prompt_arg: str, *, trust: bool) -> list[str
         argv += ["--resume", options.resume]
     if trust:
         argv.append("--trust")
-    return [*argv, "--", prompt_arg]
+    return with_extra_args([*argv, "--", prompt_arg], options.extra_args)
 
 
 def prompt_argument(prompt: str, state_dir: Path) -> str:

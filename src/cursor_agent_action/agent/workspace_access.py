@@ -11,12 +11,12 @@
   and change its own files there but cannot rename or delete the protected entry (and plant a
   ``.git`` of its own in its place).
 - Reachability: each directory above a path the agent must reach (the workspace, its home, the
-  CLI) gets the others' traverse bit if it lacks it, and gets its mode back after.
+  CLI) gets the others' traverse bit if it lacks it, and keeps it (see _make_reachable).
 
 After the run every entry the agent user owns in the workspace goes back to the runner's user
 (later steps, and the next checkout, must be able to change and delete it), and every mode and
-group changed here is restored. All of it happens with the agent's processes gone: nothing can
-race the walk. Links are never followed.
+group changed in the workspace is restored. All of it happens with the agent's processes gone:
+nothing can race the walk. Links are never followed.
 """
 
 from __future__ import annotations
@@ -129,14 +129,15 @@ def _walk(root: Path, *, skip_protected: bool) -> list[str]:
     return found
 
 
-def _make_reachable(path: Path, access: Access) -> None:
+def _make_reachable(path: Path) -> None:
     """Give the others' traverse bit to each directory above ``path`` (and to ``path`` if it
-    is a directory) that lacks it."""
+    is a directory) that lacks it. It stays: a traverse bit lets nobody list or read anything,
+    and taking it back while another job's agent (same machine, shared parents) still runs
+    would break that job."""
     chain = list(reversed(path.parents)) + ([path] if path.is_dir() else [])
     for parent in chain:
         info = os.stat(parent)
         if not info.st_mode & stat.S_IXOTH:
-            access.modes.setdefault(str(parent), stat.S_IMODE(info.st_mode))
             os.chmod(parent, stat.S_IMODE(info.st_mode) | stat.S_IXOTH)
 
 
@@ -167,8 +168,8 @@ def prepare(spec: dict[str, Any], agent: AgentUser) -> Access:
     try:
         _private_home(Path(spec["home"]), agent, [Path(p) for p in spec.get("make", ())])
         for path in [workspace, *map(Path, spec.get("reach", ()))]:
-            _make_reachable(path, access)
-        _make_reachable(Path(spec["home"]).parent, access)
+            _make_reachable(path)
+        _make_reachable(Path(spec["home"]).parent)
         protected_parents = {str(workspace)}
         for entry in _walk(workspace, skip_protected=False):
             name = os.path.basename(entry)
