@@ -267,7 +267,11 @@ class Runner:
 
     def _group_title(self, title: str) -> str:
         if len(title) > GROUP_TITLE_CHARS:  # redacted before the cut can split a secret
-            title = self.redact(title)
+            return escape_data(one_line(self.redact(title), GROUP_TITLE_CHARS))
+        # Once per tool call: a flat title (one_line would return it as it is, and it holds no
+        # CR or LF) needs only its % escaped.
+        if title.isprintable() and "  " not in title and title[:1] != " " and title[-1:] != " ":
+            return title.replace("%", "%25") if "%" in title else title
         return escape_data(one_line(title, GROUP_TITLE_CHARS))
 
     @contextlib.contextmanager
@@ -281,17 +285,7 @@ class Runner:
 
     def entry(self, title: str) -> None:
         """A group with nothing in it: one line in the log, like a group's title."""
-        # Called once per tool call: a flat title of usual length needs only its % escaped.
-        if (len(title) <= GROUP_TITLE_CHARS and title.isprintable() and "  " not in title
-                and title[:1] != " " and title[-1:] != " "):
-            title = title.replace("%", "%25") if "%" in title else title
-        else:
-            title = self._group_title(title)
-        text = f"::group::{title}\n::endgroup::\n"
-        self._buffer.append(text)
-        self._buffered += len(text)
-        if self._buffered >= _FLUSH_BYTES:
-            self.flush()
+        self._write(f"::group::{self._group_title(title)}\n::endgroup::\n")
 
     # -- outputs --------------------------------------------------------------------------
 
