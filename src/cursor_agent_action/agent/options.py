@@ -162,13 +162,21 @@ def _pass_env_names(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+STATE_PREFIX = "run-"
+
+
+def state_root(environ: Mapping[str, str]) -> Path:
+    """Where each run's state directory (``run-*``) is made: this job's RUNNER_TEMP."""
+    return Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()) / "cursor-agent-action"
+
+
 def new_state_dir(environ: Mapping[str, str]) -> Path:
     """A fresh private directory for one run, ``$RUNNER_TEMP/cursor-agent-action/run-*``: two
     runs in one job never share a transcript, result file or CLI config (``--model``)."""
-    root = Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()) / "cursor-agent-action"
+    root = state_root(environ)
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return Path(tempfile.mkdtemp(prefix="run-", dir=root))
+        return Path(tempfile.mkdtemp(prefix=STATE_PREFIX, dir=root))
     except OSError as exc:
         raise SetupError(f"cannot create a state directory under {root}: "
                          f"{exc.strerror or exc}.",

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cursor_agent_action.agent.options import STATE_PREFIX, state_root
 from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.gh import gitops, patchcheck
 from cursor_agent_action.gh.api import (
@@ -85,8 +86,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def agent_ran_in_this_job(env: Mapping[str, str]) -> bool:
     """Whether the run step of this action ran earlier in this job (its state directories are
     in this job's RUNNER_TEMP)."""
-    temp = env.get("RUNNER_TEMP", "")
-    return bool(temp) and any((Path(temp) / "cursor-agent-action").glob("run-*"))
+    return bool(env.get("RUNNER_TEMP")) and any(state_root(env).glob(f"{STATE_PREFIX}*"))
 
 
 def placeholder_values(env: Mapping[str, str], ctx: Context, head_sha: str) -> dict[str, str]:
