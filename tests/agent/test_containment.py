@@ -257,6 +257,36 @@ def test_repository_hooks_are_invisible_during_the_run_and_restored(
         assert (box.workspace / name).read_bytes() == data
 
 
+def test_links_planted_in_the_home_cannot_push_the_next_run_out_of_its_box(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first run leaves links where the jail (root) prepares the next run's home: they are
+    replaced, nothing outside is chowned, and the next run is contained again."""
+    victim = box.base / "victim"
+    victim.mkdir()
+    plant = (f"rm -rf $HOME/tmp $HOME/.config/cursor; ln -s {victim} $HOME/tmp; "
+             f"ln -s {victim} $HOME/.config/cursor")
+    first = _run(box, capsys, plant)
+    assert first["conclusion"] == "success", first["log"]
+    second = _run(box, capsys, "id -u > $SEEN/uid; test -L $HOME/tmp; echo $? > $SEEN/link")
+    assert second["conclusion"] == "success", second["log"]
+    assert "Isolation: contained" in second["log"]
+    assert "not contained" not in second["log"]
+    assert victim.stat().st_uid == os.getuid()
+    assert _seen(box, "link").strip() == "1"  # a real directory again
+
+
+def test_no_jail_spec_with_the_api_key_is_left_behind(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The jail's spec holds the agent's environment (the API key): gone once the jail read it,
+    before the agent starts, so the agent never finds it (and nothing later does)."""
+    out = _run(box, capsys, "find / -name 'jail-spec.json' 2>/dev/null > $SEEN/found")
+    assert out["conclusion"] == "success", out["log"]
+    assert _seen(box, "found") == ""
+    assert list(box.runner_temp.rglob("jail-spec.json")) == []
+
+
 def test_the_transcript_cannot_be_replaced(
     box: Box, capsys: pytest.CaptureFixture[str]
 ) -> None:

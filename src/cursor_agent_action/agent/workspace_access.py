@@ -154,9 +154,12 @@ def _private_home(home: Path, agent: AgentUser, make: list[Path]) -> None:
             raise AccessError(f"{path} is not inside the agent's home {home}")
         for part in reversed([path, *path.parents]):
             if part.is_relative_to(home) and part != home:
+                # An earlier run's agent may have left a link (or a file) here, pointing where
+                # root must not chown: replace it. Failing instead would let that agent push
+                # the next run out of its box (isolation auto falls back).
+                if os.path.islink(part) or (os.path.lexists(part) and not part.is_dir()):
+                    os.unlink(part)
                 part.mkdir(exist_ok=True)
-                if os.path.islink(part):  # an earlier run's agent may have left a link
-                    raise AccessError(f"{part} in the agent's home is a link")
                 os.lchown(part, agent.uid, agent.gid)
 
 
