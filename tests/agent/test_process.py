@@ -45,6 +45,8 @@ class Sink:
     def finished(self) -> bool:
         return b'"type":"result"' in b"".join(self.chunks)
 
+    over_budget = False
+
 
 def _run(
     tmp_path: Path, scenario: dict[str, Any], *, sink: Sink | None = None,

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from cursor_agent_action.stream.aggregate import Aggregator, RunRecord, workspace_relative
+from cursor_agent_action.stream.aggregate import Aggregator, RunRecord
 from cursor_agent_action.stream.events import parse_line
+from cursor_agent_action.stream.paths import workspace_relative
 from tests.support.stream import FIXTURES
 
 

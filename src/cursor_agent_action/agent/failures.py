@@ -101,8 +101,14 @@ def _stderr_excerpt(stderr: str) -> str:
     return one_line(" / ".join(lines[-3:]), 400) if lines else ""
 
 
-def explain_exit(ended: AgentExit, timeout_minutes: float) -> str:
+def explain_exit(ended: AgentExit, timeout_minutes: float, max_tool_calls: int | None = None,
+                 ) -> str:
     """One paragraph on why a run without a ``result`` event failed, with a fix."""
+    if ended.ended_by == "budget":
+        return (
+            f"The agent started more tool calls than max-tool-calls ({max_tool_calls}) allows "
+            "and was stopped. Fix: raise max-tool-calls or give the agent a smaller task."
+        )
     if ended.ended_by == "timeout":
         return (
             f"The agent did not finish within {timeout_minutes:g} minutes and was stopped. "

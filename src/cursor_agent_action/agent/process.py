@@ -64,12 +64,15 @@ class OutputSink(Protocol):
     @property
     def finished(self) -> bool: ...
 
+    @property
+    def over_budget(self) -> bool: ...
+
 
 @dataclass
 class AgentExit:
     """How the agent process ended."""
 
-    ended_by: str  # "result" (a result event arrived) | "exit" | "timeout" | "cancelled"
+    ended_by: str  # "result" (a result event arrived) | "exit" | "timeout" | "cancelled" | "budget"
     returncode: int | None  # negative: killed by that signal
     stderr: str  # the last STDERR_TAIL_BYTES of stderr
     pgid: int
@@ -265,6 +268,7 @@ def run_agent_process(
     result_grace_s: float = RESULT_GRACE_S,
     kill_grace_s: float = KILL_GRACE_S,
     jail: Jail | None = None,
+    append: bool = False,
 ) -> AgentExit:
     """Run the agent to its end; see the module docstring.
 
@@ -279,7 +283,8 @@ def run_agent_process(
     """
     try:
         transcript.parent.mkdir(parents=True, exist_ok=True)
-        out_fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        mode = os.O_APPEND if append else os.O_TRUNC  # append: a resumed chat's second part
+        out_fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | mode, 0o600)
     except OSError as exc:
         raise SetupError(f"cannot create the transcript file {transcript}: "
                          f"{exc.strerror or exc}.",
@@ -321,8 +326,11 @@ def run_agent_process(
         while selector.get_map() or proc.poll() is None:
             now = time.monotonic()
             finished = sink.finished  # after its result, a stop or timeout changes no conclusion
-            if not ended_by and not finished and (stop.is_set() or now >= deadline):
-                ended_by = "cancelled" if stop.is_set() else "timeout"
+            if not ended_by and not finished and (
+                stop.is_set() or now >= deadline or sink.over_budget
+            ):
+                ended_by = ("cancelled" if stop.is_set() else
+                            "timeout" if now >= deadline else "budget")  # fmt: skip
                 term_at = now
             if term_at is None and finished:
                 term_at = now + (0.0 if stop.is_set() else result_grace_s)

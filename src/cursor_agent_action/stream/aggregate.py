@@ -8,9 +8,6 @@ and tool call) in :attr:`Aggregator.news`, which the engine hands on to the live
 from __future__ import annotations
 
 import functools
-import ntpath
-import posixpath
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,6 +22,7 @@ from cursor_agent_action.stream.events import (
     delta_text,
 )
 from cursor_agent_action.stream.framing import Line
+from cursor_agent_action.stream.paths import workspace_relative
 from cursor_agent_action.stream.toolcalls import UNKNOWN, ToolCallEvent, refusal
 
 TARGET_LIMIT = 1000
@@ -42,7 +40,6 @@ SEGMENTS_KEPT_CHARS = 4 * 1024 * 1024
 the text itself); earlier text is left out with a note, the transcript has all of it."""
 _SETTLED_IDS_KEPT = 1024
 _WRITE_KINDS = frozenset({"write", "edit", "delete"})
-_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
 
 
 @dataclass(slots=True)  # one per call: a run can make 100,000
@@ -76,7 +73,7 @@ class ToolCallRecord:
 
 @dataclass
 class RunRecord:
-    conclusion: str = "failure"  # "success" | "failure" | "timeout" | "cancelled"
+    conclusion: str = "failure"  # "success" | "failure" | "timeout" | "cancelled" | "budget"
     failure_reason: str = ""
     has_result: bool = False
     session_id: str = ""
@@ -99,6 +96,7 @@ class RunRecord:
     transcript_file: str = ""
     isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
     notes: list[str] = field(default_factory=list)
+    structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
 
     @property
     def failed_tool_calls(self) -> list[ToolCallRecord]:
@@ -123,39 +121,6 @@ class RunRecord:
 
 News = list[str | tuple[ToolCallRecord, ToolCallEvent]]
 """Finished segments (their text) and completed tool calls, in stream order."""
-
-
-def _canonical(path: str) -> str:
-    # macOS reports /tmp and /var as /private/tmp and /private/var (they are symlinks).
-    return path[len("/private") :] if path.startswith("/private/") else path
-
-
-@functools.lru_cache(maxsize=4096)  # agents touch the same few files again and again
-def workspace_relative(path: str, cwd: str) -> str:
-    """``path`` relative to the workspace ``cwd`` with ``/`` separators; paths outside the
-    workspace stay absolute (normalized)."""
-    windows = bool(_WINDOWS_PATH.match(cwd) or _WINDOWS_PATH.match(path))
-    normpath: Callable[[str], str] = ntpath.normpath if windows else posixpath.normpath
-    isabs: Callable[[str], bool] = ntpath.isabs if windows else posixpath.isabs
-    norm = normpath(path)
-    if not isabs(norm):
-        return norm.replace("\\", "/")
-    if not cwd:
-        return norm.replace("\\", "/")
-    base = _canonical(normpath(cwd))
-    full = _canonical(norm)
-    if windows:
-        base, full = base.replace("\\", "/"), full.replace("\\", "/")
-        same = full.lower() == base.lower()
-        inside = full.lower().startswith(base.lower().rstrip("/") + "/")
-    else:
-        same = full == base
-        inside = full.startswith(base.rstrip("/") + "/")
-    if same:
-        return "."
-    if inside:
-        return full[len(base.rstrip("/")) + 1 :]
-    return full.replace("\\", "/") if windows else norm
 
 
 class Aggregator:
@@ -352,6 +317,10 @@ class Aggregator:
     @property
     def finished(self) -> bool:
         return self.record.has_result
+
+    @property
+    def calls_started(self) -> int:
+        return len(self._calls)
 
     # -- end of stream --------------------------------------------------------------------
 

@@ -53,8 +53,10 @@ class StreamProcessor:
         *,
         verbose: bool = False,
         redact: Callable[[str], str] | None = None,
+        max_tool_calls: int | None = None,
     ) -> None:
         self.runner = runner
+        self.max_tool_calls = max_tool_calls
         self._renderer = LogRenderer(runner, verbose=verbose) if runner else None
         self._aggregator = Aggregator(
             news=runner is not None, redact=runner.redact if runner else redact
@@ -119,6 +121,12 @@ class StreamProcessor:
     def finished(self) -> bool:
         """A terminal ``result`` event was seen: the run is over even if the CLI lingers."""
         return self._aggregator.finished
+
+    @property
+    def over_budget(self) -> bool:
+        """More tool calls started than ``max_tool_calls`` allows (the run must stop)."""
+        limit = self.max_tool_calls
+        return limit is not None and self._aggregator.calls_started > limit
 
     def close(self) -> RunRecord:
         """Process the last partial line and compute the conclusion (idempotent)."""

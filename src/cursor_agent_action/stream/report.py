@@ -120,6 +120,7 @@ def report(
             failure_reason=redact(record.failure_reason),
             result_text=redact(record.result_text),
             final_message=redact(record.final_message),
+            structured_output=redact(record.structured_output),
             stderr=redact(record.stderr),
             notes=[redact(note) for note in record.notes],
         )

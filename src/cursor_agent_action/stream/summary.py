@@ -7,13 +7,14 @@ a section that does not fit is cut with a visible note saying what was left out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
 from cursor_agent_action.stream.aggregate import ROWS_SHOWN, RunRecord, ToolCallRecord
 from cursor_agent_action.stream.livelog import describe_outcome, format_duration
 
-ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫"}
+ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫", "budget": "🛑"}
 STDERR_TAIL_CHARS = 8 * 1024  # of the CLI stderr shown (the log has all of it)
 FINAL_MESSAGE_SHARE = 0.4  # of the whole budget, so the tables still get room
 COLLAPSE_ROWS = 25  # tables longer than this are folded into <details>
@@ -70,12 +71,12 @@ def _problems(record: RunRecord) -> str:
     return "\n".join(lines) + "\n\n" if lines else ""
 
 
-def _fenced(title: str, text: str, budget: int, rest: str) -> str:
+def _fenced(title: str, text: str, budget: int, rest: str, info: str = "text") -> str:
     """A heading and ``text`` in a fence, cut to ``budget`` bytes with a note."""
     head = f"### {title}\n\n"
     # Only what can fit is fenced: a 50 MiB message is never copied whole.
     fitting = cut_utf8(text, budget)
-    whole = head + fence(fitting) + "\n"
+    whole = head + fence(fitting, info) + "\n"
     if len(fitting) == len(text) and utf8_len(whole) <= budget:
         return whole
     room = budget - utf8_len(head) - _NOTE_RESERVE - (utf8_len(whole) - utf8_len(fitting))
@@ -86,7 +87,7 @@ def _fenced(title: str, text: str, budget: int, rest: str) -> str:
         f"*Cut to fit the summary size limit: {utf8_len(shown):,} of {utf8_len(text):,} bytes "
         f"shown; {rest}.*\n\n"
     )
-    return head + fence(shown) + "\n" + note
+    return head + fence(shown, info) + "\n" + note
 
 
 def _left_out(title: str, budget: int) -> str:
@@ -264,6 +265,9 @@ def render_summary(record: RunRecord, *, budget_bytes: int) -> str:
         )
     else:
         add("*The agent wrote no final message.*\n\n")
+    if record.structured_output:
+        add(_fenced("Structured output", _pretty(record.structured_output), remaining,
+                    "the structured-output-file output has all of it", info="json"))
     sections: list[Callable[[RunRecord, int], str]] = [
         _files, _denials, _errors, _shell, _tool_calls,
     ]  # fmt: skip
@@ -271,6 +275,13 @@ def render_summary(record: RunRecord, *, budget_bytes: int) -> str:
         add(section(record, remaining))
     out.append(footer)
     return "".join(out)
+
+
+def _pretty(value: str) -> str:
+    try:
+        return json.dumps(json.loads(value), indent=2, ensure_ascii=False)
+    except ValueError:  # redaction can only replace text inside strings; but never fail here
+        return value
 
 
 def _safe_link(label: str, url: str) -> str:
