@@ -187,3 +187,29 @@ def add_number(
     limit = f"{minimum:g} to {maximum:g}" if math.isfinite(maximum) else f"at least {minimum:g}"
     parser.add_argument(flag, type=convert, default=env_value(name) or example,
                         metavar=metavar or None, help=_help(f"{help}; {limit}", name, example))
+
+
+def read_input_file(path: str, label: str, what: str = "UTF-8 text") -> str:
+    """A file an input names (``prompt-file``, ``output-schema-file``); an editor's byte-order
+    mark is dropped. Raises :class:`UsageError` naming the input."""
+    from pathlib import Path  # noqa: PLC0415 - this module stays import-light
+
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"{label}: cannot read {path}: {reason}.",
+                         "Check the path (relative to the job's working directory) and that "
+                         f"the file is {what}.") from exc
+
+
+def json_input(text: str, label: str, *, limit: int, hint: str) -> Any:
+    """The JSON value of input ``label``, at most ``limit`` bytes. Raises :class:`UsageError`."""
+    if len(text.encode("utf-8")) > limit:
+        raise UsageError(f"{label} is over {limit // 1024} KiB.", hint)
+    import json  # noqa: PLC0415 - this module stays import-light
+
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{label} is not JSON: {exc}.", hint) from exc
