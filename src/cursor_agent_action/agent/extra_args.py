@@ -24,8 +24,8 @@ REFUSED: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
     (("--workspace",), None, "use the working-directory input"),
     (("--sandbox",), "disabled", "it turns the CLI's own sandbox off"),
     (("--approve-mcps",), None,
-     "it would start MCP servers nobody configured for this run (a repository's own mcp.json is "
-     "set aside)"),
+     "the action passes it when mcp-config is given, for those servers alone; otherwise it "
+     "would start servers nobody configured for this run"),
     (("--add-dir",), None, "it widens what the agent can reach beyond the workspace"),
     (("--worktree",), None, "it moves the agent's work out of the checked workspace"),
 )  # fmt: skip

@@ -165,12 +165,13 @@ class ContainmentFailed(SetupError):
 def jail_for(
     isolation: Isolation, *, state_dir: Path, workspace: Path, home: Path,
     argv: Sequence[str], env: Mapping[str, str], reach: Sequence[Path],
-    make: Sequence[Path] = (),
+    make: Sequence[Path] = (), files: dict[str, str | None] | None = None,
 ) -> Jail:
     """The jail that runs ``argv`` in ``workspace`` as the agent user."""
     spec: dict[str, object] = {
         "user": isolation.agent_user, "home": str(home), "workspace": str(workspace),
         "cwd": str(workspace), "argv": list(argv), "env": dict(env),
         "reach": [str(path) for path in reach], "make": [str(path) for path in make],
+        "files": dict(files or {}),
     }  # fmt: skip
     return Jail(isolation, state_dir, spec)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cursor_agent_action.agent.extra_args import with_extra_args
 from cursor_agent_action.agent.isolation import Isolation, Jail, jail_for
+from cursor_agent_action.agent.mcp import HOME_FILE
 from cursor_agent_action.agent.options import RunOptions
 from cursor_agent_action.errors import SetupError
 
@@ -63,9 +64,12 @@ class Box:
         if not self.isolation.contained or self.home is None:
             return None
         reach = [options.agent_bin, options.agent_bin.resolve(), options.state_dir]
+        # Root writes the home's MCP file (or removes one an earlier run's agent left there).
+        files = {HOME_FILE: options.mcp_config.text if options.mcp_config else None}
         return jail_for(self.isolation, state_dir=options.state_dir,
                         workspace=options.workspace, home=self.home, argv=argv, env=self.env,
-                        reach=reach, make=[Path(self.env["CURSOR_CONFIG_DIR"])])  # fmt: skip
+                        reach=reach, make=[Path(self.env["CURSOR_CONFIG_DIR"])],
+                        files=files)  # fmt: skip
 
 
 def agent_home(state_dir: Path) -> Path:
@@ -81,7 +85,15 @@ def make_box(options: RunOptions, environ: Mapping[str, str], isolation: Isolati
     if not isolation.contained:
         config_dir = options.state_dir / "cli-config"
         config_dir.mkdir(exist_ok=True, mode=0o700)
-        return Box(isolation, agent_environment(environ, config_dir, options.pass_env))
+        env = agent_environment(environ, config_dir, options.pass_env)
+        if options.mcp_config is None:
+            return Box(isolation, env)
+        # The MCP file goes in a home of this run's own, never the runner user's ~/.cursor.
+        home = options.state_dir / "home"
+        (home / HOME_FILE).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (home / HOME_FILE).write_text(options.mcp_config.text, encoding="utf-8")
+        env["HOME"] = str(home)
+        return Box(isolation, env)
     options.state_dir.chmod(0o711)
     home = agent_home(options.state_dir)
     # The home is the job's (resume), the CLI's config this run's alone (--model).
@@ -123,6 +135,8 @@ def build_argv(options: RunOptions, prompt_arg: str, *, trust: bool) -> list[str
         argv += ["--resume", options.resume]
     if trust:
         argv.append("--trust")
+    if options.mcp_config is not None:
+        argv.append("--approve-mcps")  # the workflow's servers only: the file is ours
     return with_extra_args([*argv, "--", prompt_arg], options.extra_args)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import shutil
 import stat
 import subprocess
 from dataclasses import dataclass, field
@@ -163,6 +164,31 @@ def _private_home(home: Path, agent: AgentUser, make: list[Path]) -> None:
                 os.lchown(part, agent.uid, agent.gid)
 
 
+def _home_files(home: Path, agent: AgentUser, files: dict[str, str | None]) -> None:
+    """Root's files in the home (the MCP servers), 0644 and root's: the agent cannot change
+    them. ``None`` removes what an earlier run's agent may have left there. Nothing in the home
+    is followed: a planted link is replaced like any other entry. The directory holding a file
+    is the agent's (the CLI keeps its own files beside it)."""
+    for relative, text in files.items():
+        path = home / relative
+        if relative.startswith("/") or ".." in Path(relative).parts or path.parent == home:
+            raise AccessError(f"{relative} is not a file in a directory of the agent's home")
+        parent = path.parent
+        if os.path.islink(parent) or (os.path.lexists(parent) and not parent.is_dir()):
+            os.unlink(parent)
+        if not parent.exists():
+            parent.mkdir(mode=0o700)
+            os.lchown(parent, agent.uid, agent.gid)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+        if text is not None:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+
+
 def prepare(spec: dict[str, Any], agent: AgentUser) -> Access:
     """Set the box up (see the module docstring); undo with ``Access.restore``."""
     workspace = Path(spec["workspace"])
@@ -170,6 +196,7 @@ def prepare(spec: dict[str, Any], agent: AgentUser) -> Access:
     access = Access(workspace, agent, owner)
     try:
         _private_home(Path(spec["home"]), agent, [Path(p) for p in spec.get("make", ())])
+        _home_files(Path(spec["home"]), agent, spec.get("files", {}))
         for path in [workspace, *map(Path, spec.get("reach", ()))]:
             _make_reachable(path)
         _make_reachable(Path(spec["home"]).parent)
