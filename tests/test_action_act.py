@@ -33,6 +33,10 @@ CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"
 PROMPT_FILE_TEXT = "Summarise docs/guide.md in one sentence.\n"
 
 SESSION = "5b0c7a52-3f0e-4c3e-9d41-0e6a2f1b9c77"
+SCHEMA = '{"type": "object", "required": ["cause"], "properties": {"cause": {"type": "string"}}}'
+MCP_CONFIG = ('{"mcpServers": {"docs": {"command": "docs-mcp", '
+              '"env": {"DOCS_TOKEN": "${env:DOCS_TOKEN}"}}}}')
+DOCS_TOKEN = "docs-token-5a7c9e1b3d"
 
 
 def _tool(call_id: str, kind: str, args: dict[str, Any], result: dict[str, Any]) -> list[Any]:
@@ -101,6 +105,13 @@ def _lines(final: str, stdout: str = "listing: guide.md\n") -> list[Any]:
 
 
 SCENARIOS: dict[str, dict[str, Any]] = {
+    # Answers without the JSON first; asked again in the same chat, it answers right.
+    "structured": {"answer": "The cause is unclear.", "record": "record-structured.jsonl",
+                   "resume": {"answer": 'Sorry:\n```json\n{"cause": "a | b"}\n```'}},
+    # A third tool call starts, and then the stand-in would hang: the budget is 2.
+    "budget": {"lines": [*_lines("Done.")[:5],
+                         _tool("call-3", "shellToolCall", {"command": "make"}, {})[0]],
+               "hang_after": 6},
     # The agent echoes the key (from its environment) in a tool's output and its final message:
     # no log line, summary, output, result file or transcript may show it.
     "success": {
@@ -207,6 +218,24 @@ def _workflow(clis: dict[str, Path]) -> str:
         )
         + check_policy,
         "bad-input": agent("record", 'job-summary: "yes"'),
+        "structured": agent(
+            "structured",
+            f"output-schema: '{SCHEMA}'",
+            f"mcp-config: '{MCP_CONFIG}'",
+            "pass-env: DOCS_TOKEN",
+            "allow: Mcp(docs:search)",
+        )
+        + """      - id: check
+        env:
+          CAUSE: ${{ fromJSON(steps.agent.outputs.structured-output).cause }}
+          STRUCTURED_FILE: ${{ steps.agent.outputs.structured-output-file }}
+        run: |
+          echo "cause=$CAUSE" >>"$GITHUB_OUTPUT"
+          echo "file=$(cat "$STRUCTURED_FILE")" >>"$GITHUB_OUTPUT"
+""",
+        "budget": agent("budget", 'max-tool-calls: "2"', 'fail-on-error: "false"',
+                        'timeout-minutes: "1"') + read_conclusion,
+        "bad-mcp": agent("record", "mcp-config: '{\"mcpServers\": {}}'"),
         # A second use of the action in the same job keeps its own transcript.
         "twice": agent("crash", 'fail-on-error: "false"') + agent("second", step="agent2"),
         "wiring": agent(
@@ -220,7 +249,8 @@ def _workflow(clis: dict[str, Path]) -> str:
         )
         + read_conclusion,
     }
-    job_env = {"policy": {"EXTRA_SETTING": "for-the-agent", "OTHER_SETTING": "not-for-the-agent"}}
+    job_env = {"policy": {"EXTRA_SETTING": "for-the-agent", "OTHER_SETTING": "not-for-the-agent"},
+               "structured": {"DOCS_TOKEN": DOCS_TOKEN}}
     text = "name: action scenarios\non: push\npermissions: {}\njobs:\n"
     for name, steps in jobs.items():
         text += f"  {name}:\n    runs-on: ubuntu-latest\n"
@@ -271,7 +301,8 @@ def test_every_declared_output_is_set(scenario_run: tuple[ActRun, Path]) -> None
     outputs = run.outputs("success", "agent")
     assert set(outputs) == declared
     unset = {name for name, value in outputs.items() if value == ""}
-    assert unset == {"cli-version", "cache-hit"}  # the install step is skipped with cli-path
+    # The install step is skipped with cli-path; no output-schema, no structured output.
+    assert unset == {"cli-version", "cache-hit", "structured-output", "structured-output-file"}
     assert Path(outputs["transcript-file"]).name == "transcript.jsonl"
     assert (outputs["request-id"], outputs["model"], outputs["duration-ms"]) == (
         "req-1",
@@ -485,6 +516,43 @@ jobs:
     assert run.step_result("cancel", "agent") == "failure", run.explain()
     assert run.outputs("cancel", "check")["conclusion"] == "cancelled"
     assert processes_of(TEST_AGENT_USER) == []
+
+
+def test_structured_output_is_asked_again_and_read_with_from_json(
+    scenario_run: tuple[ActRun, Path],
+) -> None:
+    """output-schema through the action: the first answer has no JSON, the resumed chat's
+    does, and the next step reads it with fromJSON; the MCP servers of mcp-config reached the
+    contained agent's home, their secret through pass-env, masked."""
+    run, base = scenario_run
+    assert run.job_result("structured") == "success", run.explain()
+    assert run.outputs("structured", "check") == {"cause": "a | b", "file": '{"cause":"a | b"}'}
+    first, second = runs(base, "record-structured.jsonl")
+    assert "--resume" in second["argv"]
+    assert "--resume" not in first["argv"]
+    for entry in (first, second):
+        assert "--approve-mcps" in entry["argv"]
+        assert json.loads(entry["mcp_json"]) == json.loads(MCP_CONFIG)
+        assert entry["env"]["DOCS_TOKEN"] == DOCS_TOKEN
+    assert run.leaks(DOCS_TOKEN) == []
+
+
+def test_the_tool_call_budget_ends_the_run_with_conclusion_budget(
+    scenario_run: tuple[ActRun, Path],
+) -> None:
+    run, _ = scenario_run
+    assert run.job_result("budget") == "success", run.explain()  # fail-on-error: false
+    assert run.outputs("budget", "check")["conclusion"] == "budget"
+    assert run.outputs("budget", "agent")["tool-calls"] == "3"
+    assert "max-tool-calls (2)" in run.summary("budget")
+
+
+def test_a_malformed_mcp_config_fails_before_the_agent_runs(
+    scenario_run: tuple[ActRun, Path],
+) -> None:
+    run, base = scenario_run
+    assert run.step_result("bad-mcp", "agent") == "failure", run.explain()
+    assert len(runs(base, "record-prompt.jsonl")) == 1  # only the prompt-file job's run
 
 
 def test_invalid_job_summary_is_refused_before_the_agent_runs(

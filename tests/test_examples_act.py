@@ -268,6 +268,9 @@ FAILING_LOG = (
     b"2026-11-22T01:00:02.0000000Z ##[error]Process completed with exit code 1.\n"
 )
 REPORT = "The test still reads RETRIES, which the PR renamed to MAX_RETRIES."
+DIAGNOSIS = {"cause": "RETRIES was renamed | MAX_RETRIES\n::warning::not a command",
+             "failing-step": "Run pytest", "suggested-fix": "Read MAX_RETRIES.", "confidence": 0.8}
+ANSWER = f"{REPORT}\n\n```json\n{json.dumps(DIAGNOSIS)}\n```"
 
 
 def _report_lines(text: str) -> list[dict[str, Any]]:
@@ -309,7 +312,7 @@ def _triage(world: World, pull_numbers: tuple[int, ...], branch: str = HEAD_REF)
         world.downloads,
         world.base,
         {
-            "lines": _report_lines(REPORT),
+            "lines": _report_lines(ANSWER),
             "record": f"record-triage-{run_id}.jsonl",
         },
     )
@@ -345,6 +348,14 @@ def _triage(world: World, pull_numbers: tuple[int, ...], branch: str = HEAD_REF)
     # The job that holds the write token never ran the agent: it only read the artifact.
     assert "Triage" not in [r.get("step") for r in run.records if r.get("jobID") == "report"]
     assert (run.artifacts / "ci-triage" / "transcript.jsonl").is_file()
+    # The answer's JSON, checked against the example's schema, reached the report job as data.
+    assert "failing-step" in prompt
+    assert "```json" in prompt
+    assert json.loads(run.outputs("triage", "agent")["structured-output"]) == DIAGNOSIS
+    assert run.outputs("report", "diagnosis")["confident"] == "true"
+    summary = run.summary("report")
+    assert "| Run pytest | RETRIES was renamed / MAX_RETRIES ::warning::not a command | 0.8 |" in (
+        summary), summary
     return run
 
 
@@ -371,7 +382,7 @@ def test_ci_triage_keeps_a_sticky_issue_without_a_pull_request(
     assert issues[-1].body["title"] == f"CI failed on main ({world.head_sha})"
     body = issues[-1].body["body"]
     assert REPORT in body
-    assert f"```text\n{REPORT}\n```" in body, body
+    assert f"````text\n{ANSWER}\n````" in body, body  # a longer fence: the answer has ```
     _triage(world, (), branch="main")  # the next failure: same issue, no second one
     assert len(world.github.requests_to("POST", r"/issues$")) == before + 1
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,106 +19,20 @@ import pytest
 from cursor_agent_action.agent.permissions import build_policy
 from cursor_agent_action.cli import main
 from cursor_agent_action.runner_io import parse_output_file
-from tests.support.standin import make_standin, records, runs, wait_group_gone
+from tests.support.agent_run import (
+    API_KEY,
+    CREDENTIALS,
+    INIT,
+    RESULT,
+    SAY,
+    SESSION,
+    Run,
+    event,
+    run,
+    tool,
+)
+from tests.support.standin import make_standin, records, wait_group_gone
 from tests.support.users import TEST_AGENT_USER
-
-SESSION = "5e55a0b1-0000-4000-8000-00000000c0de"
-API_KEY = "key_test_0123456789abcdef"
-CREDENTIALS = {
-    "GITHUB_TOKEN": "ghs_secret_github_token",
-    "GH_TOKEN": "gho_secret_gh_token",
-    "ACTIONS_RUNTIME_TOKEN": "runtime-secret",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-secret",
-    "ACTIONS_ID_TOKEN_REQUEST_URL": "https://oidc.example/secret",
-    "INPUT_API_KEY": "input-secret",
-    "AWS_SECRET_ACCESS_KEY": "aws-secret",
-}
-
-
-def _event(kind: str, **fields: Any) -> dict[str, Any]:
-    return {"type": kind, **fields, "session_id": SESSION}
-
-
-INIT = _event("system", subtype="init", apiKeySource="env", cwd="/home/runner/work/repo",
-              model="Auto", permissionMode="default")
-SAY = _event("assistant", message={"role": "assistant",
-                                   "content": [{"type": "text", "text": "All done."}]})
-RESULT = _event("result", subtype="success", duration_ms=2500, duration_api_ms=2500,
-                is_error=False, result="All done.", request_id="req-1",
-                usage={"inputTokens": 10, "outputTokens": 5, "cacheReadTokens": 0,
-                       "cacheWriteTokens": 0})
-
-
-def _tool(subtype: str, call_id: str, kind: str, args: dict[str, Any],
-          result: dict[str, Any] | None = None) -> dict[str, Any]:
-    inner: dict[str, Any] = {"args": args}
-    if result is not None:
-        inner["result"] = result
-    return _event("tool_call", subtype=subtype, call_id=call_id,
-                  tool_call={kind: inner, "toolCallId": call_id})
-
-
-@dataclass
-class Run:
-    code: int
-    outputs: dict[str, str]
-    summary: str
-    log: str
-    workspace: Path
-    tmp: Path
-
-    @property
-    def runs(self) -> list[dict[str, Any]]:
-        return runs(self.tmp)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A git repository with one commit, as actions/checkout leaves it."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "README.md").write_text("# demo\n")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "."], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
-    return repo
-
-
-@pytest.fixture
-def run_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """A runner-like environment with credentials that must never reach the agent."""
-    env = {"RUNNER_TEMP": str(tmp_path / "runner-temp"), "CURSOR_API_KEY": API_KEY,
-           "LC_ALL": "C.UTF-8", "CI": "true", **CREDENTIALS}
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    return env
-
-
-def run(
-    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
-    scenario: dict[str, Any], *args: str, prompt: str | None = "Update the docs.",
-) -> Run:
-    scenario.setdefault("record", "record.jsonl")
-    if "transcript" not in scenario:
-        scenario.setdefault("lines", [INIT, SAY, RESULT])
-    agent = make_standin(tmp_path, scenario)
-    output, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
-    argv = ["run", "--agent-bin", str(agent), "--working-directory", str(workspace),
-            "--output-file", str(output), "--summary-file", str(summary), "--retry-delay", "0",
-            *args]
-    if prompt is not None:
-        argv += ["--prompt", prompt]
-    code = main(argv)
-    return Run(
-        code=code,
-        outputs=parse_output_file(output.read_text()) if output.exists() else {},
-        summary=summary.read_text() if summary.exists() else "",
-        log=capsys.readouterr().out,
-        workspace=workspace,
-        tmp=tmp_path,
-    )
-
 
 pytestmark = pytest.mark.usefixtures("run_env")
 
@@ -269,7 +182,7 @@ def test_prompt_over_100_kib_goes_through_a_file(
     [
         ([], 2, "no prompt given"),
         (["--prompt", "a", "--prompt-file", "p.txt"], 2, "both a prompt and a prompt file"),
-        (["--prompt-file", "/nonexistent/p.txt"], 2, "cannot read the prompt file"),
+        (["--prompt-file", "/nonexistent/p.txt"], 2, "prompt-file: cannot read /nonexistent/p.txt"),
         (["--prompt", "   "], 2, "no prompt given"),
         (["--prompt", "a", "--timeout-minutes", "soon"], 2, "timeout-minutes must be a number"),
         (["--prompt", "a", "--timeout-minutes", "0"], 2, "timeout-minutes must be more than 0"),
@@ -423,7 +336,7 @@ def test_retries_are_bounded(
 def test_transient_failure_after_a_tool_call_is_not_retried(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines = [INIT, _tool("started", "c1", "shellToolCall", {"command": "ls"}), SAY, RESULT]
+    lines = [INIT, tool("started", "c1", "shellToolCall", {"command": "ls"}), SAY, RESULT]
     scenario = {"lines": lines, "crash": {"after": 2, "stderr": "[unavailable]", "exit_code": 1}}
     result = run(tmp_path, workspace, capsys, scenario, "--max-retries", "2")
     assert result.code == 1
@@ -488,8 +401,8 @@ def test_git_status_cross_check(
     written = f"{INIT['cwd']}/docs/guide.md"
     lines = [
         INIT,
-        _tool("started", "w1", "writeToolCall", {"path": written, "fileText": "# guide\n"}),
-        _tool("completed", "w1", "writeToolCall", {"path": written, "fileText": "# guide\n"},
+        tool("started", "w1", "writeToolCall", {"path": written, "fileText": "# guide\n"}),
+        tool("completed", "w1", "writeToolCall", {"path": written, "fileText": "# guide\n"},
               {"success": {"path": written, "linesCreated": 1, "fileSize": 8}}),
         SAY, RESULT,
     ]
@@ -501,7 +414,7 @@ def test_git_status_cross_check(
     assert "without a write tool (e.g. through the shell): build/out.txt" in result.summary.replace(
         "\\", "")
     lines[1:3] = [
-        _tool("completed", "w2", "writeToolCall", {"path": f"{INIT['cwd']}/unseen.md"},
+        tool("completed", "w2", "writeToolCall", {"path": f"{INIT['cwd']}/unseen.md"},
               {"success": {"path": f"{INIT['cwd']}/unseen.md"}}),
     ]
     mismatch = run(tmp_path, workspace, capsys, {"lines": lines})
@@ -703,9 +616,9 @@ def test_transcript_has_secrets_redacted_even_split_across_reads(
     cut across two reads) leaves only *** in the transcript; everything else is byte for byte."""
     monkeypatch.setenv("CURSOR_API_KEY", secret)
     escaped = json.dumps(secret)[1:-1]
-    said = _event("assistant", message={"role": "assistant", "content": [
+    said = event("assistant", message={"role": "assistant", "content": [
         {"type": "text", "text": f"The key is {secret}."}]})
-    shell = _tool("completed", "c1", "shellToolCall", {"command": "echo $CURSOR_API_KEY"},
+    shell = tool("completed", "c1", "shellToolCall", {"command": "echo $CURSOR_API_KEY"},
                   {"success": {"exitCode": 0, "stdout": f"{secret}\n", "stderr": ""}})
     text = [json.dumps(event) for event in (INIT, said, shell, RESULT)]  # ASCII, escaped
     chunks = [
@@ -773,7 +686,7 @@ def test_two_runs_in_one_job_keep_their_own_transcript_and_cli_config(
     """Two runs in one RUNNER_TEMP: each transcript survives, each CLI config dir is fresh (one
     run's --model cannot carry over), and an explicit --transcript is still honoured."""
     first = run(tmp_path, workspace, capsys, {}, "--model", "gpt-5")
-    say = _event("assistant", message={"role": "assistant",
+    say = event("assistant", message={"role": "assistant",
                                        "content": [{"type": "text", "text": "Second."}]})
     second = run(tmp_path, workspace, capsys, {"lines": [INIT, say, RESULT]})
     explicit = tmp_path / "mine.jsonl"
@@ -879,7 +792,7 @@ def test_a_write_outside_the_working_directory_is_a_policy_problem(
 ) -> None:
     outside = "/home/runner/.bashrc"
     lines = [INIT,
-             _tool("completed", "w1", "writeToolCall", {"path": outside, "fileText": "x"},
+             tool("completed", "w1", "writeToolCall", {"path": outside, "fileText": "x"},
                    {"success": {"path": outside, "linesCreated": 1}}),
              SAY, RESULT]  # fmt: skip
     result = run(tmp_path, workspace, capsys, {"lines": lines}, "--preset", preset)
@@ -965,7 +878,7 @@ def test_mask_env_values_and_pattern_shaped_secrets_reach_nothing_people_read(
     unknown = "ghp_" + "Z9y8X7w6V5" * 4
     text = (f"plain {known}, b64 {base64.b64encode(b'xx' + known.encode()).decode()}, "
             f"url {quote(known + '/+', safe='')}, found {unknown}")
-    say = _event("assistant", message={"role": "assistant",
+    say = event("assistant", message={"role": "assistant",
                                        "content": [{"type": "text", "text": text}]})
     result_event = dict(RESULT, result=text)
     result = run(tmp_path, workspace, capsys, {"lines": [INIT, say, result_event]})

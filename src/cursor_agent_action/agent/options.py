@@ -14,13 +14,21 @@ from pathlib import Path
 
 from cursor_agent_action.agent.extra_args import parse_extra_args
 from cursor_agent_action.agent.isolation import DEFAULT_AGENT_USER, MODES
+from cursor_agent_action.agent.mcp import McpConfig, parse_mcp_config
 from cursor_agent_action.agent.permissions import (
     Policy,
     add_policy_options,
     policy_from_args,
 )
+from cursor_agent_action.agent.structured import OutputSchema, load_schema
 from cursor_agent_action.errors import SetupError, UsageError
-from cursor_agent_action.options import add_flag, add_list, add_number, add_option
+from cursor_agent_action.options import (
+    add_flag,
+    add_list,
+    add_number,
+    add_option,
+    read_input_file,
+)
 
 DEFAULT_TIMEOUT_MINUTES = 30.0
 DEFAULT_MAX_RETRIES = 2
@@ -58,6 +66,9 @@ class RunOptions:
     isolation: str = "auto"
     agent_user: str = DEFAULT_AGENT_USER
     extra_args: tuple[str, ...] = field(default=())
+    output_schema: OutputSchema | None = None
+    max_tool_calls: int | None = None  # None: no budget
+    mcp_config: McpConfig | None = None
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +103,17 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                "runner allows it, else warn), user (or fail) or none (unsafe)")
     add_option(parser, "--agent-user", default=DEFAULT_AGENT_USER,
                help="the unprivileged user a contained agent runs as (created if missing)")
+    add_option(parser, "--output-schema", default="", metavar="JSON",
+               help="a JSON Schema: the agent's answer must end with a JSON value matching it "
+               "(set as structured-output; asked again once if it does not match)")
+    add_option(parser, "--output-schema-file", default="", metavar="PATH",
+               help="the JSON Schema in a file, instead of --output-schema")
+    add_number(parser, "--max-tool-calls", default=0, integer=True, maximum=1_000_000,
+               help="stop the agent when it starts more tool calls than this (conclusion "
+               "budget); 0 for no limit")
+    add_option(parser, "--mcp-config", default="", metavar="JSON",
+               help="MCP servers for this run, in the CLI's mcp.json format; their secrets "
+               "as ${env:NAME} with NAME in --pass-env")
     add_list(parser, "--pass-env", metavar="NAME", help="also give the agent this environment "
              "variable; GITHUB_*, GH_*, ACTIONS_*, INPUT_*, RUNNER_* are refused")
 
@@ -102,14 +124,7 @@ def read_prompt(prompt: str | None, prompt_file: str | None) -> str:
         raise UsageError("both a prompt and a prompt file were given.",
                          "Pass either prompt or prompt-file, not both.")
     if prompt_file:
-        try:
-            # utf-8-sig: an editor's byte-order mark is not part of the task.
-            prompt = Path(prompt_file).read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise UsageError(f"cannot read the prompt file {prompt_file}: {reason}.",
-                             "Check the path (relative to the job's working directory) and "
-                             "that the file is UTF-8 text.") from exc
+        prompt = read_input_file(prompt_file, "prompt-file")
     if not prompt or not prompt.strip():
         where = f"the prompt file {prompt_file} is empty" if prompt_file else "no prompt given"
         raise UsageError(f"{where}.", "Pass the task as prompt (or --prompt) or as a file in "
@@ -212,6 +227,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     resume = _single_line(args.resume, "--resume")
     pass_env = _pass_env_names(args.pass_env)
     extra_args = parse_extra_args(args.extra_args)
+    output_schema = load_schema(args.output_schema, args.output_schema_file)
+    mcp_config = parse_mcp_config(args.mcp_config, pass_env)
     agent_bin = find_agent(args.agent_bin)
     state_dir = new_state_dir(os.environ)  # last: nothing is created for a refused request
     return RunOptions(
@@ -232,6 +249,9 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         pass_env=pass_env,
         isolation=args.isolation,
         extra_args=extra_args,
+        output_schema=output_schema,
+        max_tool_calls=args.max_tool_calls or None,
+        mcp_config=mcp_config,
         agent_user=_agent_user(args.agent_user),
     )
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import shlex
 import threading
+import time
 from collections.abc import Mapping, Sequence
 
 from cursor_agent_action import safegit
+from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
 from cursor_agent_action.agent.changes import ChangeTracker, check_policy, git_config_files
 from cursor_agent_action.agent.failures import _stderr_excerpt, classify, explain_exit
 from cursor_agent_action.agent.filestate import FileState
@@ -27,6 +30,7 @@ from cursor_agent_action.agent.isolation import (
     decide,
     fallback_warning,
 )
+from cursor_agent_action.agent.mcp import unreachable_servers
 from cursor_agent_action.agent.options import (
     MAX_RETRY_DELAY_S,
     RunOptions,
@@ -46,6 +50,7 @@ from cursor_agent_action.agent.plan import (
 )
 from cursor_agent_action.agent.process import AgentExit, run_agent_process, stop_on_signals
 from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
+from cursor_agent_action.agent.structured import instruction
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.aggregate import RunRecord
@@ -57,13 +62,16 @@ from cursor_agent_action.stream.report import report
 
 def _attempt(
     options: RunOptions, runner: Runner, argv: Sequence[str], box: Box, stop: threading.Event,
+    *, timeout_s: float | None = None, append: bool = False,
 ) -> tuple[RunRecord, AgentExit, bool]:
-    processor = StreamProcessor(runner, verbose=options.verbose)
+    processor = StreamProcessor(runner, verbose=options.verbose,
+                                max_tool_calls=options.max_tool_calls)
     with PolicyGuard(options.workspace, options.policy) as guard:
         ended = run_agent_process(
             argv, cwd=options.workspace, env=box.env, sink=processor, runner=runner,
-            transcript=options.transcript, timeout_s=options.timeout_minutes * 60, stop=stop,
-            jail=box.jail(options, argv),
+            transcript=options.transcript, stop=stop, jail=box.jail(options, argv),
+            timeout_s=options.timeout_minutes * 60 if timeout_s is None else timeout_s,
+            append=append,
         )
     return processor.close(), ended, guard.tampered
 
@@ -83,9 +91,10 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
     if ended.transcript_error:
         record.notes.append(f"Writing the transcript file failed ({ended.transcript_error}); it "
                             "is incomplete. The log and this summary cover the whole run.")
-    if ended.ended_by in ("timeout", "cancelled"):
+    if ended.ended_by in ("timeout", "cancelled", "budget"):
         record.conclusion = ended.ended_by
-        record.failure_reason = explain_exit(ended, options.timeout_minutes)
+        record.failure_reason = explain_exit(ended, options.timeout_minutes,
+                                             options.max_tool_calls)
     elif not record.has_result:
         record.conclusion = "failure"
         record.failure_reason = explain_exit(ended, options.timeout_minutes)
@@ -130,7 +139,9 @@ def execute(
             "Use a CLI version with --trust: leave cli-version unset (the version this release "
             "is tested with) or set it to latest; a preset that allows writes also works (the "
             "action then passes --force, which trusts the workspace).")
-    argv = build_argv(options, prompt_argument(options.prompt, options.state_dir), trust=trust)
+    _mcp_checks(options, runner, environ)
+    prompt = options.prompt + (instruction(options.output_schema) if options.output_schema else "")
+    argv = build_argv(options, prompt_argument(prompt, options.state_dir), trust=trust)
     # Paths and values may hold anything: one line, so none of it can act as a workflow command.
     runner.log(one_line(
         f"Running {shlex.join(argv[:-1])} <prompt: {len(options.prompt)} characters> in "
@@ -141,6 +152,7 @@ def execute(
     safegit.git_executable.cache_clear()  # found now, before the agent can plant one on PATH
     with contextlib.suppress(safegit.GitNotFound):
         safegit.git_executable()
+    started = time.monotonic()
     tracker = ChangeTracker(options.workspace)
     file_commands = snapshot_file_commands(environ)
     git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
@@ -178,6 +190,15 @@ def execute(
             ended = AgentExit("cancelled", ended.returncode, ended.stderr, ended.pgid)
             break
     _conclude(record, ended, tampered, options)
+    schema = options.output_schema
+    if schema is not None and record.conclusion == "success":
+        first = record
+
+        def ask_again(prompt: str) -> RunRecord:
+            return _ask_again(options, runner, box, stop, first=first, prompt=prompt,
+                              trust=trust, started=started)
+
+        record = with_structured_output(schema, record, runner, ask_again)
     if changed := restore_files(git_config):
         fail_run(record, (
             f"The agent changed the repository's git configuration ({', '.join(changed)}), "
@@ -195,7 +216,7 @@ def execute(
     if ended.stderr.strip():
         with runner.group("cursor-agent stderr"):
             runner.untrusted(ended.stderr)
-    ignore = {options.transcript, options.state_dir / "prompt.md"}
+    ignore = {options.transcript, options.state_dir / "prompt.md", options.state_dir / "home"}
     handoff = tracker.finish(record, options.state_dir, ignore)
     if handoff.message:
         runner.log(one_line(handoff.message, 4000))
@@ -204,7 +225,46 @@ def execute(
     report(record, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript),
                           "patch-file": handoff.patch_file,
-                          "changed": "true" if handoff.changed else "false"})
+                          "changed": "true" if handoff.changed else "false",
+                          **structured_outputs(record, options.state_dir, runner.redact)})
+    return record
+
+
+def _mcp_checks(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> None:
+    """Mask the secrets the MCP servers get; warn about servers the agent cannot call."""
+    config = options.mcp_config
+    if config is None:
+        return
+    for name in config.env_names:
+        if value := environ.get(name, ""):
+            runner.mask(value)
+        else:
+            runner.warning(f"mcp-config refers to ${{env:{name}}}, but {name} is not set on "
+                           "this step. Fix: set it with env: (from a secret).",
+                           title="MCP secret not set")
+    if missing := unreachable_servers(config, options.policy.allow):
+        runner.warning(f"mcp-config starts {', '.join(missing)}, but no allow token names "
+                       f"{'it' if len(missing) == 1 else 'them'}, so every one of "
+                       f"{'its' if len(missing) == 1 else 'their'} tools is denied. Fix: allow "
+                       f"the tools the agent needs, e.g. Mcp({missing[0]}:TOOL_NAME).",
+                       title="MCP server not allowed")
+    runner.log(f"MCP servers from mcp-config: {', '.join(config.servers)}.")
+
+
+def _ask_again(options: RunOptions, runner: Runner, box: Box, stop: threading.Event, *,
+               first: RunRecord, prompt: str, trust: bool, started: float) -> RunRecord:
+    """The follow-up turn: ``--resume`` the chat, what is left of the timeout (at least one
+    minute) and of the tool-call budget, the transcript appended to."""
+    calls = (None if options.max_tool_calls is None
+             else max(options.max_tool_calls - len(first.tool_calls), 0))
+    resumed = dataclasses.replace(options, resume=first.session_id, max_tool_calls=calls)
+    argv = build_argv(resumed, prompt_argument(prompt, options.state_dir), trust=trust)
+    left = max(options.timeout_minutes * 60 - (time.monotonic() - started), 60.0)
+    runner.log(f"Asking the agent once more, in the same chat (--resume), for a JSON answer "
+               f"matching {resumed.output_schema.source if resumed.output_schema else ''}.")
+    record, ended, tampered = _attempt(resumed, runner, argv, box, stop, timeout_s=left,
+                                       append=True)
+    _conclude(record, ended, tampered, options)
     return record
 
 

@@ -38,6 +38,12 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
 ``fail_first``   ``{"times": N, "counter": FILE, "stderr": "...", "exit_code": 1}``: the first N
                  runs (counted in FILE) fail like ``crash`` before printing anything.
 ``exit_code``    exit code after a complete replay (default 0).
+``answer``       instead of ``lines``: a minimal successful run answering this text.
+``resume``       a scenario (its keys replace the outer ones, ``record`` kept) played when the
+                 CLI is given ``--resume ID``: the answer of the chat's next turn.
+
+Each recorded invocation also has ``mcp_json``: the ``$HOME/.cursor/mcp.json`` the CLI would
+read (its text, or null), as the real CLI reads user-level MCP servers from there.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cursor_agent_action.agent.standin.answers import answer_lines, turn
 from cursor_agent_action.agent.standin.cli import _HELP, _TRUST_HELP, CliExit, parse_cli
 
 MAX_HANG_S = 600.0
@@ -87,17 +94,7 @@ def to_json_line(event: object) -> str:
 
 
 def _default_lines() -> list[Any]:
-    session = "00000000-0000-4000-8000-000000000000"
-    return [
-        {"type": "system", "subtype": "init", "apiKeySource": "env", "cwd": "/workspace",
-         "session_id": session, "model": "Auto", "permissionMode": "default"},
-        {"type": "assistant", "message": {"role": "assistant",
-                                          "content": [{"type": "text", "text": "Done."}]},
-         "session_id": session},
-        {"type": "result", "subtype": "success", "duration_ms": 1200, "duration_api_ms": 1200,
-         "is_error": False, "result": "Done.", "session_id": session,
-         "request_id": "00000000-0000-4000-8000-000000000001"},
-    ]
+    return answer_lines("Done.")
 
 
 def _load_lines(scenario: dict[str, Any], base: Path) -> list[bytes]:
@@ -227,9 +224,18 @@ def _record(scenario: dict[str, Any], base: Path, argv: Sequence[str], child: in
         "pid": os.getpid(),
         "pgid": os.getpgrp(),
         "child_pid": child,
+        "mcp_json": _home_mcp(),
     }
     with (base / scenario["record"]).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")
+
+
+def _home_mcp() -> str | None:
+    path = Path(os.environ.get("HOME", "/nonexistent")) / ".cursor" / "mcp.json"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 def _write(data: bytes) -> None:
@@ -245,6 +251,7 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
         options, words = parse_cli(argv, accepts_trust=accepts_trust)
     except CliExit as exc:
         return _fail(str(exc), exc.code)
+    scenario = turn(scenario, options)
     if options.get("help"):
         _write(_HELP.format(trust=_TRUST_HELP if accepts_trust else "").encode())
         return 0
@@ -328,7 +335,8 @@ def copy_package(destination: Path) -> Path:
     :func:`write_wrapper`'s ``package_root``; readable by every user."""
     source = Path(__file__).resolve().parents[2]  # .../cursor_agent_action
     for relative in ("__init__.py", "agent/__init__.py", "agent/standin/__init__.py",
-                     "agent/standin/cli.py", "agent/standin/__main__.py"):
+                     "agent/standin/cli.py", "agent/standin/answers.py",
+                     "agent/standin/__main__.py"):
         target = destination / "cursor_agent_action" / relative
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
         target.write_bytes((source / relative).read_bytes())
