@@ -104,9 +104,9 @@ def test_help_names_each_env_var_and_default() -> None:
     assert "(env CURSOR_AGENT_ACTION_DRAFT: 'true'/'false'; default false)" in (helps["draft"]
                                                                                 or "")
     assert helps["max_retries"] == (
-        "retries; 0 to 10 (env CURSOR_AGENT_ACTION_MAX_RETRIES; default 2)")
+        "retries; a whole number from 0 to 10 (env CURSOR_AGENT_ACTION_MAX_RETRIES; default 2)")
     assert helps["timeout_minutes"] == (
-        "timeout; at least 0 (env CURSOR_AGENT_ACTION_TIMEOUT_MINUTES; default 30)")
+        "timeout; a number of at least 0 (env CURSOR_AGENT_ACTION_TIMEOUT_MINUTES; default 30)")
 
 
 def test_a_percent_sign_in_a_default_does_not_break_help() -> None:
@@ -136,12 +136,15 @@ def test_parse_bool_accepts_true_false_yes_no_one_zero(raw: str, value: bool) ->
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--max-retries", "11"], "max-retries must be a whole number from 0 to 10, not '11'."),
-        (["--max-retries", "-1"], "max-retries must be a whole number from 0 to 10, not '-1'."),
-        (["--max-retries", "2.5"], "max-retries must be a whole number from 0 to 10, not '2.5'."),
-        (["--timeout-minutes", "soon"], "timeout-minutes must be a number >= 0, not 'soon'."),
-        (["--timeout-minutes", "nan"], "timeout-minutes must be a number >= 0, not 'nan'."),
-        (["--timeout-minutes", "inf"], "timeout-minutes must be a number >= 0, not 'inf'."),
+        (["--max-retries", "11"], "--max-retries must be a whole number from 0 to 10, not '11'."),
+        (["--max-retries", "-1"], "--max-retries must be a whole number from 0 to 10, not '-1'."),
+        (["--max-retries", "2.5"], "--max-retries must be a whole number from 0 to 10, not '2.5'."),
+        (["--timeout-minutes", "soon"],
+         "--timeout-minutes must be a number of at least 0, not 'soon'."),
+        (["--timeout-minutes", "nan"],
+         "--timeout-minutes must be a number of at least 0, not 'nan'."),
+        (["--timeout-minutes", "inf"],
+         "--timeout-minutes must be a number of at least 0, not 'inf'."),
     ],
 )
 def test_a_bad_number_flag_is_a_usage_error_with_a_fix(argv: list[str], message: str) -> None:
@@ -150,7 +153,8 @@ def test_a_bad_number_flag_is_a_usage_error_with_a_fix(argv: list[str], message:
         parser_with_all().parse_args(argv)
     assert caught.value.message == message
     flag = argv[0]
-    assert f"Pass {flag} or set {env_name(flag)}" in caught.value.hint
+    assert f"Pass {flag} " in caught.value.hint
+    assert f"(or set {env_name(flag)})" in caught.value.hint
 
 
 def test_a_bad_number_env_var_fails_only_when_it_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,7 +166,8 @@ def test_a_bad_number_env_var_fails_only_when_it_is_used(monkeypatch: pytest.Mon
 
 def test_parse_number_checks_the_minimum_and_names_it() -> None:
     assert parse_number("2000", "max-bytes", integer=True, minimum=2000) == 2000
-    with pytest.raises(UsageError, match=r"^max-bytes must be a whole number >= 2000, not '10'"):
+    with pytest.raises(UsageError,
+                       match=r"^max-bytes must be a whole number of at least 2000, not '10'"):
         parse_number("10", "max-bytes", integer=True, minimum=2000)
 
 

@@ -22,7 +22,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cursor_agent_action import __version__
-from cursor_agent_action.errors import EXIT_INTERNAL, EXIT_SETUP, EXIT_USAGE, ActionError
+from cursor_agent_action.errors import (
+    EXIT_INTERNAL,
+    EXIT_SETUP,
+    EXIT_USAGE,
+    ActionError,
+    UsageError,
+)
+from cursor_agent_action.markdown import inline
 from cursor_agent_action.runner_io import Runner
 
 # name -> (module, one-line help). Order is the order shown in --help.
@@ -115,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except _ParseError as exc:
             hint = " ".join(filter(None, ["cursor-agent-action", selected, "--help"]))
             runner.error(f"{exc}. Run '{hint}'.", title="invalid input")
+            _summarize_error(runner, UsageError(f"{exc}.", f"Run '{hint}'."))
             runner.flush()
             return EXIT_USAGE
         if args.command is None:
@@ -130,6 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ActionError as exc:
         message = exc.message if not exc.hint else f"{exc.message} Fix: {exc.hint}"
         runner.error(message, title=exc.title)
+        _summarize_error(runner, exc)
         return exc.exit_code
     except KeyboardInterrupt:
         runner.error("interrupted", title="cancelled")
@@ -154,6 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         with contextlib.suppress(BrokenPipeError, ValueError, OSError):
             runner.flush()
+
+
+def _summarize_error(runner: Runner, exc: ActionError) -> None:
+    """The error in the job summary too, with its fix: the page a reader opens first."""
+    fix = f"\n\n**Fix:** {inline(exc.hint, 1000)}" if exc.hint else ""
+    with contextlib.suppress(OSError):
+        runner.append_summary(f"## ❌ cursor-agent-action: {inline(exc.title, 80)}\n\n"
+                              f"{inline(exc.message, 2000)}{fix}\n\n")
 
 
 def _internal_error(runner: Runner, exc: BaseException) -> int:

@@ -30,6 +30,31 @@ def env_name(flag: str) -> str:
     return ENV_PREFIX + flag.lstrip("-").upper().replace("-", "_")
 
 
+VOCABULARY_ENV = "CURSOR_AGENT_ACTION_VOCABULARY"
+"""Set to ``inputs`` by action.yml's steps: messages then name the action's inputs (``cli-path``)
+instead of the helper's flags (``--agent-bin``), the words the user actually wrote."""
+INPUT_NAMES = {"--agent-bin": "cli-path", "--preset": "permissions",
+               "--transcript": "transcript-file"}
+"""Flags whose action input has another name; every other input is the flag without ``--``."""
+
+
+def from_action() -> bool:
+    return os.environ.get(VOCABULARY_ENV, "") == "inputs"
+
+
+def setting(flag: str) -> str:
+    """How the user set ``flag``: the input's name under the action, else the flag."""
+    return INPUT_NAMES.get(flag, flag.lstrip("-")) if from_action() else flag
+
+
+def set_hint(flag: str, value: str) -> str:
+    """``Set the timeout-minutes input to 30`` / ``Pass --timeout-minutes 30 (or set
+    CURSOR_AGENT_ACTION_TIMEOUT_MINUTES)``: how to give ``flag`` a good ``value``."""
+    if from_action():
+        return f"Set the {setting(flag)} input to {value}."
+    return f"Pass {flag} {value} (or set {env_name(flag)})."
+
+
 def env_value(name: str) -> str:
     """The env var's value; "" when unset, empty or blank."""
     value = os.environ.get(name, "")
@@ -106,15 +131,18 @@ def add_list(
     )
 
 
-def parse_bool(raw: str, label: str, env: str) -> bool:
-    """'true'/'false' (also 1/0, yes/no, any case) from env var ``env`` of option ``label``."""
+def parse_bool(raw: str, flag: str, env: str) -> bool:
+    """'true'/'false' (also 1/0, yes/no, any case) from env var ``env`` of option ``flag``."""
     value = raw.strip().lower()
     if value in _TRUE:
         return True
     if value in _FALSE:
         return False
-    raise UsageError(f"{label} must be true or false, not {raw!r} (from {env}).",
-                     f"Set {env} to 'true' or 'false' (quoted in YAML), or leave it empty.")
+    if from_action():
+        raise UsageError(f"{setting(flag)} must be 'true' or 'false', not {raw!r}.",
+                         f'Set the {setting(flag)} input to "true" or "false" (quoted in YAML).')
+    raise UsageError(f"{flag.lstrip('-')} must be true or false, not {raw!r} (from {env}).",
+                     f"Set {env} to 'true' or 'false', or use {flag} / --no-{flag.lstrip('-')}.")
 
 
 def add_flag(
@@ -131,7 +159,7 @@ def add_flag(
     parser.add_argument(
         flag,
         action=argparse.BooleanOptionalAction,
-        default=parse_bool(raw, flag.lstrip("-"), name) if raw else default,
+        default=parse_bool(raw, flag, name) if raw else default,
         help=_help(help, f"{name}: 'true'/'false'", str(default).lower()),
     )
 
@@ -144,18 +172,28 @@ def parse_number(
     minimum: float = 0,
     maximum: float = math.inf,
     hint: str = "",
+    above_minimum: bool = False,
 ) -> float:
-    """``raw`` as a number within [minimum, maximum] (a whole number if ``integer``)."""
+    """``raw`` as a number within [minimum, maximum] (a whole number if ``integer``; more than
+    ``minimum`` if ``above_minimum``)."""
     try:
         number: float = int(raw) if integer else float(raw)
     except ValueError:
         number = math.nan
-    if math.isfinite(number) and minimum <= number <= maximum:
+    low_ok = number > minimum if above_minimum else number >= minimum
+    if math.isfinite(number) and low_ok and number <= maximum:
         return number
+    raise UsageError(f"{label} must be {_range(integer, minimum, maximum, above_minimum)}, "
+                     f"not {raw!r}.", hint or f"Pass {_range(integer, minimum, maximum)}.")
+
+
+def _range(integer: bool, minimum: float, maximum: float, above: bool = False) -> str:
     kind = "a whole number" if integer else "a number"
-    limit = f" from {minimum:g} to {maximum:g}" if math.isfinite(maximum) else f" >= {minimum:g}"
-    raise UsageError(f"{label} must be {kind}{limit}, not {raw!r}.",
-                     hint or f"Pass {kind}{limit}.")
+    if above:
+        most = f" and at most {maximum:g}" if math.isfinite(maximum) else ""
+        return f"{kind} above {minimum:g}{most}"
+    return (f"{kind} from {minimum:g} to {maximum:g}" if math.isfinite(maximum)
+            else f"{kind} of at least {minimum:g}")
 
 
 def add_number(
@@ -169,22 +207,22 @@ def add_number(
     maximum: float = math.inf,
     env: str = "",
     metavar: str = "",
+    above_minimum: bool = False,
 ) -> None:
     """A number option (int if ``integer``, else float), checked against the range at parse
     time: argparse runs ``type`` on the flag's value, or on the string default when no flag
     was given, so a bad env var fails only when it is used. Out-of-range values raise
     :class:`UsageError`, which argparse lets through to ``cli.main``."""
     name = env or env_name(flag)
-    label = flag.lstrip("-")
     example = str(int(default)) if integer else f"{default:g}"
-    hint = (f"Pass {flag} or set {name} (input {label}) to "
-            f"{'a whole number' if integer else 'a number'} such as {example} (the default).")
 
     def convert(raw: str) -> float:
-        return parse_number(raw, label, integer=integer, minimum=minimum, maximum=maximum,
-                            hint=hint)
+        wanted = _range(integer, minimum, maximum, above_minimum)
+        return parse_number(raw, setting(flag), integer=integer, minimum=minimum,
+                            maximum=maximum, above_minimum=above_minimum,
+                            hint=set_hint(flag, f"{wanted}, e.g. {example} (the default)"))
 
-    limit = f"{minimum:g} to {maximum:g}" if math.isfinite(maximum) else f"at least {minimum:g}"
+    limit = _range(integer, minimum, maximum, above_minimum)
     parser.add_argument(flag, type=convert, default=env_value(name) or example,
                         metavar=metavar or None, help=_help(f"{help}; {limit}", name, example))
 

@@ -185,7 +185,8 @@ def test_prompt_over_100_kib_goes_through_a_file(
         (["--prompt-file", "/nonexistent/p.txt"], 2, "prompt-file: cannot read /nonexistent/p.txt"),
         (["--prompt", "   "], 2, "no prompt given"),
         (["--prompt", "a", "--timeout-minutes", "soon"], 2, "timeout-minutes must be a number"),
-        (["--prompt", "a", "--timeout-minutes", "0"], 2, "timeout-minutes must be more than 0"),
+        (["--prompt", "a", "--timeout-minutes", "0"], 2,
+         "--timeout-minutes must be a number above 0, not '0'."),
         (["--prompt", "a", "--preset", "yolo"], 2, "unknown permissions preset"),
         (["--prompt", "a", "--allow", "Shell(git)"], 2, "cannot allow 'Shell(git)'"),
         (["--prompt", "a", "--max-retries", "-1"], 2, "max-retries must be a whole number"),
@@ -236,7 +237,7 @@ def test_unusable_transcript_or_agent_is_a_setup_error(
     code = main(["run", "--prompt", "x", "--agent-bin", str(not_executable),
                  "--working-directory", str(workspace)])
     assert code == 3
-    assert f"the agent binary {not_executable} is not an executable file" in capsys.readouterr().out
+    assert f"--agent-bin: {not_executable} is not an executable file" in capsys.readouterr().out
 
 
 def test_transcript_write_failure_does_not_stop_the_run(
@@ -742,7 +743,7 @@ def test_agent_bin_path_that_does_not_exist_is_named_without_path_lookup(
                  "--working-directory", str(workspace)])
     assert code == 3
     log = capsys.readouterr().out
-    assert f"the agent binary {missing} does not exist" in log
+    assert f"--agent-bin: {missing} does not exist" in log
     assert "on PATH)" not in log
     code = main(["run", "--prompt", "x", "--agent-bin", "no-such-cursor-agent",
                  "--working-directory", str(workspace)])

@@ -231,7 +231,7 @@ def test_unreachable_api_is_one_clear_error(env: Env) -> None:
 @pytest.mark.parametrize(("args", "needle"), [
     ([], "no workflow run to examine"),
     (["--run-id", "12x"], "run-id must be a workflow run id"),
-    (["--run-id", "1", "--max-bytes", "10"], "max-bytes must be a whole number >= 2000"),
+    (["--run-id", "1", "--max-bytes", "10"], "--max-bytes must be a whole number of at least 2000"),
 ])
 def test_bad_input(env: Env, args: list[str], needle: str) -> None:
     code, _, _, log_out = env.run(*args)

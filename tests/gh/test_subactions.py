@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from cursor_agent_action import cli
+from cursor_agent_action.options import VOCABULARY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBACTIONS = {
@@ -44,6 +45,8 @@ def test_inputs_map_one_to_one_onto_env_vars_the_command_reads(name: str) -> Non
     used = set(re.findall(r"\$\{\{ inputs\.([a-z0-9-]+) \}\}", yaml.safe_dump(env)))
     assert used == set(action["inputs"])
     known = env_names_read_by(command)
+    # The vocabulary (messages name inputs) is read by the error paths of every command.
+    assert env.pop(VOCABULARY_ENV) == "inputs"
     ours = {key for key in env if key.startswith("CURSOR_AGENT_ACTION_")}
     assert ours <= known, ours - known
     assert env["GITHUB_TOKEN"] == "${{ inputs.github-token }}"

@@ -28,6 +28,7 @@ from cursor_agent_action.options import (
     add_number,
     add_option,
     read_input_file,
+    setting,
 )
 
 DEFAULT_TIMEOUT_MINUTES = 30.0
@@ -69,6 +70,7 @@ class RunOptions:
     output_schema: OutputSchema | None = None
     max_tool_calls: int | None = None  # None: no budget
     mcp_config: McpConfig | None = None
+    transcript_artifact: str = ""  # the artifact the action uploads the transcript as
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -80,10 +82,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--working-directory", default=".",
                help="the workspace the agent works in")
     add_number(parser, "--timeout-minutes", default=DEFAULT_TIMEOUT_MINUTES,
-               help="stop the agent after this long; decimals allowed")
+               above_minimum=True, help="stop the agent after this long; decimals allowed")
     add_option(parser, "--transcript", help="save the agent's stdout here (secrets replaced "
                "by ***)", default_help="transcript.jsonl in a new directory "
                "$RUNNER_TEMP/cursor-agent-action/run-* for each run")
+    add_option(parser, "--transcript-artifact", default="", metavar="NAME",
+               help="the artifact the transcript is uploaded as (named in the job summary)")
     add_policy_options(parser)
     add_option(parser, "--resume", help="resume this chat session id", metavar="SESSION_ID")
     add_flag(parser, "--fail-on-error", default=True,
@@ -143,15 +147,16 @@ def find_agent(requested: str) -> Path:
             return Path(found).absolute()
     if requested and os.sep in requested:  # a path: PATH plays no part
         if Path(requested).exists():
-            raise SetupError(f"the agent binary {requested} is not an executable file.",
-                             f"Run 'chmod +x {requested}' or point agent-bin at the CLI.")
-        raise SetupError(f"the agent binary {requested} does not exist.",
-                         "Point agent-bin at the installed CLI (the install step's cli-path "
-                         "output), or pass a command name to look up on PATH.")
+            raise SetupError(f"{setting('--agent-bin')}: {requested} is not an executable "
+                             f"file.", f"Run 'chmod +x {requested}' or point "
+                             f"{setting('--agent-bin')} at the Cursor CLI.")
+        raise SetupError(f"{setting('--agent-bin')}: {requested} does not exist.",
+                         f"Point {setting('--agent-bin')} at an installed Cursor CLI, or give "
+                         "a command name to look up on PATH.")
     raise SetupError(
         f"the Cursor CLI was not found ({' or '.join(candidates)} on PATH).",
         "Install it first (the action's install step, or 'cursor-agent-action install') or "
-        "pass its path as agent-bin (--agent-bin).",
+        f"give its path in {setting('--agent-bin')}.",
     )
 
 
@@ -221,10 +226,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                          "directory.", "Check working-directory; it is relative to the job's "
                          "working directory (usually the checked-out repository).")
     policy = policy_from_args(args)
-    if args.timeout_minutes <= 0:
-        raise UsageError("timeout-minutes must be more than 0.", "Pass e.g. 30 or 2.5.")
-    model = _single_line(args.model, "--model")
-    resume = _single_line(args.resume, "--resume")
+    model = _single_line(args.model, setting("--model"))
+    resume = _single_line(args.resume, setting("--resume"))
     pass_env = _pass_env_names(args.pass_env)
     extra_args = parse_extra_args(args.extra_args)
     output_schema = load_schema(args.output_schema, args.output_schema_file)
@@ -252,6 +255,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         output_schema=output_schema,
         max_tool_calls=args.max_tool_calls or None,
         mcp_config=mcp_config,
+        transcript_artifact=_single_line(args.transcript_artifact,
+                                         setting("--transcript-artifact")),
         agent_user=_agent_user(args.agent_user),
     )
 

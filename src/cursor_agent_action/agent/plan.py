@@ -17,6 +17,7 @@ from cursor_agent_action.agent.isolation import Isolation, Jail, jail_for
 from cursor_agent_action.agent.mcp import HOME_FILE
 from cursor_agent_action.agent.options import RunOptions
 from cursor_agent_action.errors import SetupError
+from cursor_agent_action.options import setting
 
 PROMPT_ARG_LIMIT = 100 * 1024
 """Larger prompts go into a file: Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN)."""
@@ -113,7 +114,8 @@ def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:
         )
     except OSError as exc:
         raise SetupError(f"cannot run the Cursor CLI at {agent}: {exc.strerror or exc}.",
-                         "Check that agent-bin points at an executable cursor-agent.") from exc
+                         f"Check that {setting('--agent-bin')} points at an executable "
+                         "cursor-agent.") from exc
     with proc:
         try:
             output, _ = proc.communicate(timeout=HELP_PROBE_TIMEOUT_S)

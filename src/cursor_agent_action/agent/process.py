@@ -34,6 +34,7 @@ from typing import IO, Protocol, cast
 
 from cursor_agent_action.agent.isolation import JAIL_EXIT_WAIT_S, Jail
 from cursor_agent_action.errors import SetupError
+from cursor_agent_action.options import setting
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.framing import MAX_LINE_BYTES
 
@@ -309,7 +310,8 @@ def run_agent_process(
         if subreaper:
             _set_subreaper(False)
         raise SetupError(f"cannot start the Cursor CLI at {argv[0]}: {exc.strerror or exc}.",
-                         "Check that agent-bin points at an executable cursor-agent.") from exc
+                         f"Check that {setting('--agent-bin')} points at an executable "
+                         "cursor-agent.") from exc
     pgid = proc.pid
     stdout, stderr = cast(IO[bytes], proc.stdout), cast(IO[bytes], proc.stderr)
     stdout_fd, stderr_fd = stdout.fileno(), stderr.fileno()
