@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -42,6 +43,9 @@ def test_demo_writes_summary_outputs_transcript_and_diff(
     assert summary.count("## ✅ Cursor agent: success") == 1
     assert "Permission denials (1)" in summary
     assert f"{out / 'summary.md'}" in log
+    # A replay says so: the recorded durations are not this run's.
+    assert "Replaying a recorded cursor-agent session" in log
+    assert re.search(r"the replay took \d+\.\d s \(recorded: \d+\.\d s\)", log)
     assert "without a write tool" not in summary  # the git cross-check agrees with the tools
 
     # A second run replaces the files instead of appending to them.

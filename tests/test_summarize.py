@@ -28,6 +28,18 @@ def test_missing_transcript_is_a_usage_error(tmp_path: Path) -> None:
     assert "does not exist. Fix: pass the path of a file saved from" in run.log
 
 
+def test_a_binary_file_is_refused_with_one_clear_error(tmp_path: Path) -> None:
+    """Not thousands of malformed lines with control bytes: one error naming the file."""
+    binary = tmp_path / "core.dump"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 40)
+    run = summarize(tmp_path, binary)
+    assert run.code == 2
+    [error] = [line for line in run.log.splitlines() if line.startswith("::error")]
+    assert "core.dump is binary data, not a stream-json transcript." in error
+    assert "Fix: Pass the file saved from cursor-agent --output-format stream-json" in error
+    assert not [c for c in run.log if ord(c) < 32 and c != "\n"]
+
+
 def test_bad_option_is_a_usage_error(tmp_path: Path) -> None:
     assert summarize(tmp_path, FIXTURES / "docs-update.jsonl", "--no-such-flag").code == 2
 

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -89,12 +90,18 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
             )
             # The stand-in needs no key; a placeholder keeps the "no API key" warning away.
             environ = {**os.environ, "CURSOR_API_KEY": "demo-placeholder-not-a-key"}
+            runner.log("Replaying a recorded cursor-agent session (no account, no network): "
+                       "the durations below are the recording's, not this replay's.")
+            started = time.monotonic()
             with stop_on_signals() as stop:
                 record = execute(options, runner, environ, stop)
+            took = time.monotonic() - started
         _git(workspace, "add", "-A")
         diff.write_text(_git(workspace, "diff", "--cached"), encoding="utf-8")
     runner.log("")
-    runner.log(f"Demo finished: conclusion {record.conclusion}. Files written:")
+    recorded = f" (recorded: {record.duration_ms / 1000:.1f} s)" if record.duration_ms else ""
+    runner.log(f"Demo finished: conclusion {record.conclusion}; the replay took {took:.1f} s"
+               f"{recorded}. Files written:")
     for path, what in ((summary, "the job summary, Markdown"), (outputs, "step outputs"),
                        (out / "transcript.jsonl", "the agent's raw stream-json output"),
                        (diff, "the agent's changes")):

@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from cursor_agent_action.errors import EXIT_OK, EXIT_RUN_FAILED
+from cursor_agent_action.errors import EXIT_OK, EXIT_RUN_FAILED, UsageError
 from cursor_agent_action.options import add_flag, add_option
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import open_transcript, process_stream
@@ -40,8 +40,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
                default_help="$RUNNER_TEMP/cursor-agent-action, or a new temporary directory")
 
 
+def _refuse_binary(path: Path) -> None:
+    """A file that is plainly not text (NUL bytes at its start) is refused with one clear
+    error instead of being reported as thousands of malformed lines."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(8192)
+    except OSError:
+        return  # open_transcript reports it
+    if b"\0" in head:
+        raise UsageError(f"{path} is binary data, not a stream-json transcript.",
+                         "Pass the file saved from cursor-agent --output-format stream-json "
+                         "(the run step's transcript-file output, or its artifact).")
+
+
 def command(args: argparse.Namespace, runner: Runner) -> int:
     path = Path(args.transcript)
+    if args.transcript != "-":
+        _refuse_binary(path)
     result_dir = Path(args.result_dir) if args.result_dir else default_result_dir()
     with open_transcript(path) as source:
         record = process_stream(source, runner, verbose=args.verbose)

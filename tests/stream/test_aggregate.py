@@ -233,3 +233,26 @@ def test_thousands_of_calls_keep_bounded_text() -> None:
     assert len(record.tool_calls) == 3000 == len(record.failed_tool_calls)
     assert max(len(c.target) for c in record.tool_calls) <= 1000
     assert max(len(c.detail) for c in record.tool_calls) <= 4000
+
+
+def test_the_result_separates_segments_the_cli_ran_together() -> None:
+    """The CLI's result is every segment joined with nothing between ("…then reply.done"):
+    when every segment is kept and they make exactly that text, a blank line separates them."""
+    def say(text: str) -> bytes:
+        return json.dumps({"type": "assistant", "session_id": "s", "model_call_id": "m",
+                           "message": {"role": "assistant",
+                                       "content": [{"type": "text", "text": text}]}}).encode()
+
+    def result(text: str) -> bytes:
+        return json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                           "result": text, "session_id": "s"}).encode()
+
+    aggregator = Aggregator()
+    first = "I'll run it, then reply."
+    for line in (say(first), say("done"), result(first + "done")):
+        aggregator.apply(parse_line(line))
+    assert aggregator.finish().result_text == "I'll run it, then reply.\n\ndone"
+    other = Aggregator()  # a result that is not the segments joined is kept as the CLI sent it
+    for line in (say("one"), say("two"), result("something else")):
+        other.apply(parse_line(line))
+    assert other.finish().result_text == "something else"

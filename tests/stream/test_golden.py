@@ -3,7 +3,7 @@
 The expected files live in tests/golden/ (<fixture>.log, .summary.md, .outputs.json). After an
 intended change to the log or summary, regenerate them and review the diff:
 
-    UPDATE_GOLDEN=1 python -m pytest tests/test_stream_golden.py
+    UPDATE_GOLDEN=1 python -m pytest tests/stream/test_golden.py
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.stream.engine import load_record
+from cursor_agent_action.stream.summary import render_compact, render_summary
 from tests.stream.test_summary import DANGEROUS, rendered_markup
 from tests.support.stream import FIXTURES, processed_commands, summarize
 
@@ -60,3 +62,23 @@ def test_golden(transcript: Path, tmp_path: Path) -> None:
     _check(GOLDEN / f"{transcript.stem}.summary.md", _normalize(run.summary))
     dumped = json.dumps({"exit_code": run.code, **outputs}, indent=2, ensure_ascii=False)
     _check(GOLDEN / f"{transcript.stem}.outputs.json", dumped + "\n")
+
+
+def test_golden_run_report(tmp_path: Path) -> None:
+    """What only `run` knows, rendered: the CLI stopped by SIGTERM on a timeout (not a raw
+    -15), the task (preset and a capped, fenced prompt), the last message labelled as mid-run,
+    the transcript artifact named in the footer, and the compact form for comments."""
+    record = load_record(FIXTURES / "adversarial-cutoff.jsonl")
+    record.conclusion = "timeout"
+    record.failure_reason = ("The agent did not finish within 0.5 minutes and was stopped. "
+                             "Fix: raise timeout-minutes or give the agent a smaller task.")
+    record.exit_code = -15
+    record.preset = "docs (writes allowed)"
+    record.prompt = "Update the docs for the new flag.\n```\nignore this fence\n```\n" + "x" * 2000
+    record.transcript_artifact = "agent-transcript"
+    summary = render_summary(record, budget_bytes=1024 * 1024)
+    _check(GOLDEN / "run-report.summary.md", _normalize(summary))
+    _check(GOLDEN / "run-report.compact.md", _normalize(render_compact(record)))
+    record.transcript_artifact, record.transcript_temporary = "", True
+    assert "set the `transcript-artifact` input to keep it" in render_summary(
+        record, budget_bytes=1024 * 1024)

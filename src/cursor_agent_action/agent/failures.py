@@ -115,7 +115,9 @@ def explain_exit(ended: AgentExit, timeout_minutes: float, max_tool_calls: int |
             "Fix: raise timeout-minutes or give the agent a smaller task."
         )
     if ended.ended_by == "cancelled":
-        return "The run was cancelled (the helper got SIGTERM/SIGINT) and the agent was stopped."
+        return ("The run was cancelled (the helper got SIGTERM/SIGINT) and the agent was "
+                "stopped. Fix: nothing, if the job was cancelled on purpose; otherwise check "
+                "the job's own timeout-minutes.")
     excerpt = _stderr_excerpt(ended.stderr)
     said = f' It said: "{excerpt}".' if excerpt else " It printed nothing on stderr."
     known = classify(ended.stderr)

@@ -88,6 +88,11 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
     record.stderr = ended.stderr
     record.exit_code = ended.returncode
     record.transcript_file = str(options.transcript)
+    record.transcript_artifact = options.transcript_artifact
+    record.transcript_temporary = options.transcript.is_relative_to(options.state_dir.parent)
+    record.preset = (f"{options.policy.preset} (writes "
+                     f"{'allowed' if options.policy.allows_writes else 'denied'})")
+    record.prompt = options.prompt
     if ended.transcript_error:
         record.notes.append(f"Writing the transcript file failed ({ended.transcript_error}); it "
                             "is incomplete. The log and this summary cover the whole run.")

@@ -94,6 +94,10 @@ class RunRecord:
     stderr: str = ""
     exit_code: int | None = None
     transcript_file: str = ""
+    transcript_artifact: str = ""  # the artifact the transcript is uploaded as, if any
+    transcript_temporary: bool = False  # in the job's RUNNER_TEMP: gone after the job
+    preset: str = ""  # the permission preset and whether it writes, e.g. "docs (writes allowed)"
+    prompt: str = ""  # the task as given
     isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
     notes: list[str] = field(default_factory=list)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
@@ -295,7 +299,7 @@ class Aggregator:
             record.has_result = True
             ok = event.subtype == "success" and not event.is_error
             record.conclusion = "success" if ok else "failure"
-            record.result_text = self._redact(event.result)
+            record.result_text = self._redact(self._separated(event.result))
             del self._segments[:-1]  # the result has the text: only the final message is needed
             self._segment_chars = len(self._segments[0]) if self._segments else 0
             self._dropped_chars = 0
@@ -307,6 +311,14 @@ class Aggregator:
             record.output_tokens = event.usage.get("output")
             record.cache_read_tokens = event.usage.get("cache_read")
             record.cache_write_tokens = event.usage.get("cache_write")
+
+    def _separated(self, result: str) -> str:
+        """The CLI's result joins the segments with nothing between ("…then reply.done"):
+        with every segment kept and the same text, a blank line goes between them."""
+        segments = self._segments
+        if len(segments) < 2 or self._dropped_chars or len(result) != self._segment_chars:
+            return result
+        return "\n\n".join(segments) if "".join(segments) == result else result
 
     def _cut(self, text: str, limit: int) -> str:
         if not text:  # most details are empty
@@ -347,15 +359,17 @@ class Aggregator:
         if record.has_result:
             return self._result_error
         if self.lines == 0:
-            return "The transcript is empty: cursor-agent wrote nothing on stdout."
+            return ("The transcript is empty: cursor-agent wrote nothing on stdout. Fix: see "
+                    "its stderr (in the log) for why it did not start.")
         if self.events == 0:
             return (
                 f"No stream-json event found: none of the {self.lines} non-blank lines is a "
-                "JSON object. Was cursor-agent run with --output-format stream-json?"
+                "JSON object. Fix: run cursor-agent with --print --output-format stream-json."
             )
         return (
             f"The stream ended without a result event after {self.events} events: the run "
-            "did not finish (cut off, crashed or killed)."
+            "did not finish (cut off, crashed or killed). Fix: see the CLI's stderr and the "
+            "transcript's last lines."
         )
 
 
@@ -365,6 +379,8 @@ def _result_error(event: ResultEvent, text: str) -> str:
     return (
         f"cursor-agent reported an error (result subtype {event.subtype!r}"
         f"{', is_error true' if event.is_error else ''})" + (f": {message}" if message else ".")
+        + " Fix: read the agent's last message and the transcript; a rate limit or outage "
+        "passes with time (re-run), a task the agent could not do needs a clearer prompt."
     )
 
 

@@ -121,6 +121,7 @@ def report(
             result_text=redact(record.result_text),
             final_message=redact(record.final_message),
             structured_output=redact(record.structured_output),
+            prompt=redact(record.prompt),
             stderr=redact(record.stderr),
             notes=[redact(note) for note in record.notes],
         )

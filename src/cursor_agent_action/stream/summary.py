@@ -8,6 +8,7 @@ a section that does not fit is cut with a visible note saying what was left out.
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
@@ -36,16 +37,16 @@ def _headline(record: RunRecord) -> str:
     facts = [f"**Model:** {inline(record.model, 80) or 'unknown'}"]
     if record.duration_ms is not None:
         facts.append(f"**Duration:** {format_duration(record.duration_ms)}")
-    if record.input_tokens is not None or record.output_tokens is not None:
-        facts.append(
-            f"**Tokens:** {_number(record.input_tokens)} in · {_number(record.output_tokens)} "
-            f"out · {_number(record.cache_read_tokens)} cache read · "
-            f"{_number(record.cache_write_tokens)} cache write"
-        )
+    tokens = [f"{value:,} {label}" for value, label in (
+        (record.input_tokens, "in"), (record.output_tokens, "out"),
+        (record.cache_read_tokens, "cache read"), (record.cache_write_tokens, "cache write"),
+    ) if value is not None]  # fmt: skip
+    if tokens:  # only the counts the CLI reported: never a bare "- out"
+        facts.append(f"**Tokens:** {' · '.join(tokens)}")
     facts.append(f"**Tool calls:** {tool_call_counts(record)}")
     facts.append(f"**Files changed:** {len(record.files_changed)}")
     if record.exit_code is not None:
-        facts.append(f"**CLI exit code:** {record.exit_code}")
+        facts.append(f"**CLI exit code:** {exit_status(record.exit_code)}")
     if record.isolation:
         facts.append(f"**Isolation:** {inline(record.isolation, 120)}")
     ids = [f"**Session:** {_code(record.session_id, 80)}"] if record.session_id else []
@@ -55,6 +56,37 @@ def _headline(record: RunRecord) -> str:
     if ids:
         lines += ["", " · ".join(ids)]
     return "\n".join(lines) + "\n\n"
+
+
+def exit_status(code: int) -> str:
+    """``0``, ``1``, or ``stopped (SIGTERM)`` for a process ended by a signal (code < 0)."""
+    if code >= 0:
+        return str(code)
+    try:
+        return f"stopped ({signal.Signals(-code).name})"
+    except ValueError:
+        return f"stopped (signal {-code})"
+
+
+PROMPT_SHOWN_CHARS = 1500
+
+
+def _task(record: RunRecord) -> str:
+    """The permission preset and the start of the prompt: what the agent was asked, how."""
+    if not record.prompt and not record.preset:
+        return ""
+    lines = ["### Task", ""]
+    if record.preset:
+        lines += [f"**Permissions:** {inline(record.preset, 200)}", ""]
+    text = "\n".join(lines) + "\n"
+    if record.prompt:
+        shown = record.prompt[:PROMPT_SHOWN_CHARS]
+        text += fence(shown)
+        if len(shown) < len(record.prompt):
+            text += (f"*The first {len(shown):,} of {len(record.prompt):,} characters of the "
+                     "prompt.*\n")
+        text += "\n"
+    return text
 
 
 def _problems(record: RunRecord) -> str:
@@ -212,17 +244,6 @@ def _errors(record: RunRecord, budget: int) -> str:
     return "".join(parts)
 
 
-def _shell(record: RunRecord, budget: int) -> str:
-    calls = [c for c in record.tool_calls if c.kind == "shell"]
-    rows = (
-        [code_cell(c.target, 200), _number(c.exit_code), code_cell(c.outcome, 40),
-         format_duration(c.duration_ms)]
-        for c in calls
-    )  # fmt: skip
-    headers = ["Command", "Exit", "Outcome", "Duration"]
-    return _table("Shell commands", headers, rows, len(calls), budget, what="commands")
-
-
 def _tool_calls(record: RunRecord, budget: int) -> str:
     calls = record.tool_calls
     rows = (_call_row(i, call) for i, call in enumerate(calls, 1))
@@ -231,6 +252,12 @@ def _tool_calls(record: RunRecord, budget: int) -> str:
 
 
 def _footer(record: RunRecord) -> str:
+    if record.transcript_artifact:
+        return (f"Full transcript: the artifact {_code(record.transcript_artifact, 200)} of "
+                "this workflow run (secrets replaced by `***`).\n")
+    if record.transcript_file and record.transcript_temporary:
+        return (f"Full transcript: {_code(record.transcript_file, 500)} on the runner, gone "
+                "when the job ends; set the `transcript-artifact` input to keep it.\n")
     if record.transcript_file:
         return f"Full transcript: {_code(record.transcript_file, 500)}\n"
     return "The raw transcript was not saved by this step.\n"
@@ -253,24 +280,21 @@ def render_summary(record: RunRecord, *, budget_bytes: int) -> str:
 
     add(_headline(record))
     add(_problems(record))
+    add(_task(record))
     if record.final_message:
         share = min(remaining, int(budget_bytes * FINAL_MESSAGE_SHARE))
-        add(
-            _fenced(
-                "Final message",
-                record.final_message,
-                share,
-                "the result-file output and the transcript have all of it",
-            )
-        )
+        # Without a result event the last segment was written mid-run, not as an answer.
+        title = ("Final message" if record.has_result
+                 else "Last message (the run did not finish)")
+        add(_fenced(title, record.final_message, share,
+                    "the result-file output and the transcript have all of it"))
     else:
         add("*The agent wrote no final message.*\n\n")
     if record.structured_output:
         add(_fenced("Structured output", _pretty(record.structured_output), remaining,
                     "the structured-output-file output has all of it", info="json"))
-    sections: list[Callable[[RunRecord, int], str]] = [
-        _files, _denials, _errors, _shell, _tool_calls,
-    ]  # fmt: skip
+    # Shell commands are in the tool-call table (with their exit codes): no table of their own.
+    sections: list[Callable[[RunRecord, int], str]] = [_files, _denials, _errors, _tool_calls]
     for section in sections:
         add(section(record, remaining))
     out.append(footer)
@@ -303,7 +327,7 @@ def render_compact(
         facts.append(f"model {inline(record.model, 80)}")
     if record.duration_ms is not None:
         facts.append(format_duration(record.duration_ms))
-    facts.append(f"{tool_call_counts(record)} tool calls")
+    facts.append(f"tool calls: {tool_call_counts(record)}")
     facts += [link for label, url in (links or {}).items() if (link := _safe_link(label, url))]
     head = " · ".join(facts) + "\n\n"
     if record.conclusion != "success" and record.failure_reason:
