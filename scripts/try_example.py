@@ -1,0 +1,118 @@
+"""Run one of examples/*.yml under act on this machine, offline, and show what it did.
+
+    .venv/bin/python scripts/try_example.py docs-update [--keep DIR] [--answer TEXT]
+
+The wiring is the test suite's (``tests/support/example_world.py``): this checkout as the
+action, a loopback GitHub REST API, a loopback CLI download server whose package is the stand-in
+CLI (it replays a short run and, for docs-update, edits docs/usage.md), a small repository with
+a pull request, and stand-ins for actions/checkout and the artifact actions. Nothing reaches the
+network and no account is needed. See docs/local-testing.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the repository's own tests.support
+
+from tests.support.act import REPOSITORY, ActRun  # noqa: E402
+from tests.support.example_world import (  # noqa: E402
+    HEAD_REF,
+    USAGE_AFTER,
+    World,
+    build_world,
+    pull_request_event,
+    serve_standin_cli,
+)
+
+DIAGNOSIS = {"cause": "a renamed constant", "failing-step": "Run pytest",
+             "suggested-fix": "Read MAX_RETRIES.", "confidence": 0.8}
+
+
+def _docs_update(world: World, answer: str) -> ActRun:
+    number = world.github.add_pull(HEAD_REF)
+    serve_standin_cli(world.downloads, world.base,
+                      {"edits": {"docs/usage.md": USAGE_AFTER}, "answer": answer,
+                       "record": "record.jsonl"})
+    return world.run("docs-update.yml", "pull_request", pull_request_event(world, number))
+
+
+def _ci_triage(world: World, answer: str) -> ActRun:
+    number = world.github.add_pull(HEAD_REF)
+    run_id = world.github.add_run(
+        [{"name": "tests", "conclusion": "failure",
+          "log": b"2026-11-22T01:00:01.0000000Z FAILED tests/test_cli.py - KeyError\n",
+          "steps": [("Run pytest", "failure", "2026-11-22T01:00:00Z", "2026-11-22T01:00:02Z")]}],
+        head_sha=world.head_sha, head_branch=HEAD_REF, pull_numbers=(number,))
+    text = f"{answer}\n\n```json\n{json.dumps(DIAGNOSIS)}\n```"
+    serve_standin_cli(world.downloads, world.base, {"answer": text, "record": "record.jsonl"})
+    event = {"action": "completed", "repository": {"full_name": REPOSITORY}, "workflow_run": {
+        "id": run_id, "name": "CI", "conclusion": "failure", "status": "completed",
+        "head_sha": world.head_sha, "head_branch": HEAD_REF,
+        "html_url": f"https://github.com/{REPOSITORY}/actions/runs/{run_id}",
+        "head_repository": {"full_name": REPOSITORY}, "pull_requests": [{"number": number}]}}
+    return world.run("ci-triage.yml", "workflow_run", event)
+
+
+def _monorepo_matrix(world: World, answer: str) -> ActRun:
+    serve_standin_cli(world.downloads, world.base, {"answer": answer, "record": "record.jsonl"})
+    return world.run("monorepo-matrix.yml", "workflow_dispatch", {"inputs": {}})
+
+
+EXAMPLES: dict[str, Callable[[World, str], ActRun]] = {
+    "docs-update": _docs_update, "ci-triage": _ci_triage, "monorepo-matrix": _monorepo_matrix,
+}
+
+
+def _report(run: ActRun, world: World) -> None:
+    jobs = sorted({str(r["jobID"]) for r in run.records if r.get("jobID")})
+    print(f"act exited with {run.returncode} in {run.duration_s:.0f} s")
+    for job in jobs:
+        print(f"\n== job {job}: {run.job_result(job)}")
+        summary = run.summary(job).strip()
+        if summary:
+            print(summary)
+    calls: list[dict[str, Any]] = [{"method": r.method, "path": r.path}
+                                   for r in world.github.requests if r.method != "GET"]
+    print("\n== what the jobs asked of the GitHub API (writes only)")
+    for call in calls:
+        print(f"  {call['method']} {call['path']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("example", choices=sorted(EXAMPLES))
+    parser.add_argument("--keep", metavar="DIR", help="keep the world (repository, remote, "
+                        "act logs) in DIR instead of a temporary directory")
+    parser.add_argument("--answer", default="Done: the docs describe the code as it is now.",
+                        help="what the stand-in agent answers")
+    args = parser.parse_args(argv)
+    if not shutil.which("git"):
+        parser.error("git is needed (the example's repository is a real one)")
+    base = Path(args.keep).absolute() if args.keep else Path(tempfile.mkdtemp(prefix="try-"))
+    base.mkdir(parents=True, exist_ok=True)
+    if any(base.iterdir()):
+        parser.error(f"{base} is not empty")
+    print(f"Running examples/{args.example}.yml under act, offline, in {base} ...")
+    with build_world(base) as world:
+        run = EXAMPLES[args.example](world, args.answer)
+        _report(run, world)
+    if not args.keep:
+        shutil.rmtree(base, ignore_errors=True)
+    else:
+        print(f"\nThe world is kept in {base} (act's raw log: see ActRun in tests/support/act.py)")
+    failed = [job for job in {str(r["jobID"]) for r in run.records if r.get("jobID")}
+              if run.job_result(job) not in ("success", None)]
+    return 1 if run.timed_out or failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The world the example workflows run in, offline: this project as the action, a loopback
+GitHub API, a loopback CLI download server whose package is the stand-in CLI, a user's
+repository with a bare "GitHub" remote. Used by ``tests/test_examples_act.py`` and by
+``scripts/try_example.py`` (docs/local-testing.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cursor_agent_action.agent.install import DEFAULT_CLI_VERSION
+from tests.support.act import (
+    REPOSITORY,
+    ROOT,
+    STUBS,
+    ActRun,
+    base_python,
+    copy_project,
+    make_repo,
+    run_workflow,
+    seed_helper_venv,
+)
+from tests.support.download_server import DownloadServer, Entry, make_archive, package_path
+from tests.support.github_server import TOKEN, GitHubServer
+from tests.support.standin import make_standin
+
+API_KEY = "crsr-example-5e2d8a91c4b7"
+ACTION = "cursor-agent-action/cursor-agent-action@v1"
+CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
+HEAD_REF = "feature/retries"
+
+PACKAGES = ("alpha", "beta")
+USAGE_BEFORE = "# Usage\n\nRun `widgets serve --retries 3`.\n"
+USAGE_AFTER = "# Usage\n\nRun `widgets serve --max-retries 3`.\n"
+
+
+def recorded(world: World, name: str) -> list[dict[str, Any]]:
+    """The stand-in's invocations (without --help probes)."""
+    lines = (world.base / "standin" / name).read_text().splitlines()
+    return [r for r in map(json.loads, lines) if "--help" not in r["argv"]]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=Dev", "-c", "user.email=dev@example.com", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+@dataclass
+class World:
+    base: Path
+    repo: Path  # the user's repository (what checkout serves)
+    bare: Path  # its "GitHub" remote
+    action: Path  # this project, as act serves cursor-agent-action/cursor-agent-action@v1
+    github: GitHubServer
+    downloads: DownloadServer
+    main_sha: str
+    head_sha: str
+
+    def run(self, workflow: str, event: str, payload: dict[str, Any]) -> ActRun:
+        return run_workflow(
+            self.repo,
+            workflow=workflow,
+            event=event,
+            payload=payload,
+            cache_dir=self.base / "act-cache",
+            home=self.base / "home",
+            secrets={"CURSOR_API_KEY": API_KEY, "GITHUB_TOKEN": TOKEN},
+            env={
+                "GITHUB_API_URL": self.github.api_url,
+                "CURSOR_CLI_DOWNLOAD_BASE_URL": self.downloads.url,
+                "CURSOR_AGENT_ACTION_PYTHON": base_python(),
+                "ACT_TEST_REPO": str(self.repo),
+                # Set by the checkout stand-in in the checkout's own config, where
+                # actions/checkout keeps its settings: publish's git reads no global config.
+                "ACT_TEST_GIT_CONFIG": f"url.{self.bare}.insteadOf "
+                                       f"https://github.com/{REPOSITORY}.git",
+                # The checkout stand-in serves the action's repository from here.
+                "ACT_TEST_REPOSITORIES": str(self.base / "repositories"),
+            },
+            local_repositories={ACTION: self.action, CHECKOUT: STUBS / "checkout"},
+            timeout_s=180,
+        )
+
+
+def serve_standin_cli(downloads: DownloadServer, base: Path, scenario: dict[str, Any]) -> None:
+    """The CLI package the action installs: its ``cursor-agent`` is the stand-in."""
+    wrapper = make_standin(base, scenario).read_bytes()
+    downloads.files[package_path(DEFAULT_CLI_VERSION)] = make_archive(
+        [
+            Entry("dist-package", kind="dir", mode=0o755),
+            Entry("dist-package/cursor-agent", wrapper, mode=0o755),
+        ]
+    )
+
+
+@contextlib.contextmanager
+def build_world(base: Path) -> Iterator[World]:
+    """The world under ``base`` (an empty directory), its servers running until the end."""
+    action = copy_project(base / "repositories" / ACTION.partition("@")[0])
+    seed_helper_venv(action, base / "act-cache" / "tool_cache")
+
+    workflows = {p.name: p.read_text() for p in (ROOT / "examples").glob("*.yml")}
+    repo = make_repo(
+        base / "repo",
+        workflows,
+        {
+            "README.md": "# widgets\n",
+            "docs/usage.md": USAGE_BEFORE,
+            "src/cli.py": "RETRIES = 3\n",
+            **{f"packages/{name}/README.md": f"# {name}\n" for name in PACKAGES},
+            "packages/gamma/notes.txt": "no README: not a package to review\n",
+        },
+        project=False,
+    )
+    main_sha = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", HEAD_REF)
+    (repo / "src" / "cli.py").write_text("MAX_RETRIES = 3\n")
+    git(repo, "commit", "-q", "-am", "Rename --retries to --max-retries")
+    head_sha = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    bare = base / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
+    home = base / "home"
+    home.mkdir(exist_ok=True)
+    with GitHubServer(REPOSITORY) as github, DownloadServer() as downloads:
+        yield World(base, repo, bare, action, github, downloads, main_sha, head_sha)
+
+
+def pull_request_event(world: World, number: int, head_repo: str = REPOSITORY) -> dict[str, Any]:
+    repository = {"full_name": REPOSITORY, "name": REPOSITORY.split("/")[1]}
+    return {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {
+            "number": number,
+            "head": {"ref": HEAD_REF, "sha": world.head_sha, "repo": {"full_name": head_repo}},
+            "base": {"ref": "main", "sha": world.main_sha, "repo": repository},
+        },
+        "repository": repository,
+    }
+
+
