@@ -20,7 +20,10 @@ import threading
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, TypeVar
+
+from tests.support import github_git
 
 TOKEN = "ghs_testtoken0123456789"
 READ_ONLY_TOKEN = "ghs_readonly0123456789"
@@ -68,6 +71,9 @@ class GitHubServer:
         self.tokens = {TOKEN}
         self.read_only_tokens = {READ_ONLY_TOKEN}
         self.login = BOT  # who the tokens act as: the author of what they create
+        self.git_dir: Path | None = None  # a bare repository: git refs and GraphQL commits
+        self.signed_commits: set[str] = set()  # commits "GitHub" made (and signed)
+        self.permissions: dict[str, str] = {}  # login -> collaborator permission
         self.state = _State()
         self.requests: list[Recorded] = []
         self.storage_requests: list[Recorded] = []
@@ -362,6 +368,10 @@ class _Handler(BaseHTTPRequestHandler):
         if method != "GET" and token in gh.read_only_tokens:
             self._send(403, {"message": "Resource not accessible by integration"})
             return
+        if parsed.path == "/graphql" and method == "POST":
+            with gh._lock:
+                self._graphql(body)
+            return
         prefix = f"/repos/{gh.repository}"
         if not parsed.path.startswith(prefix):
             self._send(404, {"message": "Not Found"})
@@ -381,8 +391,56 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, raw=b"<Error><Code>BlobNotFound</Code></Error>")
 
+    def _graphql(self, body: Any) -> None:
+        query = str((body or {}).get("query", ""))
+        if "createCommitOnBranch" not in query or self.gh.git_dir is None:
+            self._send(200, {"errors": [{"message": "unsupported query"}]})
+            return
+        given = body["variables"]["input"]
+        self._send(200, github_git.create_commit_on_branch(
+            self.gh.git_dir, self.gh.repository, given, self.gh.signed_commits))
+
+    def _git_refs(self, method: str, path: str, body: Any) -> bool:
+        """git/refs and collaborator permissions; False when ``path`` is neither."""
+        gh = self.gh
+        if match := re.fullmatch(r"/collaborators/([^/]+)/permission", path):
+            login = urllib.parse.unquote(match.group(1))
+            if method != "GET" or login not in gh.permissions:
+                self._send(404, {"message": "Not Found"})
+            else:
+                level = gh.permissions[login]
+                self._send(200, {"permission": level, "role_name": level, "user": _user(login)})
+            return True
+        ref_path = re.fullmatch(r"/git/refs?/heads/(.+)", path)
+        if not (path == "/git/refs" or ref_path) or gh.git_dir is None:
+            return False
+        if method == "POST":
+            name = str(body["ref"]).removeprefix("refs/heads/")
+            if github_git.ref(gh.git_dir, name) is not None:
+                self._send(422, {"message": "Reference already exists"})
+                return True
+            github_git.set_ref(gh.git_dir, name, body["sha"])
+        else:
+            name = urllib.parse.unquote(ref_path.group(1)) if ref_path else ""
+            if github_git.ref(gh.git_dir, name) is None:
+                self._send(404, {"message": "Not Found"})
+                return True
+            if method == "PATCH":
+                if not github_git.commit_exists(gh.git_dir, body["sha"]):
+                    self._send(422, {"message": "Object does not exist"})
+                    return True
+                github_git.set_ref(gh.git_dir, name, body["sha"])
+        sha = github_git.ref(gh.git_dir, name)
+        self._send(201 if method == "POST" else 200, {
+            "ref": f"refs/heads/{name}", "node_id": "REF_1",
+            "url": f"{gh.api_url}/repos/{gh.repository}/git/refs/heads/{name}",
+            "object": {"sha": sha, "type": "commit", "url": ""}})
+        return True
+
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> None:
         gh, state = self.gh, self.gh.state
+        if self._git_refs(method, path, body):
+            return
         routes: list[tuple[str, str]] = [
             ("GET", r""), ("GET", r"/pulls"), ("POST", r"/pulls"), ("GET", r"/pulls/(\d+)"),
             ("PATCH", r"/pulls/(\d+)"), ("GET", r"/issues/(\d+)"), ("POST", r"/issues"),

@@ -53,6 +53,11 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None, doing: str) 
     return done.stdout
 
 
+def blob(repo: Path, oid: str) -> bytes:
+    """A blob's bytes, exactly (binary files included)."""
+    return _git(repo, "cat-file", "blob", oid, doing=f"reading blob {oid[:12]}")
+
+
 def patch_base(patch: Path) -> str:
     """The commit a patch of ours was made against (its ``# base:`` header), or ""."""
     with patch.open("rb") as handle:

@@ -16,7 +16,7 @@ from typing import Any
 
 from cursor_agent_action.agent.options import STATE_PREFIX, state_root
 from cursor_agent_action.errors import GitHubError, UsageError
-from cursor_agent_action.gh import gitops, patchcheck
+from cursor_agent_action.gh import gitops, patchcheck, signed
 from cursor_agent_action.gh.api import (
     COMMENT_LIMIT,
     Context,
@@ -45,6 +45,7 @@ PLACEHOLDERS = {
     "workflow": "GITHUB_WORKFLOW",
     "sha": "the first 7 characters of the checked-out commit",
 }
+SIGNING = ("git", "api")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _UNSAFE_IN_BRANCH = re.compile(r"[^A-Za-z0-9._/-]+")
 
@@ -78,6 +79,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="globs (newline separated) the changes must not touch; 'none' allows all "
                "(.git* files, submodules and links leaving the repository are always refused)")
     add_option(parser, "--remote", default="origin", help="git remote to push to")
+    add_option(parser, "--commit-signing", default="git", choices=SIGNING,
+               help="git: commit locally and push (not signed); api: GitHub makes the commit "
+               "through GraphQL createCommitOnBranch and signs it (Verified)")
     add_flag(parser, "--allow-same-job", default=False,
              help="do not warn when the agent ran earlier in this job")
     add_token_option(parser)
@@ -176,13 +180,13 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
 
     with runner.group(f"publish {len(paths)} changed file(s) to {branch}"):
         runner.untrusted("\n".join(paths))  # names the agent chose: never workflow commands
+        gh = GitHub(ctx, token, log=runner.log)
         try:
             sha = _push_branch(repo, args, branch=branch, head=head, tree=tree,
-                               message=message, ctx=ctx, token=token, runner=runner)
+                               message=message, gh=gh, found=found, runner=runner)
         except gitops.AccessDenied as exc:
             exc.hint += fork_note(ctx)
             raise
-        gh = GitHub(ctx, token, log=runner.log)
         pull = _open_or_update(gh, branch=branch, base=base, title=title, body=body,
                                labels=labels, draft=args.draft, runner=runner)
     outputs = {"changed": "true", "branch": branch, "commit-sha": sha,
@@ -212,12 +216,12 @@ def _new_tree(repo: Path, head: str, patch_file: str) -> str:
 
 
 def _push_branch(repo: Path, args: argparse.Namespace, *, branch: str, head: str, tree: str,
-                 message: str, ctx: Context, token: str, runner: Runner) -> str:
-    remote = args.remote
+                 message: str, gh: GitHub, found: list[patchcheck.Change],
+                 runner: Runner) -> str:
+    remote, ctx = args.remote, gh.ctx
     trailer = f"{gitops.TRAILER}: {ctx.run_url or 'local'}"
-    sha = gitops.commit_tree(repo, tree, head, message=f"{message.rstrip()}\n\n{trailer}\n",
-                             author_name=args.author_name, author_email=args.author_email)
-    auth = gitops.auth_env(ctx.server_url, token)
+    full_message = f"{message.rstrip()}\n\n{trailer}\n"
+    auth = gitops.auth_env(ctx.server_url, gh.token)
     tip = gitops.remote_tip(repo, remote, branch, auth)
     if tip is not None:
         tip_tree, tip_parent, tip_author, tip_trailer = gitops.commit_info(repo, tip)
@@ -228,10 +232,17 @@ def _push_branch(repo: Path, args: argparse.Namespace, *, branch: str, head: str
                 "Someone else's work is on that branch. Delete or rename it, or choose "
                 "another branch-template.",
             )
-        ours_tree, _, _, _ = gitops.commit_info(repo, sha)
-        if (tip_tree, tip_parent) == (ours_tree, head):
+        if (tip_tree, tip_parent) == (tree, head):
             runner.log(f"{branch} already holds exactly these changes ({tip[:12]}); not pushing.")
             return tip
+    if args.commit_signing == "api":
+        sha = signed.commit_on_branch(gh, repo, found, branch=branch, head=head,
+                                      message=full_message, exists=tip is not None)
+        runner.log(f"GitHub made the signed commit {sha[:12]} on {branch}"
+                   + (f" (replacing {tip[:12]})" if tip else ""))
+        return sha
+    sha = gitops.commit_tree(repo, tree, head, message=full_message,
+                             author_name=args.author_name, author_email=args.author_email)
     gitops.push(repo, remote, sha, branch, expected=tip or "", env=auth)
     runner.log(f"pushed {sha[:12]} to {branch}" + (f" (replacing {tip[:12]})" if tip else ""))
     return sha
