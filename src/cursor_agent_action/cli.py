@@ -57,6 +57,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cursor_agent_action.gh.ci_context",
         "collect the logs of a failed workflow run into a prompt-ready file",
     ),
+    "gate": (
+        "cursor_agent_action.gh.gate",
+        "decide whether the event's author may start the agent (comment commands too)",
+    ),
 }
 
 # Secrets masked in the log and redacted from summary and outputs before anything else runs.

@@ -19,6 +19,8 @@ SUBACTIONS = {
     "publish": ("publish", {"changed", "branch", "commit-sha", "pr-number", "pr-url"}),
     "comment": ("comment", {"comment-id", "comment-url", "issue-number"}),
     "ci-context": ("ci-context", {"context-file", "failed-jobs", "head-sha", "pr-number"}),
+    "gate": ("gate", {"allowed", "reason", "actor", "task", "preset", "pr-number", "head-sha",
+                      "head-ref", "base-ref"}),
 }
 
 

@@ -197,13 +197,16 @@ class GitHubServer:
             "created_at": _CREATED, "updated_at": _CREATED,
         }
 
-    def add_pull(self, head: str, base: str = "main", *, head_repo: str = "") -> int:
+    def add_pull(self, head: str, base: str = "main", *, head_repo: str = "",
+                 head_sha: str = "") -> int:
         """An existing PR (e.g. the one a workflow runs for)."""
         with self._lock:
             pull = self._create_pull(
                 {"head": head, "base": base, "title": f"PR {head}", "body": ""},
                 head_repo or self.repository,
             )
+            if head_sha:
+                pull["head"]["sha"] = head_sha
             return int(pull["number"])
 
     def _create_pull(self, data: dict[str, Any], head_repo: str) -> dict[str, Any]:
