@@ -5,7 +5,7 @@
 #     setup-helper.sh [run|gh] [--print-dir]
 #
 # `run` (default) installs what the action's own steps import (requirements/run.txt: orjson,
-# httpx); `gh` what the publish, comment and ci-context sub-actions import as well
+# httpx); `gh` what the publish, comment, ci-context and gate sub-actions import as well
 # (requirements/gh.txt: PyGithub). Every package is pinned by hash and installed as a wheel. The
 # helper itself is not built: its package directory is copied from this checkout.
 #

@@ -29,6 +29,7 @@ from tests.support.example_world import (  # noqa: E402
     USAGE_AFTER,
     World,
     build_world,
+    comment_event,
     pull_request_event,
     serve_standin_cli,
 )
@@ -62,6 +63,16 @@ def _ci_triage(world: World, answer: str) -> ActRun:
     return world.run("ci-triage.yml", "workflow_run", event)
 
 
+def _comment_command(world: World, answer: str) -> ActRun:
+    world.github.permissions["maintainer"] = "write"
+    number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
+    serve_standin_cli(world.downloads, world.base,
+                      {"edits": {"docs/usage.md": USAGE_AFTER}, "answer": answer,
+                       "record": "record.jsonl"})
+    event = comment_event(world, number, "/cursor docs Update docs/usage.md for the rename")
+    return world.run("comment-command.yml", "issue_comment", event)
+
+
 def _monorepo_matrix(world: World, answer: str) -> ActRun:
     serve_standin_cli(world.downloads, world.base, {"answer": answer, "record": "record.jsonl"})
     return world.run("monorepo-matrix.yml", "workflow_dispatch", {"inputs": {}})
@@ -69,6 +80,7 @@ def _monorepo_matrix(world: World, answer: str) -> ActRun:
 
 EXAMPLES: dict[str, Callable[[World, str], ActRun]] = {
     "docs-update": _docs_update, "ci-triage": _ci_triage, "monorepo-matrix": _monorepo_matrix,
+    "comment-command": _comment_command,
 }
 
 

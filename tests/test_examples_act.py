@@ -16,6 +16,8 @@ What stands in for the outside world:
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from typing import Any
 import pytest
 
 from cursor_agent_action.agent.install import DEFAULT_CLI_VERSION
-from tests.support.act import REPOSITORY, ActRun
+from tests.support.act import REPOSITORY, ROOT, ActRun
 from tests.support.example_world import (
     API_KEY,
     HEAD_REF,
@@ -31,6 +33,7 @@ from tests.support.example_world import (
     USAGE_AFTER,
     World,
     build_world,
+    comment_event,
     git,
     pull_request_event,
     recorded,
@@ -300,3 +303,70 @@ def test_monorepo_matrix_reviews_each_package_and_gathers_an_overview(world: Wor
     for section in sections[1:]:  # each package's full report, as its own job summary shows it
         assert section.splitlines()[2] == "## ✅ Cursor agent: success", section
         assert "No contradictions found." in section
+
+
+# -- comment-command.yml ------------------------------------------------------------------------
+
+COMMAND_USAGE = "# Usage\n\nRun `widgets serve --max-retries 3` (renamed from --retries).\n"
+
+
+def test_comment_command_runs_gates_and_publishes_a_signed_commit(world: World) -> None:
+    """A maintainer's `/cursor` comment: gate -> "working" comment -> the agent (docs preset, the
+    comment as its prompt, read-only token) -> publish with a GitHub-signed commit into the
+    PR's branch -> the same comment replaced by the result."""
+    world.github.permissions["maintainer"] = "write"
+    number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
+    serve_standin_cli(world.downloads, world.base, {
+        "edits": {"docs/usage.md": COMMAND_USAGE}, "record": "record-command.jsonl"})
+    task = "Update docs/usage.md for the renamed flag; $(touch /tmp/pwned) `id`"
+    run = world.run("comment-command.yml", "issue_comment",
+                    comment_event(world, number, f"/cursor docs {task}"))
+    assert not run.timed_out, run.explain()
+    for job in ("gate", "progress", "agent", "publish", "answer"):
+        assert run.job_result(job) == "success", (job, run.explain())
+    (entry,) = recorded(world, "record-command.jsonl")
+    assert entry["argv"][-1] == task  # the comment reached the agent as data, whole
+    assert "GITHUB_TOKEN" not in entry["env"]
+    assert "Write(**/*.md)" in json.dumps(json.loads(entry["cli_json"])["permissions"]["allow"])
+    # publish: a commit GitHub made (and signed) on top of the PR's head, a PR into its branch.
+    branch = f"cursor/pr-{number}"
+    tip = git(world.bare, "rev-parse", f"refs/heads/{branch}")
+    assert tip in world.github.signed_commits
+    assert git(world.bare, "rev-parse", f"{tip}^") == world.head_sha
+    assert git(world.bare, "show", f"{tip}:docs/usage.md") == COMMAND_USAGE.strip()
+    [pull] = [p for p in world.github.state.pulls.values() if p["head"]["ref"] == branch]
+    assert pull["base"]["ref"] == HEAD_REF
+    # One sticky comment: first "working", then replaced by the result.
+    [created] = world.github.requests_to("POST", rf"/issues/{number}/comments$")
+    assert "Working on the command" in created.body["body"]
+    edits = world.github.requests_to("PATCH", r"/issues/comments/\d+$")
+    assert "Cursor agent: success" in edits[-1].body["body"]
+    assert run.leaks(API_KEY) == []
+
+
+def test_comment_command_from_someone_without_write_permission_runs_nothing(
+    world: World,
+) -> None:
+    world.github.permissions["visitor"] = "read"
+    number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
+    serve_standin_cli(world.downloads, world.base, {"record": "record-visitor.jsonl"})
+    run = world.run("comment-command.yml", "issue_comment",
+                    comment_event(world, number, "/cursor edit Delete the tests", login="visitor"))
+    assert not run.timed_out, run.explain()
+    assert run.job_result("gate") == "success", run.explain()  # an answer, not a failure
+    assert run.outputs("gate", "gate")["allowed"] == "false"
+    for job in ("agent", "publish", "progress"):
+        assert run.job_result(job) in (None, "skipped"), (job, run.explain())
+    assert not (world.base / "standin" / "record-visitor.jsonl").exists()
+    assert world.github.requests_to("POST", rf"/issues/{number}/comments$") == []
+
+
+def test_the_local_testing_script_runs_an_example_offline(tmp_path: Path) -> None:
+    """docs/local-testing.md's command works as documented and reports what the jobs did."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "try_example.py"), "docs-update",
+         "--keep", str(tmp_path / "world")],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "== job publish: success" in done.stdout
+    assert "POST /repos/octo-org/octo-repo/pulls" in done.stdout

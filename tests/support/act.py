@@ -64,6 +64,7 @@ PROJECT_FILES = (
     "publish",
     "comment",
     "ci-context",
+    "gate",
 )
 REPOSITORY = "octo-org/octo-repo"
 # Stand-ins for actions act cannot fetch offline (the artifact actions keep their files in

@@ -132,6 +132,7 @@ def build_world(base: Path) -> Iterator[World]:
     home = base / "home"
     home.mkdir(exist_ok=True)
     with GitHubServer(REPOSITORY) as github, DownloadServer() as downloads:
+        github.git_dir = bare  # git refs and GraphQL commits happen in the "GitHub" remote
         yield World(base, repo, bare, action, github, downloads, main_sha, head_sha)
 
 
@@ -149,3 +150,13 @@ def pull_request_event(world: World, number: int, head_repo: str = REPOSITORY) -
     }
 
 
+
+
+def comment_event(world: World, number: int, body: str, *, login: str = "maintainer"
+                  ) -> dict[str, Any]:
+    """An ``issue_comment`` (created) on pull request ``number``."""
+    user = {"login": login, "type": "Bot" if login.endswith("[bot]") else "User"}
+    return {"action": "created",
+            "issue": {"number": number, "pull_request": {"url": f"{world.github.api_url}/pulls"}},
+            "comment": {"id": 1, "body": body, "user": user}, "sender": user,
+            "repository": {"full_name": REPOSITORY, "name": REPOSITORY.split("/")[1]}}
