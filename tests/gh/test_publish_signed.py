@@ -129,6 +129,27 @@ def test_a_branch_that_moved_is_a_clear_error(
     assert ws.gh.signed_commits == set()
 
 
+def test_a_push_that_lands_between_the_reset_and_the_commit_is_not_overwritten(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real race: right after publish points the branch at the checkout, someone pushes to
+    it; GitHub (the fake, checking expectedHeadOid for real) refuses the commit."""
+    patch = make_patch(agent_tree, tmp_path, {"docs/a.md": "a\n"})
+    other = sh(ws.repo, "-c", "user.name=Other", "-c", "user.email=o@example.com",
+               "commit-tree", "-p", "HEAD", "-m", "someone else's", "HEAD^{tree}")
+    sh(ws.repo, "push", "-q", str(ws.remote), f"{other}:refs/heads/elsewhere")
+
+    def race(branch: str) -> None:
+        sh(ws.remote, "update-ref", f"refs/heads/{branch}", other)
+
+    ws.gh.after_ref_update = race
+    code, _ = ws.publish("--patch-file", str(patch), "--commit-signing", "api")
+    assert code == 4
+    assert f"branch {BRANCH} moved while publishing" in error_line(capsys.readouterr().out)
+    assert ws.remote_branch(BRANCH) == other  # their commit stays
+    assert ws.gh.signed_commits == set()
+
+
 def test_a_graphql_error_is_reported_with_its_message(
     ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

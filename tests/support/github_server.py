@@ -18,6 +18,7 @@ import json
 import re
 import threading
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -74,6 +75,8 @@ class GitHubServer:
         self.git_dir: Path | None = None  # a bare repository: git refs and GraphQL commits
         self.signed_commits: set[str] = set()  # commits "GitHub" made (and signed)
         self.permissions: dict[str, str] = {}  # login -> collaborator permission
+        # Called with the branch after a ref is created or moved: e.g. a push that races.
+        self.after_ref_update: Callable[[str], None] | None = None
         self.state = _State()
         self.requests: list[Recorded] = []
         self.storage_requests: list[Recorded] = []
@@ -423,6 +426,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(422, {"message": "Reference already exists"})
                 return True
             github_git.set_ref(gh.git_dir, name, body["sha"])
+            if gh.after_ref_update:
+                gh.after_ref_update(name)
         else:
             name = urllib.parse.unquote(ref_path.group(1)) if ref_path else ""
             if github_git.ref(gh.git_dir, name) is None:
@@ -433,6 +438,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send(422, {"message": "Object does not exist"})
                     return True
                 github_git.set_ref(gh.git_dir, name, body["sha"])
+                if gh.after_ref_update:
+                    gh.after_ref_update(name)
         sha = github_git.ref(gh.git_dir, name)
         self._send(201 if method == "POST" else 200, {
             "ref": f"refs/heads/{name}", "node_id": "REF_1",
