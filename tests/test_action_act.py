@@ -236,6 +236,7 @@ def _workflow(clis: dict[str, Path]) -> str:
         "budget": agent("budget", 'max-tool-calls: "2"', 'fail-on-error: "false"',
                         'timeout-minutes: "1"') + read_conclusion,
         "bad-mcp": agent("record", "mcp-config: '{\"mcpServers\": {}}'"),
+        "bad-extra-args": agent("record", "extra-args: --yolo"),
         # A second use of the action in the same job keeps its own transcript.
         "twice": agent("crash", 'fail-on-error: "false"') + agent("second", step="agent2"),
         "wiring": agent(
@@ -244,6 +245,7 @@ def _workflow(clis: dict[str, Path]) -> str:
             "model: gpt-test",
             "resume: sess-42",
             "working-directory: sub",
+            "extra-args: |\n            --mode\n            plan",
             'max-retries: "0"',
             'fail-on-error: "false"',
         )
@@ -432,6 +434,9 @@ def test_inputs_reach_the_cli(scenario_run: tuple[ActRun, Path]) -> None:
     argv = recorded["argv"]
     assert argv[argv.index("--model") + 1] == "gpt-test"
     assert argv[argv.index("--resume") + 1] == "sess-42"
+    # extra-args: one argument per line, before the prompt, no shell parsing.
+    assert argv[argv.index("--mode") : argv.index("--mode") + 2] == ["--mode", "plan"]
+    assert argv.index("--mode") < argv.index("--")
     assert Path(recorded["cwd"]).name == "sub"
     assert run.outputs("wiring", "check")["conclusion"] == "failure"
 
@@ -552,6 +557,14 @@ def test_a_malformed_mcp_config_fails_before_the_agent_runs(
 ) -> None:
     run, base = scenario_run
     assert run.step_result("bad-mcp", "agent") == "failure", run.explain()
+    assert len(runs(base, "record-prompt.jsonl")) == 1  # only the prompt-file job's run
+
+
+def test_a_refused_extra_argument_fails_before_the_agent_runs(
+    scenario_run: tuple[ActRun, Path],
+) -> None:
+    run, base = scenario_run
+    assert run.step_result("bad-extra-args", "agent") == "failure", run.explain()
     assert len(runs(base, "record-prompt.jsonl")) == 1  # only the prompt-file job's run
 
 
