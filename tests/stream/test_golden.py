@@ -82,3 +82,12 @@ def test_golden_run_report(tmp_path: Path) -> None:
     record.transcript_artifact, record.transcript_temporary = "", True
     assert "set the `transcript-artifact` input to keep it" in render_summary(
         record, budget_bytes=1024 * 1024)
+
+
+def test_every_failure_in_a_golden_summary_says_how_to_fix_it() -> None:
+    """The reason a run failed always ends with what to do about it."""
+    reasons = [line for page in GOLDEN.glob("*.summary.md")
+               for block in page.read_text().split("> [!CAUTION]\n")[1:]
+               for line in block.splitlines()[:1]]
+    assert reasons
+    assert [reason for reason in reasons if "Fix:" not in reason] == []
