@@ -79,6 +79,17 @@ def test_an_answer_still_wrong_after_the_retry_fails_with_the_first_errors(
     assert "Fix: make the schema easier to meet" in error
 
 
+def test_without_a_session_id_there_is_no_resume_and_no_new_chat(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Asking again without --resume would start a new chat that knows nothing: refused."""
+    lines = [{**line, "session_id": ""} for line in (INIT, SAY, RESULT)]
+    result = run(tmp_path, workspace, capsys, {"lines": lines}, "--output-schema", TRIAGE)
+    assert result.outputs["conclusion"] == "failure"
+    assert len(result.runs) == 1
+    assert "reported no session id to resume" in result.summary
+
+
 def test_a_non_json_answer_with_fail_on_error_false_sets_every_output(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

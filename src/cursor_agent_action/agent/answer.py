@@ -36,6 +36,13 @@ def with_structured_output(
 ) -> RunRecord:
     """``record`` with ``structured_output`` set, or concluded ``failure`` saying why."""
     value, errors = choose(schema, _answer(record))
+    if errors and not record.session_id:  # no chat to resume: asking anew would lose the work
+        record.conclusion = "failure"
+        record.failure_reason = one_line(
+            f"The agent's answer does not match {schema.source}: {'; '.join(errors)}. It could "
+            "not be asked again: the CLI reported no session id to resume. Fix: make the "
+            "schema easier to meet, or say in the prompt what each field means.", 2000)
+        return record
     if errors:
         runner.warning(one_line(f"The answer does not match {schema.source}: "
                                 f"{'; '.join(errors)}. Asking the agent once more.", 1500),
