@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,8 +31,8 @@ def _api_git(ws: Workspace) -> None:
     ws.gh.git_dir = ws.remote
 
 
-def _graphql(ws: Workspace) -> list[dict[str, object]]:
-    return [r.body for r in ws.gh.requests_to("POST", r"^/graphql$")]  # type: ignore[misc]
+def _graphql(ws: Workspace) -> list[dict[str, Any]]:
+    return [r.body for r in ws.gh.requests_to("POST", r"^/graphql$")]
 
 
 def test_the_commit_is_made_and_signed_by_github(
@@ -58,7 +59,7 @@ def test_the_commit_is_made_and_signed_by_github(
                              f"{sha}:docs/logo.bin"], capture_output=True, check=True).stdout
     assert stored == binary
     [request] = _graphql(ws)
-    given = request["variables"]["input"]  # type: ignore[index]
+    given = request["variables"]["input"]
     assert given["expectedHeadOid"] == head
     additions = {a["path"]: base64.b64decode(a["contents"]) for a in
                  given["fileChanges"]["additions"]}
