@@ -237,6 +237,7 @@ def _workflow(clis: dict[str, Path]) -> str:
                         'timeout-minutes: "1"') + read_conclusion,
         "bad-mcp": agent("record", "mcp-config: '{\"mcpServers\": {}}'"),
         "bad-extra-args": agent("record", "extra-args: --yolo"),
+        "bad-schema": agent("record", "output-schema: '{\"type\": \"strnig\"}'"),
         # A second use of the action in the same job keeps its own transcript.
         "twice": agent("crash", 'fail-on-error: "false"') + agent("second", step="agent2"),
         "wiring": agent(
@@ -560,11 +561,20 @@ def test_a_malformed_mcp_config_fails_before_the_agent_runs(
     assert len(runs(base, "record-prompt.jsonl")) == 1  # only the prompt-file job's run
 
 
-def test_a_refused_extra_argument_fails_before_the_agent_runs(
-    scenario_run: tuple[ActRun, Path],
+@pytest.mark.parametrize(("job", "message"), [
+    ("bad-extra-args", "extra-args: --yolo is refused"),
+    ("bad-schema", "output-schema is not a valid JSON Schema"),
+    ("bad-mcp", "mcp-config is not a valid MCP configuration"),
+])  # fmt: skip
+def test_a_bad_input_fails_before_the_agent_runs_and_says_why_in_the_summary(
+    scenario_run: tuple[ActRun, Path], job: str, message: str,
 ) -> None:
     run, base = scenario_run
-    assert run.step_result("bad-extra-args", "agent") == "failure", run.explain()
+    assert run.step_result(job, "agent") == "failure", run.explain()
+    summary = run.summary(job)
+    assert "## ❌ cursor-agent-action: invalid input" in summary
+    assert message in summary
+    assert "**Fix:**" in summary
     assert len(runs(base, "record-prompt.jsonl")) == 1  # only the prompt-file job's run
 
 
