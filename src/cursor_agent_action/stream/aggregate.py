@@ -28,7 +28,7 @@ from cursor_agent_action.stream.toolcalls import UNKNOWN, ToolCallEvent, refusal
 TARGET_LIMIT = 1000
 DETAIL_LIMIT = 4000
 ROWS_SHOWN = 500
-"""The most tool calls (and, separately, shell commands) any report lists one by one: the
+"""The most tool calls any report lists one by one: the
 record keeps each call's details only for the first ones, and for every call that did not
 succeed; a later successful call is kept as a shared, detail-free entry of its kind (counted
 everywhere, listed nowhere), so 100,000 calls do not cost 100,000 records."""
@@ -144,7 +144,6 @@ class Aggregator:
         # The ids of the most recently settled calls, to recognise a repeated completion (the
         # CLI has sent one right after the first); bounded, as every id would cost ~10 MB.
         self._settled_ids: dict[str, None] = {}
-        self._shell_calls = 0
         self._segments: list[str] = []
         self._segment_chars = 0  # in _segments
         self._dropped_chars = 0  # left out of _segments (SEGMENTS_KEPT_CHARS)
@@ -248,9 +247,7 @@ class Aggregator:
                 target = workspace_relative(target, self.record.cwd)  # shorter, same meaning
             call = ToolCallRecord(call_id, event.kind, self._cut(target, TARGET_LIMIT), "pending")
             index = len(self._calls)
-            if call.kind == "shell":
-                self._shell_calls += 1
-            keep = index < ROWS_SHOWN or (call.kind == "shell" and self._shell_calls <= ROWS_SHOWN)
+            keep = index < ROWS_SHOWN
             self._calls.append(call)
             self._open[call_id] = (index, keep)
         else:

@@ -28,10 +28,6 @@ def _code(text: str, limit: int) -> str:
     return code_cell(text, limit, in_table=False)
 
 
-def _number(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
-
-
 def _headline(record: RunRecord) -> str:
     icon = ICONS.get(record.conclusion, "❔")
     facts = [f"**Model:** {inline(record.model, 80) or 'unknown'}"]
