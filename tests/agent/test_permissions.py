@@ -559,3 +559,17 @@ def test_web_fetches_and_mcp_tools_are_denied_unless_allowed_explicitly() -> Non
 def test_shell_with_arguments_cannot_lift_a_floor_command() -> None:
     with pytest.raises(UsageError, match="denied by the hardened floor"):
         build_policy("edit", allow=["Shell(git:status)"])
+
+
+@pytest.mark.parametrize(("allow", "server", "named"), [
+    ("Mcp(github:get_issue)", "github", True),
+    ("Mcp(git*:get_issue)", "github", True),
+    ("Mcp(*:*)", "docs", True),
+    ("Mcp(github:get_issue)", "gitlab", False),
+    ("Mcp(git*:x)", "docs", False),
+])  # fmt: skip
+def test_a_policy_says_which_mcp_servers_its_allow_tokens_name(
+    allow: str, server: str, named: bool
+) -> None:
+    """What mcp-config's warning relies on (wildcards in the server part included)."""
+    assert build_policy("read-only", allow=[allow]).names_mcp_server(server) is named

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.options import json_input
 
@@ -94,7 +95,6 @@ def parse_mcp_config(text: str, pass_env: Sequence[str]) -> McpConfig | None:
     return McpConfig(json.dumps(config, indent=2) + "\n", tuple(sorted(servers)), tuple(names))
 
 
-def unreachable_servers(config: McpConfig, allow: Sequence[str]) -> list[str]:
+def unreachable_servers(config: McpConfig, policy: Policy) -> list[str]:
     """Servers no ``Mcp(...)`` allow token names: the agent cannot call their tools."""
-    allowed = {token[4:-1].partition(":")[0] for token in allow if token.startswith("Mcp(")}
-    return [name for name in config.servers if name not in allowed and "*" not in allowed]
+    return [name for name in config.servers if not policy.names_mcp_server(name)]

@@ -5,14 +5,15 @@ A policy is a preset (``read-only``, ``docs``, ``edit``) plus the user's extra `
 allow can lift (the CLI lets deny win over allow). :class:`PolicyGuard` puts the policy in the
 workspace for the length of a run and restores the workspace's own file byte for byte after.
 
-Token grammar: ``Shell(word)``, ``Read(glob)``, ``Write(glob)``. See the README, "Permissions".
-Cursor's permission reference: https://cursor.com/docs/cli/reference/permissions
+Token grammar (Shell, Read, Write, WebFetch, Mcp): docs/permissions.md, and Cursor's reference
+https://cursor.com/docs/cli/reference/permissions
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -179,6 +180,11 @@ class Policy:
     def allows_writes(self) -> bool:
         """Whether any Write() rule is allowed (the agent then runs with ``--force``)."""
         return any(token.startswith("Write(") for token in self.allow)
+
+    def names_mcp_server(self, server: str) -> bool:
+        """Whether an allow token names a tool of MCP ``server`` (``*`` and ``name*`` too)."""
+        return any(kind == "Mcp" and fnmatch.fnmatchcase(server, arg.partition(":")[0])
+                   for kind, arg in map(_split, self.allow))
 
     def permits_write(self, path: str) -> bool:
         """Whether a write to workspace-relative ``path`` is allowed and not denied."""
@@ -376,7 +382,6 @@ class PolicyGuard:
 
 # -- command -----------------------------------------------------------------------------------
 
-
 def add_policy_options(parser: argparse.ArgumentParser) -> None:
     """--preset, --allow and --deny, shared with ``run``."""
     add_option(parser, "--preset", env=env_name("--permissions"), default=DEFAULT_PRESET,
@@ -393,12 +398,8 @@ def policy_from_args(args: argparse.Namespace) -> Policy:
 def configure(parser: argparse.ArgumentParser) -> None:
     add_policy_options(parser)
     add_option(parser, "--working-directory", default=".", help="write <dir>/.cursor/cli.json")
-    parser.add_argument(
-        "--print",
-        action="store_true",
-        dest="print_only",
-        help="print the effective cli.json to stdout and write nothing",
-    )
+    parser.add_argument("--print", action="store_true", dest="print_only",
+                        help="print the effective cli.json to stdout and write nothing")
 
 
 def command(args: argparse.Namespace, runner: Runner) -> int:
@@ -414,7 +415,6 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         f"{len(policy.allow)} allow and {len(policy.deny)} deny rules, writes "
         f"{'allowed' if policy.allows_writes else 'denied'}."
     )
-    runner.set_outputs(
-        {"policy-file": str(path), "allows-writes": "true" if policy.allows_writes else "false"}
-    )
+    runner.set_outputs({"policy-file": str(path),
+                        "allows-writes": "true" if policy.allows_writes else "false"})
     return 0

@@ -247,7 +247,7 @@ def _mcp_checks(options: RunOptions, runner: Runner, environ: Mapping[str, str])
             runner.warning(f"mcp-config refers to ${{env:{name}}}, but {name} is not set on "
                            "this step. Fix: set it with env: (from a secret).",
                            title="MCP secret not set")
-    if missing := unreachable_servers(config, options.policy.allow):
+    if missing := unreachable_servers(config, options.policy):
         runner.warning(f"mcp-config starts {', '.join(missing)}, but no allow token names "
                        f"{'it' if len(missing) == 1 else 'them'}, so every one of "
                        f"{'its' if len(missing) == 1 else 'their'} tools is denied. Fix: allow "
