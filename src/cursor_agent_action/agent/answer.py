@@ -12,14 +12,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from cursor_agent_action.agent.structured import OutputSchema, choose, fix_prompt
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.aggregate import RunRecord
+from cursor_agent_action.stream.report import write_state_file
 
 OUTPUT_LIMIT = 64 * 1024
 """Bytes of ``structured-output`` (the file always has the whole value)."""
@@ -94,16 +93,15 @@ def combine(first: RunRecord, second: RunRecord) -> RunRecord:
 
 def structured_outputs(record: RunRecord, state_dir: Path,
                        redact: Callable[[str], str] | None) -> dict[str, str]:
-    """``structured-output`` (compact JSON, "" when too large: see the file) and
-    ``structured-output-file``; both "" without a value."""
+    """``structured-output`` (compact JSON, "" when too large: see the file, and a note in the
+    record, so call it before the report) and ``structured-output-file``; "" without a value."""
     value = redact(record.structured_output) if redact else record.structured_output
     if not value:
         return {"structured-output": "", "structured-output-file": ""}
     path = ""
     with contextlib.suppress(OSError):
-        fd, path = tempfile.mkstemp(prefix="structured-output-", suffix=".json", dir=state_dir)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(value + "\n")
+        path = write_state_file(state_dir, "structured-output-", ".json",
+                                (value + "\n").encode("utf-8"))
     if len(value.encode("utf-8")) > OUTPUT_LIMIT:
         record.notes.append(f"The structured output is over {OUTPUT_LIMIT // 1024} KiB: the "
                             "structured-output output is empty; read structured-output-file.")

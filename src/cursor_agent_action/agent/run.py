@@ -227,11 +227,11 @@ def execute(
         runner.log(one_line(handoff.message, 4000))
     for warning in check_policy(record, options.policy):
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
+    structured = structured_outputs(record, options.state_dir, runner.redact)  # may add a note
     report(record, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript),
                           "patch-file": handoff.patch_file,
-                          "changed": "true" if handoff.changed else "false",
-                          **structured_outputs(record, options.state_dir, runner.redact)})
+                          "changed": "true" if handoff.changed else "false", **structured})
     return record
 
 

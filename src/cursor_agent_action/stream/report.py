@@ -71,11 +71,16 @@ def files_output(paths: list[str], limit: int = FILES_OUTPUT_LIMIT) -> tuple[str
     return orjson.dumps(kept).decode(), True
 
 
-def _write_files_list(paths: list[str], result_dir: Path) -> str:
-    fd, name = tempfile.mkstemp(prefix="files-changed-", suffix=".json", dir=result_dir)
+def write_state_file(directory: Path, prefix: str, suffix: str, data: bytes) -> str:
+    """A new file (mode 0600) holding ``data`` in the run's state directory; its path."""
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
     with os.fdopen(fd, "wb") as handle:
-        handle.write(orjson.dumps(paths))
+        handle.write(data)
     return name
+
+
+def _write_files_list(paths: list[str], result_dir: Path) -> str:
+    return write_state_file(result_dir, "files-changed-", ".json", orjson.dumps(paths))
 
 
 def record_outputs(record: RunRecord, result_file: str) -> dict[str, str]:
