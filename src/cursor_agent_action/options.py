@@ -12,10 +12,12 @@ Stdlib only: every command imports this module.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.errors import UsageError
@@ -230,8 +232,6 @@ def add_number(
 def read_input_file(path: str, label: str, what: str = "UTF-8 text") -> str:
     """A file an input names (``prompt-file``, ``output-schema-file``); an editor's byte-order
     mark is dropped. Raises :class:`UsageError` naming the input."""
-    from pathlib import Path  # noqa: PLC0415 - this module stays import-light
-
     try:
         return Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -245,8 +245,6 @@ def json_input(text: str, label: str, *, limit: int, hint: str) -> Any:
     """The JSON value of input ``label``, at most ``limit`` bytes. Raises :class:`UsageError`."""
     if len(text.encode("utf-8")) > limit:
         raise UsageError(f"{label} is over {limit // 1024} KiB.", hint)
-    import json  # noqa: PLC0415 - this module stays import-light
-
     try:
         return json.loads(text)
     except ValueError as exc:

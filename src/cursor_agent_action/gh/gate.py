@@ -75,8 +75,10 @@ def parse_command(body: str, command: str, presets: list[str]) -> tuple[str, str
 
 
 def _actor(event: dict[str, Any], fallback: str) -> dict[str, Any]:
-    for key in ("comment", "review", "sender"):
-        user = (event.get(key) or {}).get("user") if key != "sender" else event.get("sender")
+    """Who caused the event: the comment's or review's author, else the sender."""
+    candidates = [(event.get("comment") or {}).get("user"),
+                  (event.get("review") or {}).get("user"), event.get("sender")]
+    for user in candidates:
         if isinstance(user, dict) and user.get("login"):
             return user
     return {"login": fallback, "type": "User"}
