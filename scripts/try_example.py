@@ -23,15 +23,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the repository's own tests.support
 
-from tests.support.act import REPOSITORY, ActRun  # noqa: E402
+from tests.support.act import ActRun  # noqa: E402
 from tests.support.example_world import (  # noqa: E402
     HEAD_REF,
     USAGE_AFTER,
     World,
+    add_failed_run,
     build_world,
     comment_event,
     pull_request_event,
     serve_standin_cli,
+    workflow_run_event,
 )
 
 DIAGNOSIS = {"cause": "a renamed constant", "failing-step": "Run pytest",
@@ -48,19 +50,12 @@ def _docs_update(world: World, answer: str) -> ActRun:
 
 def _ci_triage(world: World, answer: str) -> ActRun:
     number = world.github.add_pull(HEAD_REF)
-    run_id = world.github.add_run(
-        [{"name": "tests", "conclusion": "failure",
-          "log": b"2026-11-22T01:00:01.0000000Z FAILED tests/test_cli.py - KeyError\n",
-          "steps": [("Run pytest", "failure", "2026-11-22T01:00:00Z", "2026-11-22T01:00:02Z")]}],
-        head_sha=world.head_sha, head_branch=HEAD_REF, pull_numbers=(number,))
+    run_id = add_failed_run(world, b"2026-11-22T01:00:01.0000000Z FAILED tests/test_cli.py\n",
+                            pull_numbers=(number,))
     text = f"{answer}\n\n```json\n{json.dumps(DIAGNOSIS)}\n```"
     serve_standin_cli(world.downloads, world.base, {"answer": text, "record": "record.jsonl"})
-    event = {"action": "completed", "repository": {"full_name": REPOSITORY}, "workflow_run": {
-        "id": run_id, "name": "CI", "conclusion": "failure", "status": "completed",
-        "head_sha": world.head_sha, "head_branch": HEAD_REF,
-        "html_url": f"https://github.com/{REPOSITORY}/actions/runs/{run_id}",
-        "head_repository": {"full_name": REPOSITORY}, "pull_requests": [{"number": number}]}}
-    return world.run("ci-triage.yml", "workflow_run", event)
+    return world.run("ci-triage.yml", "workflow_run",
+                     workflow_run_event(world, run_id, pull_numbers=(number,)))
 
 
 def _comment_command(world: World, answer: str) -> ActRun:

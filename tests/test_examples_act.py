@@ -25,19 +25,21 @@ from typing import Any
 import pytest
 
 from cursor_agent_action.agent.install import DEFAULT_CLI_VERSION
-from tests.support.act import REPOSITORY, ROOT, ActRun
+from tests.support.act import ROOT, ActRun
 from tests.support.example_world import (
     API_KEY,
     HEAD_REF,
     PACKAGES,
     USAGE_AFTER,
     World,
+    add_failed_run,
     build_world,
     comment_event,
     git,
     pull_request_event,
     recorded,
     serve_standin_cli,
+    workflow_run_event,
 )
 from tests.support.github_server import TOKEN
 
@@ -182,49 +184,11 @@ def _report_lines(text: str) -> list[dict[str, Any]]:
 
 
 def _triage(world: World, pull_numbers: tuple[int, ...], branch: str = HEAD_REF) -> ActRun:
-    run_id = world.github.add_run(
-        [
-            {
-                "name": "tests",
-                "conclusion": "failure",
-                "log": FAILING_LOG,
-                "steps": [
-                    ("Run pytest", "failure", "2026-11-22T01:00:00Z", "2026-11-22T01:00:02Z")
-                ],
-            }
-        ],
-        head_sha=world.head_sha,
-        head_branch=branch,
-        pull_numbers=pull_numbers,
-    )
-    serve_standin_cli(
-        world.downloads,
-        world.base,
-        {
-            "lines": _report_lines(ANSWER),
-            "record": f"record-triage-{run_id}.jsonl",
-        },
-    )
-    workflow_run = {
-        "id": run_id,
-        "name": "CI",
-        "conclusion": "failure",
-        "status": "completed",
-        "head_sha": world.head_sha,
-        "head_branch": branch,
-        "html_url": f"https://github.com/{REPOSITORY}/actions/runs/{run_id}",
-        "head_repository": {"full_name": REPOSITORY},
-        "pull_requests": [{"number": n} for n in pull_numbers],
-    }
-    run = world.run(
-        "ci-triage.yml",
-        "workflow_run",
-        {
-            "action": "completed",
-            "workflow_run": workflow_run,
-            "repository": {"full_name": REPOSITORY},
-        },
-    )
+    run_id = add_failed_run(world, FAILING_LOG, branch=branch, pull_numbers=pull_numbers)
+    serve_standin_cli(world.downloads, world.base, {
+        "lines": _report_lines(ANSWER), "record": f"record-triage-{run_id}.jsonl"})
+    run = world.run("ci-triage.yml", "workflow_run",
+                    workflow_run_event(world, run_id, branch=branch, pull_numbers=pull_numbers))
     assert not run.timed_out, run.explain()
     assert run.job_result("triage") == "success", run.explain()
     assert run.job_result("report") == "success", run.explain()

@@ -160,3 +160,23 @@ def comment_event(world: World, number: int, body: str, *, login: str = "maintai
             "issue": {"number": number, "pull_request": {"url": f"{world.github.api_url}/pulls"}},
             "comment": {"id": 1, "body": body, "user": user}, "sender": user,
             "repository": {"full_name": REPOSITORY, "name": REPOSITORY.split("/")[1]}}
+
+
+def add_failed_run(world: World, log: bytes, *, branch: str = HEAD_REF,
+                   pull_numbers: tuple[int, ...] = ()) -> int:
+    """A failed CI run (one job, `tests`, failing at `Run pytest` with ``log``) on the head."""
+    return world.github.add_run(
+        [{"name": "tests", "conclusion": "failure", "log": log,
+          "steps": [("Run pytest", "failure", "2026-11-22T01:00:00Z", "2026-11-22T01:00:02Z")]}],
+        head_sha=world.head_sha, head_branch=branch, pull_numbers=pull_numbers)
+
+
+def workflow_run_event(world: World, run_id: int, *, branch: str = HEAD_REF,
+                       pull_numbers: tuple[int, ...] = ()) -> dict[str, Any]:
+    """The ``workflow_run`` (completed, failure) event of run ``run_id`` in this repository."""
+    return {"action": "completed", "repository": {"full_name": REPOSITORY}, "workflow_run": {
+        "id": run_id, "name": "CI", "conclusion": "failure", "status": "completed",
+        "head_sha": world.head_sha, "head_branch": branch,
+        "html_url": f"https://github.com/{REPOSITORY}/actions/runs/{run_id}",
+        "head_repository": {"full_name": REPOSITORY},
+        "pull_requests": [{"number": n} for n in pull_numbers]}}
