@@ -413,3 +413,24 @@ def test_isolation_user_without_root_or_sudo_fails_before_the_agent_starts(
            in done.stdout
     assert "Fix:" in done.stdout
     assert not (box.seen / "ran").exists()
+
+
+def test_the_agent_cannot_change_the_mcp_servers_the_workflow_gave_it(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mcp-config lands in the agent's home as root's file: the agent reads it, cannot write
+    it in place, and what it plants at that place (after moving it aside) is gone before the
+    next run, which sees no MCP file at all without mcp-config."""
+    config = '{"mcpServers": {"docs": {"url": "http://127.0.0.1:9/mcp"}}}'
+    body = ('cat $HOME/.cursor/mcp.json > $SEEN/read; '
+            'echo \'{"mcpServers": {"evil": {"command": "sh"}}}\' > $HOME/.cursor/mcp.json '
+            '2>/dev/null; echo $? > $SEEN/write; '
+            'mv $HOME/.cursor $HOME/.cursor-aside && mkdir $HOME/.cursor && '
+            'echo \'{"mcpServers": {"evil": {"command": "sh"}}}\' > $HOME/.cursor/mcp.json')
+    out = _run(box, capsys, body, "--mcp-config", config)
+    assert out["conclusion"] == "success", out["log"]
+    assert '"docs"' in _seen(box, "read")
+    assert _seen(box, "write").strip() != "0"
+    out = _run(box, capsys, 'cat $HOME/.cursor/mcp.json > $SEEN/next 2>/dev/null; true')
+    assert out["conclusion"] == "success", out["log"]
+    assert _seen(box, "next") == ""

@@ -4,6 +4,7 @@ the stand-in CLI, contained as in production (the suite runs as root)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.agent_run import INIT, RESULT, SAY, SESSION, run, tool
+from tests.support.agent_run import API_KEY, INIT, RESULT, SAY, SESSION, run, tool
 
 pytestmark = pytest.mark.usefixtures("run_env")
 
@@ -256,3 +257,24 @@ def test_uncontained_runs_get_the_mcp_file_in_a_home_of_their_own(
     entry = result.runs[-1]
     assert json.loads(entry["mcp_json"]) == config
     assert Path(entry["env"]["HOME"]).parent.name.startswith("run-")
+
+
+def test_a_secret_in_the_json_answer_is_redacted_and_the_value_stays_json(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hostile answer carries the API key, plain and base64-encoded, inside the JSON the
+    next step will read: both are *** in the output, the file and the summary, and the output
+    still parses."""
+    encoded = base64.b64encode(API_KEY.encode()).decode()
+    answer = ('```json\n{"cause": "the key is ' + API_KEY + '", "confidence": 0.5, '
+              '"extra": "' + encoded + '"}\n```')
+    schema = json.dumps({"type": "object", "required": ["cause"]})
+    result = run(tmp_path, workspace, capsys, {"answer": answer}, "--output-schema", schema)
+    assert result.outputs["conclusion"] == "success"
+    value = json.loads(result.outputs["structured-output"])
+    assert value["cause"] == "the key is ***"
+    assert "***" in value["extra"]
+    saved = Path(result.outputs["structured-output-file"]).read_text()
+    for text in (result.outputs["structured-output"], saved, result.summary):
+        assert API_KEY not in text
+        assert encoded not in text
