@@ -84,15 +84,20 @@ def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str]
     return make_box(options, environ, isolation)
 
 
-def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunOptions) -> None:
-    record.stderr = ended.stderr
-    record.exit_code = ended.returncode
+def _describe(record: RunRecord, options: RunOptions) -> None:
+    """What the report says about the request itself (once, for the whole run)."""
     record.transcript_file = str(options.transcript)
     record.transcript_artifact = options.transcript_artifact
     record.transcript_temporary = options.transcript.is_relative_to(options.state_dir.parent)
     record.preset = (f"{options.policy.preset} (writes "
                      f"{'allowed' if options.policy.allows_writes else 'denied'})")
     record.prompt = options.prompt
+
+
+def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunOptions) -> None:
+    """How this start of the agent ended, into its record."""
+    record.stderr = ended.stderr
+    record.exit_code = ended.returncode
     if ended.transcript_error:
         record.notes.append(f"Writing the transcript file failed ({ended.transcript_error}); it "
                             "is incomplete. The log and this summary cover the whole run.")
@@ -227,6 +232,7 @@ def execute(
         runner.log(one_line(handoff.message, 4000))
     for warning in check_policy(record, options.policy):
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
+    _describe(record, options)
     structured = structured_outputs(record, options.state_dir, runner.redact)  # may add a note
     report(record, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript),
