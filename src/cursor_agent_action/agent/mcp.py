@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cursor_agent_action.agent.permissions import Policy
+from cursor_agent_action.agent.structured import describe, sorted_errors
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.options import json_input
 
@@ -74,13 +75,9 @@ def parse_mcp_config(text: str, pass_env: Sequence[str]) -> McpConfig | None:
         '{"name": {"command": "...", "args": [...]}}}.'))
     from jsonschema import Draft202012Validator  # noqa: PLC0415 - lazy: ~60 ms, only with a schema
 
-    errors = sorted(Draft202012Validator(SCHEMA).iter_errors(config),
-                    key=lambda e: [str(p) for p in e.path])
+    errors = sorted_errors(Draft202012Validator(SCHEMA), config)
     if errors:
-        first = errors[0]
-        where = "/".join(str(part) for part in first.path) or "the top level"
-        message = " ".join(first.message.split())[:300]
-        raise UsageError(f"mcp-config is not a valid MCP configuration: {message} (at {where}).",
+        raise UsageError(f"mcp-config is not a valid MCP configuration: {describe(errors[0])}.",
                          'Each server under "mcpServers" (a name of letters, digits, "_" and '
                          '"-") needs "command" (with "args", "env") or "url" (with "headers").')
     servers = config["mcpServers"]

@@ -76,9 +76,8 @@ def load_schema(inline: str, file: str) -> OutputSchema | None:
     try:
         _validator_class(schema).check_schema(schema)
     except SchemaError as exc:
-        where = "/".join(str(part) for part in exc.path) or "the top level"
-        raise UsageError(f"{source} is not a valid JSON Schema: {_short(exc.message)} "
-                         f"(at {where}).", "Fix the schema; check it with e.g. "
+        raise UsageError(f"{source} is not a valid JSON Schema: {describe(exc)}.",
+                         "Fix the schema; check it with e.g. "
                          "check-jsonschema --check-metaschema.") from exc
     return OutputSchema(schema, source)
 
@@ -161,7 +160,7 @@ def validation_errors(validator: Any, value: Any) -> list[str]:
     from referencing.exceptions import Unresolvable  # noqa: PLC0415 - lazy, as jsonschema
 
     try:
-        errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
+        errors = sorted_errors(validator, value)
     except Unresolvable as exc:
         return [f"the schema refers to {exc} which cannot be resolved (references to other "
                 "documents are not fetched)"]
@@ -172,6 +171,17 @@ def validation_errors(validator: Any, value: Any) -> list[str]:
     if len(errors) > ERRORS_SHOWN:
         shown.append(f"and {len(errors) - ERRORS_SHOWN} more")
     return shown
+
+
+def sorted_errors(validator: Any, value: Any) -> list[Any]:
+    """Every jsonschema error of ``value``, in the order of their paths."""
+    return sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
+
+
+def describe(error: Any) -> str:
+    """``message (at a/b)``: one jsonschema error (or schema error) on one line."""
+    where = "/".join(str(part) for part in error.path) or "the top level"
+    return f"{_short(error.message)} (at {where})"
 
 
 def _short(message: str, limit: int = 300) -> str:
