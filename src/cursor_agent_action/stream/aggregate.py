@@ -124,7 +124,9 @@ class RunRecord:
 
 
 News = list[str | tuple[ToolCallRecord, ToolCallEvent]]
-"""Finished segments (their text) and completed tool calls, in stream order."""
+"""Finished segments (their text) and completed tool calls, in stream order, that the engine
+has not been handed as return values (segments rebuilt from deltas, events given to
+:meth:`Aggregator.apply`)."""
 
 
 class Aggregator:
@@ -166,36 +168,44 @@ class Aggregator:
         self.lines += lines
 
     def apply(self, event: Event) -> None:
-        self.lines += 1
+        """Fold any event in (the engine calls :meth:`tool_call` and :meth:`assistant`
+        directly, for the two kinds that make up most decoded lines)."""
         kind = type(event)
         if kind is ToolCallEvent:
-            self.events += 1
-            if self._deltas:
-                self._end_segment()
-            self._tool_call(event)  # type: ignore[arg-type]
+            call = self.tool_call(event)  # type: ignore[arg-type]
+            if call is not None and self.news is not None:
+                self.news.append((call, event))  # type: ignore[arg-type]
         elif kind is AssistantEvent:
-            self.events += 1
-            self._assistant(event)  # type: ignore[arg-type]
+            text = self.assistant(event)  # type: ignore[arg-type]
+            if text is not None and self.news is not None:
+                self.news.append(text)
         elif kind is MalformedLine:
+            self.lines += 1
             self.record.malformed_lines += 1
-        elif kind is not ThinkingEvent:
-            self.events += 1
-            self._other(event)
         else:
+            self.lines += 1
             self.events += 1
+            if kind is not ThinkingEvent:
+                self._other(event)
 
-    def _assistant(self, event: AssistantEvent) -> None:
+    def assistant(self, event: AssistantEvent) -> str | None:
+        """An assistant event: a token delta or a whole segment. Returns the segment's text
+        when it is a new finished segment (for the live log), else None."""
+        self.lines += 1
+        self.events += 1
         # With --stream-partial-output a segment arrives as deltas (timestamp_ms only) and
         # then once more whole (with model_call_id, or with neither field for the last one):
         # the whole repeat replaces the deltas, so the text is never doubled.
-        if event.is_delta:
+        if event.timestamp_ms is not None and event.model_call_id is None:  # event.is_delta
             self._deltas.append(event.text)
-            return
-        self._deltas.clear()
-        if event.text == self._flushed:  # the repeat came after a tool call had flushed it
+            return None
+        if self._deltas:
+            self._deltas.clear()
+        text = event.text
+        if text == self._flushed:  # the repeat came after a tool call had flushed it
             self._flushed = ""
-            return
-        self._add_segment(event.text)
+            return None
+        return self._add_segment(text)
 
     def _end_segment(self) -> None:
         """Deltas never repeated whole (cut-off stream) still count as a segment."""
@@ -206,21 +216,22 @@ class Aggregator:
                     deltas[index] = delta_text(deltas, index)
             text = "".join(deltas)  # type: ignore[arg-type]
             deltas.clear()
-            self._add_segment(text)
+            if self._add_segment(text) is not None and self.news is not None:
+                self.news.append(text)
             self._flushed = text
 
-    def _add_segment(self, text: str) -> None:
+    def _add_segment(self, text: str) -> str | None:
+        """Keep a finished segment; returns it as kept (None for no text)."""
         self._flushed = ""
         if not text:
-            return
+            return None
         if len(text) > WHOLE_SEGMENT_LEN:
             text = self._redact(text)
         self._segments.append(text)
         self._segment_chars += len(text)
         if self._segment_chars > SEGMENTS_KEPT_CHARS:
             self._forget_segments()
-        if self.news is not None:
-            self.news.append(text)
+        return text
 
     def _forget_segments(self) -> None:
         """Drop the oldest segments (never the last) until the rest fits the cap."""
@@ -233,56 +244,68 @@ class Aggregator:
             drop += 1
         del segments[:drop]
 
-    def _tool_call(self, event: ToolCallEvent) -> None:
+    def tool_call(self, event: ToolCallEvent) -> ToolCallRecord | None:
+        """A tool call started, completed (or a newer subtype). Returns the call when it just
+        completed (for the live log), else None."""
+        self.lines += 1
+        self.events += 1
+        if self._deltas:
+            self._end_segment()
         call_id = event.call_id
         if not call_id:
             self._anonymous += 1
             call_id = f"(no id #{self._anonymous})"
         known = self._open.get(call_id)
-        if known is None and call_id in self._settled_ids:
-            return  # a repeated event of a call that succeeded and is listed nowhere
-        if known is None:
+        if known is not None:
+            index, keep = known
+            call = self._calls[index]
+            if not call.target and event.target:
+                call.target = self._cut(event.target, TARGET_LIMIT)
+        elif call_id in self._settled_ids:
+            return None  # a repeated event of a call that succeeded and is listed nowhere
+        else:
             target = event.target
-            if target and target == event.args.get("path") and self.record.cwd:
+            if target and self.record.cwd and target == event.args.get("path"):
                 target = workspace_relative(target, self.record.cwd)  # shorter, same meaning
             call = ToolCallRecord(call_id, event.kind, self._cut(target, TARGET_LIMIT), "pending")
             index = len(self._calls)
             keep = index < ROWS_SHOWN
             self._calls.append(call)
             self._open[call_id] = (index, keep)
-        else:
-            index, keep = known
-            call = self._calls[index]
-            if event.target and not call.target:
-                call.target = self._cut(event.target, TARGET_LIMIT)
-        if event.subtype == "started":
+        subtype = event.subtype
+        if subtype == "started":
             call.started_at_ms = event.timestamp_ms
-            return
-        if event.subtype != "completed" or event.outcome is None:
-            return
-        call.outcome = outcome = event.outcome
+        elif subtype == "completed" and (outcome := event.outcome) is not None:
+            self._completed(call, event, outcome, index, keep)
+            return call
+        return None
+
+    def _completed(self, call: ToolCallRecord, event: ToolCallEvent, outcome: str, index: int,
+                   keep: bool) -> None:  # fmt: skip
+        call.outcome = outcome
         if outcome != "success":
             detail = event.detail
             call.detail = self._cut(detail, DETAIL_LIMIT)
             call.refused_by = refusal(outcome, detail)
-        if call.kind == "shell":
+        kind = call.kind
+        if kind == "shell":
             call.exit_code = event.exit_code
         started, completed = event.started_at_ms, event.completed_at_ms
         if started is not None and completed is not None:  # _duration's first case, inlined
             call.duration_ms = completed - started if completed > started else 0
         else:
             call.duration_ms = _duration(event, call)
-        if call.kind in _WRITE_KINDS and call.outcome == "success":
+        if kind in _WRITE_KINDS and outcome == "success":
             for path in event.paths:
                 self._files.add(workspace_relative(path, self.record.cwd))
-        if self.news is not None:
-            self.news.append((call, event))
-        if not keep and call.outcome == "success":  # its details are never shown again
+        if not keep and outcome == "success":  # its details are never shown again
+            call_id = call.call_id
             del self._open[call_id]
-            self._settled_ids[call_id] = None
-            if len(self._settled_ids) > _SETTLED_IDS_KEPT:
-                del self._settled_ids[next(iter(self._settled_ids))]
-            self._calls[index] = _settled(call.kind)
+            settled = self._settled_ids
+            settled[call_id] = None
+            if len(settled) > _SETTLED_IDS_KEPT:
+                del settled[next(iter(settled))]
+            self._calls[index] = _settled(kind)
 
     def _other(self, event: Event) -> None:
         record = self.record

@@ -75,17 +75,20 @@ class StreamProcessor:
         # The hot loop. Thinking lines (most of a stream) are only counted and assistant token
         # deltas kept raw (decoded only if their whole repeat never comes), with no call per
         # line (events.is_thinking is inlined): the record is the same as parse_line + apply
-        # would build.
+        # would build. Tool calls and whole segments go straight to their own entry points.
         aggregator = self._aggregator
         apply = aggregator.apply
+        tool_call = aggregator.tool_call
+        assistant = aggregator.assistant
         add_raw_delta = aggregator.add_raw_delta
         renderer = self._renderer
-        news = aggregator.news
+        news = aggregator.news  # a list exactly when there is a renderer
         line_no = self._line_no
-        slow = 0
+        fast = 0
         for line in lines:  # not enumerate: its reused result tuple would keep a long line alive
             line_no += 1
             if line.startswith(THINKING_PREFIX) and line.endswith(OBJECT_END):
+                fast += 1
                 continue
             # A token delta: timestamp, no model_call_id. rfind, not `in`: bytes.__contains__
             # first tries its argument as an int, which costs more than the search; both keys
@@ -96,9 +99,9 @@ class StreamProcessor:
                 and line.rfind(TIMESTAMP_KEY) >= 0
                 and line.rfind(MODEL_CALL_KEY) < 0
             ):
+                fast += 1
                 add_raw_delta(line)
                 continue
-            slow += 1
             if len(line) > RELEASE_LINE_BYTES and not line.isspace():  # freed before rendering
                 index = _index(lines, line)
                 del line  # the list's reference goes in take_line
@@ -107,15 +110,29 @@ class StreamProcessor:
                 event = parse_line(line)
             else:
                 continue
-            apply(event)
-            if renderer is not None:  # the record's news first, then the event itself
-                if news:
-                    renderer.show(news)
-                    news.clear()
-                if type(event) not in _NEWS_EVENTS:
-                    renderer.event(event, line_no)
+            kind = type(event)
+            if kind is ToolCallEvent:
+                call = tool_call(event)  # type: ignore[arg-type]
+                if renderer is not None:
+                    if news:  # a segment the call ended (rebuilt from deltas) comes first
+                        renderer.show(news)
+                        news.clear()
+                    if call is not None:
+                        renderer.tool_call(call, event)  # type: ignore[arg-type]
+            elif kind is AssistantEvent:
+                text = assistant(event)  # type: ignore[arg-type]
+                if text is not None and renderer is not None:
+                    renderer.segment(text)
+            else:
+                apply(event)
+                if renderer is not None:
+                    if news:  # the record's news first, then the event itself
+                        renderer.show(news)
+                        news.clear()
+                    if kind is not ThinkingEvent:
+                        renderer.event(event, line_no)
         self._line_no = line_no
-        aggregator.count_fast_lines(len(lines) - slow)
+        aggregator.count_fast_lines(fast)
 
     @property
     def finished(self) -> bool:
@@ -141,10 +158,6 @@ class StreamProcessor:
             if self.runner:
                 self.runner.flush()
         return self._record
-
-
-# Events whose every effect on the log comes as the record's news (or as nothing at all).
-_NEWS_EVENTS = frozenset({ToolCallEvent, AssistantEvent, ThinkingEvent})
 
 
 def _index(lines: list[Line], line: Line) -> int:

@@ -225,8 +225,12 @@ def parse_line(line: Line) -> Event:
             reason = f"a JSON {type(value).__name__.replace('NoneType', 'null')}, not an object"
         return MalformedLine(reason, _preview(line))
     try:
-        if value.get("type") == "tool_call":  # most decoded lines
-            return parse_tool_call(value, _str(value.get("subtype")))
+        kind = value.get("type")
+        if kind == "tool_call":  # most decoded lines
+            subtype = value.get("subtype")
+            return parse_tool_call(value, subtype if type(subtype) is str else "")
+        if kind == "assistant":  # the next most: whole segments
+            return _assistant(value)
         return parse_object(value)
     except Exception as exc:  # defensive: a shape we did not foresee must not stop the run
         return MalformedLine(f"unexpected event shape ({type(exc).__name__})", _preview(line))
@@ -238,11 +242,7 @@ def parse_object(obj: dict[str, Any]) -> Event:
     if kind == "thinking":
         return THINKING
     if kind == "assistant":
-        return AssistantEvent(
-            _message_text(obj.get("message")),
-            _str(obj.get("model_call_id")) or None,
-            _int(obj.get("timestamp_ms")),
-        )
+        return _assistant(obj)
     if kind == "tool_call":
         return parse_tool_call(obj, subtype)
     if kind == "system":
@@ -278,6 +278,24 @@ def parse_object(obj: dict[str, Any]) -> Event:
     if kind == "interaction_query":
         return InteractionEvent(subtype, _str(obj.get("query_type")))
     return UnknownEvent(kind, subtype)
+
+
+def _assistant(obj: dict[str, Any]) -> AssistantEvent:
+    # Once per segment: plain type checks for the usual shape (one text part), else the
+    # general _message_text.
+    message = obj.get("message")
+    content = message.get("content") if type(message) is dict else None
+    part = content[0] if type(content) is list and len(content) == 1 else None
+    text = part.get("text") if type(part) is dict and part.get("type", "text") == "text" else None
+    if type(text) is not str:
+        text = _message_text(message)
+    model_call_id = obj.get("model_call_id")
+    timestamp_ms = obj.get("timestamp_ms")
+    return AssistantEvent(
+        text,
+        model_call_id if model_call_id and type(model_call_id) is str else None,
+        timestamp_ms if type(timestamp_ms) is int else _int(timestamp_ms),
+    )
 
 
 def _message_text(message: object) -> str:

@@ -75,9 +75,12 @@ def describe_outcome(call: ToolCallRecord) -> str:
 
 def call_title(call: ToolCallRecord, stats: str = "") -> str:
     """``kind target → outcome · stats · duration`` (the target flattened to one line)."""
-    head = f"{call.kind} {one_line(call.target, 160)}" if call.target else call.kind
+    target = call.target
+    head = f"{call.kind} {one_line(target, 160)}" if target else call.kind
     outcome = call.outcome
-    if outcome == "pending" or call.exit_code is not None:
+    code = call.exit_code
+    # describe_outcome only where it says more than the outcome (once per tool call).
+    if outcome == "pending" or (code is not None and (code != 0 or outcome != "success")):
         outcome = describe_outcome(call)
     ms = call.duration_ms
     # format_duration inlined for the usual case: this runs once per tool call.
@@ -109,10 +112,12 @@ def _stats(event: ToolCallEvent) -> str:
         return ""
     if event.kind == "edit" and "linesAdded" in payload:
         return f"+{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
-    for key, label in (("linesCreated", "written"), ("totalLines", "")):
-        count = payload.get(key)
-        if isinstance(count, int):
-            return f"{count} line{'' if count == 1 else 's'} {label}".rstrip()
+    count = payload.get("linesCreated")
+    if isinstance(count, int):
+        return f"{count} line{'' if count == 1 else 's'} written"
+    count = payload.get("totalLines")
+    if isinstance(count, int):
+        return f"{count} line{'' if count == 1 else 's'}"
     return ""
 
 
@@ -131,9 +136,9 @@ class LogRenderer:
         """Finished assistant segments and completed tool calls, as the record got them."""
         for item in news:
             if isinstance(item, str):
-                self.on_segment(item)
+                self.segment(item)
             else:
-                self.on_tool_call(*item)
+                self.tool_call(*item)
 
     def event(self, event: Event, line_no: int) -> None:
         """An event the record's news does not cover (tool calls and segments are news)."""
@@ -162,10 +167,12 @@ class LogRenderer:
         for piece in log_pieces(self.runner.redact(text)):
             self.runner.untrusted(piece)
 
-    def on_segment(self, text: str) -> None:
+    def segment(self, text: str) -> None:
+        """A finished assistant segment."""
         self._untrusted(text)
 
-    def on_tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
+    def tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
+        """A completed tool call."""
         runner = self.runner
         title = call_title(call, _stats(event))
         if not (call.detail or self.verbose or call.exit_code or call.refused_by):

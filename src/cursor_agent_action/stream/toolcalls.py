@@ -174,9 +174,63 @@ def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
     return ""
 
 
+# Kinds whose target is the first of their target keys (every kind but the MCP ones): the
+# only kinds parse_tool_call's fast path takes.
+_PLAIN_TARGET_KEYS = {
+    key: _KIND_TARGET_KEYS.get(kind, _TARGET_KEYS)
+    for key, kind in _KIND_NAMES.items()
+    if kind not in ("mcp", "getMcpTools")
+}
+
+
 def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
-    """A ``tool_call`` event object (started, completed or newer) to a :class:`ToolCallEvent`."""
-    # Called for every tool event (thousands per run): plain checks, no helper per field.
+    """A ``tool_call`` event object (started, completed or newer) to a :class:`ToolCallEvent`.
+
+    Called for every tool event (100,000 in a long run), so the shape every capture has (a
+    known kind first in ``tool_call``, a string ``call_id``, an integer ``timestamp_ms``, a
+    ``success`` result) is read with plain lookups; anything else, or anything missing, goes
+    to :func:`parse_any_tool_call`, which gives the same event for the usual shape
+    (tests/stream/test_hypothesis.py checks that on generated objects).
+    """
+    try:
+        tool_call = obj["tool_call"]
+        for key in tool_call:  # noqa: B007 (the first key: the call, in every capture)
+            break
+        else:
+            key = ""
+        target_keys = _PLAIN_TARGET_KEYS.get(key)
+        inner = tool_call[key]
+        args = inner["args"]
+        call_id = obj["call_id"]
+        timestamp_ms = obj["timestamp_ms"]
+        if (target_keys is None or type(tool_call) is not dict or type(inner) is not dict
+                or type(args) is not dict or type(call_id) is not str or not call_id
+                or type(timestamp_ms) is not int):  # fmt: skip
+            return parse_any_tool_call(obj, subtype)
+        target = ""
+        for name in target_keys:
+            value = args.get(name)
+            if value and type(value) is str:
+                target = value
+                break
+        if subtype != "completed":
+            return ToolCallEvent(subtype, call_id, _KIND_NAMES[key], target, args, None, {},
+                                 None, None, timestamp_ms)  # fmt: skip
+        payload = inner["result"]["success"]
+        started = tool_call.get("startedAtMs")
+        completed = tool_call.get("completedAtMs")
+        if (type(payload) is not dict or type(started) is not str or not started.isascii()
+                or not started.isdigit() or type(completed) is not str
+                or not completed.isascii() or not completed.isdigit()):  # fmt: skip
+            return parse_any_tool_call(obj, subtype)
+        return ToolCallEvent(subtype, call_id, _KIND_NAMES[key], target, args, "success", payload,
+                             int(started), int(completed), timestamp_ms)  # fmt: skip
+    except (KeyError, TypeError, IndexError):
+        return parse_any_tool_call(obj, subtype)
+
+
+def parse_any_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
+    """:func:`parse_tool_call` for any shape at all: every field checked, nothing assumed."""
     tool_call = obj.get("tool_call")
     if type(tool_call) is not dict:
         tool_call = {}
