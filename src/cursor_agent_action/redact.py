@@ -39,7 +39,7 @@ PATTERNS: tuple[tuple[str, str, str], ...] = (
     ("AWS access key id", "AKIA|ASIA", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
     ("OpenAI or Anthropic key", "sk-", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"),
     ("Slack token", "xox", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    ("Google API key", "AIza", r"\bAIza[0-9A-Za-z_-]{35}"),
+    ("Google API key", "AIz", r"\bAIza[0-9A-Za-z_-]{35}"),
     ("private key block", "PRIVATE KEY-----",
      r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.{0,16384}?-----END [A-Z0-9 ]*PRIVATE KEY-----"
      r"|[A-Za-z0-9+/=\s\\n]{0,16384})"),
@@ -49,7 +49,22 @@ PATTERNS: tuple[tuple[str, str, str], ...] = (
 
 _PATTERN_RX = re.compile("|".join(f"(?:{rx})" for _, _, rx in PATTERNS), re.DOTALL)
 _PATTERN_HINTS = tuple(dict.fromkeys(h for _, hints, _ in PATTERNS for h in hints.split("|")))
-_HINT_RX = re.compile("|".join(map(re.escape, _PATTERN_HINTS)))
+# Whether a text holds a hint, asked of the text reversed: the hints' last characters (_ - x
+# z J A) are rarer than their first ones (e s g), so the expression tries far fewer places
+# (twice as fast as either a forward search or one substring search per hint).
+_HINTS_REVERSED = re.compile("|".join(re.escape(hint[::-1]) for hint in _PATTERN_HINTS))
+_HINT_WINDOW = 1024 * 1024  # a long text is reversed a piece at a time, never copied whole
+_HINT_OVERLAP = max(map(len, _PATTERN_HINTS)) - 1
+
+
+def has_hint(text: str) -> bool:
+    """Whether ``text`` holds one of the :data:`PATTERNS`' hints (a match may still not be
+    there; without one it cannot be)."""
+    if len(text) <= _HINT_WINDOW:
+        return _HINTS_REVERSED.search(text[::-1]) is not None
+    step = _HINT_WINDOW - _HINT_OVERLAP
+    return any(_HINTS_REVERSED.search(text[start : start + _HINT_WINDOW][::-1])
+               for start in range(0, len(text), step))  # fmt: skip
 
 
 def base64_pieces(secret: bytes) -> list[str]:
@@ -90,6 +105,8 @@ class Redactor:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._values: list[str] = []
+        self.version = 0
+        """Changes whenever a secret is added: what was redacted before may need it again."""
         self._known: re.Pattern[str] | None = None
         self._cache: dict[str, str] = {}  # short texts seen before (agents repeat paths)
         for value in values:
@@ -104,11 +121,17 @@ class Redactor:
         self._values.sort(key=len, reverse=True)
         self._known = re.compile("|".join(map(re.escape, self._values))) if self._values else None
         self._cache.clear()
+        self.version += 1
         plain = {line.strip() for line in (value, *value.splitlines())}
         return [piece for piece in new if piece in plain]
 
     def __bool__(self) -> bool:
         return bool(self._values)
+
+    def finds(self, text: str) -> bool:
+        """Whether :meth:`__call__` could change ``text``: it holds a known secret's form or
+        the hint of a pattern (which may still not match)."""
+        return any(value in text for value in self._values) or has_hint(text)
 
     def __call__(self, text: str) -> str:
         if len(text) <= _SHORT:  # one compiled search each (and a cache): no Python loop
@@ -117,7 +140,7 @@ class Redactor:
                 done = text
                 if self._known is not None and self._known.search(done):
                     done = self._known.sub(MASK, done)
-                if _HINT_RX.search(done):
+                if _HINTS_REVERSED.search(done[::-1]):  # has_hint(done), inlined
                     done = _PATTERN_RX.sub(MASK, done)
                 if len(self._cache) >= _CACHE_SIZE:
                     self._cache.clear()
@@ -126,12 +149,9 @@ class Redactor:
         for value in self._values:  # substring search beats a regex over megabytes
             if value in text:
                 text = text.replace(value, MASK)
-        for hint in _PATTERN_HINTS:
-            if hint in text:
-                return _PATTERN_RX.sub(MASK, text)
-        return text
+        return _PATTERN_RX.sub(MASK, text) if has_hint(text) else text
 
 
 def scrub(text: str) -> str:
     """Only the :data:`PATTERNS` (no known secrets): for text no runner is around to redact."""
-    return _PATTERN_RX.sub(MASK, text) if _HINT_RX.search(text) else text
+    return _PATTERN_RX.sub(MASK, text) if has_hint(text) else text

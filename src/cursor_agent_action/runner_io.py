@@ -197,6 +197,9 @@ class Runner:
         self.redact = Redactor()
         self._stop_token = _random.token_hex(16)  # see untrusted()
         self._buffer: list[str] = []
+        # What the buffered entries hold besides our own framing (stop-commands and group
+        # lines, which never hold a secret or a control): all the flush has to search.
+        self._contents: list[str] = []
         self._buffered = 0
         self._last_flush = time.monotonic()
         self._outputs_written: dict[str, str] = {}
@@ -205,8 +208,11 @@ class Runner:
 
     # -- log ------------------------------------------------------------------------------
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, content: str | None = None) -> None:
+        """Buffer a log entry; ``content`` is all of it that is not our own framing (the
+        whole entry when None)."""
         self._buffer.append(text)
+        self._contents.append(text if content is None else content)
         self._buffered += len(text)
         if self._buffered >= _FLUSH_BYTES:
             self.flush()
@@ -217,13 +223,20 @@ class Runner:
         This is the log's one redaction pass, over whole buffered entries: an entry is never
         split, so a secret inside one is always found. Whoever cuts or splits text before it
         is written (a title cut to length, a long text logged in pieces) redacts it first.
+        The search runs over the entries' contents only; when it finds anything at all (a
+        secret, a pattern's hint, a control character) the whole text is treated as before,
+        so the written log is the same as one pass over everything would make it.
         """
         if self._buffer:
-            text = self.redact("".join(self._buffer))
-            if has_control(text):  # never a raw control byte: ESC, BEL, CR, C1, ...
+            text = "".join(self._buffer)
+            contents = "".join(self._contents)
+            if self.redact.finds(contents):
+                text = self.redact(text)
+            if has_control(contents):  # never a raw control byte: ESC, BEL, CR, C1, ...
                 text = _CONTROL.sub(_visible, text)
             self._out.write(text)
             self._buffer.clear()
+            self._contents.clear()
             self._buffered = 0
         with contextlib.suppress(OSError, ValueError):
             self._out.flush()
@@ -253,7 +266,12 @@ class Runner:
         token = self._stop_token
         while token in text:
             token = self._stop_token = _random.token_hex(16)
-        self._write(f"::stop-commands::{token}\n{text}::{token}::\n")
+        entry = f"::stop-commands::{token}\n{text}::{token}::\n"
+        self._buffer.append(entry)  # _write, inlined: once per agent message
+        self._contents.append(text)
+        self._buffered += len(entry)
+        if self._buffered >= _FLUSH_BYTES:
+            self.flush()
 
     def command(self, name: str, message: str = "", **properties: str) -> None:
         """A raw workflow command with escaped properties and message."""
@@ -293,11 +311,12 @@ class Runner:
     @contextlib.contextmanager
     def group(self, title: str) -> Iterator[None]:
         """A collapsible log group. ``title`` may be untrusted: it is flattened and escaped."""
-        self._write(f"::group::{self._group_title(title)}\n")
+        title = self._group_title(title)
+        self._write(f"::group::{title}\n", title)
         try:
             yield
         finally:
-            self._write("::endgroup::\n")
+            self._write("::endgroup::\n", "")
 
     def entry(self, title: str) -> None:
         """A group with nothing in it: one line in the log, like a group's title."""
@@ -307,6 +326,7 @@ class Runner:
             title = self._group_title(title)
         text = f"::group::{title}\n::endgroup::\n"
         self._buffer.append(text)
+        self._contents.append(title)
         self._buffered += len(text)
         if self._buffered >= _FLUSH_BYTES:
             self.flush()

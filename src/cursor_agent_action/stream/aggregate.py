@@ -7,7 +7,9 @@ and tool call) in :attr:`Aggregator.news`, which the engine hands on to the live
 
 from __future__ import annotations
 
-import functools
+import bisect
+import itertools
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,7 +25,7 @@ from cursor_agent_action.stream.events import (
 )
 from cursor_agent_action.stream.framing import Line
 from cursor_agent_action.stream.paths import workspace_relative
-from cursor_agent_action.stream.toolcalls import UNKNOWN, ToolCallEvent, refusal
+from cursor_agent_action.stream.toolcalls import UNKNOWN, ToolCallEvent, _int, refusal
 
 TARGET_LIMIT = 1000
 DETAIL_LIMIT = 4000
@@ -39,6 +41,7 @@ SEGMENTS_KEPT_CHARS = 4 * 1024 * 1024
 """Assistant text kept for a run that ends without a result event (whose ``result`` is then
 the text itself); earlier text is left out with a note, the transcript has all of it."""
 _SETTLED_IDS_KEPT = 1024
+_TARGETS_CACHED = 4096
 _WRITE_KINDS = frozenset({"write", "edit", "delete"})
 
 
@@ -142,15 +145,23 @@ class Aggregator:
         self.events = 0  # JSON events (not malformed lines)
         self.lines = 0  # non-blank lines
         self._calls: list[ToolCallRecord] = []  # in the order they started
-        self._open: dict[str, tuple[int, bool]] = {}  # call id -> (index, keep its details)
+        self._open: dict[str, int] = {}  # call id -> its index (details kept below ROWS_SHOWN)
         # The ids of the most recently settled calls, to recognise a repeated completion (the
-        # CLI has sent one right after the first); bounded, as every id would cost ~10 MB.
-        self._settled_ids: dict[str, None] = {}
+        # CLI has sent one right after the first); bounded, as every id would cost ~10 MB. An
+        # OrderedDict, not a dict: taking a dict's oldest key (next(iter(...))) walks past
+        # every key deleted before it, which made this the slowest line of the engine.
+        self._settled_ids: OrderedDict[str, None] = OrderedDict()
         self._segments: list[str] = []
         self._segment_chars = 0  # in _segments
         self._dropped_chars = 0  # left out of _segments (SEGMENTS_KEPT_CHARS)
         self._deltas: list[str | Line] = []  # text, or a raw line from the fast path
         self._files: set[str] = set()
+        # Targets as the record shows them (relative to the workspace, redacted, cut), by the
+        # target as sent: agents name the same files and commands again and again. Emptied
+        # when the workspace becomes known or the redactor learns a secret.
+        self._shown_paths: dict[str, str] = {}
+        self._shown_targets: dict[str, str] = {}
+        self._shown_for = (self.record.cwd, self._redact_version())
         self._anonymous = 0
         self._result_error = ""
         self._flushed = ""  # a segment rebuilt from deltas whose whole repeat may still come
@@ -163,7 +174,8 @@ class Aggregator:
         self._deltas.append(line)
 
     def count_fast_lines(self, lines: int) -> None:
-        """Lines the caller handled on a fast path (thinking, raw deltas): still events."""
+        """Lines the caller handed over without :meth:`apply` (thinking and raw deltas on its
+        fast path, the events it gave :meth:`tool_call` and :meth:`assistant`): all events."""
         self.events += lines
         self.lines += lines
 
@@ -171,28 +183,28 @@ class Aggregator:
         """Fold any event in (the engine calls :meth:`tool_call` and :meth:`assistant`
         directly, for the two kinds that make up most decoded lines)."""
         kind = type(event)
+        self.lines += 1
         if kind is ToolCallEvent:
+            self.events += 1
             call = self.tool_call(event)  # type: ignore[arg-type]
             if call is not None and self.news is not None:
                 self.news.append((call, event))  # type: ignore[arg-type]
         elif kind is AssistantEvent:
+            self.events += 1
             text = self.assistant(event)  # type: ignore[arg-type]
             if text is not None and self.news is not None:
                 self.news.append(text)
         elif kind is MalformedLine:
-            self.lines += 1
             self.record.malformed_lines += 1
         else:
-            self.lines += 1
             self.events += 1
             if kind is not ThinkingEvent:
                 self._other(event)
 
     def assistant(self, event: AssistantEvent) -> str | None:
         """An assistant event: a token delta or a whole segment. Returns the segment's text
-        when it is a new finished segment (for the live log), else None."""
-        self.lines += 1
-        self.events += 1
+        when it is a new finished segment (for the live log), else None (not counted: see
+        :meth:`count_fast_lines`)."""
         # With --stream-partial-output a segment arrives as deltas (timestamp_ms only) and
         # then once more whole (with model_call_id, or with neither field for the last one):
         # the whole repeat replaces the deltas, so the text is never doubled.
@@ -236,28 +248,30 @@ class Aggregator:
     def _forget_segments(self) -> None:
         """Drop the oldest segments (never the last) until the rest fits the cap."""
         segments = self._segments
-        drop = 0
-        # Down to half the cap, so this runs once per ~2 MiB of text, not once per segment.
-        while self._segment_chars > SEGMENTS_KEPT_CHARS // 2 and drop < len(segments) - 1:
-            self._segment_chars -= len(segments[drop])
-            self._dropped_chars += len(segments[drop])
-            drop += 1
+        # Down to half the cap, so this runs once per ~2 MiB of text, not once per segment:
+        # the fewest oldest segments whose length brings the rest under it (sums and search
+        # in C, as this drops every segment of a long run once).
+        excess = self._segment_chars - SEGMENTS_KEPT_CHARS // 2
+        if excess <= 0:
+            return
+        sums = list(itertools.accumulate(map(len, segments)))
+        drop = min(bisect.bisect_left(sums, excess) + 1, len(segments) - 1)
+        dropped = sums[drop - 1] if drop > 0 else 0
+        self._segment_chars -= dropped
+        self._dropped_chars += dropped
         del segments[:drop]
 
     def tool_call(self, event: ToolCallEvent) -> ToolCallRecord | None:
         """A tool call started, completed (or a newer subtype). Returns the call when it just
-        completed (for the live log), else None."""
-        self.lines += 1
-        self.events += 1
+        completed (for the live log), else None (not counted: see :meth:`count_fast_lines`)."""
         if self._deltas:
             self._end_segment()
         call_id = event.call_id
         if not call_id:
             self._anonymous += 1
             call_id = f"(no id #{self._anonymous})"
-        known = self._open.get(call_id)
-        if known is not None:
-            index, keep = known
+        index = self._open.get(call_id)
+        if index is not None:
             call = self._calls[index]
             if not call.target and event.target:
                 call.target = self._cut(event.target, TARGET_LIMIT)
@@ -265,23 +279,22 @@ class Aggregator:
             return None  # a repeated event of a call that succeeded and is listed nowhere
         else:
             target = event.target
-            if target and self.record.cwd and target == event.args.get("path"):
-                target = workspace_relative(target, self.record.cwd)  # shorter, same meaning
-            call = ToolCallRecord(call_id, event.kind, self._cut(target, TARGET_LIMIT), "pending")
+            if target:
+                target = self._shown_target(target, target == event.args.get("path"))
+            call = ToolCallRecord(call_id, event.kind, target, "pending")
             index = len(self._calls)
-            keep = index < ROWS_SHOWN
             self._calls.append(call)
-            self._open[call_id] = (index, keep)
+            self._open[call_id] = index
         subtype = event.subtype
         if subtype == "started":
             call.started_at_ms = event.timestamp_ms
         elif subtype == "completed" and (outcome := event.outcome) is not None:
-            self._completed(call, event, outcome, index, keep)
+            self._completed(call, event, outcome, index)
             return call
         return None
 
-    def _completed(self, call: ToolCallRecord, event: ToolCallEvent, outcome: str, index: int,
-                   keep: bool) -> None:  # fmt: skip
+    def _completed(self, call: ToolCallRecord, event: ToolCallEvent, outcome: str,
+                   index: int) -> None:  # fmt: skip
         call.outcome = outcome
         if outcome != "success":
             detail = event.detail
@@ -289,23 +302,26 @@ class Aggregator:
             call.refused_by = refusal(outcome, detail)
         kind = call.kind
         if kind == "shell":
-            call.exit_code = event.exit_code
+            code = event.payload.get("exitCode") if event.kind == "shell" else None  # inlined
+            # event.exit_code
+            call.exit_code = code if type(code) is int else _int(code)
         started, completed = event.started_at_ms, event.completed_at_ms
         if started is not None and completed is not None:  # _duration's first case, inlined
             call.duration_ms = completed - started if completed > started else 0
         else:
             call.duration_ms = _duration(event, call)
         if kind in _WRITE_KINDS and outcome == "success":
-            for path in event.paths:
-                self._files.add(workspace_relative(path, self.record.cwd))
-        if not keep and outcome == "success":  # its details are never shown again
+            for path in (event.args.get("path"), event.payload.get("path")):  # event.paths
+                if path and type(path) is str:
+                    self._files.add(workspace_relative(path, self.record.cwd))
+        if outcome == "success" and index >= ROWS_SHOWN:  # its details are never shown again
             call_id = call.call_id
             del self._open[call_id]
             settled = self._settled_ids
             settled[call_id] = None
             if len(settled) > _SETTLED_IDS_KEPT:
-                del settled[next(iter(settled))]
-            self._calls[index] = _settled(kind)
+                settled.popitem(last=False)
+            self._calls[index] = _SETTLED.get(kind) or _settled(kind)
 
     def _other(self, event: Event) -> None:
         record = self.record
@@ -339,6 +355,29 @@ class Aggregator:
         if len(segments) < 2 or self._dropped_chars or len(result) != self._segment_chars:
             return result
         return "\n\n".join(segments) if "".join(segments) == result else result
+
+    def _shown_target(self, target: str, is_path: bool) -> str:
+        """``target`` as the record keeps it: a path relative to the workspace, redacted and
+        cut to :data:`TARGET_LIMIT` (the same text for the same target, so it is cached)."""
+        cwd = self.record.cwd
+        if self._shown_for != (cwd, self._redact_version()):
+            self._shown_paths.clear()
+            self._shown_targets.clear()
+            self._shown_for = (cwd, self._redact_version())
+        is_path = is_path and bool(cwd)
+        cache = self._shown_paths if is_path else self._shown_targets
+        shown = cache.get(target)
+        if shown is None:
+            shown = workspace_relative(target, cwd) if is_path else target  # shorter, same meaning
+            shown = self._cut(shown, TARGET_LIMIT)
+            if len(cache) >= _TARGETS_CACHED:
+                cache.clear()
+            cache[target] = shown
+        return shown
+
+    def _redact_version(self) -> int:
+        version = getattr(self._redact, "version", 0)
+        return version if type(version) is int else 0
 
     def _cut(self, text: str, limit: int) -> str:
         if not text:  # most details are empty
@@ -404,10 +443,15 @@ def _result_error(event: ResultEvent, text: str) -> str:
     )
 
 
-@functools.lru_cache(maxsize=256)
+_SETTLED: dict[str, ToolCallRecord] = {}
+
+
 def _settled(kind: str) -> ToolCallRecord:
     """The shared entry of a successful call past :data:`ROWS_SHOWN` (never changed)."""
-    return ToolCallRecord("", kind, "", "success")
+    if len(_SETTLED) >= 256:  # kinds are the CLI's keys: bounded like any cache
+        _SETTLED.clear()
+    entry = _SETTLED[kind] = ToolCallRecord("", kind, "", "success")
+    return entry
 
 
 def _unchanged(text: str) -> str:

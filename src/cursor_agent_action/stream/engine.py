@@ -75,20 +75,19 @@ class StreamProcessor:
         # The hot loop. Thinking lines (most of a stream) are only counted and assistant token
         # deltas kept raw (decoded only if their whole repeat never comes), with no call per
         # line (events.is_thinking is inlined): the record is the same as parse_line + apply
-        # would build. Tool calls and whole segments go straight to their own entry points.
+        # would build. Tool calls and whole segments (most decoded lines) go straight to their
+        # own entry points; the rest through apply.
         aggregator = self._aggregator
-        apply = aggregator.apply
         tool_call = aggregator.tool_call
         assistant = aggregator.assistant
-        add_raw_delta = aggregator.add_raw_delta
         renderer = self._renderer
         news = aggregator.news  # a list exactly when there is a renderer
         line_no = self._line_no
-        fast = 0
+        counted = 0  # lines the aggregator is not given through apply
         for line in lines:  # not enumerate: its reused result tuple would keep a long line alive
             line_no += 1
             if line.startswith(THINKING_PREFIX) and line.endswith(OBJECT_END):
-                fast += 1
+                counted += 1
                 continue
             # A token delta: timestamp, no model_call_id. rfind, not `in`: bytes.__contains__
             # first tries its argument as an int, which costs more than the search; both keys
@@ -96,11 +95,11 @@ class StreamProcessor:
             if (
                 line.startswith(ASSISTANT_PREFIX)
                 and line.endswith(OBJECT_END)
-                and line.rfind(TIMESTAMP_KEY) >= 0
                 and line.rfind(MODEL_CALL_KEY) < 0
+                and line.rfind(TIMESTAMP_KEY) >= 0
             ):
-                fast += 1
-                add_raw_delta(line)
+                counted += 1
+                aggregator.add_raw_delta(line)
                 continue
             if len(line) > RELEASE_LINE_BYTES and not line.isspace():  # freed before rendering
                 index = _index(lines, line)
@@ -112,6 +111,7 @@ class StreamProcessor:
                 continue
             kind = type(event)
             if kind is ToolCallEvent:
+                counted += 1
                 call = tool_call(event)  # type: ignore[arg-type]
                 if renderer is not None:
                     if news:  # a segment the call ended (rebuilt from deltas) comes first
@@ -120,11 +120,12 @@ class StreamProcessor:
                     if call is not None:
                         renderer.tool_call(call, event)  # type: ignore[arg-type]
             elif kind is AssistantEvent:
+                counted += 1
                 text = assistant(event)  # type: ignore[arg-type]
                 if text is not None and renderer is not None:
                     renderer.segment(text)
             else:
-                apply(event)
+                aggregator.apply(event)
                 if renderer is not None:
                     if news:  # the record's news first, then the event itself
                         renderer.show(news)
@@ -132,7 +133,7 @@ class StreamProcessor:
                     if kind is not ThinkingEvent:
                         renderer.event(event, line_no)
         self._line_no = line_no
-        aggregator.count_fast_lines(fast)
+        aggregator.count_fast_lines(counted)
 
     @property
     def finished(self) -> bool:

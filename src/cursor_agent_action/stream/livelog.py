@@ -169,7 +169,10 @@ class LogRenderer:
 
     def segment(self, text: str) -> None:
         """A finished assistant segment."""
-        self._untrusted(text)
+        if len(text) <= LOG_PIECE_CHARS:
+            self.runner.untrusted(text)
+        else:
+            self._untrusted(text)
 
     def tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
         """A completed tool call."""
