@@ -15,7 +15,8 @@ MAX_LINES = 420  # "no module much over 400 lines"
 WINGS = ("stream", "agent", "gh")
 # The renderers of the stream wing; what builds the run record must not know them.
 RENDERERS = {f"{NAME}.stream.livelog", f"{NAME}.stream.summary", f"{NAME}.stream.report"}
-RECORD_BUILDERS = (f"{NAME}.stream.framing", f"{NAME}.stream.events", f"{NAME}.stream.aggregate")
+RECORD_BUILDERS = (f"{NAME}.stream.framing", f"{NAME}.stream.events", f"{NAME}.stream.aggregate",
+                   f"{NAME}.stream.record")
 
 
 def _module_name(path: Path) -> str:

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from cursor_agent_action.stream.aggregate import Aggregator, RunRecord
+from cursor_agent_action.stream.aggregate import Aggregator
 from cursor_agent_action.stream.events import parse_line
 from cursor_agent_action.stream.paths import workspace_relative
+from cursor_agent_action.stream.record import RunRecord
 from tests.support.stream import FIXTURES
 
 

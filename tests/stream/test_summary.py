@@ -9,8 +9,8 @@ import pytest
 
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.markdown import utf8_len
-from cursor_agent_action.stream.aggregate import RunRecord, ToolCallRecord
 from cursor_agent_action.stream.engine import load_record
+from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
 from cursor_agent_action.stream.summary import render_compact, render_summary
 from tests.support.stream import FIXTURES
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cursor_agent_action.agent.structured import OutputSchema, choose, fix_prompt
 from cursor_agent_action.runner_io import Runner, one_line
-from cursor_agent_action.stream.aggregate import RunRecord
+from cursor_agent_action.stream.record import RunRecord
 from cursor_agent_action.stream.report import write_state_file
 
 OUTPUT_LIMIT = 64 * 1024

@@ -17,7 +17,7 @@ from pathlib import Path
 from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.runner_io import listing
-from cursor_agent_action.stream.aggregate import RunRecord
+from cursor_agent_action.stream.record import RunRecord
 
 PATCH_NAME = "changes.patch"
 

@@ -53,8 +53,8 @@ from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_c
 from cursor_agent_action.agent.structured import instruction
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.runner_io import Runner, one_line
-from cursor_agent_action.stream.aggregate import RunRecord
 from cursor_agent_action.stream.engine import StreamProcessor
+from cursor_agent_action.stream.record import RunRecord
 from cursor_agent_action.stream.report import report
 
 # -- the run -----------------------------------------------------------------------------------

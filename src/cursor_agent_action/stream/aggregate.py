@@ -1,6 +1,7 @@
-"""Events to a run record: what happened in the run, independent of how it is shown.
+"""Events to a run record (:mod:`.record`): what happened in the run, independent of how it is
+shown.
 
-:class:`Aggregator` folds events into a :class:`RunRecord`. It renders nothing and calls no
+:class:`Aggregator` folds events into a :class:`~.record.RunRecord`. It renders nothing and calls no
 renderer: with ``news=True`` it keeps what just became final (each finished assistant segment
 and tool call) in :attr:`Aggregator.news`, which the engine hands on to the live log.
 """
@@ -11,7 +12,7 @@ import bisect
 import itertools
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import Any
 
 from cursor_agent_action.markdown import shorten
 from cursor_agent_action.stream.events import (
@@ -25,15 +26,11 @@ from cursor_agent_action.stream.events import (
 )
 from cursor_agent_action.stream.framing import Line
 from cursor_agent_action.stream.paths import workspace_relative
-from cursor_agent_action.stream.toolcalls import UNKNOWN, ToolCallEvent, _int, refusal
+from cursor_agent_action.stream.record import ROWS_SHOWN, RunRecord, ToolCallRecord
+from cursor_agent_action.stream.toolcalls import ToolCallEvent, _int, refusal
 
 TARGET_LIMIT = 1000
 DETAIL_LIMIT = 4000
-ROWS_SHOWN = 500
-"""The most tool calls any report lists one by one: the
-record keeps each call's details only for the first ones, and for every call that did not
-succeed; a later successful call is kept as a shared, detail-free entry of its kind (counted
-everywhere, listed nowhere), so 100,000 calls do not cost 100,000 records."""
 WHOLE_SEGMENT_LEN = 4096
 """Assistant text this short is redacted whole where it is written (log flush, report, bodies),
 never cut before; longer text is redacted here, before anything can cut it."""
@@ -43,87 +40,6 @@ the text itself); earlier text is left out with a note, the transcript has all o
 _SETTLED_IDS_KEPT = 1024
 _TARGETS_CACHED = 4096
 _WRITE_KINDS = frozenset({"write", "edit", "delete"})
-
-
-@dataclass(slots=True)  # one per call: a run can make 100,000
-class ToolCallRecord:
-    call_id: str  # raw id (may contain "\n"): never print raw
-    kind: str
-    target: str
-    outcome: str  # "success", "error", "rejected", ..., "pending", "unknown" (no result)
-    detail: str = ""
-    exit_code: int | None = None
-    duration_ms: int | None = None
-    started_at_ms: int | None = None  # stream timestamp of `started`, for the duration fallback
-    refused_by: str = ""  # "policy", "hook" or "" (see toolcalls.refusal)
-
-    @property
-    def failed(self) -> bool:
-        """It ran and failed: not a success, not still pending, not of unknown outcome, and not
-        refused (a refusal is counted as such, once)."""
-        return self.outcome not in ("success", "pending", UNKNOWN) and not self.refused_by
-
-    @property
-    def denied(self) -> bool:
-        """The permission policy refused it."""
-        return self.refused_by == "policy"
-
-    @property
-    def hook_denied(self) -> bool:
-        """A hook refused it."""
-        return self.refused_by == "hook"
-
-
-@dataclass
-class RunRecord:
-    conclusion: str = "failure"  # "success" | "failure" | "timeout" | "cancelled" | "budget"
-    failure_reason: str = ""
-    has_result: bool = False
-    session_id: str = ""
-    request_id: str = ""
-    model: str = ""
-    cwd: str = ""
-    duration_ms: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    result_text: str = ""
-    final_message: str = ""
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    files_changed: list[str] = field(default_factory=list)
-    malformed_lines: int = 0
-    # Set by `run` before report():
-    stderr: str = ""
-    exit_code: int | None = None
-    transcript_file: str = ""
-    transcript_artifact: str = ""  # the artifact the transcript is uploaded as, if any
-    transcript_temporary: bool = False  # in the job's RUNNER_TEMP: gone after the job
-    preset: str = ""  # the permission preset and whether it writes, e.g. "docs (writes allowed)"
-    prompt: str = ""  # the task as given
-    isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
-    notes: list[str] = field(default_factory=list)
-    structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
-
-    @property
-    def failed_tool_calls(self) -> list[ToolCallRecord]:
-        return [call for call in self.tool_calls if call.failed]
-
-    @property
-    def permission_denials(self) -> list[ToolCallRecord]:
-        return [call for call in self.tool_calls if call.denied]
-
-    @property
-    def hook_denials(self) -> list[ToolCallRecord]:
-        return [call for call in self.tool_calls if call.hook_denied]
-
-    @property
-    def unknown_tool_calls(self) -> list[ToolCallRecord]:
-        return [call for call in self.tool_calls if call.outcome == UNKNOWN]
-
-    @property
-    def pending_tool_calls(self) -> list[ToolCallRecord]:
-        return [call for call in self.tool_calls if call.outcome == "pending"]
 
 
 News = list[str | tuple[ToolCallRecord, ToolCallEvent]]
@@ -161,7 +77,10 @@ class Aggregator:
         # when the workspace becomes known or the redactor learns a secret.
         self._shown_paths: dict[str, str] = {}
         self._shown_targets: dict[str, str] = {}
-        self._shown_for = (self.record.cwd, self._redact_version())
+        # A redactor with a version (Redactor) tells when it learnt a secret.
+        self._versioned: Any = redact if type(getattr(redact, "version", None)) is int else None
+        self._shown_cwd = ""
+        self._shown_version = 0
         self._anonymous = 0
         self._result_error = ""
         self._flushed = ""  # a segment rebuilt from deltas whose whole repeat may still come
@@ -360,10 +279,11 @@ class Aggregator:
         """``target`` as the record keeps it: a path relative to the workspace, redacted and
         cut to :data:`TARGET_LIMIT` (the same text for the same target, so it is cached)."""
         cwd = self.record.cwd
-        if self._shown_for != (cwd, self._redact_version()):
+        version = 0 if self._versioned is None else self._versioned.version
+        if cwd != self._shown_cwd or version != self._shown_version:
             self._shown_paths.clear()
             self._shown_targets.clear()
-            self._shown_for = (cwd, self._redact_version())
+            self._shown_cwd, self._shown_version = cwd, version
         is_path = is_path and bool(cwd)
         cache = self._shown_paths if is_path else self._shown_targets
         shown = cache.get(target)
@@ -374,10 +294,6 @@ class Aggregator:
                 cache.clear()
             cache[target] = shown
         return shown
-
-    def _redact_version(self) -> int:
-        version = getattr(self._redact, "version", 0)
-        return version if type(version) is int else 0
 
     def _cut(self, text: str, limit: int) -> str:
         if not text:  # most details are empty

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.runner_io import Runner
-from cursor_agent_action.stream.aggregate import Aggregator, RunRecord
+from cursor_agent_action.stream.aggregate import Aggregator
 from cursor_agent_action.stream.events import (
     ASSISTANT_PREFIX,
     MODEL_CALL_KEY,
@@ -31,6 +31,7 @@ from cursor_agent_action.stream.events import (
 )
 from cursor_agent_action.stream.framing import CHUNK_SIZE, Line, LineSplitter
 from cursor_agent_action.stream.livelog import LogRenderer
+from cursor_agent_action.stream.record import RunRecord
 from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
 RELEASE_LINE_BYTES = 1024 * 1024

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import orjson
 
 from cursor_agent_action.runner_io import Runner, one_line
-from cursor_agent_action.stream.aggregate import News, RunRecord, ToolCallRecord
+from cursor_agent_action.stream.aggregate import News
 from cursor_agent_action.stream.events import (
     Event,
     InitEvent,
@@ -27,6 +27,7 @@ from cursor_agent_action.stream.events import (
     UnknownEvent,
     UserEvent,
 )
+from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
 from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
 MALFORMED_SHOWN = 5

@@ -17,7 +17,7 @@ import orjson
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.markdown import cut_utf8, utf8_len
 from cursor_agent_action.runner_io import Runner, one_line
-from cursor_agent_action.stream.aggregate import RunRecord
+from cursor_agent_action.stream.record import RunRecord
 from cursor_agent_action.stream.summary import render_summary
 
 WRITE_PIECE_CHARS = 1024 * 1024

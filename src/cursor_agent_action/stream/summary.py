@@ -12,8 +12,8 @@ import signal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
-from cursor_agent_action.stream.aggregate import ROWS_SHOWN, RunRecord, ToolCallRecord
 from cursor_agent_action.stream.livelog import describe_outcome, format_duration
+from cursor_agent_action.stream.record import ROWS_SHOWN, RunRecord, ToolCallRecord
 
 ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫", "budget": "🛑"}
 STDERR_TAIL_CHARS = 8 * 1024  # of the CLI stderr shown (the log has all of it)

@@ -1,0 +1,102 @@
+"""The run record: what happened in a run, as the reports need it; built by
+:class:`~.aggregate.Aggregator`, rendered by the live log, the job summary and the outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cursor_agent_action.stream.toolcalls import UNKNOWN
+
+ROWS_SHOWN = 500
+"""The most tool calls any report lists one by one: the
+record keeps each call's details only for the first ones, and for every call that did not
+succeed; a later successful call is kept as a shared, detail-free entry of its kind (counted
+everywhere, listed nowhere), so 100,000 calls do not cost 100,000 records."""
+_NOT_FAILED = frozenset({"success", "pending", UNKNOWN})
+
+
+@dataclass(slots=True)  # one per call: a run can make 100,000
+class ToolCallRecord:
+    call_id: str  # raw id (may contain "\n"): never print raw
+    kind: str
+    target: str
+    outcome: str  # "success", "error", "rejected", ..., "pending", "unknown" (no result)
+    detail: str = ""
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    started_at_ms: int | None = None  # stream timestamp of `started`, for the duration fallback
+    refused_by: str = ""  # "policy", "hook" or "" (see toolcalls.refusal)
+
+    @property
+    def failed(self) -> bool:
+        """It ran and failed: not a success, not still pending, not of unknown outcome, and not
+        refused (a refusal is counted as such, once)."""
+        return self.outcome not in _NOT_FAILED and not self.refused_by
+
+    @property
+    def denied(self) -> bool:
+        """The permission policy refused it."""
+        return self.refused_by == "policy"
+
+    @property
+    def hook_denied(self) -> bool:
+        """A hook refused it."""
+        return self.refused_by == "hook"
+
+
+@dataclass
+class RunRecord:
+    conclusion: str = "failure"  # "success" | "failure" | "timeout" | "cancelled" | "budget"
+    failure_reason: str = ""
+    has_result: bool = False
+    session_id: str = ""
+    request_id: str = ""
+    model: str = ""
+    cwd: str = ""
+    duration_ms: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    result_text: str = ""
+    final_message: str = ""
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    files_changed: list[str] = field(default_factory=list)
+    malformed_lines: int = 0
+    # Set by `run` before report():
+    stderr: str = ""
+    exit_code: int | None = None
+    transcript_file: str = ""
+    transcript_artifact: str = ""  # the artifact the transcript is uploaded as, if any
+    transcript_temporary: bool = False  # in the job's RUNNER_TEMP: gone after the job
+    preset: str = ""  # the permission preset and whether it writes, e.g. "docs (writes allowed)"
+    prompt: str = ""  # the task as given
+    isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
+    notes: list[str] = field(default_factory=list)
+    structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
+
+    # The lists below read the fields, not ToolCallRecord's properties: the reports ask for
+    # them a dozen times over up to 100,000 calls, and a property call per call tripled that.
+    @property
+    def failed_tool_calls(self) -> list[ToolCallRecord]:
+        """The calls that ran and failed (:attr:`ToolCallRecord.failed`)."""
+        return [call for call in self.tool_calls
+                if call.outcome not in _NOT_FAILED and not call.refused_by]  # fmt: skip
+
+    @property
+    def permission_denials(self) -> list[ToolCallRecord]:
+        """The calls the policy refused (:attr:`ToolCallRecord.denied`)."""
+        return [call for call in self.tool_calls if call.refused_by == "policy"]
+
+    @property
+    def hook_denials(self) -> list[ToolCallRecord]:
+        """The calls a hook refused (:attr:`ToolCallRecord.hook_denied`)."""
+        return [call for call in self.tool_calls if call.refused_by == "hook"]
+
+    @property
+    def unknown_tool_calls(self) -> list[ToolCallRecord]:
+        return [call for call in self.tool_calls if call.outcome == UNKNOWN]
+
+    @property
+    def pending_tool_calls(self) -> list[ToolCallRecord]:
+        return [call for call in self.tool_calls if call.outcome == "pending"]
