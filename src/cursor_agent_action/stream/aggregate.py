@@ -196,7 +196,7 @@ class Aggregator:
                 call.target = self._cut(event.target, TARGET_LIMIT)
         elif call_id in self._settled_ids:
             return None  # a repeated event of a call that succeeded and is listed nowhere
-        else:
+        else:  # a new call
             target = event.target
             if target:
                 target = self._shown_target(target, target == event.args.get("path"))
@@ -207,40 +207,38 @@ class Aggregator:
         subtype = event.subtype
         if subtype == "started":
             call.started_at_ms = event.timestamp_ms
-        elif subtype == "completed" and (outcome := event.outcome) is not None:
-            self._completed(call, event, outcome, index)
-            return call
-        return None
-
-    def _completed(self, call: ToolCallRecord, event: ToolCallEvent, outcome: str,
-                   index: int) -> None:  # fmt: skip
+            return None
+        outcome = event.outcome
+        if subtype != "completed" or outcome is None:
+            return None
+        # The completion (inlined: once per tool call).
         call.outcome = outcome
+        kind = call.kind
         if outcome != "success":
             detail = event.detail
             call.detail = self._cut(detail, DETAIL_LIMIT)
             call.refused_by = refusal(outcome, detail)
-        kind = call.kind
         if kind == "shell":
             code = event.payload.get("exitCode") if event.kind == "shell" else None  # inlined
-            # event.exit_code
-            call.exit_code = code if type(code) is int else _int(code)
+            call.exit_code = code if type(code) is int else _int(code)  # event.exit_code
         started, completed = event.started_at_ms, event.completed_at_ms
         if started is not None and completed is not None:  # _duration's first case, inlined
             call.duration_ms = completed - started if completed > started else 0
         else:
             call.duration_ms = _duration(event, call)
-        if kind in _WRITE_KINDS and outcome == "success":
-            for path in (event.args.get("path"), event.payload.get("path")):  # event.paths
-                if path and type(path) is str:
-                    self._files.add(workspace_relative(path, self.record.cwd))
-        if outcome == "success" and index >= ROWS_SHOWN:  # its details are never shown again
-            call_id = call.call_id
-            del self._open[call_id]
-            settled = self._settled_ids
-            settled[call_id] = None
-            if len(settled) > _SETTLED_IDS_KEPT:
-                settled.popitem(last=False)
-            self._calls[index] = _SETTLED.get(kind) or _settled(kind)
+        if outcome == "success":
+            if kind in _WRITE_KINDS:
+                for path in (event.args.get("path"), event.payload.get("path")):  # event.paths
+                    if path and type(path) is str:
+                        self._files.add(workspace_relative(path, self.record.cwd))
+            if index >= ROWS_SHOWN:  # its details are never shown again
+                del self._open[call_id]
+                settled = self._settled_ids
+                settled[call_id] = None
+                if len(settled) > _SETTLED_IDS_KEPT:
+                    settled.popitem(last=False)
+                self._calls[index] = _SETTLED.get(kind) or _settled(kind)
+        return call
 
     def _other(self, event: Event) -> None:
         record = self.record

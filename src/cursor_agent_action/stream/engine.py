@@ -26,7 +26,7 @@ from cursor_agent_action.stream.events import (
     TIMESTAMP_KEY,
     AssistantEvent,
     ThinkingEvent,
-    parse_line,
+    parse_json_line,
     take_line,
 )
 from cursor_agent_action.stream.framing import CHUNK_SIZE, Line, LineSplitter
@@ -107,7 +107,7 @@ class StreamProcessor:
                 del line  # the list's reference goes in take_line
                 event = take_line(lines, index)
             elif line and not line.isspace():
-                event = parse_line(line)
+                event = parse_json_line(line)  # thinking lines were handled above
             else:
                 continue
             kind = type(event)

@@ -210,6 +210,12 @@ def parse_line(line: Line) -> Event:
     """One physical line (not blank) to an event. Never raises."""
     if line.startswith(THINKING_PREFIX) and line.endswith(OBJECT_END):
         return THINKING
+    return parse_json_line(line)
+
+
+def parse_json_line(line: Line) -> Event:
+    """:func:`parse_line` for a line already known not to be a complete thinking event (the
+    engine's hot loop tells those apart itself)."""
     try:
         value = orjson.loads(line)  # the common case without a call in between
     except orjson.JSONDecodeError:

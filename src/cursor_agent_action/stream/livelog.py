@@ -36,6 +36,7 @@ FAILED_OUTPUT_TAIL_LINES = 20
 # Long agent text is logged in pieces, each its own stop-commands block, so the log never
 # holds a second copy of a 50 MiB message (the log viewer shows the pieces as one text).
 LOG_PIECE_CHARS = 64 * 1024
+FLAT_TARGETS_CACHED = 4096
 
 
 def log_pieces(text: str, size: int = LOG_PIECE_CHARS) -> Iterator[str]:
@@ -72,24 +73,6 @@ def describe_outcome(call: ToolCallRecord) -> str:
     if call.exit_code is not None and (call.exit_code != 0 or call.outcome != "success"):
         return f"{call.outcome} (exit {call.exit_code})"
     return call.outcome
-
-
-def call_title(call: ToolCallRecord, stats: str = "") -> str:
-    """``kind target → outcome · stats · duration`` (the target flattened to one line)."""
-    target = call.target
-    head = f"{call.kind} {one_line(target, 160)}" if target else call.kind
-    outcome = call.outcome
-    code = call.exit_code
-    # describe_outcome only where it says more than the outcome (once per tool call).
-    if outcome == "pending" or (code is not None and (code != 0 or outcome != "success")):
-        outcome = describe_outcome(call)
-    ms = call.duration_ms
-    # format_duration inlined for the usual case: this runs once per tool call.
-    duration = f"{ms} ms" if ms is not None and 0 <= ms < 1000 else format_duration(ms)
-    if stats:
-        return f"{head} → {outcome} · {stats} · {duration}" if duration else (
-            f"{head} → {outcome} · {stats}")
-    return f"{head} → {outcome} · {duration}" if duration else f"{head} → {outcome}"
 
 
 def _tool_output(event: ToolCallEvent) -> str:
@@ -132,6 +115,34 @@ class LogRenderer:
         self.verbose = verbose
         self._malformed = 0
         self._unknown: dict[str, int] = {}
+        # Targets flattened for a title, by the record's target (the aggregator hands the same
+        # string for the same target, so a repeat costs one lookup).
+        self._flat_targets: dict[str, str] = {}
+
+    def call_title(self, call: ToolCallRecord, stats: str = "") -> str:
+        """``kind target → outcome · stats · duration`` (the target flattened to one line)."""
+        target = call.target
+        if target:
+            flat = self._flat_targets.get(target)
+            if flat is None:
+                if len(self._flat_targets) >= FLAT_TARGETS_CACHED:
+                    self._flat_targets.clear()
+                flat = self._flat_targets[target] = one_line(target, 160)
+            head = f"{call.kind} {flat}"
+        else:
+            head = call.kind
+        outcome = call.outcome
+        code = call.exit_code
+        # describe_outcome only where it says more than the outcome (once per tool call).
+        if outcome == "pending" or (code is not None and (code != 0 or outcome != "success")):
+            outcome = describe_outcome(call)
+        ms = call.duration_ms
+        # format_duration inlined for the usual case.
+        duration = f"{ms} ms" if ms is not None and 0 <= ms < 1000 else format_duration(ms)
+        if stats:
+            return f"{head} → {outcome} · {stats} · {duration}" if duration else (
+                f"{head} → {outcome} · {stats}")
+        return f"{head} → {outcome} · {duration}" if duration else f"{head} → {outcome}"
 
     def show(self, news: News) -> None:
         """Finished assistant segments and completed tool calls, as the record got them."""
@@ -178,7 +189,7 @@ class LogRenderer:
     def tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
         """A completed tool call."""
         runner = self.runner
-        title = call_title(call, _stats(event))
+        title = self.call_title(call, _stats(event))
         if not (call.detail or self.verbose or call.exit_code or call.refused_by):
             runner.entry(title)  # most calls: nothing to show inside the group
             return
@@ -241,7 +252,7 @@ class LogRenderer:
         """End-of-stream notes: pending calls, totals of what was skipped."""
         runner = self.runner
         for call in record.pending_tool_calls:
-            with runner.group(call_title(call)):
+            with runner.group(self.call_title(call)):
                 runner.log("this tool call started but no completion event arrived")
         if self._malformed > MALFORMED_SHOWN:
             runner.warning(

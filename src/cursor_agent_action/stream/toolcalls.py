@@ -175,9 +175,9 @@ def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
 
 
 # Kinds whose target is the first of their target keys (every kind but the MCP ones): the
-# only kinds parse_tool_call's fast path takes.
-_PLAIN_TARGET_KEYS = {
-    key: _KIND_TARGET_KEYS.get(kind, _TARGET_KEYS)
+# only kinds parse_tool_call's fast path takes, with their name and target keys.
+_PLAIN_KINDS = {
+    key: (kind, _KIND_TARGET_KEYS.get(kind, _TARGET_KEYS))
     for key, kind in _KIND_NAMES.items()
     if kind not in ("mcp", "getMcpTools")
 }
@@ -188,8 +188,9 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
 
     Called for every tool event (100,000 in a long run), so the shape every capture has (a
     known kind first in ``tool_call``, a string ``call_id``, an integer ``timestamp_ms``, a
-    ``success`` result) is read with plain lookups; anything else, or anything missing, goes
-    to :func:`parse_any_tool_call`, which gives the same event for the usual shape
+    ``success`` result) is read with plain lookups: a value of another type fails a lookup
+    (TypeError, AttributeError) or one of the checks. Anything else, or anything missing,
+    goes to :func:`parse_any_tool_call`, which gives the same event for the usual shape
     (tests/stream/test_hypothesis.py checks that on generated objects).
     """
     try:
@@ -198,34 +199,30 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
             break
         else:
             key = ""
-        target_keys = _PLAIN_TARGET_KEYS.get(key)
-        inner = tool_call[key]
-        args = inner["args"]
+        kind, target_keys = _PLAIN_KINDS[key]  # a list's first item: TypeError or KeyError
+        args = tool_call[key]["args"]  # only a dict has string keys
         call_id = obj["call_id"]
         timestamp_ms = obj["timestamp_ms"]
-        if (target_keys is None or type(tool_call) is not dict or type(inner) is not dict
-                or type(args) is not dict or type(call_id) is not str or not call_id
-                or type(timestamp_ms) is not int):  # fmt: skip
+        if type(call_id) is not str or not call_id or type(timestamp_ms) is not int:
             return parse_any_tool_call(obj, subtype)
         target = ""
         for name in target_keys:
-            value = args.get(name)
+            value = args.get(name)  # only a dict has .get
             if value and type(value) is str:
                 target = value
                 break
         if subtype != "completed":
-            return ToolCallEvent(subtype, call_id, _KIND_NAMES[key], target, args, None, {},
-                                 None, None, timestamp_ms)  # fmt: skip
-        payload = inner["result"]["success"]
-        started = tool_call.get("startedAtMs")
-        completed = tool_call.get("completedAtMs")
-        if (type(payload) is not dict or type(started) is not str or not started.isascii()
-                or not started.isdigit() or type(completed) is not str
-                or not completed.isascii() or not completed.isdigit()):  # fmt: skip
+            return ToolCallEvent(subtype, call_id, kind, target, args, None, {}, None, None,
+                                 timestamp_ms)  # fmt: skip
+        payload = tool_call[key]["result"]["success"]
+        started = tool_call["startedAtMs"]
+        completed = tool_call["completedAtMs"]
+        if (type(payload) is not dict or not started.isdigit() or not started.isascii()
+                or not completed.isdigit() or not completed.isascii()):  # fmt: skip
             return parse_any_tool_call(obj, subtype)
-        return ToolCallEvent(subtype, call_id, _KIND_NAMES[key], target, args, "success", payload,
+        return ToolCallEvent(subtype, call_id, kind, target, args, "success", payload,
                              int(started), int(completed), timestamp_ms)  # fmt: skip
-    except (KeyError, TypeError, IndexError):
+    except (KeyError, TypeError, IndexError, AttributeError):
         return parse_any_tool_call(obj, subtype)
 
 
