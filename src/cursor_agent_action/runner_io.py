@@ -17,10 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets as _random
 import sys
 import time
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
@@ -109,10 +107,17 @@ def scrub_urls(text: str) -> str:
     return _URL_QUERY.sub("?***", _URL_USERINFO.sub("***@", text))
 
 
+def random_token() -> str:
+    """128 random bits as 32 hex digits, from the OS (what ``secrets.token_hex(16)`` returns,
+    without importing ``secrets`` and what it loads: this runs at every start-up)."""
+    return os.urandom(16).hex()
+
+
 def new_delimiter(value: str) -> str:
-    """A heredoc delimiter that does not occur in ``value``."""
+    """A heredoc delimiter that does not occur in ``value``: ``ghadelimiter_`` and 128 random
+    bits (GitHub's toolkit uses a UUID the same way)."""
     while True:
-        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        delimiter = f"ghadelimiter_{random_token()}"
         if delimiter not in value:
             return delimiter
 
@@ -211,7 +216,7 @@ class Runner:
         self.output_path: Path | None = Path(output) if output else None
         self.summary_path: Path | None = Path(summary) if summary else None
         self.redact = Redactor()
-        self._stop_token = _random.token_hex(16)  # see untrusted()
+        self._stop_token = random_token()  # see untrusted()
         self._buffer: list[str] = []
         # What the buffered entries hold besides our own framing (stop-commands and group
         # lines, which never hold a secret or a control): all the flush has to search.
@@ -281,7 +286,7 @@ class Runner:
         # and a text that holds the token gets a new one, so no text can end its own block.
         token = self._stop_token
         while token in text:
-            token = self._stop_token = _random.token_hex(16)
+            token = self._stop_token = random_token()
         entry = f"::stop-commands::{token}\n{text}::{token}::\n"
         self._buffer.append(entry)  # _write, inlined: once per agent message
         self._contents.append(text)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -62,11 +61,13 @@ class Aggregator:
         self.lines = 0  # non-blank lines
         self._calls: list[ToolCallRecord] = []  # in the order they started
         self._open: dict[str, int] = {}  # call id -> its index (details kept below ROWS_SHOWN)
-        # The ids of the most recently settled calls, to recognise a repeated completion (the
-        # CLI has sent one right after the first); bounded, as every id would cost ~10 MB. An
-        # OrderedDict, not a dict: taking a dict's oldest key (next(iter(...))) walks past
-        # every key deleted before it, which made this the slowest line of the engine.
-        self._settled_ids: OrderedDict[str, None] = OrderedDict()
+        # The ids of the most recently settled calls (the last 1,024 to 2,048), to recognise a
+        # repeated completion (the CLI has sent one right after the first); bounded, as every
+        # id would cost ~10 MB. Two generations of a set: one add per call, where dropping the
+        # oldest id of an ordered map (next(iter(dict)) walks past every key deleted before
+        # it; OrderedDict.popitem) was the slowest line of the engine.
+        self._settled_now: set[str] = set()
+        self._settled_before: set[str] = set()
         self._segments: list[str] = []
         self._segment_chars = 0  # in _segments
         self._dropped_chars = 0  # left out of _segments (SEGMENTS_KEPT_CHARS)
@@ -194,7 +195,7 @@ class Aggregator:
             call = self._calls[index]
             if not call.target and event.target:
                 call.target = self._cut(event.target, TARGET_LIMIT)
-        elif call_id in self._settled_ids:
+        elif call_id in self._settled_now or call_id in self._settled_before:
             return None  # a repeated event of a call that succeeded and is listed nowhere
         else:  # a new call
             target = event.target
@@ -233,10 +234,10 @@ class Aggregator:
                         self._files.add(workspace_relative(path, self.record.cwd))
             if index >= ROWS_SHOWN:  # its details are never shown again
                 del self._open[call_id]
-                settled = self._settled_ids
-                settled[call_id] = None
-                if len(settled) > _SETTLED_IDS_KEPT:
-                    settled.popitem(last=False)
+                settled = self._settled_now
+                settled.add(call_id)
+                if len(settled) >= _SETTLED_IDS_KEPT:
+                    self._settled_before, self._settled_now = settled, set()
                 self._calls[index] = _SETTLED.get(kind) or _settled(kind)
         return call
 
