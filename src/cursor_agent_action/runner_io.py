@@ -280,14 +280,13 @@ class Runner:
             text = _LOG_FORMAT_LINE.sub("#\u200b#[", text)
         if len(text) > LOG_LINE_CHARS:  # no log line over 64 KiB: a longer one is wrapped
             text = _LONG_LINE.sub(_wrap, text)
-        if not text.endswith("\n"):
-            text += "\n"
         # One random token for the whole run: the agent cannot read the log while it runs,
         # and a text that holds the token gets a new one, so no text can end its own block.
         token = self._stop_token
         while token in text:
             token = self._stop_token = random_token()
-        entry = f"::stop-commands::{token}\n{text}::{token}::\n"
+        end = "" if text.endswith("\n") else "\n"  # the text ends its own line
+        entry = f"::stop-commands::{token}\n{text}{end}::{token}::\n"
         self._buffer.append(entry)  # _write, inlined: once per agent message
         self._contents.append(text)
         self._buffered += len(entry)

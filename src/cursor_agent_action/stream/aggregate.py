@@ -148,8 +148,9 @@ class Aggregator:
                     deltas[index] = delta_text(deltas, index)
             text = "".join(deltas)  # type: ignore[arg-type]
             deltas.clear()
-            if self._add_segment(text) is not None and self.news is not None:
-                self.news.append(text)
+            kept = self._add_segment(text)  # redacted first when long
+            if kept is not None and self.news is not None:
+                self.news.append(kept)
             self._flushed = text
 
     def _add_segment(self, text: str) -> str | None:
@@ -278,11 +279,13 @@ class Aggregator:
         """``target`` as the record keeps it: a path relative to the workspace, redacted and
         cut to :data:`TARGET_LIMIT` (the same text for the same target, so it is cached)."""
         cwd = self.record.cwd
-        version = 0 if self._versioned is None else self._versioned.version
-        if cwd != self._shown_cwd or version != self._shown_version:
+        versioned = self._versioned
+        if cwd is not self._shown_cwd or (
+                versioned is not None and versioned.version != self._shown_version):  # fmt: skip
             self._shown_paths.clear()
             self._shown_targets.clear()
-            self._shown_cwd, self._shown_version = cwd, version
+            self._shown_cwd = cwd
+            self._shown_version = 0 if versioned is None else versioned.version
         is_path = is_path and bool(cwd)
         cache = self._shown_paths if is_path else self._shown_targets
         shown = cache.get(target)

@@ -90,21 +90,6 @@ def _tool_output(event: ToolCallEvent) -> str:
     return orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() if payload else ""
 
 
-def _stats(event: ToolCallEvent) -> str:
-    payload = event.payload
-    if not payload:
-        return ""
-    if event.kind == "edit" and "linesAdded" in payload:
-        return f"+{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
-    count = payload.get("linesCreated")
-    if isinstance(count, int):
-        return f"{count} line{'' if count == 1 else 's'} written"
-    count = payload.get("totalLines")
-    if isinstance(count, int):
-        return f"{count} line{'' if count == 1 else 's'}"
-    return ""
-
-
 class LogRenderer:
     """The live log on top of a Runner. The engine gives it, in stream order, the record's
     news (:meth:`show`: finished segments and tool calls) and the events that stand alone
@@ -119,8 +104,19 @@ class LogRenderer:
         # string for the same target, so a repeat costs one lookup).
         self._flat_targets: dict[str, str] = {}
 
-    def call_title(self, call: ToolCallRecord, stats: str = "") -> str:
-        """``kind target → outcome · stats · duration`` (the target flattened to one line)."""
+    def call_title(self, call: ToolCallRecord, event: ToolCallEvent | None = None) -> str:
+        """``kind target → outcome · stats · duration`` (the target flattened to one line; the
+        stats, such as ``6 lines``, from the completed ``event``)."""
+        # Once per tool call: one string built, the common cases first.
+        stats = ""
+        payload = event.payload if event is not None else None
+        if payload:
+            if event.kind == "edit" and "linesAdded" in payload:  # type: ignore[union-attr]
+                stats = f"+{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
+            elif isinstance(count := payload.get("linesCreated"), int):
+                stats = f"{count} line{'' if count == 1 else 's'} written"
+            elif isinstance(count := payload.get("totalLines"), int):
+                stats = f"{count} line{'' if count == 1 else 's'}"
         target = call.target
         if target:
             flat = self._flat_targets.get(target)
@@ -133,11 +129,10 @@ class LogRenderer:
             head = call.kind
         outcome = call.outcome
         code = call.exit_code
-        # describe_outcome only where it says more than the outcome (once per tool call).
+        # describe_outcome only where it says more than the outcome.
         if outcome == "pending" or (code is not None and (code != 0 or outcome != "success")):
             outcome = describe_outcome(call)
         ms = call.duration_ms
-        # format_duration inlined for the usual case.
         duration = f"{ms} ms" if ms is not None and 0 <= ms < 1000 else format_duration(ms)
         if stats:
             return f"{head} → {outcome} · {stats} · {duration}" if duration else (
@@ -189,7 +184,7 @@ class LogRenderer:
     def tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
         """A completed tool call."""
         runner = self.runner
-        title = self.call_title(call, _stats(event))
+        title = self.call_title(call, event)
         if not (call.detail or self.verbose or call.exit_code or call.refused_by):
             runner.entry(title)  # most calls: nothing to show inside the group
             return
