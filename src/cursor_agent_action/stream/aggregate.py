@@ -137,7 +137,14 @@ class Aggregator:
         if text == self._flushed:  # the repeat came after a tool call had flushed it
             self._flushed = ""
             return None
-        return self._add_segment(text)
+        if not text or len(text) > WHOLE_SEGMENT_LEN or self._flushed:
+            return self._add_segment(text)
+        # _add_segment's usual case, inlined: once per segment.
+        self._segments.append(text)
+        self._segment_chars += len(text)
+        if self._segment_chars > SEGMENTS_KEPT_CHARS:
+            self._forget_segments()
+        return text
 
     def _end_segment(self) -> None:
         """Deltas never repeated whole (cut-off stream) still count as a segment."""

@@ -287,14 +287,15 @@ def parse_object(obj: dict[str, Any]) -> Event:
 
 
 def _assistant(obj: dict[str, Any]) -> AssistantEvent:
-    # Once per segment: plain type checks for the usual shape (one text part), else the
-    # general _message_text.
-    message = obj.get("message")
-    content = message.get("content") if type(message) is dict else None
-    part = content[0] if type(content) is list and len(content) == 1 else None
-    text = part.get("text") if type(part) is dict and part.get("type", "text") == "text" else None
-    if type(text) is not str:
-        text = _message_text(message)
+    # Once per segment: the usual shape (one text part) read with plain lookups, where a
+    # value of another type fails a lookup; anything else through _message_text.
+    try:
+        (part,) = obj["message"]["content"]  # exactly one part
+        text = part["text"]
+        if type(text) is not str or type(part) is not dict or part.get("type", "text") != "text":
+            text = _message_text(obj.get("message"))
+    except (KeyError, TypeError, ValueError):
+        text = _message_text(obj.get("message"))
     model_call_id = obj.get("model_call_id")
     timestamp_ms = obj.get("timestamp_ms")
     return AssistantEvent(
