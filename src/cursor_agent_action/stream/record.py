@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from cursor_agent_action.stream.toolcalls import UNKNOWN
 
@@ -13,6 +14,16 @@ record keeps each call's details only for the first ones, and for every call tha
 succeed; a later successful call is kept as a shared, detail-free entry of its kind (counted
 everywhere, listed nowhere), so 100,000 calls do not cost 100,000 records."""
 _NOT_FAILED = frozenset({"success", "pending", UNKNOWN})
+
+
+class CallGroups(NamedTuple):
+    """The calls of a record by what became of them (see :meth:`RunRecord.grouped`)."""
+
+    failed: list[ToolCallRecord]
+    denied: list[ToolCallRecord]
+    hook_denied: list[ToolCallRecord]
+    unknown: list[ToolCallRecord]
+    pending: list[ToolCallRecord]
 
 
 @dataclass(slots=True)  # one per call: a run can make 100,000
@@ -74,6 +85,26 @@ class RunRecord:
     isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
     notes: list[str] = field(default_factory=list)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
+
+    def grouped(self) -> CallGroups:
+        """All five lists below in one pass over the calls (for whoever needs several)."""
+        groups = CallGroups([], [], [], [], [])
+        for call in self.tool_calls:
+            outcome = call.outcome
+            refused = call.refused_by
+            if outcome == "success" and not refused:  # most calls: in no list
+                continue
+            if outcome not in _NOT_FAILED and not refused:
+                groups.failed.append(call)
+            if refused == "policy":
+                groups.denied.append(call)
+            elif refused == "hook":
+                groups.hook_denied.append(call)
+            if outcome == UNKNOWN:
+                groups.unknown.append(call)
+            elif outcome == "pending":
+                groups.pending.append(call)
+        return groups
 
     # The lists below read the fields, not ToolCallRecord's properties: the reports ask for
     # them a dozen times over up to 100,000 calls, and a property call per call tripled that.

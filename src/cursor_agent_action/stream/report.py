@@ -86,6 +86,7 @@ def _write_files_list(paths: list[str], result_dir: Path) -> str:
 def record_outputs(record: RunRecord, result_file: str) -> dict[str, str]:
     """The step outputs of a record (values not yet redacted: Runner.set_outputs does it)."""
     files, cut = files_output(record.files_changed)
+    groups = record.grouped()
     return {
         "conclusion": record.conclusion,
         "result": cap_text(record.result_text),
@@ -100,9 +101,9 @@ def record_outputs(record: RunRecord, result_file: str) -> dict[str, str]:
         "cache-read-tokens": _int_output(record.cache_read_tokens),
         "cache-write-tokens": _int_output(record.cache_write_tokens),
         "tool-calls": str(len(record.tool_calls)),
-        "failed-tool-calls": str(len(record.failed_tool_calls)),
-        "permission-denials": str(len(record.permission_denials)),
-        "hook-denials": str(len(record.hook_denials)),
+        "failed-tool-calls": str(len(groups.failed)),
+        "permission-denials": str(len(groups.denied)),
+        "hook-denials": str(len(groups.hook_denied)),
         "files-changed": files,
         "files-changed-truncated": "true" if cut else "false",
     }

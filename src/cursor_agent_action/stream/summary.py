@@ -197,18 +197,20 @@ def _detail_table(
 def tool_call_counts(record: RunRecord) -> str:
     """``12 (1 failed, 2 denied, 1 blocked by a hook, 1 unknown)``: each call counted once."""
     calls = len(record.tool_calls)
-    parts = [f"{len(record.failed_tool_calls)} failed", f"{len(record.permission_denials)} denied"]
-    if hooks := len(record.hook_denials):
+    groups = record.grouped()
+    parts = [f"{len(groups.failed)} failed", f"{len(groups.denied)} denied"]
+    if hooks := len(groups.hook_denied):
         parts.append(f"{hooks} blocked by a hook")
-    if unknown := len(record.unknown_tool_calls):
+    if unknown := len(groups.unknown):
         parts.append(f"{unknown} with no outcome")
     return f"{calls} ({', '.join(parts)})"
 
 
 def _denials(record: RunRecord, budget: int) -> str:
-    calls = record.permission_denials
+    groups = record.grouped()
+    calls = groups.denied
     table = _detail_table("Permission denials", calls, budget, detail="Reason", what="denials")
-    hooks = record.hook_denials
+    hooks = groups.hook_denied
     budget -= utf8_len(table)
     return table + _detail_table("Blocked by a hook", hooks, budget, detail="Hook's message",
                                  what="calls")
@@ -216,11 +218,12 @@ def _denials(record: RunRecord, budget: int) -> str:
 
 def _errors(record: RunRecord, budget: int) -> str:
     parts: list[str] = []
-    failed = record.failed_tool_calls
-    table = _detail_table("Failed tool calls", failed, budget, detail="Detail", what="calls")
+    groups = record.grouped()
+    table = _detail_table("Failed tool calls", groups.failed, budget, detail="Detail",
+                          what="calls")  # fmt: skip
     parts.append(table)
     budget -= utf8_len(table)
-    pending = len(record.pending_tool_calls)
+    pending = len(groups.pending)
     lines = []
     if pending:
         lines.append(f"- {pending} tool call(s) started but never completed.")
