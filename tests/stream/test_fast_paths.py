@@ -1,0 +1,365 @@
+"""Every shortcut of the stream's hot path gives exactly what its careful counterpart gives.
+
+The engine keeps pace with tool-heavy runs through fast paths (bench/README.md): tool calls and
+segments read with plain lookups, typed entry points instead of ``Aggregator.apply``, hints
+searched in reversed text, control characters found on the UTF-8 bytes, a log flush that
+searches only its entries' contents. Each is checked here against the slow, obvious version on
+generated input, so a fast path can never report, redact or print something else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from cursor_agent_action import runner_io
+from cursor_agent_action.redact import _PATTERN_HINTS, has_hint
+from cursor_agent_action.runner_io import _CONTROL, Runner, _visible, has_control
+from cursor_agent_action.stream import toolcalls
+from cursor_agent_action.stream.aggregate import SEGMENTS_KEPT_CHARS, Aggregator
+from cursor_agent_action.stream.engine import load_record
+from cursor_agent_action.stream.events import (
+    AssistantEvent,
+    _assistant,
+    _message_text,
+    parse_line,
+)
+from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.toolcalls import _int, parse_any_tool_call, parse_tool_call
+from tests.stream.test_hypothesis import events
+
+SETTINGS = settings(max_examples=600, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+# Any JSON value, small: what a field of the wrong type can hold.
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**14) | st.floats(allow_nan=False)
+    | st.sampled_from(["", "x", "12", "\uff11\uff12", "+12", "1_0", " 7", "-3", "success"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+KEYS = st.sampled_from([*toolcalls._KIND_NAMES, "mcpToolCall", "getMcpToolsToolCall",
+                        "function", "newToolCall", "ToolCall", "x"])  # fmt: skip
+TEXT = st.one_of(st.sampled_from(["ls -la", "/w/src/a.py", "src/a.py", "", "pat"]), JSON_VALUES)
+
+
+def _maybe(draw: st.DrawFn, value: object) -> object:
+    """The value as the CLI sends it, or (rarely) anything else, or nothing."""
+    choice = draw(st.integers(0, 9))
+    if choice == 0:
+        return draw(JSON_VALUES)
+    if choice == 1:
+        return _MISSING
+    return value
+
+
+_MISSING = object()
+
+
+def _dict(**fields: object) -> dict[str, object]:
+    return {key: value for key, value in fields.items() if value is not _MISSING}
+
+
+@st.composite
+def tool_call_objects(draw: st.DrawFn) -> dict[str, object]:
+    """A tool_call event: mostly the shape every capture has, any field possibly odd."""
+    names = st.sampled_from(["command", "path", "pattern", "globPattern", "query", "name",
+                             "toolName", "providerIdentifier", "arguments"])  # fmt: skip
+    args = _maybe(draw, draw(st.dictionaries(names, TEXT, max_size=3)))
+    payload = _maybe(draw, draw(st.dictionaries(
+        st.sampled_from(["exitCode", "totalLines", "content", "path", "linesAdded"]),
+        JSON_VALUES, max_size=3)))  # fmt: skip
+    outcome = draw(st.sampled_from(["success", "success", "error", "rejected", "weird"]))
+    result = _maybe(draw, {outcome: payload, "isBackground": False})
+    inner = _maybe(draw, _dict(args=args, result=result))
+    started = _maybe(draw, str(draw(st.integers(0, 10**13))))
+    completed = _maybe(draw, str(draw(st.integers(0, 10**13))))
+    key = draw(KEYS)
+    calls = {key: inner, "toolCallId": draw(st.sampled_from(["t1", "", 3])),
+             "startedAtMs": started, "completedAtMs": completed}
+    if draw(st.booleans()):  # another key first
+        calls = {"hookAdditionalContexts": {}, **calls}
+    tool_call = _maybe(draw, _dict(**calls))
+    subtype = draw(st.sampled_from(["started", "completed", "x"]))
+    call_id = _maybe(draw, draw(st.sampled_from(["c1", "c\n2", ""])))
+    timestamp_ms = _maybe(draw, draw(st.integers(0, 10**13)))
+    return _dict(type="tool_call", subtype=subtype, call_id=call_id, tool_call=tool_call,
+                 timestamp_ms=timestamp_ms)  # fmt: skip
+
+
+def _usual(subtype: str, started: object = "1") -> dict[str, Any]:
+    args = {"command": "pytest -q", "toolCallId": "c1"}
+    inner: dict[str, Any] = {"args": args}
+    if subtype == "completed":
+        inner["result"] = {"success": {"exitCode": 0, "stdout": "ok"}, "isBackground": False}
+    return {"type": "tool_call", "subtype": subtype, "call_id": "c1", "timestamp_ms": 5,
+            "tool_call": {"shellToolCall": inner, "toolCallId": "c1", "startedAtMs": started,
+                          "completedAtMs": "9"}}  # fmt: skip
+
+
+@SETTINGS
+@example(obj=_usual("started"))
+@example(obj=_usual("completed"))
+# Times int() reads but the careful parser does not (or reads otherwise): the shortcut must not.
+@example(obj=_usual("completed", "\uff11\uff12"))
+@example(obj=_usual("completed", "+12"))
+@example(obj=_usual("completed", "1_0"))
+@example(obj=_usual("completed", " 7"))
+@example(obj=_usual("completed", 7))
+@given(obj=tool_call_objects())
+def test_the_tool_call_fast_path_gives_the_careful_parsers_event(obj: dict[str, Any]) -> None:
+    subtype = obj.get("subtype")
+    subtype = subtype if isinstance(subtype, str) else ""
+    assert parse_tool_call(obj, subtype) == parse_any_tool_call(obj, subtype)
+
+
+@pytest.mark.parametrize("subtype", ["started", "completed"])
+def test_the_usual_tool_call_shape_takes_the_fast_path(
+    subtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without this, the equivalence above could hold because nothing ever took the shortcut."""
+
+    def refuse(obj: object, subtype: str) -> object:
+        raise AssertionError("the careful parser was called for the usual shape")
+
+    monkeypatch.setattr(toolcalls, "parse_any_tool_call", refuse)
+    event = parse_tool_call(_usual(subtype), subtype)
+    assert (event.kind, event.target, event.call_id) == ("shell", "pytest -q", "c1")
+
+
+def _careful_assistant(obj: dict[str, Any]) -> AssistantEvent:
+    """What parse_object built for an assistant event before the fast path."""
+    model_call_id = obj.get("model_call_id")
+    return AssistantEvent(_message_text(obj.get("message")),
+                          model_call_id if isinstance(model_call_id, str) and model_call_id
+                          else None, _int(obj.get("timestamp_ms")))  # fmt: skip
+
+
+@st.composite
+def assistant_objects(draw: st.DrawFn) -> dict[str, object]:
+    part = _maybe(draw, _dict(type=_maybe(draw, "text"), text=_maybe(draw, "hello")))
+    content = draw(st.sampled_from(["list1", "list2", "str", "odd"]))
+    if content == "list1":
+        parts: object = [part]
+    elif content == "list2":
+        parts = [part, {"type": "text", "text": " world"}]
+    elif content == "str":
+        parts = draw(st.sampled_from(["", "x", "xy"]))
+    else:
+        parts = draw(JSON_VALUES)
+    message = _maybe(draw, _dict(role="assistant", content=_maybe(draw, parts)))
+    return _dict(type="assistant", message=message, model_call_id=_maybe(draw, "m1"),
+                 timestamp_ms=_maybe(draw, 7))  # fmt: skip
+
+
+@SETTINGS
+@given(obj=assistant_objects())
+def test_the_segment_fast_path_gives_the_careful_event(obj: dict[str, Any]) -> None:
+    assert _assistant(obj) == _careful_assistant(obj)
+
+
+HINTY_TEXT = st.lists(st.one_of(st.sampled_from([*_PATTERN_HINTS, "_", "-", "A", "I", "z", "J",
+                                                 "gh", "ey", "xo", "\u2192"]),
+                                st.text(max_size=6)), max_size=12).map("".join)  # fmt: skip
+
+
+@SETTINGS
+@given(text=HINTY_TEXT)
+def test_hints_found_in_reversed_text_are_the_hints_in_the_text(text: str) -> None:
+    assert has_hint(text) == any(hint in text for hint in _PATTERN_HINTS)
+
+
+@pytest.mark.parametrize("hint", _PATTERN_HINTS)
+def test_a_hint_across_a_window_edge_of_a_long_text_is_found(hint: str) -> None:
+    """Long texts are searched a 1 MiB window at a time; a hint cut by a window edge counts."""
+    window = 1024 * 1024
+    for offset in range(1, len(hint)):
+        text = "a" * (window - offset) + hint + "b" * 100
+        assert has_hint(text), (hint, offset)
+    assert not has_hint("a" * (3 * window))
+
+
+@SETTINGS
+@given(text=st.text(st.characters(blacklist_categories=()), max_size=40))
+@example(text="\x85")
+@example(text="·\u0085x")
+@example(text="\ud800")
+def test_control_characters_found_on_the_bytes_are_those_the_expression_finds(text: str) -> None:
+    assert has_control(text) == bool(_CONTROL.search(text))
+
+
+class FullPassRunner(Runner):
+    """The Runner as it was: one redaction and control pass over the whole buffered text."""
+
+    def flush(self) -> None:
+        if self._buffer:
+            text = self.redact("".join(self._buffer))
+            if _CONTROL.search(text):
+                text = _CONTROL.sub(_visible, text)
+            self._out.write(text)
+            self._buffer.clear()
+            self._contents.clear()
+            self._buffered = 0
+
+
+# Texts that try every trick the flush must see through: secrets (plain and encoded), the
+# patterns' hints and whole matches, controls, command and log-format lines.
+SECRET = "s3cr3t-v4lue"
+FLUSH_TEXT = st.lists(st.sampled_from([
+    SECRET, "czNjcjN0LXY0bHVl", "s3cr3t", "ghp_" + "a" * 36, "sk-ant-" + "b" * 24, "AKIA", "eyJ",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n", "\x1b[31m", "\r", "\x85", "##[error]", "::",
+    "\n", " ", "  ", "%", "→", "a", "text",
+]), max_size=8).map("".join)  # fmt: skip
+OPS = st.lists(st.tuples(st.sampled_from(["log", "untrusted", "entry", "group", "warning"]),
+                         FLUSH_TEXT), max_size=12)  # fmt: skip
+
+
+def _tokens() -> Iterator[str]:
+    return (f"{n:032x}" for n in itertools.count(0xABCDEF))
+
+
+def _replay(runner_class: type[Runner], ops: list[tuple[str, str]],
+            monkeypatch: pytest.MonkeyPatch) -> str:  # fmt: skip
+    tokens = _tokens()
+    monkeypatch.setattr(runner_io, "random_token", lambda: next(tokens))
+    out = io.StringIO()
+    runner = runner_class(stdout=out, env={}, secrets=[SECRET])
+    for op, text in ops:
+        if op == "group":
+            with runner.group(text):
+                runner.untrusted(text)
+        elif op == "warning":
+            runner.warning(text, title=text)
+        else:
+            getattr(runner, op)(text)
+    runner.flush()
+    return out.getvalue()
+
+
+@SETTINGS
+@given(ops=OPS)
+def test_the_contents_only_search_writes_the_same_log_as_a_full_pass(
+    ops: list[tuple[str, str]]
+) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        fast = _replay(Runner, ops, monkeypatch)
+        full = _replay(FullPassRunner, ops, monkeypatch)
+    assert fast == full
+
+
+@st.composite
+def records(draw: st.DrawFn) -> RunRecord:
+    calls = draw(st.lists(st.builds(
+        ToolCallRecord, st.just("id"), st.sampled_from(["shell", "read"]), st.just("t"),
+        st.sampled_from(["success", "error", "pending", "unknown", "rejected", "x"]),
+        refused_by=st.sampled_from(["", "", "policy", "hook"])), max_size=30))  # fmt: skip
+    return RunRecord(tool_calls=calls)
+
+
+@SETTINGS
+@given(record=records())
+def test_grouped_gives_the_lists_the_properties_give(record: RunRecord) -> None:
+    groups = record.grouped()
+    assert groups.failed == record.failed_tool_calls
+    assert groups.denied == record.permission_denials
+    assert groups.hook_denied == record.hook_denials
+    assert groups.unknown == record.unknown_tool_calls
+    assert groups.pending == record.pending_tool_calls
+
+
+def _dropped_by_the_old_loop(lengths: list[int], total: int) -> int:
+    drop = 0
+    while total > SEGMENTS_KEPT_CHARS // 2 and drop < len(lengths) - 1:
+        total -= lengths[drop]
+        drop += 1
+    return drop
+
+
+@SETTINGS
+@given(lengths=st.lists(st.integers(1, SEGMENTS_KEPT_CHARS // 3), min_size=1, max_size=40))
+def test_old_segments_are_dropped_as_one_at_a_time_would(lengths: list[int]) -> None:
+    aggregator = Aggregator()
+    lengths[0] += SEGMENTS_KEPT_CHARS  # over the cap, as when the aggregator calls it
+    aggregator._segments = ["x" * n for n in lengths]
+    aggregator._segment_chars = total = sum(lengths)
+    aggregator._forget_segments()
+    drop = _dropped_by_the_old_loop(lengths, total)
+    assert len(aggregator._segments) == len(lengths) - drop
+    assert aggregator._dropped_chars == sum(lengths[:drop])
+    assert aggregator._segment_chars == total - sum(lengths[:drop])
+
+
+def _applied(lines: list[bytes]) -> RunRecord:
+    """The record Aggregator.apply builds line by line: no fast path, no typed entry point."""
+    aggregator = Aggregator()
+    for line in lines:
+        if line.strip():
+            aggregator.apply(parse_line(line))
+    return aggregator.finish()
+
+
+@pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.stem)
+def test_the_engine_builds_the_record_apply_builds(fixture: Path) -> None:
+    record = dataclasses.replace(load_record(fixture), transcript_file="")
+    assert record == _applied(fixture.read_bytes().splitlines())
+
+
+@SETTINGS
+@given(stream=st.lists(events(), max_size=25))
+def test_the_engine_builds_the_record_apply_builds_for_any_stream(
+    stream: list[dict[str, object]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    lines = [json.dumps(event).encode() for event in stream]
+    path = tmp_path_factory.mktemp("stream") / "t.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert dataclasses.replace(load_record(path), transcript_file="") == _applied(lines)
+
+
+def test_redaction_cut_and_flattening_of_targets_are_cached_per_workspace_and_secret() -> None:
+    """A cached display target is dropped when the redactor learns a secret."""
+    from cursor_agent_action.redact import Redactor
+
+    redactor = Redactor()
+    aggregator = Aggregator(redact=redactor)
+    line = ('{"type":"tool_call","subtype":"started","call_id":"%s","timestamp_ms":1,'
+            '"tool_call":{"shellToolCall":{"args":{"command":"echo hunter22"}}}}')  # fmt: skip
+    aggregator.apply(parse_line((line % "a").encode()))
+    redactor.add("hunter22")
+    aggregator.apply(parse_line((line % "b").encode()))
+    first, second = aggregator.finish().tool_calls
+    assert (first.target, second.target) == ("echo hunter22", "echo ***")
+
+
+def test_a_repeated_completion_of_a_settled_call_is_not_counted_again() -> None:
+    """Past the rows the reports list, a successful call is settled; its repeated completion
+    (the CLI has sent one) must not come back as a new call, and what remembers settled ids
+    stays bounded."""
+    aggregator = Aggregator()
+
+    def line(subtype: str, n: int) -> bytes:
+        result = ',"result":{"success":{}}' if subtype == "completed" else ""
+        inner = f'{{"readToolCall":{{"args":{{"path":"f"}}{result}}}}}'
+        return (f'{{"type":"tool_call","subtype":"{subtype}","call_id":"c{n}",'
+                f'"timestamp_ms":1,"tool_call":{inner}}}').encode()
+
+    for n in range(5000):
+        aggregator.apply(parse_line(line("started", n)))
+        aggregator.apply(parse_line(line("completed", n)))
+    aggregator.apply(parse_line(line("completed", 4990)))  # a repeat of a recent settled call
+    record = aggregator.finish()
+    assert len(record.tool_calls) == 5000
+    assert not record.pending_tool_calls
+    assert len(aggregator._settled_now) + len(aggregator._settled_before) <= 2048
+    assert re.fullmatch(r"c\d+", next(iter(aggregator._settled_now)))
