@@ -17,7 +17,7 @@ import orjson
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.markdown import cut_utf8, utf8_len
 from cursor_agent_action.runner_io import Runner, one_line
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import CallGroups, RunRecord
 from cursor_agent_action.stream.summary import render_summary
 
 WRITE_PIECE_CHARS = 1024 * 1024
@@ -83,10 +83,11 @@ def _write_files_list(paths: list[str], result_dir: Path) -> str:
     return write_state_file(result_dir, "files-changed-", ".json", orjson.dumps(paths))
 
 
-def record_outputs(record: RunRecord, result_file: str) -> dict[str, str]:
+def record_outputs(record: RunRecord, result_file: str,
+                   groups: CallGroups | None = None) -> dict[str, str]:  # fmt: skip
     """The step outputs of a record (values not yet redacted: Runner.set_outputs does it)."""
     files, cut = files_output(record.files_changed)
-    groups = record.grouped()
+    groups = groups or record.grouped()
     return {
         "conclusion": record.conclusion,
         "result": cap_text(record.result_text),
@@ -146,13 +147,15 @@ def report(
         record.notes.append(f"The files-changed file could not be written in {result_dir} "
                             f"({exc.strerror or exc}).")
     outputs_error: OSError | None = None
+    groups = record.grouped()  # one pass over the calls for the outputs and the summary
     try:
-        runner.set_outputs({**record_outputs(record, result_file),
+        runner.set_outputs({**record_outputs(record, result_file, groups),
                             "files-changed-file": files_file, **(extra_outputs or {})})
     except OSError as exc:  # still write the summary and the annotation below
         outputs_error = exc
     try:
-        runner.append_summary(render_summary(record, budget_bytes=runner.summary_budget()))
+        runner.append_summary(render_summary(record, budget_bytes=runner.summary_budget(),
+                                             groups=groups))  # fmt: skip
     except OSError as exc:
         runner.warning(
             f"The job summary could not be written to {runner.summary_path} "

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
 from cursor_agent_action.stream.livelog import describe_outcome, format_duration
-from cursor_agent_action.stream.record import ROWS_SHOWN, RunRecord, ToolCallRecord
+from cursor_agent_action.stream.record import ROWS_SHOWN, CallGroups, RunRecord, ToolCallRecord
 
 ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫", "budget": "🛑"}
 STDERR_TAIL_CHARS = 8 * 1024  # of the CLI stderr shown (the log has all of it)
@@ -28,7 +28,7 @@ def _code(text: str, limit: int) -> str:
     return code_cell(text, limit, in_table=False)
 
 
-def _headline(record: RunRecord) -> str:
+def _headline(record: RunRecord, groups: CallGroups) -> str:
     icon = ICONS.get(record.conclusion, "❔")
     facts = [f"**Model:** {inline(record.model, 80) or 'unknown'}"]
     if record.duration_ms is not None:
@@ -39,7 +39,7 @@ def _headline(record: RunRecord) -> str:
     ) if value is not None]  # fmt: skip
     if tokens:  # only the counts the CLI reported: never a bare "- out"
         facts.append(f"**Tokens:** {' · '.join(tokens)}")
-    facts.append(f"**Tool calls:** {tool_call_counts(record)}")
+    facts.append(f"**Tool calls:** {tool_call_counts(record, groups)}")
     facts.append(f"**Files changed:** {len(record.files_changed)}")
     if record.exit_code is not None:
         facts.append(f"**CLI exit code:** {exit_status(record.exit_code)}")
@@ -194,10 +194,11 @@ def _detail_table(
     return _table(title, headers, rows, len(calls), budget, what=what)
 
 
-def tool_call_counts(record: RunRecord) -> str:
-    """``12 (1 failed, 2 denied, 1 blocked by a hook, 1 unknown)``: each call counted once."""
+def tool_call_counts(record: RunRecord, groups: CallGroups | None = None) -> str:
+    """``12 (1 failed, 2 denied, 1 blocked by a hook, 1 unknown)``: each call counted once
+    (``groups``: the record's :meth:`~.record.RunRecord.grouped`, when the caller has it)."""
     calls = len(record.tool_calls)
-    groups = record.grouped()
+    groups = groups or record.grouped()
     parts = [f"{len(groups.failed)} failed", f"{len(groups.denied)} denied"]
     if hooks := len(groups.hook_denied):
         parts.append(f"{hooks} blocked by a hook")
@@ -206,8 +207,7 @@ def tool_call_counts(record: RunRecord) -> str:
     return f"{calls} ({', '.join(parts)})"
 
 
-def _denials(record: RunRecord, budget: int) -> str:
-    groups = record.grouped()
+def _denials(groups: CallGroups, budget: int) -> str:
     calls = groups.denied
     table = _detail_table("Permission denials", calls, budget, detail="Reason", what="denials")
     hooks = groups.hook_denied
@@ -216,9 +216,8 @@ def _denials(record: RunRecord, budget: int) -> str:
                                  what="calls")
 
 
-def _errors(record: RunRecord, budget: int) -> str:
+def _errors(record: RunRecord, groups: CallGroups, budget: int) -> str:
     parts: list[str] = []
-    groups = record.grouped()
     table = _detail_table("Failed tool calls", groups.failed, budget, detail="Detail",
                           what="calls")  # fmt: skip
     parts.append(table)
@@ -262,8 +261,12 @@ def _footer(record: RunRecord) -> str:
     return "The raw transcript was not saved by this step.\n"
 
 
-def render_summary(record: RunRecord, *, budget_bytes: int) -> str:
-    """The job summary, never longer than ``budget_bytes`` UTF-8 bytes."""
+def render_summary(record: RunRecord, *, budget_bytes: int,
+                   groups: CallGroups | None = None) -> str:  # fmt: skip
+    """The job summary, never longer than ``budget_bytes`` UTF-8 bytes (``groups``: the
+    record's :meth:`~.record.RunRecord.grouped`, when the caller has it: one pass over up to
+    100,000 calls is enough)."""
+    groups = groups or record.grouped()
     footer = _footer(record)
     remaining = budget_bytes - utf8_len(footer)
     if remaining <= 0:
@@ -277,7 +280,7 @@ def render_summary(record: RunRecord, *, budget_bytes: int) -> str:
             out.append(text)
             remaining -= size
 
-    add(_headline(record))
+    add(_headline(record, groups))
     add(_problems(record))
     add(_task(record))
     if record.final_message:
@@ -293,9 +296,10 @@ def render_summary(record: RunRecord, *, budget_bytes: int) -> str:
         add(_fenced("Structured output", _pretty(record.structured_output), remaining,
                     "the structured-output-file output has all of it", info="json"))
     # Shell commands are in the tool-call table (with their exit codes): no table of their own.
-    sections: list[Callable[[RunRecord, int], str]] = [_files, _denials, _errors, _tool_calls]
-    for section in sections:
-        add(section(record, remaining))
+    add(_files(record, remaining))
+    add(_denials(groups, remaining))
+    add(_errors(record, groups, remaining))
+    add(_tool_calls(record, remaining))
     out.append(footer)
     return "".join(out)
 
