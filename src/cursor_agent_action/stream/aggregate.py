@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol, cast
 
 from cursor_agent_action.markdown import shorten
 from cursor_agent_action.stream.events import (
@@ -39,6 +39,12 @@ the text itself); earlier text is left out with a note, the transcript has all o
 _SETTLED_IDS_KEPT = 1024
 _TARGETS_CACHED = 4096
 _WRITE_KINDS = frozenset({"write", "edit", "delete"})
+
+
+class _Versioned(Protocol):
+    """A redactor whose ``version`` changes whenever it learns a secret."""
+
+    version: int
 
 
 News = list[str | tuple[ToolCallRecord, ToolCallEvent]]
@@ -79,7 +85,8 @@ class Aggregator:
         self._shown_paths: dict[str, str] = {}
         self._shown_targets: dict[str, str] = {}
         # A redactor with a version (Redactor) tells when it learnt a secret.
-        self._versioned: Any = redact if type(getattr(redact, "version", None)) is int else None
+        self._versioned = (cast(_Versioned, redact)
+                           if type(getattr(redact, "version", None)) is int else None)  # fmt: skip
         self._shown_cwd = ""
         self._shown_version = 0
         self._anonymous = 0
