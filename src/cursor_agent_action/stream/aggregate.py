@@ -234,9 +234,9 @@ class Aggregator:
             detail = event.detail
             call.detail = self._cut(detail, DETAIL_LIMIT)
             call.refused_by = refusal(outcome, detail)
-        if kind == "shell":
-            code = event.payload.get("exitCode") if event.kind == "shell" else None  # inlined
-            call.exit_code = code if type(code) is int else _int(code)  # event.exit_code
+        if kind == "shell":  # event.exit_code, inlined
+            code = event.payload.get("exitCode") if event.kind == "shell" else None
+            call.exit_code = code if type(code) is int else _int(code)
         started, completed = event.started_at_ms, event.completed_at_ms
         if started is not None and completed is not None:  # _duration's first case, inlined
             call.duration_ms = completed - started if completed > started else 0
