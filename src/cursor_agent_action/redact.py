@@ -147,7 +147,7 @@ class Redactor:
                 done = text
                 if self._known is not None and self._known.search(done):
                     done = self._known.sub(MASK, done)
-                if _HINTS_REVERSED.search(done[::-1]):  # has_hint(done), inlined
+                if has_hint(done):
                     done = _PATTERN_RX.sub(MASK, done)
                 if len(self._cache) >= _CACHE_SIZE:
                     self._cache.clear()

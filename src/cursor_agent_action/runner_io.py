@@ -286,12 +286,7 @@ class Runner:
         while token in text:
             token = self._stop_token = random_token()
         end = "" if text.endswith("\n") else "\n"  # the text ends its own line
-        entry = f"::stop-commands::{token}\n{text}{end}::{token}::\n"
-        self._buffer.append(entry)  # _write, inlined: once per agent message
-        self._contents.append(text)
-        self._buffered += len(entry)
-        if self._buffered >= _FLUSH_BYTES:
-            self.flush()
+        self._write(f"::stop-commands::{token}\n{text}{end}::{token}::\n", text)
 
     def command(self, name: str, message: str = "", **properties: str) -> None:
         """A raw workflow command with escaped properties and message."""
@@ -341,16 +336,8 @@ class Runner:
 
     def entry(self, title: str) -> None:
         """A group with nothing in it: one line in the log, like a group's title."""
-        # Once per tool call: _group_title's and _write's usual case inlined.
-        if not (len(title) <= GROUP_TITLE_CHARS and title.isprintable() and "%" not in title
-                and "  " not in title and title[:1] != " " and title[-1:] != " "):  # fmt: skip
-            title = self._group_title(title)
-        text = f"::group::{title}\n::endgroup::\n"
-        self._buffer.append(text)
-        self._contents.append(title)
-        self._buffered += len(text)
-        if self._buffered >= _FLUSH_BYTES:
-            self.flush()
+        title = self._group_title(title)
+        self._write(f"::group::{title}\n::endgroup::\n", title)
 
     # -- outputs --------------------------------------------------------------------------
 

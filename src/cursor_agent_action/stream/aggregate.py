@@ -26,7 +26,7 @@ from cursor_agent_action.stream.events import (
 from cursor_agent_action.stream.framing import Line
 from cursor_agent_action.stream.paths import workspace_relative
 from cursor_agent_action.stream.record import ROWS_SHOWN, RunRecord, ToolCallRecord
-from cursor_agent_action.stream.toolcalls import ToolCallEvent, _int, refusal
+from cursor_agent_action.stream.toolcalls import ToolCallEvent, refusal
 
 TARGET_LIMIT = 1000
 DETAIL_LIMIT = 4000
@@ -135,7 +135,7 @@ class Aggregator:
         # With --stream-partial-output a segment arrives as deltas (timestamp_ms only) and
         # then once more whole (with model_call_id, or with neither field for the last one):
         # the whole repeat replaces the deltas, so the text is never doubled.
-        if event.timestamp_ms is not None and event.model_call_id is None:  # event.is_delta
+        if event.is_delta:
             self._deltas.append(event.text)
             return None
         if self._deltas:
@@ -144,14 +144,7 @@ class Aggregator:
         if text == self._flushed:  # the repeat came after a tool call had flushed it
             self._flushed = ""
             return None
-        if not text or len(text) > WHOLE_SEGMENT_LEN or self._flushed:
-            return self._add_segment(text)
-        # _add_segment's usual case, inlined: once per segment.
-        self._segments.append(text)
-        self._segment_chars += len(text)
-        if self._segment_chars > SEGMENTS_KEPT_CHARS:
-            self._forget_segments()
-        return text
+        return self._add_segment(text)
 
     def _end_segment(self) -> None:
         """Deltas never repeated whole (cut-off stream) still count as a segment."""
@@ -234,9 +227,8 @@ class Aggregator:
             detail = event.detail
             call.detail = self._cut(detail, DETAIL_LIMIT)
             call.refused_by = refusal(outcome, detail)
-        if kind == "shell":  # event.exit_code, inlined
-            code = event.payload.get("exitCode") if event.kind == "shell" else None
-            call.exit_code = code if type(code) is int else _int(code)
+        if kind == "shell":
+            call.exit_code = event.exit_code
         started, completed = event.started_at_ms, event.completed_at_ms
         if started is not None and completed is not None:  # _duration's first case, inlined
             call.duration_ms = completed - started if completed > started else 0
@@ -244,16 +236,15 @@ class Aggregator:
             call.duration_ms = _duration(event, call)
         if outcome == "success":
             if kind in _WRITE_KINDS:
-                for path in (event.args.get("path"), event.payload.get("path")):  # event.paths
-                    if path and type(path) is str:
-                        self._files.add(workspace_relative(path, self.record.cwd))
+                for path in event.paths:
+                    self._files.add(workspace_relative(path, self.record.cwd))
             if index >= ROWS_SHOWN:  # its details are never shown again
                 del self._open[call_id]
                 settled = self._settled_now
                 settled.add(call_id)
                 if len(settled) >= _SETTLED_IDS_KEPT:
                     self._settled_before, self._settled_now = settled, set()
-                self._calls[index] = _SETTLED.get(kind) or _settled(kind)
+                self._calls[index] = _settled(kind)
         return call
 
     def _other(self, event: Event) -> None:
@@ -380,9 +371,11 @@ _SETTLED: dict[str, ToolCallRecord] = {}
 
 def _settled(kind: str) -> ToolCallRecord:
     """The shared entry of a successful call past :data:`ROWS_SHOWN` (never changed)."""
-    if len(_SETTLED) >= 256:  # kinds are the CLI's keys: bounded like any cache
-        _SETTLED.clear()
-    entry = _SETTLED[kind] = ToolCallRecord("", kind, "", "success")
+    entry = _SETTLED.get(kind)
+    if entry is None:
+        if len(_SETTLED) >= 256:  # kinds are the CLI's keys: bounded like any cache
+            _SETTLED.clear()
+        entry = _SETTLED[kind] = ToolCallRecord("", kind, "", "success")
     return entry
 
 
