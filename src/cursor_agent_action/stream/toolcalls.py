@@ -191,7 +191,7 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
     ``success`` result) is read with plain lookups: a value of another type fails a lookup
     (TypeError, AttributeError) or one of the checks. Anything else, or anything missing,
     goes to :func:`parse_any_tool_call`, which gives the same event for the usual shape
-    (tests/stream/test_hypothesis.py checks that on generated objects).
+    (tests/stream/test_fast_paths.py checks that on generated objects).
     """
     try:
         tool_call = obj["tool_call"]
@@ -200,7 +200,8 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
         else:
             key = ""
         kind, target_keys = _PLAIN_KINDS[key]  # a list's first item: TypeError or KeyError
-        args = tool_call[key]["args"]  # only a dict has string keys
+        inner = tool_call[key]
+        args = inner["args"]  # only a dict has string keys
         call_id = obj["call_id"]
         timestamp_ms = obj["timestamp_ms"]
         if type(call_id) is not str or not call_id or type(timestamp_ms) is not int:
@@ -214,7 +215,7 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
         if subtype != "completed":
             return ToolCallEvent(subtype, call_id, kind, target, args, None, {}, None, None,
                                  timestamp_ms)  # fmt: skip
-        payload = tool_call[key]["result"]["success"]
+        payload = inner["result"]["success"]
         started = tool_call["startedAtMs"]
         completed = tool_call["completedAtMs"]
         if (type(payload) is not dict or not started.isdigit() or not started.isascii()
