@@ -9,16 +9,9 @@ import pytest
 from cursor_agent_action.stream.aggregate import Aggregator
 from cursor_agent_action.stream.events import parse_line
 from cursor_agent_action.stream.paths import workspace_relative
-from cursor_agent_action.stream.record import RunRecord
-from tests.support.stream import FIXTURES
+from tests.support.stream import FIXTURES, applied_record
 
-
-def _record(lines: list[bytes]) -> RunRecord:
-    aggregator = Aggregator()
-    for line in lines:
-        if line.strip():
-            aggregator.apply(parse_line(line))
-    return aggregator.finish()
+_record = applied_record
 
 
 def _say(text: str, **extra: object) -> bytes:

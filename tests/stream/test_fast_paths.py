@@ -37,6 +37,7 @@ from cursor_agent_action.stream.events import (
 from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
 from cursor_agent_action.stream.toolcalls import _int, parse_any_tool_call, parse_tool_call
 from tests.stream.test_hypothesis import events
+from tests.support.stream import applied_record
 
 SETTINGS = settings(max_examples=600, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
@@ -303,19 +304,10 @@ def test_old_segments_are_dropped_as_one_at_a_time_would(lengths: list[int]) -> 
     assert aggregator._segment_chars == total - sum(lengths[:drop])
 
 
-def _applied(lines: list[bytes]) -> RunRecord:
-    """The record Aggregator.apply builds line by line: no fast path, no typed entry point."""
-    aggregator = Aggregator()
-    for line in lines:
-        if line.strip():
-            aggregator.apply(parse_line(line))
-    return aggregator.finish()
-
-
 @pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.stem)
 def test_the_engine_builds_the_record_apply_builds(fixture: Path) -> None:
     record = dataclasses.replace(load_record(fixture), transcript_file="")
-    assert record == _applied(fixture.read_bytes().splitlines())
+    assert record == applied_record(fixture.read_bytes().splitlines())
 
 
 @SETTINGS
@@ -326,7 +318,7 @@ def test_the_engine_builds_the_record_apply_builds_for_any_stream(
     lines = [json.dumps(event).encode() for event in stream]
     path = tmp_path_factory.mktemp("stream") / "t.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
-    assert dataclasses.replace(load_record(path), transcript_file="") == _applied(lines)
+    assert dataclasses.replace(load_record(path), transcript_file="") == applied_record(lines)
 
 
 def test_redaction_cut_and_flattening_of_targets_are_cached_per_workspace_and_secret() -> None:
@@ -342,6 +334,19 @@ def test_redaction_cut_and_flattening_of_targets_are_cached_per_workspace_and_se
     aggregator.apply(parse_line((line % "b").encode()))
     first, second = aggregator.finish().tool_calls
     assert (first.target, second.target) == ("echo hunter22", "echo ***")
+
+
+def test_a_path_cached_before_the_workspace_is_known_is_made_relative_after() -> None:
+    """Display targets are cached per workspace: once init names it, a path seen before is
+    shown relative to it, as if nothing had been cached."""
+    aggregator = Aggregator()
+    line = ('{"type":"tool_call","subtype":"started","call_id":"%s","timestamp_ms":1,'
+            '"tool_call":{"readToolCall":{"args":{"path":"/w/src/a.py"}}}}')  # fmt: skip
+    aggregator.apply(parse_line((line % "a").encode()))
+    aggregator.apply(parse_line(b'{"type":"system","subtype":"init","cwd":"/w"}'))
+    aggregator.apply(parse_line((line % "b").encode()))
+    first, second = aggregator.finish().tool_calls
+    assert (first.target, second.target) == ("/w/src/a.py", "src/a.py")
 
 
 def test_a_repeated_completion_of_a_settled_call_is_not_counted_again() -> None:

@@ -15,6 +15,9 @@ from pathlib import Path
 
 from cursor_agent_action.cli import main
 from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.stream.aggregate import Aggregator
+from cursor_agent_action.stream.events import parse_line
+from cursor_agent_action.stream.record import RunRecord
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -100,3 +103,12 @@ def processed_commands(log: str) -> list[tuple[str, str, str]]:
     assert stopped is None, "stop-commands never resumed"
     assert depth == 0, "group never closed"
     return commands
+
+
+def applied_record(lines: list[bytes]) -> RunRecord:
+    """The record ``Aggregator.apply`` builds line by line (no engine, no fast path)."""
+    aggregator = Aggregator()
+    for line in lines:
+        if line.strip():
+            aggregator.apply(parse_line(line))
+    return aggregator.finish()
