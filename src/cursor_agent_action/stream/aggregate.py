@@ -80,14 +80,14 @@ class Aggregator:
         self._deltas: list[str | Line] = []  # text, or a raw line from the fast path
         self._files: set[str] = set()
         # Targets as the record shows them (relative to the workspace, redacted, cut), by the
-        # target as sent: agents name the same files and commands again and again. Emptied
-        # when the workspace becomes known or the redactor learns a secret.
+        # target as sent: agents name the same files and commands again and again. Paths are
+        # cached only once the workspace is known (the first init sets it, for good); both
+        # are emptied when the redactor learns a secret.
         self._shown_paths: dict[str, str] = {}
         self._shown_targets: dict[str, str] = {}
         # A redactor with a version (Redactor) tells when it learnt a secret.
         self._versioned = (cast(_Versioned, redact)
                            if type(getattr(redact, "version", None)) is int else None)  # fmt: skip
-        self._shown_cwd = ""
         self._shown_version = 0
         self._anonymous = 0
         self._result_error = ""
@@ -283,14 +283,12 @@ class Aggregator:
     def _shown_target(self, target: str, is_path: bool) -> str:
         """``target`` as the record keeps it: a path relative to the workspace, redacted and
         cut to :data:`TARGET_LIMIT` (the same text for the same target, so it is cached)."""
-        cwd = self.record.cwd
         versioned = self._versioned
-        if cwd is not self._shown_cwd or (
-                versioned is not None and versioned.version != self._shown_version):  # fmt: skip
+        if versioned is not None and versioned.version != self._shown_version:
             self._shown_paths.clear()
             self._shown_targets.clear()
-            self._shown_cwd = cwd
-            self._shown_version = 0 if versioned is None else versioned.version
+            self._shown_version = versioned.version
+        cwd = self.record.cwd
         is_path = is_path and bool(cwd)
         cache = self._shown_paths if is_path else self._shown_targets
         shown = cache.get(target)
