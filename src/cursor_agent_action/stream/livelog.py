@@ -109,9 +109,8 @@ class LogRenderer:
         stats, such as ``6 lines``, from the completed ``event``)."""
         # Once per tool call: one string built, the common cases first.
         stats = ""
-        payload = event.payload if event is not None else None
-        if payload:
-            if event.kind == "edit" and "linesAdded" in payload:  # type: ignore[union-attr]
+        if event is not None and (payload := event.payload):
+            if event.kind == "edit" and "linesAdded" in payload:
                 stats = f"+{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
             elif isinstance(count := payload.get("linesCreated"), int):
                 stats = f"{count} line{'' if count == 1 else 's'} written"
@@ -176,10 +175,7 @@ class LogRenderer:
 
     def segment(self, text: str) -> None:
         """A finished assistant segment."""
-        if len(text) <= LOG_PIECE_CHARS:
-            self.runner.untrusted(text)
-        else:
-            self._untrusted(text)
+        self._untrusted(text)
 
     def tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
         """A completed tool call."""
