@@ -49,29 +49,49 @@ PATTERNS: tuple[tuple[str, str, str], ...] = (
 
 _PATTERN_RX = re.compile("|".join(f"(?:{rx})" for _, _, rx in PATTERNS), re.DOTALL)
 _PATTERN_HINTS = tuple(dict.fromkeys(h for _, hints, _ in PATTERNS for h in hints.split("|")))
-# Whether a text holds a hint, asked of the text reversed: the hints' last characters (_ - x
-# z J A) are rarer than their first ones (e s g), so the expression tries far fewer places
-# (twice as fast as either a forward search or one substring search per hint).
+# Whether a short text holds a hint, asked of the text reversed: the hints' last characters
+# (_ - x z J A) are rarer than their first ones (e s g), so the expression tries far fewer
+# places (twice as fast as either a forward search or one substring search per hint).
 # Grouped by first character ("_(?:phg|ohg|...)|A(?:IKA|ISA)|..."): the expression engine
 # does not factor them itself, and would try every branch at each "_" or "-".
-_BY_FIRST: dict[str, list[str]] = {}
+_BY_LAST: dict[str, list[str]] = {}
 for _hint in _PATTERN_HINTS:
-    _BY_FIRST.setdefault(_hint[-1], []).append(re.escape(_hint[-2::-1]))
+    _BY_LAST.setdefault(_hint[-1], []).append(re.escape(_hint[-2::-1]))
 _HINTS_REVERSED = re.compile("|".join(
     re.escape(first) + (f"(?:{'|'.join(rest)})" if len(rest) > 1 else rest[0])
-    for first, rest in _BY_FIRST.items()))  # fmt: skip
-_HINT_WINDOW = 1024 * 1024  # a long text is reversed a piece at a time, never copied whole
+    for first, rest in _BY_LAST.items()))  # fmt: skip
+# A long text is searched on its UTF-8 bytes (a hint is ASCII, so it is in the text exactly
+# when it is in the bytes), forward, with one expression per first character of the hints
+# ("gh(?:p_|o_|...)|github_pat_" is two, "g" and ...): an expression that starts with one
+# literal byte is found by a fast scan, where one that starts with a set of characters (any
+# alternation) is tried at every position. Six such scans take a third less time than the
+# reversed expression, and no reversed copy is made.
+_BY_FIRST: dict[str, list[str]] = {}
+for _hint in _PATTERN_HINTS:
+    _BY_FIRST.setdefault(_hint[0], []).append(re.escape(_hint[1:]))
+_HINTS_UTF8 = tuple(
+    re.compile((re.escape(first) + (f"(?:{'|'.join(rest)})" if len(rest) > 1 else rest[0]))
+               .encode("ascii"))
+    for first, rest in _BY_FIRST.items()
+)  # fmt: skip
+_HINT_SHORT = 4096  # up to this many characters, the one reversed expression is faster
+_HINT_WINDOW = 1024 * 1024  # a long text is encoded a piece at a time, never copied whole
 _HINT_OVERLAP = max(map(len, _PATTERN_HINTS)) - 1
 
 
 def has_hint(text: str) -> bool:
     """Whether ``text`` holds one of the :data:`PATTERNS`' hints (a match may still not be
     there; without one it cannot be)."""
-    if len(text) <= _HINT_WINDOW:
+    if len(text) <= _HINT_SHORT:
         return _HINTS_REVERSED.search(text[::-1]) is not None
     step = _HINT_WINDOW - _HINT_OVERLAP
-    return any(_HINTS_REVERSED.search(text[start : start + _HINT_WINDOW][::-1])
+    return any(has_hint_utf8(text[start : start + _HINT_WINDOW].encode("utf-8", "surrogatepass"))
                for start in range(0, len(text), step))  # fmt: skip
+
+
+def has_hint_utf8(data: bytes) -> bool:
+    """:func:`has_hint` for a text's UTF-8 bytes (``surrogatepass``: any ``str`` encodes)."""
+    return any(expression.search(data) is not None for expression in _HINTS_UTF8)
 
 
 def base64_pieces(secret: bytes) -> list[str]:
@@ -112,6 +132,7 @@ class Redactor:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._values: list[str] = []
+        self._values_utf8: list[bytes] = []  # the same, encoded (see finds_utf8)
         self.version = 0
         """Changes whenever a secret is added: what was redacted before may need it again."""
         self._known: re.Pattern[str] | None = None
@@ -126,6 +147,7 @@ class Redactor:
         self._values += new
         # Longest first, so a secret that contains another is replaced whole.
         self._values.sort(key=len, reverse=True)
+        self._values_utf8 = [value.encode("utf-8", "surrogatepass") for value in self._values]
         self._known = re.compile("|".join(map(re.escape, self._values))) if self._values else None
         self._cache.clear()
         self.version += 1
@@ -135,10 +157,12 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._values)
 
-    def finds(self, text: str) -> bool:
-        """Whether :meth:`__call__` could change ``text``: it holds a known secret's form or
-        the hint of a pattern (which may still not match)."""
-        return any(value in text for value in self._values) or has_hint(text)
+    def finds_utf8(self, data: bytes) -> bool:
+        """Whether :meth:`__call__` could change the text whose UTF-8 bytes (``surrogatepass``)
+        are ``data``: it holds a known secret's form or the hint of a pattern (which may still
+        not match). On the bytes, which the caller has already made: a secret is in a text
+        exactly when its UTF-8 form is in the text's (UTF-8 is self-synchronising)."""
+        return any(value in data for value in self._values_utf8) or has_hint_utf8(data)
 
     def __call__(self, text: str) -> str:
         if len(text) <= _SHORT:  # one compiled search each (and a cache): no Python loop

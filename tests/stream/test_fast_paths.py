@@ -23,7 +23,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cursor_agent_action import runner_io
-from cursor_agent_action.redact import _PATTERN_HINTS, has_hint
+from cursor_agent_action.redact import (
+    _HINT_SHORT,
+    _PATTERN_HINTS,
+    Redactor,
+    has_hint,
+    has_hint_utf8,
+)
 from cursor_agent_action.runner_io import _CONTROL, Runner, _visible, has_control
 from cursor_agent_action.stream import toolcalls
 from cursor_agent_action.stream.aggregate import SEGMENTS_KEPT_CHARS, Aggregator
@@ -182,6 +188,31 @@ def test_hints_found_in_reversed_text_are_the_hints_in_the_text(text: str) -> No
     assert has_hint(text) == any(hint in text for hint in _PATTERN_HINTS)
 
 
+@SETTINGS
+@given(text=HINTY_TEXT, pad=st.sampled_from(["", "a", "\u2192", "\ud800"]))
+def test_hints_found_on_the_bytes_of_a_long_text_are_the_hints_in_the_text(
+    text: str, pad: str
+) -> None:
+    """Past _HINT_SHORT characters the search runs forward over the UTF-8 bytes, one expression
+    per first character: the same answer, whatever the text's characters."""
+    long_text = pad * (_HINT_SHORT + 1) + text + pad
+    expected = any(hint in long_text for hint in _PATTERN_HINTS)
+    assert has_hint(long_text) == expected
+    assert has_hint_utf8(long_text.encode("utf-8", "surrogatepass")) == expected
+
+
+@SETTINGS
+@given(text=HINTY_TEXT | st.text(max_size=30),
+       secret=st.sampled_from(["s3cr3t-v4lue", "pässwörd→1", "\U0001f600pin"]))
+def test_a_secret_is_found_on_the_bytes_exactly_when_it_is_in_the_text(
+    text: str, secret: str
+) -> None:
+    redactor = Redactor([secret])
+    found = redactor.finds_utf8(text.encode("utf-8", "surrogatepass"))
+    assert found == (any(form in text for form in redactor._values) or has_hint(text))
+    assert redactor.finds_utf8(f"a{text}{secret}→".encode("utf-8", "surrogatepass"))
+
+
 @pytest.mark.parametrize("hint", _PATTERN_HINTS)
 def test_a_hint_across_a_window_edge_of_a_long_text_is_found(hint: str) -> None:
     """Long texts are searched a 1 MiB window at a time; a hint cut by a window edge counts."""
@@ -218,8 +249,10 @@ class FullPassRunner(Runner):
 # Texts that try every trick the flush must see through: secrets (plain and encoded), the
 # patterns' hints and whole matches, controls, command and log-format lines.
 SECRET = "s3cr3t-v4lue"
+WIDE_SECRET = "pässwörd→1"  # found on the UTF-8 bytes the flush searches
 FLUSH_TEXT = st.lists(st.sampled_from([
-    SECRET, "czNjcjN0LXY0bHVl", "s3cr3t", "ghp_" + "a" * 36, "sk-ant-" + "b" * 24, "AKIA", "eyJ",
+    SECRET, WIDE_SECRET, "pässwörd", "czNjcjN0LXY0bHVl", "s3cr3t", "ghp_" + "a" * 36,
+    "sk-ant-" + "b" * 24, "AKIA", "eyJ",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n", "\x1b[31m", "\r", "\x85", "##[error]", "::",
     "\n", " ", "  ", "%", "→", "a", "text",
 ]), max_size=8).map("".join)  # fmt: skip
@@ -236,7 +269,7 @@ def _replay(runner_class: type[Runner], ops: list[tuple[str, str]],
     tokens = _tokens()
     monkeypatch.setattr(runner_io, "random_token", lambda: next(tokens))
     out = io.StringIO()
-    runner = runner_class(stdout=out, env={}, secrets=[SECRET])
+    runner = runner_class(stdout=out, env={}, secrets=[SECRET, WIDE_SECRET])
     for op, text in ops:
         if op == "group":
             with runner.group(text):
