@@ -54,6 +54,25 @@ def test_api_key_is_masked_before_anything_else() -> None:
     assert proc.stdout.splitlines()[0] == "::add-mask::key_live_0123456789"
 
 
+def test_a_secret_that_is_not_utf8_is_masked_as_its_own_bytes(tmp_path: Path) -> None:
+    """An environment value with a stray byte (a mask-env variable holding binary data) once
+    stopped the helper with a traceback before its error boundary; its mask is now written as
+    the very bytes any other program would print, and the run goes on."""
+    import os
+
+    env = {**os.environb, b"CURSOR_API_KEY": b"key\xfflive-0123456789"}
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(b'{"type":"result","subtype":"success","result":"ok"}\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "cursor_agent_action", "summarize", str(transcript),
+         "--result-dir", str(tmp_path)],
+        capture_output=True, timeout=60, check=False, env=env,
+    )  # fmt: skip
+    assert b"Traceback" not in proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == b"::add-mask::key\xfflive-0123456789"
+    assert proc.returncode == 0
+
+
 @pytest.mark.parametrize("command", ["summarize", "permissions", "run", "demo"])
 def test_commands_without_github_work_do_not_import_pygithub_or_httpx(command: str) -> None:
     code = (

@@ -138,3 +138,15 @@ def test_a_private_key_cut_before_its_end_is_still_scrubbed() -> None:
 def test_ordinary_text_is_left_alone() -> None:
     text = "Updated docs/usage.md; skip ahead, ask for AKIA docs, sk-learn, eyJ is a prefix."
     assert Redactor(["a-real-secret-value"])(text) == text
+
+
+def test_a_secret_holding_a_stray_byte_is_gone_in_its_byte_forms() -> None:
+    """A value from the environment that is not UTF-8 keeps its stray bytes as surrogates; its
+    URL-encoded and base64 forms are those of the real bytes (what a tool that printed them
+    would show), and registering it no longer fails."""
+    secret = "tok\udcffen-0123456789"
+    raw = b"tok\xffen-0123456789"
+    redactor = Redactor([secret])
+    assert redactor(f"a {secret} b") == "a *** b"
+    assert redactor("u=tok%FFen-0123456789&x") == "u=***&x"
+    assert "***" in redactor(base64.b64encode(raw).decode())

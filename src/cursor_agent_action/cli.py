@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import io
 import os
 import re
 import sys
@@ -115,6 +116,12 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every expected failure becomes one ``::error::`` line and an exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    # A secret from the environment may hold bytes that are not UTF-8 (Python keeps them as
+    # surrogates): its mask and any line holding it are written as those very bytes, where
+    # the default would stop the helper before it starts.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="surrogateescape")
     # Masks go out first, before anything (even a usage error) can print a secret.
     runner = Runner(secrets=_secrets_from_env())
     try:

@@ -108,6 +108,16 @@ def base64_pieces(secret: bytes) -> list[str]:
     return pieces
 
 
+def _bytes_of(text: str) -> bytes:
+    """The bytes ``text`` stands for: a value from the environment that is not UTF-8 holds its
+    stray bytes as surrogates (U+DC80-U+DCFF), which go back to those bytes; any other lone
+    surrogate is encoded as it is."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 def forms(value: str) -> list[str]:
     """Every form of ``value`` (and of each of its lines) that :class:`Redactor` replaces."""
     found: list[str] = []
@@ -120,9 +130,9 @@ def forms(value: str) -> list[str]:
             json.dumps(stripped, ensure_ascii=False)[1:-1],
             json.dumps(stripped)[1:-1],
             stripped.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"),
-            quote(stripped, safe=""),
-            quote_plus(stripped, safe=""),
-            *base64_pieces(stripped.encode("utf-8")),
+            quote(_bytes_of(stripped), safe=""),
+            quote_plus(_bytes_of(stripped), safe=""),
+            *base64_pieces(_bytes_of(stripped)),
         ]
     return [piece for piece in dict.fromkeys(found) if len(piece) >= MIN_SECRET_LEN]
 

@@ -203,7 +203,8 @@ def test_hints_found_on_the_bytes_of_a_long_text_are_the_hints_in_the_text(
 
 @SETTINGS
 @given(text=HINTY_TEXT | st.text(max_size=30),
-       secret=st.sampled_from(["s3cr3t-v4lue", "pässwörd→1", "\U0001f600pin"]))
+       secret=st.sampled_from(["s3cr3t-v4lue", "pässwörd→1", "\U0001f600pin", "k\udcffey-1",
+                                     "k\ud800ey!"]))
 def test_a_secret_is_found_on_the_bytes_exactly_when_it_is_in_the_text(
     text: str, secret: str
 ) -> None:
