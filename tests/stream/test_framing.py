@@ -1,13 +1,16 @@
-"""framing: bytes -> lines, for whole files and for live pipes fed in arbitrary chunks."""
+"""framing: bytes -> lines, for whole files and for live pipes fed in arbitrary chunks.
+
+A complete line keeps its newline (JSON whitespace, which the parser skips); only the last line
+of a stream that does not end in one comes without."""
 
 from __future__ import annotations
 
 import pytest
 
-from cursor_agent_action.stream.framing import BOM, LineSplitter
+from cursor_agent_action.stream.framing import BOM, CutLine, LineSplitter
 
 SAMPLE = BOM + b'{"a":1}\r\n\n  \n{"b":"\xc3\xa9"}\nno newline at end'
-EXPECTED = [b'{"a":1}\r', b"", b"  ", b'{"b":"\xc3\xa9"}', b"no newline at end"]
+EXPECTED = [b'{"a":1}\r\n', b"\n", b"  \n", b'{"b":"\xc3\xa9"}\n', b"no newline at end"]
 
 
 def _split(chunks: list[bytes]) -> list[bytes]:
@@ -31,7 +34,7 @@ def test_byte_by_byte_feed_gives_the_same_lines() -> None:
 
 
 def test_bom_only_at_stream_start_is_dropped() -> None:
-    assert _split([b"x\n" + BOM + b"y\n"]) == [b"x", BOM + b"y"]
+    assert _split([b"x\n" + BOM + b"y\n"]) == [b"x\n", BOM + b"y\n"]
     assert _split([BOM[:2]]) == [BOM[:2]]  # a lone partial BOM is data, not lost
 
 
@@ -47,6 +50,20 @@ def test_huge_line_is_accumulated_in_one_buffer() -> None:
     for _ in range(500):
         assert splitter.feed(piece) == []
     (line,) = splitter.feed(b"\nnext")
-    assert len(line) == 500_000
-    assert line == piece * 500
+    assert len(line) == 500_001
+    assert line == piece * 500 + b"\n"
     assert splitter.close() == [b"next"]
+
+
+@pytest.mark.parametrize("feed", ["whole", "split"])
+def test_the_line_cap_counts_the_bytes_before_the_newline(feed: str) -> None:
+    """A line of exactly the cap is whole; one byte more is cut (as a CutLine with its size)."""
+    cap = 64
+    data = b"a" * cap + b"\n" + b"b" * (cap + 1) + b"\nend\n"
+    splitter = LineSplitter(max_line=cap)
+    chunks = [data] if feed == "whole" else [data[i : i + 7] for i in range(0, len(data), 7)]
+    lines = [line for chunk in chunks for line in splitter.feed(chunk)] + splitter.close()
+    assert lines[0] == b"a" * cap + b"\n"
+    assert isinstance(lines[1], CutLine)
+    assert lines[1].size == cap + 1
+    assert lines[2:] == [b"end\n"]

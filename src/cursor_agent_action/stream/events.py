@@ -34,7 +34,9 @@ THINKING_PREFIX = b'{"type":"thinking"'
 ASSISTANT_PREFIX = b'{"type":"assistant"'
 MODEL_CALL_KEY = b'"model_call_id":'
 TIMESTAMP_KEY = b'"timestamp_ms":'
-OBJECT_END = (b"}", b"}\r")  # how a complete event line ends (CRLF files too)
+# How a complete event line ends: with its newline (the framing keeps it; CRLF files too), or
+# without one (the last line of a stream that does not end in a newline).
+OBJECT_END = (b"}\n", b"}\r\n", b"}", b"}\r")
 # A backslash before anything but a JSON escape character (seen in real captures, e.g. a
 # Windows path "C:\ws"): repaired by escaping the backslash, so the rest of the line survives.
 _BAD_ESCAPE = re.compile(r'\\(["\\/bfnrtu]|.)', re.DOTALL)

@@ -2,12 +2,16 @@
 
 The stream is newline-delimited JSON, but we accept any bytes: a UTF-8 byte-order mark at the
 start is dropped, ``\\r\\n`` line ends work (the ``\\r`` is JSON whitespace, left for the parser),
-and a last line without ``\\n`` is still delivered by :meth:`LineSplitter.close`. A line is held
-only until its ``\\n`` arrives, in one ``bytearray`` grown in place, so a 50 MiB line costs about
-50 MiB and the rest of the stream is never buffered.
+and a last line without ``\\n`` is still delivered by :meth:`LineSplitter.close`. Each complete
+line keeps its ``\\n`` (JSON whitespace too): the lines are cut by ``BytesIO.readlines``, which
+finds line ends with ``memchr``, three times as fast as ``bytes.split``, which cannot keep them.
+A line is held only until its ``\\n`` arrives, in one ``bytearray`` grown in place, so a 50 MiB
+line costs about 50 MiB and the rest of the stream is never buffered.
 """
 
 from __future__ import annotations
+
+import io
 
 BOM = b"\xef\xbb\xbf"
 CHUNK_SIZE = 1024 * 1024
@@ -54,7 +58,7 @@ class LineSplitter:
         return [_cut(kept, size)], chunk[end + 1 :]
 
     def feed(self, chunk: bytes) -> list[Line]:
-        """The complete lines (without ``\\n``) that ``chunk`` finishes, in order."""
+        """The complete lines (each ending in its ``\\n``) that ``chunk`` finishes, in order."""
         if self._dropping:
             done, chunk = self._drop(chunk)
             return done + self.feed(chunk) if chunk else done
@@ -64,9 +68,10 @@ class LineSplitter:
             self._dropping = len(self._pending)
             self._pending = bytearray()
         # Only the first line can have grown past the cap (it joins what was pending), unless
-        # the chunk itself is longer than the cap.
-        if lines and (len(lines[0]) > self._max_line or len(chunk) > self._max_line):
-            lines = [_cut(line, len(line)) if len(line) > self._max_line else line
+        # the chunk itself is longer than the cap. The cap is on a line's bytes before its \n.
+        limit = self._max_line + 1
+        if lines and (len(lines[0]) > limit or len(chunk) > limit):
+            lines = [_cut(line, len(line) - 1) if len(line) > limit else line
                      for line in lines]  # fmt: skip
         return lines
 
@@ -79,21 +84,18 @@ class LineSplitter:
             self._at_start = False
             self._pending = bytearray()
             chunk = head[len(BOM) :] if head.startswith(BOM) else head
-        if b"\n" not in chunk:
-            self._pending += chunk
-            return []
-        lines: list[Line] = chunk.split(b"\n")  # type: ignore[assignment]
-        if self._pending:
+        lines: list[Line] = io.BytesIO(chunk).readlines()  # type: ignore[assignment]
+        tail = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        if lines and self._pending:
             self._pending += lines[0]
             lines[0] = self._pending
             self._pending = bytearray()
-        tail = lines.pop()
         if tail:
             self._pending += tail
         return lines
 
     def close(self) -> list[Line]:
-        """The last line when the stream did not end with ``\\n``."""
+        """The last line when the stream did not end with ``\\n`` (without one, then)."""
         if self._dropping:
             size, kept = self._dropping, self._kept
             self._dropping, self._kept = 0, b""
