@@ -62,17 +62,28 @@ _HINTS_REVERSED = re.compile("|".join(
     for first, rest in _BY_LAST.items()))  # fmt: skip
 # A long text is searched on its UTF-8 bytes (a hint is ASCII, so it is in the text exactly
 # when it is in the bytes), forward, with one expression per first character of the hints
-# ("gh(?:p_|o_|...)|github_pat_" is two, "g" and ...): an expression that starts with one
+# ("g(?:hp_|ho_|...|ithub_pat_)", "A(?:KIA|SIA|Iz)", ...): an expression that starts with one
 # literal byte is found by a fast scan, where one that starts with a set of characters (any
-# alternation) is tried at every position. Six such scans take a third less time than the
-# reversed expression, and no reversed copy is made.
+# alternation) is tried at every position. Before each scan, a byte every hint of its group
+# holds, the rarest in ordinary text (J for eyJ, V for the private key block), is looked for
+# with memchr, a hundred times faster than the scan: most texts skip most scans.
+_RARITY = b"JQZVXKYWqjzxUkvGBHPMLFDNCRTOEISAybfwpgm_-lucdhrsnioate"
+"""Bytes from the rarest in prose and code to the most common (the anchors' order of choice)."""
+
+
+def _anchor(hints: list[str]) -> bytes:
+    """The byte every one of ``hints`` holds that comes first in :data:`_RARITY`."""
+    shared = set.intersection(*(set(hint.encode("ascii")) for hint in hints))
+    return bytes([min(shared, key=lambda byte: (_RARITY + bytes([byte])).index(byte))])
+
+
 _BY_FIRST: dict[str, list[str]] = {}
 for _hint in _PATTERN_HINTS:
-    _BY_FIRST.setdefault(_hint[0], []).append(re.escape(_hint[1:]))
+    _BY_FIRST.setdefault(_hint[0], []).append(_hint)
 _HINTS_UTF8 = tuple(
-    re.compile((re.escape(first) + (f"(?:{'|'.join(rest)})" if len(rest) > 1 else rest[0]))
-               .encode("ascii"))
-    for first, rest in _BY_FIRST.items()
+    (_anchor(hints), re.compile((re.escape(first) + "(?:" + "|".join(
+        re.escape(hint[1:]) for hint in hints) + ")").encode("ascii")))
+    for first, hints in _BY_FIRST.items()
 )  # fmt: skip
 _HINT_SHORT = 4096  # up to this many characters, the one reversed expression is faster
 _HINT_WINDOW = 1024 * 1024  # a long text is encoded a piece at a time, never copied whole
@@ -91,7 +102,10 @@ def has_hint(text: str) -> bool:
 
 def has_hint_utf8(data: bytes) -> bool:
     """:func:`has_hint` for a text's UTF-8 bytes (``surrogatepass``: any ``str`` encodes)."""
-    return any(expression.search(data) is not None for expression in _HINTS_UTF8)
+    for anchor, expression in _HINTS_UTF8:
+        if anchor in data and expression.search(data) is not None:
+            return True
+    return False
 
 
 def base64_pieces(secret: bytes) -> list[str]:
