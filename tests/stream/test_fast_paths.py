@@ -30,7 +30,7 @@ from cursor_agent_action.redact import (
     has_hint,
     has_hint_utf8,
 )
-from cursor_agent_action.runner_io import _CONTROL, Runner, _visible, has_control
+from cursor_agent_action.runner_io import _CONTROL, Runner, _visible, has_control, one_line
 from cursor_agent_action.stream import toolcalls
 from cursor_agent_action.stream.aggregate import SEGMENTS_KEPT_CHARS, Aggregator
 from cursor_agent_action.stream.engine import load_record
@@ -40,8 +40,14 @@ from cursor_agent_action.stream.events import (
     _message_text,
     parse_line,
 )
+from cursor_agent_action.stream.livelog import LogRenderer, describe_outcome, format_duration
 from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
-from cursor_agent_action.stream.toolcalls import _int, parse_any_tool_call, parse_tool_call
+from cursor_agent_action.stream.toolcalls import (
+    ToolCallEvent,
+    _int,
+    parse_any_tool_call,
+    parse_tool_call,
+)
 from tests.stream.test_hypothesis import events
 from tests.support.stream import applied_record
 
@@ -404,3 +410,49 @@ def test_a_repeated_completion_of_a_settled_call_is_not_counted_again() -> None:
     assert not record.pending_tool_calls
     assert len(aggregator._settled_now) + len(aggregator._settled_before) <= 2048
     assert re.fullmatch(r"c\d+", next(iter(aggregator._settled_now)))
+
+
+def _plain_title(call: ToolCallRecord, event: ToolCallEvent | None) -> str:
+    """The tool-call title as first written: parts, then the parts joined."""
+    stats = ""
+    if event is not None and (payload := event.payload):
+        if event.kind == "edit" and "linesAdded" in payload:
+            stats = f"+{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
+        elif isinstance(count := payload.get("linesCreated"), int):
+            stats = f"{count} line{'' if count == 1 else 's'} written"
+        elif isinstance(count := payload.get("totalLines"), int):
+            stats = f"{count} line{'' if count == 1 else 's'}"
+    head = f"{call.kind} {one_line(call.target, 160)}" if call.target else call.kind
+    outcome = call.outcome
+    code = call.exit_code
+    if outcome == "pending" or (code is not None and (code != 0 or outcome != "success")):
+        outcome = describe_outcome(call)
+    duration = format_duration(call.duration_ms)
+    parts = [f"{head} → {outcome}", stats, duration]
+    return " · ".join(part for part in parts if part)
+
+
+@SETTINGS
+@given(
+    call=st.builds(
+        ToolCallRecord, st.just("id"), st.sampled_from(["shell", "read", "edit", "x y"]),
+        st.sampled_from(["", " ", "src/a.py", "a  b\nc", "%x", "p" * 200]),
+        st.sampled_from(["success", "error", "pending", "unknown", "rejected"]),
+        exit_code=st.sampled_from([None, 0, 1, -15]),
+        duration_ms=st.sampled_from([None, -5, 0, 999, 1000, 59_999, 61_000]),
+        refused_by=st.sampled_from(["", "hook"]),
+    ),
+    kind=st.sampled_from(["edit", "read", "write"]),
+    payload=st.dictionaries(
+        st.sampled_from(["linesAdded", "linesRemoved", "linesCreated", "totalLines", "x"]),
+        st.sampled_from([0, 1, 7, True, "3", None]), max_size=3),
+    completed=st.booleans(),
+)  # fmt: skip
+def test_a_tool_call_title_built_in_one_piece_is_the_parts_joined(
+    call: ToolCallRecord, kind: str, payload: dict[str, Any], completed: bool
+) -> None:
+    event = ToolCallEvent("completed", "id", kind, "", {}, "success", payload, None, None, None)
+    shown = event if completed else None
+    renderer = LogRenderer(Runner(stdout=io.StringIO(), env={}))
+    assert renderer.call_title(call, shown) == _plain_title(call, shown)
+    assert renderer.call_title(call, shown) == _plain_title(call, shown)  # from the cache

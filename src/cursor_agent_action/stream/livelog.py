@@ -107,36 +107,35 @@ class LogRenderer:
     def call_title(self, call: ToolCallRecord, event: ToolCallEvent | None = None) -> str:
         """``kind target → outcome · stats · duration`` (the target flattened to one line; the
         stats, such as ``6 lines``, from the completed ``event``)."""
-        # Once per tool call: one string built, the common cases first.
+        # Once per tool call: the title is built in one piece (no head or duration string
+        # first), the common cases first.
         stats = ""
         if event is not None and (payload := event.payload):
             if event.kind == "edit" and "linesAdded" in payload:
-                stats = f"+{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
+                stats = f" · +{payload.get('linesAdded')} -{payload.get('linesRemoved', 0)} lines"
             elif isinstance(count := payload.get("linesCreated"), int):
-                stats = f"{count} line{'' if count == 1 else 's'} written"
+                stats = f" · {count} line{'' if count == 1 else 's'} written"
             elif isinstance(count := payload.get("totalLines"), int):
-                stats = f"{count} line{'' if count == 1 else 's'}"
+                stats = f" · {count} line{'' if count == 1 else 's'}"
         target = call.target
-        if target:
-            flat = self._flat_targets.get(target)
-            if flat is None:
-                if len(self._flat_targets) >= FLAT_TARGETS_CACHED:
-                    self._flat_targets.clear()
-                flat = self._flat_targets[target] = one_line(target, 160)
-            head = f"{call.kind} {flat}"
-        else:
-            head = call.kind
+        flat = self._flat_targets.get(target) if target else ""
+        if flat is None:
+            if len(self._flat_targets) >= FLAT_TARGETS_CACHED:
+                self._flat_targets.clear()
+            flat = self._flat_targets[target] = one_line(target, 160)
         outcome = call.outcome
         code = call.exit_code
         # describe_outcome only where it says more than the outcome.
         if outcome == "pending" or (code is not None and (code != 0 or outcome != "success")):
             outcome = describe_outcome(call)
         ms = call.duration_ms
-        duration = f"{ms} ms" if ms is not None and 0 <= ms < 1000 else format_duration(ms)
-        if stats:
-            return f"{head} → {outcome} · {stats} · {duration}" if duration else (
-                f"{head} → {outcome} · {stats}")
-        return f"{head} → {outcome} · {duration}" if duration else f"{head} → {outcome}"
+        if ms is not None and 0 <= ms < 1000:  # most calls
+            if target:
+                return f"{call.kind} {flat} → {outcome}{stats} · {ms} ms"
+            return f"{call.kind} → {outcome}{stats} · {ms} ms"
+        duration = format_duration(ms)
+        tail = f"{outcome}{stats} · {duration}" if duration else f"{outcome}{stats}"
+        return f"{call.kind} {flat} → {tail}" if target else f"{call.kind} → {tail}"
 
     def show(self, news: News) -> None:
         """Finished assistant segments and completed tool calls, as the record got them."""
