@@ -172,9 +172,9 @@ class LogRenderer:
         for piece in log_pieces(self.runner.redact(text)):
             self.runner.untrusted(piece)
 
-    def segment(self, text: str) -> None:
-        """A finished assistant segment."""
-        self._untrusted(text)
+    # A finished assistant segment: agent text like any other (an alias, not a call more per
+    # segment).
+    segment = _untrusted
 
     def tool_call(self, call: ToolCallRecord, event: ToolCallEvent) -> None:
         """A completed tool call."""
