@@ -456,3 +456,15 @@ def test_a_tool_call_title_built_in_one_piece_is_the_parts_joined(
     renderer = LogRenderer(Runner(stdout=io.StringIO(), env={}))
     assert renderer.call_title(call, shown) == _plain_title(call, shown)
     assert renderer.call_title(call, shown) == _plain_title(call, shown)  # from the cache
+
+
+@pytest.mark.parametrize("named", ["", "a.py", "b.py", None, 7])
+@pytest.mark.parametrize("written", ["", "a.py", "b.py", None, ["a.py"]])
+def test_the_paths_of_a_call_are_its_distinct_non_empty_paths_in_order(
+    named: object, written: object
+) -> None:
+    event = ToolCallEvent("completed", "id", "edit", "", {"path": named}, "success",
+                          {"path": written}, None, None, None)  # fmt: skip
+    texts = [value if isinstance(value, str) else "" for value in (named, written)]
+    expected = [path for path in dict.fromkeys(texts) if path]
+    assert event.paths == expected

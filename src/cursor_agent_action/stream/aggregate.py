@@ -8,8 +8,6 @@ and tool call) in :attr:`Aggregator.news`, which the engine hands on to the live
 
 from __future__ import annotations
 
-import bisect
-import itertools
 from collections.abc import Callable
 from typing import Protocol, cast
 
@@ -177,14 +175,17 @@ class Aggregator:
         """Drop the oldest segments (never the last) until the rest fits the cap."""
         segments = self._segments
         # Down to half the cap, so this runs once per ~2 MiB of text, not once per segment:
-        # the fewest oldest segments whose length brings the rest under it (sums and search
-        # in C, as this drops every segment of a long run once).
+        # the fewest oldest segments whose length brings the rest under it. Summed from the
+        # oldest on and only as far as needed: those are the strings freed next, while a sum
+        # over all of them (accumulate) would read every old segment of the cap from memory.
         excess = self._segment_chars - SEGMENTS_KEPT_CHARS // 2
         if excess <= 0:
             return
-        sums = list(itertools.accumulate(map(len, segments)))
-        drop = min(bisect.bisect_left(sums, excess) + 1, len(segments) - 1)
-        dropped = sums[drop - 1] if drop > 0 else 0
+        dropped = drop = 0
+        last = len(segments) - 1
+        while dropped < excess and drop < last:
+            dropped += len(segments[drop])
+            drop += 1
         self._segment_chars -= dropped
         self._dropped_chars += dropped
         del segments[:drop]

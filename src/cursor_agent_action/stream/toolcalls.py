@@ -115,8 +115,11 @@ class ToolCallEvent:
     @property
     def paths(self) -> list[str]:
         """Paths this call names (arguments and result), for the files-changed list."""
-        found = [_str(self.args.get("path")), _str(self.payload.get("path"))]
-        return [p for p in dict.fromkeys(found) if p]
+        named = _str(self.args.get("path"))  # once per edit: no list, set or comprehension
+        written = _str(self.payload.get("path"))
+        if written and written != named:
+            return [named, written] if named else [written]
+        return [named] if named else []
 
 
 # One string object per known kind, however many calls name it.
