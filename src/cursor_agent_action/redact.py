@@ -14,8 +14,9 @@ Two nets, both replacing with ``***``:
 
 Speed: texts up to :data:`_SHORT` characters (a tool call's target, an assistant segment) are
 matched by one compiled expression, with recent answers cached (agents name the same paths
-again and again); long texts (a flushed log buffer, a transcript chunk) by substring search,
-which is faster over megabytes.
+again and again); long texts (a flushed log buffer, a transcript chunk) by substring search for
+the known secrets, and by the patterns' expression only when one of their hints is there
+(:func:`has_hint`, which searches a long text's UTF-8 bytes: see :data:`_HINTS_UTF8`).
 """
 
 from __future__ import annotations

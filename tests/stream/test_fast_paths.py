@@ -2,8 +2,9 @@
 
 The engine keeps pace with tool-heavy runs through fast paths (bench/README.md): tool calls and
 segments read with plain lookups, typed entry points instead of ``Aggregator.apply``, hints
-searched in reversed text, control characters found on the UTF-8 bytes, a log flush that
-searches only its entries' contents. Each is checked here against the slow, obvious version on
+searched in reversed text (short) or on the UTF-8 bytes behind memchr anchors (long), secrets
+and control characters found on the UTF-8 bytes, a log flush that searches only its entries'
+contents, tool-call titles built in one piece. Each is checked here against the slow, obvious version on
 generated input, so a fast path can never report, redact or print something else.
 """
 
