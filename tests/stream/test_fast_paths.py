@@ -4,8 +4,8 @@ The engine keeps pace with tool-heavy runs through fast paths (bench/README.md):
 segments read with plain lookups, typed entry points instead of ``Aggregator.apply``, hints
 searched in reversed text (short) or on the UTF-8 bytes behind memchr anchors (long), secrets
 and control characters found on the UTF-8 bytes, a log flush that searches only its entries'
-contents, tool-call titles built in one piece. Each is checked here against the slow, obvious version on
-generated input, so a fast path can never report, redact or print something else.
+contents, tool-call titles built in one piece. Each is checked here against the slow, obvious
+version on generated input, so a fast path can never report, redact or print something else.
 """
 
 from __future__ import annotations
@@ -132,6 +132,12 @@ def _usual(subtype: str, started: object = "1") -> dict[str, Any]:
 @example(obj=_usual("completed", "1_0"))
 @example(obj=_usual("completed", " 7"))
 @example(obj=_usual("completed", 7))
+# The two clocks are checked as one string: one empty, or both of a type that adds up.
+@example(obj=_usual("completed", ""))
+@example(obj={**_usual("completed"), "tool_call": {
+    **_usual("completed")["tool_call"], "startedAtMs": ["1"], "completedAtMs": ["2"]}})
+@example(obj={**_usual("completed"), "tool_call": {
+    **_usual("completed")["tool_call"], "startedAtMs": "12", "completedAtMs": ""}})
 @given(obj=tool_call_objects())
 def test_the_tool_call_fast_path_gives_the_careful_parsers_event(obj: dict[str, Any]) -> None:
     subtype = obj.get("subtype")

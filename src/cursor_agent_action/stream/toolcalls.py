@@ -221,8 +221,11 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
         payload = inner["result"]["success"]
         started = tool_call["startedAtMs"]
         completed = tool_call["completedAtMs"]
-        if (type(payload) is not dict or not started.isdigit() or not started.isascii()
-                or not completed.isdigit() or not completed.isascii()):  # fmt: skip
+        # Both clocks digits only (int() would also take "+1", " 1", "1_0" and other
+        # scripts' digits): checked in one string (two values of another type fail the +).
+        both = started + completed
+        if (type(payload) is not dict or not started or not completed or not both.isdigit()
+                or not both.isascii()):  # fmt: skip
             return parse_any_tool_call(obj, subtype)
         return ToolCallEvent(subtype, call_id, kind, target, args, "success", payload,
                              int(started), int(completed), timestamp_ms)  # fmt: skip
