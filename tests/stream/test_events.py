@@ -266,3 +266,14 @@ def test_delta_text_takes_the_raw_line() -> None:
                                    "timestamp_ms": 1})]  # fmt: skip
     assert delta_text(holder, 0) == "hi"
     assert holder == [b""]
+
+
+@pytest.mark.parametrize("line", [b'{"a":"x\\', b'{"a":1', b"hello", b'{"a":1} x', b'{"a":"C:\\ws"',
+                                  b"[1]", b'{"a":"\xff', b"\xef\xbb\xbf{"])  # fmt: skip
+@pytest.mark.parametrize("end", [b"\n", b"\r\n"])
+def test_a_bad_line_reads_the_same_with_the_newline_the_framing_keeps(
+    line: bytes, end: bytes
+) -> None:
+    """A complete line comes with its newline, the stream's last one without: a bad line is
+    reported (reason and preview) the same either way, even one cut after a backslash."""
+    assert parse_line(line + end) == parse_line(line + end[:-1])

@@ -225,7 +225,9 @@ def parse_json_line(line: Line) -> Event:
             return MalformedLine(
                 f"longer than the {MAX_LINE_BYTES // 2**20} MiB line cap ({line.size:,} bytes): "
                 "cut, only its start kept", _preview(line))
-        value, reason = _loads(line)
+        # Repaired and explained without the newline the framing keeps (a backslash before it
+        # would read as a bad escape, not as the cut line it is).
+        value, reason = _loads(line[:-1] if line.endswith(b"\n") else line)
     else:
         reason = ""
     if type(value) is not dict:
