@@ -58,10 +58,20 @@ def _wrapper(directory: Path, body: str) -> Path:
 
 
 def _run_args(agent: Path, workspace: Path, temp: Path, isolation: str = "none") -> list[str]:
-    return [*HELPER, "run", "--prompt", "bench", "--agent-bin", str(agent),
+    # The edit preset: the generated transcripts edit files, which a read-only run reports as
+    # a failure (exit 1) after the stream; the bench measures the stream, not the policy.
+    return [*HELPER, "run", "--prompt", "bench", "--preset", "edit", "--agent-bin", str(agent),
             "--working-directory", str(workspace), "--transcript", str(temp / "t.jsonl"),
             "--output-file", os.devnull, "--summary-file", os.devnull,
             "--isolation", isolation, "--agent-user", BENCH_AGENT_USER]
+
+
+def _workspace(temp: Path) -> Path:
+    """An empty workspace beside the transcript: `run` snapshots the workspace's files before
+    and after the agent, which must not include the bench's own 150 MB transcript."""
+    workspace = temp / "ws"
+    workspace.mkdir(exist_ok=True)
+    return workspace
 
 
 def _env(temp: Path) -> dict[str, str]:
@@ -136,7 +146,7 @@ def throughput(events: int = 300_000) -> None:
         # Best of three, alternating, so page cache and CPU frequency treat both alike.
         run_s = sum_s = float("inf")
         for _ in range(3):
-            run_s = min(run_s, _timed(_run_args(agent, temp, temp), _env(temp))[0])
+            run_s = min(run_s, _timed(_run_args(agent, _workspace(temp), temp), _env(temp))[0])
             sum_s = min(sum_s, _timed(summarize, _env(temp))[0])
     print(f"throughput on {events:,} events ({size:.0f} MB): run {run_s:.2f} s "
           f"({size / run_s:.0f} MB/s), summarize {sum_s:.2f} s ({size / sum_s:.0f} MB/s), "
@@ -151,7 +161,7 @@ def memory(sizes: tuple[int, ...] = (20_000, 100_000, 400_000)) -> None:
             size = _generate(transcript, events)
             agent = _wrapper(temp, f'case "$*" in *--help*) echo "  --trust"; exit 0;; esac\n'
                                    f"exec cat {shlex.quote(str(transcript))}")
-            _, rss = _timed(_run_args(agent, temp, temp), _env(temp))
+            _, rss = _timed(_run_args(agent, _workspace(temp), temp), _env(temp))
             _, summarize_rss = _timed([*HELPER, "summarize", str(transcript), "--output-file",
                                        os.devnull, "--summary-file", os.devnull], _env(temp))
             print(f"memory: {events:>7,} events ({size:5.0f} MB): peak RSS run "
