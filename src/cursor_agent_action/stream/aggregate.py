@@ -8,6 +8,7 @@ and tool call) in :attr:`Aggregator.news`, which the engine hands on to the live
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Protocol, cast
 
@@ -365,17 +366,10 @@ def _result_error(event: ResultEvent, text: str) -> str:
     )
 
 
-_SETTLED: dict[str, ToolCallRecord] = {}
-
-
+@functools.lru_cache(maxsize=256)  # kinds are the CLI's keys: bounded like any cache
 def _settled(kind: str) -> ToolCallRecord:
     """The shared entry of a successful call past :data:`ROWS_SHOWN` (never changed)."""
-    entry = _SETTLED.get(kind)
-    if entry is None:
-        if len(_SETTLED) >= 256:  # kinds are the CLI's keys: bounded like any cache
-            _SETTLED.clear()
-        entry = _SETTLED[kind] = ToolCallRecord("", kind, "", "success")
-    return entry
+    return ToolCallRecord("", kind, "", "success")
 
 
 def _unchanged(text: str) -> str:
