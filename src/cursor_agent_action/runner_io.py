@@ -19,7 +19,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -182,22 +182,6 @@ def parse_output_file(text: str) -> dict[str, str]:
     return result
 
 
-class _Group:
-    """What :meth:`Runner.group` returns: closes the group however its block ends (a class,
-    not a generator: it opens once for every tool call that has something to show)."""
-
-    __slots__ = ("_runner",)
-
-    def __init__(self, runner: Runner) -> None:
-        self._runner = runner
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._runner.end_group()
-
-
 class Runner:
     """The runner-facing side of a command: log, workflow commands, outputs, summary.
 
@@ -331,16 +315,15 @@ class Runner:
             return title.replace("%", "%25") if "%" in title else title
         return escape_data(one_line(title, GROUP_TITLE_CHARS))
 
-    def group(self, title: str) -> _Group:
-        """A collapsible log group, as a context manager: ``with runner.group(title):``.
-        ``title`` may be untrusted: it is flattened and escaped."""
+    @contextlib.contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        """A collapsible log group. ``title`` may be untrusted: it is flattened and escaped."""
         title = self._group_title(title)
         self._write(f"::group::{title}\n", title)
-        return _Group(self)
-
-    def end_group(self) -> None:
-        """Close the group :meth:`group` opened (its context manager does)."""
-        self._write("::endgroup::\n", "")
+        try:
+            yield
+        finally:
+            self._write("::endgroup::\n", "")
 
     def entry(self, title: str) -> None:
         """A group with nothing in it: one line in the log, like a group's title."""
