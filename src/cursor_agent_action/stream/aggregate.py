@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Protocol, cast
 
 from cursor_agent_action.markdown import shorten
+from cursor_agent_action.redact import Redactor
 from cursor_agent_action.stream.events import (
     AssistantEvent,
     Event,
@@ -38,12 +38,6 @@ the text itself); earlier text is left out with a note, the transcript has all o
 _SETTLED_IDS_KEPT = 1024
 _TARGETS_CACHED = 4096
 _WRITE_KINDS = frozenset({"write", "edit", "delete"})
-
-
-class _Versioned(Protocol):
-    """A redactor whose ``version`` changes whenever it learns a secret."""
-
-    version: int
 
 
 News = list[str | tuple[ToolCallRecord, ToolCallEvent]]
@@ -84,9 +78,8 @@ class Aggregator:
         # are emptied when the redactor learns a secret.
         self._shown_paths: dict[str, str] = {}
         self._shown_targets: dict[str, str] = {}
-        # A redactor with a version (Redactor) tells when it learnt a secret.
-        self._versioned = (cast(_Versioned, redact)
-                           if type(getattr(redact, "version", None)) is int else None)  # fmt: skip
+        # A Redactor tells by its version when it learnt a secret (a plain function never does).
+        self._redactor = redact if isinstance(redact, Redactor) else None
         self._shown_version = 0
         self._anonymous = 0
         self._result_error = ""
@@ -285,11 +278,11 @@ class Aggregator:
     def _shown_target(self, target: str, is_path: bool) -> str:
         """``target`` as the record keeps it: a path relative to the workspace, redacted and
         cut to :data:`TARGET_LIMIT` (the same text for the same target, so it is cached)."""
-        versioned = self._versioned
-        if versioned is not None and versioned.version != self._shown_version:
+        redactor = self._redactor
+        if redactor is not None and redactor.version != self._shown_version:
             self._shown_paths.clear()
             self._shown_targets.clear()
-            self._shown_version = versioned.version
+            self._shown_version = redactor.version
         cwd = self.record.cwd
         is_path = is_path and bool(cwd)
         cache = self._shown_paths if is_path else self._shown_targets
