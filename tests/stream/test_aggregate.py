@@ -118,17 +118,17 @@ def test_tool_calls_counted_by_call_id_in_every_order() -> None:
     )
     assert [c.call_id for c in record.tool_calls] == ["a\nx|1", "b", "c"]
     assert [c.outcome for c in record.tool_calls] == ["success", "rejected", "success"]
-    assert [c.target for c in record.permission_denials] == ["two"]
-    assert record.failed_tool_calls == []  # a refusal is not also a failure
-    assert [c.detail for c in record.permission_denials] == ["no"]
+    assert [c.target for c in record.grouped().denied] == ["two"]
+    assert record.grouped().failed == []  # a refusal is not also a failure
+    assert [c.detail for c in record.grouped().denied] == ["no"]
 
 
 def test_started_but_never_completed_is_pending_not_failed() -> None:
     record = _record([_call("started", "a", command="sleep 99")])
     (call,) = record.tool_calls
     assert call.outcome == "pending"
-    assert record.pending_tool_calls == [call]
-    assert record.failed_tool_calls == []
+    assert record.grouped().pending == [call]
+    assert record.grouped().failed == []
 
 
 def test_duration_from_timestamps_then_execution_time() -> None:
@@ -224,7 +224,7 @@ def test_thousands_of_calls_keep_bounded_text() -> None:
         for i in range(3000)
     ]
     record = _record(lines)
-    assert len(record.tool_calls) == 3000 == len(record.failed_tool_calls)
+    assert len(record.tool_calls) == 3000 == len(record.grouped().failed)
     assert max(len(c.target) for c in record.tool_calls) <= 1000
     assert max(len(c.detail) for c in record.tool_calls) <= 4000
 

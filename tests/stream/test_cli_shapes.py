@@ -49,10 +49,10 @@ STREAM = INIT + "".join([
 
 def test_every_refusal_shape_is_counted_once_where_it_belongs() -> None:
     record = process_stream(io.BytesIO(STREAM.encode()), None)
-    assert [c.target for c in record.permission_denials] == ["a.md", "b.md", "rm -rf /"]
-    assert [c.target for c in record.hook_denials] == [".env", "c.md"]
-    assert [c.target for c in record.unknown_tool_calls] == ["d.md"]
-    assert [c.target for c in record.failed_tool_calls] == ["make"]
+    assert [c.target for c in record.grouped().denied] == ["a.md", "b.md", "rm -rf /"]
+    assert [c.target for c in record.grouped().hook_denied] == [".env", "c.md"]
+    assert [c.target for c in record.grouped().unknown] == ["d.md"]
+    assert [c.target for c in record.grouped().failed] == ["make"]
     assert len(record.tool_calls) == 9
 
 

@@ -414,7 +414,7 @@ def test_a_repeated_completion_of_a_settled_call_is_not_counted_again() -> None:
     aggregator.apply(parse_line(line("completed", 4990)))  # a repeat of a recent settled call
     record = aggregator.finish()
     assert len(record.tool_calls) == 5000
-    assert not record.pending_tool_calls
+    assert not record.grouped().pending
     assert len(aggregator._settled_now) + len(aggregator._settled_before) <= 2048
     assert re.fullmatch(r"c\d+", next(iter(aggregator._settled_now)))
 

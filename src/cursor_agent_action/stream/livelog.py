@@ -241,7 +241,7 @@ class LogRenderer:
     def close(self, record: RunRecord) -> None:
         """End-of-stream notes: pending calls, totals of what was skipped."""
         runner = self.runner
-        for call in record.pending_tool_calls:
+        for call in record.grouped().pending:
             with runner.group(self.call_title(call)):
                 runner.log("this tool call started but no completion event arrived")
         if self._malformed > MALFORMED_SHOWN:

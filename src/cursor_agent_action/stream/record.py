@@ -104,23 +104,3 @@ class RunRecord:
             elif call.outcome == "pending":
                 groups.pending.append(call)
         return groups
-
-    @property
-    def failed_tool_calls(self) -> list[ToolCallRecord]:
-        return self.grouped().failed
-
-    @property
-    def permission_denials(self) -> list[ToolCallRecord]:
-        return self.grouped().denied
-
-    @property
-    def hook_denials(self) -> list[ToolCallRecord]:
-        return self.grouped().hook_denied
-
-    @property
-    def unknown_tool_calls(self) -> list[ToolCallRecord]:
-        return self.grouped().unknown
-
-    @property
-    def pending_tool_calls(self) -> list[ToolCallRecord]:
-        return self.grouped().pending

@@ -87,7 +87,7 @@ def record_outputs(record: RunRecord, result_file: str,
                    groups: CallGroups | None = None) -> dict[str, str]:  # fmt: skip
     """The step outputs of a record (values not yet redacted: Runner.set_outputs does it)."""
     files, cut = files_output(record.files_changed)
-    groups = groups or record.grouped()
+    groups = record.grouped() if groups is None else groups
     return {
         "conclusion": record.conclusion,
         "result": cap_text(record.result_text),

@@ -198,7 +198,7 @@ def tool_call_counts(record: RunRecord, groups: CallGroups | None = None) -> str
     """``12 (1 failed, 2 denied, 1 blocked by a hook, 1 unknown)``: each call counted once
     (``groups``: the record's :meth:`~.record.RunRecord.grouped`, when the caller has it)."""
     calls = len(record.tool_calls)
-    groups = groups or record.grouped()
+    groups = record.grouped() if groups is None else groups
     parts = [f"{len(groups.failed)} failed", f"{len(groups.denied)} denied"]
     if hooks := len(groups.hook_denied):
         parts.append(f"{hooks} blocked by a hook")
@@ -266,7 +266,7 @@ def render_summary(record: RunRecord, *, budget_bytes: int,
     """The job summary, never longer than ``budget_bytes`` UTF-8 bytes (``groups``: the
     record's :meth:`~.record.RunRecord.grouped`, when the caller has it: one pass over up to
     100,000 calls is enough)."""
-    groups = groups or record.grouped()
+    groups = record.grouped() if groups is None else groups
     footer = _footer(record)
     remaining = budget_bytes - utf8_len(footer)
     if remaining <= 0:
