@@ -140,14 +140,18 @@ def forms(value: str) -> list[str]:
         stripped = raw.strip()
         if len(stripped) < MIN_SECRET_LEN:
             continue
+        raw_bytes = _bytes_of(stripped)
         found += [
             stripped,
+            # Stray bytes read back as text with each one replaced by U+FFFD, as the stream
+            # parser reads a line that is not UTF-8.
+            raw_bytes.decode("utf-8", "replace"),
             json.dumps(stripped, ensure_ascii=False)[1:-1],
             json.dumps(stripped)[1:-1],
             stripped.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"),
-            quote(_bytes_of(stripped), safe=""),
-            quote_plus(_bytes_of(stripped), safe=""),
-            *base64_pieces(_bytes_of(stripped)),
+            quote(raw_bytes, safe=""),
+            quote_plus(raw_bytes, safe=""),
+            *base64_pieces(raw_bytes),
         ]
     return [piece for piece in dict.fromkeys(found) if len(piece) >= MIN_SECRET_LEN]
 

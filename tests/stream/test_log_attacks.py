@@ -117,3 +117,22 @@ def test_a_long_segment_rebuilt_from_deltas_reaches_the_log_redacted() -> None:
     [segment] = aggregator.news
     assert API_KEY not in segment
     assert "the key is *** " in segment
+
+
+def test_a_secret_that_is_not_utf8_printed_raw_by_the_agent_never_reaches_the_log_or_record(
+) -> None:
+    """A mask-env value with a stray byte (kept by Python as a surrogate): the agent prints its
+    raw bytes on stdout, alone and inside a JSON line. The parser reads both with the byte
+    replaced by U+FFFD; that form is redacted too, in the log and in the record."""
+    secret = "key\udcfflive-0123456789"
+    out = io.StringIO()
+    runner = Runner(stdout=out, env={}, secrets=[secret])
+    processor = StreamProcessor(runner)
+    processor.feed(b"key\xfflive-0123456789 printed by the agent\n")
+    processor.feed(b'{"type":"assistant","message":{"content":[{"type":"text",'
+                   b'"text":"key\xfflive-0123456789"}]},"model_call_id":"m1"}\n')  # fmt: skip
+    record = processor.close()
+    log = out.getvalue().split("\n", 1)[1]  # after the ::add-mask:: line
+    assert "live-0123456789" not in log
+    assert "***" in log
+    assert "live-0123456789" not in runner.redact(record.final_message)
