@@ -92,7 +92,7 @@ def one_line(value: str, limit: int = 200) -> str:
     # Most values (a path, a command) are flat already: printable, single-spaced, trimmed.
     if not (value.isprintable() and "  " not in value and value[:1] != " " and value[-1:] != " "):
         value = " ".join(value.split())
-    return value if len(value) <= limit else shorten(value, limit)
+    return shorten(value, limit)  # as it is when short enough
 
 
 def listing(paths: Sequence[str], limit: int = 20) -> str:
