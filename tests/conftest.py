@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from cursor_agent_action.agent.isolation import DEFAULT_AGENT_USER
+from cursor_agent_action.agent.plan import SHARE_VARIABLE
 from tests.support.users import TEST_AGENT_USER, TEST_USERS, remove_user, user_exists
 
 # What a test must never inherit from the shell or from a real Actions runner (our own CI runs
@@ -22,12 +24,15 @@ _INHERITED_PREFIXES = ("CURSOR_AGENT_ACTION_", "CURSOR_CLI_")
 
 
 @pytest.fixture(autouse=True)
-def hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):
         if name in _INHERITED or name.startswith(_INHERITED_PREFIXES):
             monkeypatch.delenv(name)
     # A contained agent runs as this user (created by the jail), removed after the session.
     monkeypatch.setenv("CURSOR_AGENT_ACTION_AGENT_USER", TEST_AGENT_USER)
+    # The stand-in CLI records what it saw in tmp_path/standin: the one directory a contained
+    # agent shares with the tests (tests/support/standin.make_standin).
+    monkeypatch.setenv(SHARE_VARIABLE, str(tmp_path / "standin"))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -18,18 +18,23 @@ file is hashed.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from cursor_agent_action import safegit
 
 ABSENT_MODE = "000000"
 PATCH_HEADER = b"# cursor-agent-action patch (apply with: git apply --binary)\n"
 StatKey = tuple[int, int, int, int, int]  # mode, size, inode, mtime, ctime
+MAX_PATH_BYTES = 3072
+"""Longer relative paths are not read (Linux takes 4096 bytes for a whole path)."""
 
 
 class ChangesetError(Exception):
@@ -70,16 +75,34 @@ class Changeset:
     entries: list[Entry]
     skipped: list[str] = field(default_factory=list)  # nested repositories, fifos, devices
     overlay: dict[str, tuple[str, str]] = field(default_factory=dict)
+    too_large: list[str] = field(default_factory=list)  # not read: over the size cap
+    ignored: int = 0  # new files .gitignore keeps out
 
     @property
     def paths(self) -> list[str]:
         return [entry.path for entry in self.entries]
 
 
+_OBJECTS: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "objects", default=MappingProxyType({}))
+
+
+@contextlib.contextmanager
+def separate_objects(objects: Path, alternate: Path) -> Iterator[None]:
+    """Inside: new objects go to ``objects`` (``alternate``, the repository's own object store,
+    is only read). For a repository whose ``.git`` is read-only, as in the agent's box."""
+    token = _OBJECTS.set({"GIT_OBJECT_DIRECTORY": str(objects),
+                          "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(alternate)})
+    try:
+        yield
+    finally:
+        _OBJECTS.reset(token)
+
+
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
          input: bytes | None = None) -> bytes:
     try:
-        done = safegit.run(args, repo, env=env, input=input)
+        done = safegit.run(args, repo, env={**_OBJECTS.get(), **(env or {})}, input=input)
     except (OSError, safegit.GitNotFound) as exc:
         raise ChangesetError(f"cannot run git: {exc}") from exc
     if done.returncode != 0:
@@ -126,21 +149,30 @@ def head_tree(repo: Path) -> dict[str, tuple[str, str]]:
 
 def _walk(repo: Path, skipped: list[str]) -> dict[str, os.stat_result]:
     """Regular files and links of the work tree (not ``.git``), by relative path. Directories
-    holding a ``.git`` (nested repositories, submodules) are not entered."""
+    holding a ``.git`` (nested repositories, submodules) are not entered. Iterative (any depth);
+    a path longer than :data:`MAX_PATH_BYTES` is skipped, not entered."""
     found: dict[str, os.stat_result] = {}
     root = str(repo)
-    for directory, dirs, files in os.walk(root, followlinks=False):
-        relative = os.path.relpath(directory, root)
-        prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
-        if prefix and (".git" in dirs or ".git" in files):
+    pending = [""]
+    while pending:
+        prefix = pending.pop()
+        with os.scandir(os.path.join(root, prefix) if prefix else root) as listing:
+            entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]
+        names = {name for name, _ in entries}
+        if prefix and ".git" in names:
             skipped.append(prefix.rstrip("/"))
-            dirs[:] = []
             continue
-        dirs[:] = [name for name in dirs if prefix or name != ".git"]
-        names = [name for name in files if prefix or name != ".git"]
-        for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(directory, d)))]:
-            info = os.lstat(os.path.join(directory, name))
+        for name, is_dir in entries:
+            if not prefix and name == ".git":
+                continue
             path = prefix + name
+            if len(_encode(path)) > MAX_PATH_BYTES:
+                skipped.append(path)
+                continue
+            if is_dir:
+                pending.append(path + "/")
+                continue
+            info = os.lstat(os.path.join(root, path))
             if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
                 found[path] = info
             else:
@@ -207,15 +239,20 @@ def _ignored(repo: Path, paths: Iterable[str]) -> set[str]:
     listed = [_encode(path) for path in paths]
     if not listed:
         return set()
-    done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], repo,
+    done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], repo, env=_OBJECTS.get(),
                        input=b"\0".join(listed) + b"\0")
     if done.returncode not in (0, 1):
         raise ChangesetError("git check-ignore failed")
     return {_decode(raw) for raw in done.stdout.split(b"\0") if raw}
 
 
-def compute(repo: Path, before: Baseline | None) -> Changeset:
-    """What differs between HEAD and the work tree of ``repo`` (its top directory)."""
+def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = (),
+            max_file_bytes: int | None = None) -> Changeset:
+    """What differs between HEAD and the work tree of ``repo`` (its top directory).
+
+    ``left_out``: paths that were never in this tree (left out of the box's copy); they do not
+    count as deleted. A file over ``max_file_bytes`` (its apparent size: sparse files too) is not
+    read: it is listed in ``too_large`` and stays out of the changes."""
     head = head_commit(repo)
     base = head_tree(repo)
     overlay = {} if before is None else dict(before.dirty)
@@ -226,6 +263,12 @@ def compute(repo: Path, before: Baseline | None) -> Changeset:
             base[path] = state
     skipped: list[str] = []
     tree = _walk(repo, skipped)
+    too_large = sorted(path for path, info in tree.items()
+                       if max_file_bytes is not None and stat.S_ISREG(info.st_mode)
+                       and info.st_size > max_file_bytes)  # fmt: skip
+    for path in [*too_large, *left_out]:
+        tree.pop(path, None)
+        base.pop(path, None)
     if before is None:
         candidates = set(tree)
     else:
@@ -244,7 +287,7 @@ def compute(repo: Path, before: Baseline | None) -> Changeset:
     new = [entry.path for entry in entries if entry.old_mode == ABSENT_MODE]
     ignored = _ignored(repo, new)
     entries = sorted((e for e in entries if e.path not in ignored), key=lambda e: e.path)
-    return Changeset(head, entries, sorted(skipped), overlay)
+    return Changeset(head, entries, sorted(skipped), overlay, too_large, len(ignored))
 
 
 def build_tree(repo: Path, index: dict[str, str], head: str, entries: Iterable[Entry]) -> str:

@@ -73,6 +73,8 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
         "CURSOR_API_KEY": "key_containment_0123456789", "LC_ALL": "C.UTF-8",
     }.items():  # fmt: skip
         monkeypatch.setenv(name, value)
+    # The one directory the contained agent shares with the test: what it saw goes there.
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_SHARE", str(seen))
     yield Box(base, workspace, seen, tmp_path / "runner-temp", home)
     assert processes_of(TEST_AGENT_USER) == [], "an agent process outlived its run"
 
@@ -201,9 +203,11 @@ def test_planted_dotfiles_land_in_the_private_home_and_never_run(
     assert out["conclusion"] == "success", out["log"]
     assert not (box.home / ".gitconfig").exists()
     assert not (box.home / ".bashrc").exists()
+    # The home was the box's own: nothing of it is left on the runner.
     agent_home = box.runner_temp / "cursor-agent-action" / "agent-home"
-    assert (agent_home / ".gitconfig").exists()
-    assert (agent_home / ".local/bin/git").exists()
+    assert not (agent_home / ".gitconfig").exists()
+    assert not (agent_home / ".local/bin/git").exists()
+    assert (box.workspace / "src" / "app.py").read_text() == "changed\n"  # via the patch
     # A later step, as the runner's user with its own HOME, runs none of it.
     env = {"HOME": str(box.home), "PATH": f"{agent_home}/.local/bin:/usr/bin:/bin"}
     for args in (["status"], ["diff"], ["-c", "user.name=t", "-c", "user.email=t@e", "commit",
@@ -213,20 +217,20 @@ def test_planted_dotfiles_land_in_the_private_home_and_never_run(
     assert not marker.exists()
 
 
-def test_the_workspace_is_the_runners_again_and_protected_directories_were_read_only(
+def test_the_workspace_stays_the_runners_and_changes_the_policy_refuses_stay_in_the_box(
     box: Box, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (box.workspace / ".github").mkdir()
     (box.workspace / ".github" / "ci.yml").write_text("on: push\n")
     mode = (box.workspace).stat().st_mode
-    body = ("mkdir -p docs && echo new > docs/new.md; echo x >> .github/ci.yml 2>/dev/null;"
-            " echo $? > $SEEN/github; mkdir -p .cursor/rules 2>/dev/null; echo $? > $SEEN/cursor")
+    body = ("mkdir -p docs && echo new > docs/new.md; echo x >> .github/ci.yml;"
+            " mkdir -p .cursor/rules && echo evil > .cursor/rules/x.mdc")
     out = _run(box, capsys, body, "--preset", "docs")
-    assert out["conclusion"] == "success", out["log"]
+    assert out["conclusion"] == "failure", out["log"]
+    assert "They stayed in the box" in out["log"]
     assert (box.workspace / "docs" / "new.md").read_text() == "new\n"
-    assert _seen(box, "github").strip() != "0"
-    assert _seen(box, "cursor").strip() != "0"
     assert (box.workspace / ".github" / "ci.yml").read_text() == "on: push\n"
+    assert not (box.workspace / ".cursor" / "rules").exists()
     owners = {p.lstat().st_uid for p in box.workspace.rglob("*")} | {box.workspace.stat().st_uid}
     assert owners == {os.getuid()}
     assert box.workspace.stat().st_mode == mode
@@ -246,13 +250,14 @@ def test_repository_hooks_are_invisible_during_the_run_and_restored(
     body = ("ls -a .claude .cursor > $SEEN/listing 2>&1; echo '{}' > .claude/settings.json"
             " 2>/dev/null; echo $? > $SEEN/write")
     out = _run(box, capsys, body)
-    assert out["conclusion"] == "success", out["log"]
+    # The copy is the agent's to write, but nothing a read-only run writes comes back.
+    assert out["conclusion"] == "failure", out["log"]
+    assert "They stayed in the box" in out["log"]
     listing = _seen(box, "listing")
     assert "settings.json" not in listing
     assert "hooks.json" not in listing
     assert "mcp.json" not in listing
     assert "settings.local.json" not in listing
-    assert _seen(box, "write").strip() != "0"
     for name, data in files.items():
         assert (box.workspace / name).read_bytes() == data
 
@@ -281,10 +286,10 @@ def test_no_jail_spec_with_the_api_key_is_left_behind(
 ) -> None:
     """The jail's spec holds the agent's environment (the API key): gone once the jail read it,
     before the agent starts, so the agent never finds it (and nothing later does)."""
-    out = _run(box, capsys, "find / -name 'jail-spec.json' 2>/dev/null > $SEEN/found")
+    out = _run(box, capsys, "find / -name 'box-spec.json' 2>/dev/null > $SEEN/found")
     assert out["conclusion"] == "success", out["log"]
     assert _seen(box, "found") == ""
-    assert list(box.runner_temp.rglob("jail-spec.json")) == []
+    assert list(box.runner_temp.rglob("box-spec.json")) == []
 
 
 def test_the_transcript_cannot_be_replaced(

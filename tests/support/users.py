@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import pwd
 import subprocess
 
-TEST_AGENT_USER = "caa-test-agent"
-"""The contained agent's user in tests (the action's default is cursor-agent)."""
+TEST_AGENT_USER = os.environ.get("CAA_TEST_AGENT_USER", "caa-test-agent")
+"""The contained agent's user in tests (the action's default is cursor-agent); another name in
+``CAA_TEST_AGENT_USER`` lets two suites run side by side on one machine."""
 TEST_RUNNER_USER = "caa-test-runner"
 """An unprivileged runner user without sudo, for the fallback tests."""
 TEST_SUDO_USER = "caa-test-sudoer"

@@ -44,6 +44,20 @@ class Handoff:
     message: str = ""
 
 
+@dataclass
+class Applied:
+    """What became of the box's patch in the real working tree."""
+
+    applied: list[str]  # repository paths
+    refused: list[str]  # shown paths the policy does not allow writing: not applied
+    notes: list[str]
+    error: str = ""  # the patch could not be applied (nothing was)
+
+
+def _glob_escape(path: str) -> str:
+    return "".join(f"\\{char}" if char in "*?[]\\" else char for char in path)
+
+
 class ChangeTracker:
     """The baseline before the run and the changes after it, for one workspace."""
 
@@ -88,10 +102,55 @@ class ChangeTracker:
         changeset.write_patch(self.repo, changes, patch)
         return Handoff(str(patch), bool(changes.entries))
 
+    @property
+    def dirty(self) -> dict[str, tuple[str, str]]:
+        """Paths already unlike HEAD before the run: the base the box's patch is made on."""
+        return dict(self.baseline.dirty) if self.baseline is not None else {}
+
+    def apply_box(self, status: dict[str, object], policy: Policy) -> Applied:
+        """Apply the patch the box made (our hardened git, as the runner's user) to the real
+        tree, except paths the policy does not allow writing; what the box left behind is
+        said in the notes."""
+        notes = _left_behind(status)
+        raw = status.get("paths")
+        paths = [path for path in raw if isinstance(path, str)] if isinstance(raw, list) else []
+        patch = status.get("patch")
+        if self.repo is None or not isinstance(patch, str) or not paths:
+            return Applied([], [], notes)
+        refused = [path for path in paths
+                   if not policy.permits_write(self._relative(self.repo, path))]  # fmt: skip
+        excludes = [f"--exclude={_glob_escape(path)}" for path in refused]
+        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", *excludes, patch],
+                           self.repo)
+        if done.returncode != 0:
+            words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
+            return Applied([], [], notes, f"git apply failed: {words or done.returncode}")
+        applied = [path for path in paths if path not in set(refused)]
+        return Applied(applied, [self._relative(self.repo, p) for p in refused], notes)
+
     def _relative(self, repo: Path, path: str) -> str:
         """A repository path as files-changed shows it: relative to the workspace."""
         full = os.path.join(repo, path)
         return _shown(os.path.relpath(full, self.workspace).replace(os.sep, "/"))
+
+
+def _left_behind(status: dict[str, object]) -> list[str]:
+    """The box's notes on what stayed in it: ignored files, files over the size cap, paths
+    never copied."""
+    notes = []
+    behind = status.get("left_behind")
+    if isinstance(behind, int) and behind:
+        notes.append(f"{behind} new or changed file(s) that .gitignore ignores were left in the "
+                     "box: they never reach the working tree or the patch.")
+    for key, what in (("too_large_count", "over 100 MiB (apparent size)"),
+                      ("left_out_count", "not copied into the box (over 100 MiB, a path over "
+                                         "3,072 bytes, a fifo, socket or device)")):
+        count = status.get(key)
+        listed = status.get(key.replace("_count", ""))
+        if isinstance(count, int) and count and isinstance(listed, list):
+            notes.append(f"{count} file(s) {what} are not in the patch: "
+                         f"{listing([_shown(str(p)) for p in listed])}.")
+    return notes
 
 
 def _shown(path: str) -> str:

@@ -22,15 +22,28 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from cursor_agent_action.agent.box import limits
 from cursor_agent_action.errors import SetupError, UsageError
 
 MODES = ("auto", "user", "none")
 DEFAULT_AGENT_USER = "cursor-agent"
 SUDO_PROBE_TIMEOUT_S = 10.0
 JAIL_EXIT_WAIT_S = 300.0
-"""How long the jail may take to give the workspace back after the agent ended."""
+"""How long the box may take to compute the patch after the agent ended."""
+BOX_TMP_BYTES = 1 << 30
+"""Size of each of the box's /tmp, /var/tmp and /dev/shm (memory, within the box's limit)."""
+BOX_MAX_FILE_BYTES = 100 << 20
+"""A larger file (apparent size: sparse too) is neither copied into the box nor read for the
+patch (GitHub refuses files over 100 MiB anyway)."""
+BOX_MAX_TREE_BYTES = 4 << 30
+"""A working tree with more file bytes than this is not copied: the run fails before the agent
+starts."""
+BOX_WRITE_BYTES = 2 << 30
+"""What the agent may add to its copy of the tree."""
+STATUS_BYTES = 256 * 1024
+"""The status file's size (as :data:`cursor_agent_action.agent.box.root.STATUS_BYTES`)."""
 
 MISSING_PROTECTIONS = (
     "the agent runs as the runner's own user: whatever its shell starts can read this job's "
@@ -52,7 +65,8 @@ class Isolation:
     def label(self) -> str:
         """For the log and the job summary."""
         if self.contained:
-            return f"contained (user {self.agent_user}, own PID namespace, private home)"
+            return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
+                    "private copy of the working tree, home and /tmp)")
         return "none (the agent ran as the runner's user)"
 
 
@@ -100,6 +114,19 @@ def fallback_warning(isolation: Isolation) -> str:
 
 
 @dataclass
+class BoxResult:
+    """What the box reported after the agent ran (``status`` as the root side wrote it)."""
+
+    returncode: int | None
+    status: dict[str, Any]
+
+    @property
+    def patch(self) -> Path | None:
+        value = self.status.get("patch")
+        return Path(value) if isinstance(value, str) else None
+
+
+@dataclass
 class Jail:
     """One contained start of the agent: the spec, the command, the control pipe, the status."""
 
@@ -109,25 +136,35 @@ class Jail:
 
     @property
     def spec_file(self) -> Path:
-        return self.state_dir / "jail-spec.json"
+        return self.state_dir / "box-spec.json"
 
     @property
     def status_file(self) -> Path:
-        return self.state_dir / "jail-status.json"
+        return self.state_dir / "box-status.json"
+
+    @property
+    def patch_file(self) -> Path:
+        return self.state_dir / "box-changes.patch"
 
     def command(self) -> list[str]:
-        """Written the spec (0600: it holds the agent's environment); the jail's argv."""
+        """Written the spec (0600: it holds the agent's environment) and the status file (made
+        and filled now: the box writes it in place, even on a full disk); the box's argv."""
+        self.patch_file.unlink(missing_ok=True)
         self.status_file.unlink(missing_ok=True)
+        fd = os.open(self.status_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(b" " * STATUS_BYTES)
         fd = os.open(self.spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({**self.spec, "status_file": str(self.status_file)}, handle)
-        argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.jail",
+            json.dump({**self.spec, "status_file": str(self.status_file),
+                       "patch_file": str(self.patch_file)}, handle)
+        argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.box.root",
                 str(self.spec_file)]
         return ["sudo", "-n", "--", *argv] if self.isolation.via_sudo else argv
 
     @staticmethod
     def send(control: IO[bytes] | None, what: bytes) -> None:
-        """``T`` (stop the agent) or ``K`` (kill everything) to the jail."""
+        """``T`` (stop the agent) or ``K`` (kill everything) to the box."""
         if control is None or control.closed:
             return
         try:
@@ -136,42 +173,76 @@ class Jail:
         except (BrokenPipeError, ValueError, OSError):
             pass
 
-    def returncode(self, jail_code: int | None) -> int | None:
-        """The agent's own exit status (negative: its signal), from what the jail wrote."""
+    def result(self, jail_code: int | None, *, stopped: bool) -> BoxResult:
+        """What the box reported. Raises :class:`ContainmentFailed` only when the box says the
+        agent never started (and nobody stopped it: a cancelled run is not run again), and
+        :class:`BoxFailed` for anything else without a status: once the agent may have run,
+        the box fails closed."""
         try:
-            status = json.loads(self.status_file.read_text(encoding="utf-8"))
+            status = json.loads(self.status_file.read_bytes().strip() or b"{}")
         except (OSError, ValueError):
             status = {}
         finally:
             self.spec_file.unlink(missing_ok=True)
+        if not isinstance(status, dict):
+            status = {}
+        if status.get("started") is False and not stopped:
+            raise ContainmentFailed(str(status.get("error", "the box could not be set up")),
+                                    cap=bool(status.get("too_large")))
         if isinstance(status.get("returncode"), int):
-            return int(status["returncode"])
-        reason = status.get("error") or f"the jail ended with code {jail_code} and no status"
-        raise ContainmentFailed(str(reason))
+            return BoxResult(int(status["returncode"]), status)
+        reason = status.get("error") or (
+            f"the box ended with code {jail_code} and wrote no status (killed, or out of "
+            "memory or disk)")
+        raise BoxFailed(str(reason), status)
 
 
 class ContainmentFailed(SetupError):
-    """The jail could not start the agent (before the agent ran)."""
+    """The box could not be set up; the agent was not started."""
 
     title = "containment failed"
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"the agent could not be contained: {reason.rstrip('.')}.",
-                         "Check that the runner allows root (or passwordless sudo) and PID "
-                         "namespaces; set isolation to none to run uncontained (unsafe).")
+    def __init__(self, reason: str, *, cap: bool = False) -> None:
+        fix = ("Make the working tree smaller (the box copies it), e.g. check out fewer files."
+               if cap else
+               "Check that the runner allows root (or passwordless sudo), PID and mount "
+               "namespaces; set isolation to none to run uncontained (unsafe).")
+        super().__init__(f"the agent could not be contained: {reason.rstrip('.')}.", fix)
         self.reason = reason
+        self.cap = cap
+
+
+class BoxFailed(Exception):
+    """The box ended without a proper status after the agent may have run: a failed run,
+    never a reason to run the agent another way."""
+
+    def __init__(self, reason: str, status: dict[str, Any]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
 
 
 def jail_for(
-    isolation: Isolation, *, state_dir: Path, workspace: Path, home: Path,
-    argv: Sequence[str], env: Mapping[str, str], reach: Sequence[Path],
-    make: Sequence[Path] = (), files: dict[str, str | None] | None = None,
+    isolation: Isolation, *, state_dir: Path, repo_root: Path, cwd: Path, home: Path,
+    argv: Sequence[str], env: Mapping[str, str], masks: Sequence[Path],
+    reveals: Sequence[Path] = (), shares: Sequence[Path] = (),
+    files: Mapping[str, str | None] | None = None,
+    dirty: Mapping[str, tuple[str, str]] | None = None,
 ) -> Jail:
-    """The jail that runs ``argv`` in ``workspace`` as the agent user."""
+    """The box that runs ``argv`` in ``cwd`` as the agent user, on a private copy of the work
+    tree at ``repo_root`` (``dirty``: its paths already unlike HEAD, as the patch's base)."""
+    prompt = state_dir / "prompt.md"
     spec: dict[str, object] = {
-        "user": isolation.agent_user, "home": str(home), "workspace": str(workspace),
-        "cwd": str(workspace), "argv": list(argv), "env": dict(env),
-        "reach": [str(path) for path in reach], "make": [str(path) for path in make],
-        "files": dict(files or {}),
+        "user": isolation.agent_user, "argv": list(argv), "env": dict(env), "cwd": str(cwd),
+        "repo_root": str(repo_root), "home": str(home), "home_files": dict(files or {}),
+        "chats_store": str(state_dir.parent / "agent-chats"), "box_dir": str(state_dir / "box"),
+        "masks": sorted({str(path) for path in masks}),
+        "reveals": sorted({str(path) for path in reveals}),
+        "shares": sorted({str(path) for path in shares if path.is_dir()}),
+        "files": {str(prompt): str(prompt)} if prompt.exists() else {},
+        "dirty": {path: list(state) for path, state in (dirty or {}).items()},
+        "limits": {"memory_bytes": limits.default_memory_bytes(), "tmp_bytes": BOX_TMP_BYTES,
+                   "max_file_bytes": BOX_MAX_FILE_BYTES, "max_total_bytes": BOX_MAX_TREE_BYTES,
+                   "write_bytes": BOX_WRITE_BYTES},
     }  # fmt: skip
     return Jail(isolation, state_dir, spec)

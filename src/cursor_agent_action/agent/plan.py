@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import pwd
 import re
 import signal
 import subprocess
@@ -59,29 +61,56 @@ class Box:
     isolation: Isolation
     env: dict[str, str]
     home: Path | None = None
+    masks: list[Path] = dataclasses.field(default_factory=list)
 
-    def jail(self, options: RunOptions, argv: Sequence[str]) -> Jail | None:
-        """A fresh jail for one start of the agent (None: not contained)."""
+    def jail(self, options: RunOptions, argv: Sequence[str], repo_root: Path | None,
+             dirty: Mapping[str, tuple[str, str]]) -> Jail | None:
+        """A fresh box for one start of the agent (None: not contained), on a private copy of
+        the work tree at ``repo_root`` (the working directory when it is no repository)."""
         if not self.isolation.contained or self.home is None:
             return None
-        reach = [options.agent_bin, options.agent_bin.resolve(), options.state_dir]
-        # Root writes the home's MCP file (or removes one an earlier run's agent left there).
+        agent = options.agent_bin.resolve()
+        # Root writes the home's MCP file; everything else in the home is new every run.
         files = {HOME_FILE: options.mcp_config.text if options.mcp_config else None}
         return jail_for(self.isolation, state_dir=options.state_dir,
-                        workspace=options.workspace, home=self.home, argv=argv, env=self.env,
-                        reach=reach, make=[Path(self.env["CURSOR_CONFIG_DIR"])],
-                        files=files)  # fmt: skip
+                        repo_root=(repo_root or options.workspace).resolve(),
+                        cwd=options.workspace.resolve(), home=self.home,
+                        argv=[str(agent), *argv[1:]], env=self.env, masks=self.masks,
+                        reveals=[agent.parent], shares=_shares(), files=files,
+                        dirty=dirty)  # fmt: skip
+
+
+def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
+    """What the contained agent must not read: the runner's home and temporary files, the tool
+    cache (the CLI's own install is shown again, read-only), the helper's state."""
+    found = [options.state_dir.parent, Path("/root")]
+    with contextlib.suppress(KeyError):
+        found.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    for name in ("HOME", "RUNNER_TEMP", "RUNNER_TOOL_CACHE", "AGENT_TOOLSDIRECTORY",
+                 "RUNNER_WORKSPACE"):
+        if value := environ.get(name, ""):
+            found.append(Path(value))
+    return [path.resolve() for path in found if path.is_absolute() and str(path) != "/"]
+
+
+SHARE_VARIABLE = "CURSOR_AGENT_ACTION_BOX_SHARE"
+"""For tests: directories (``os.pathsep``-separated) the contained agent shares with the
+runner, read-write (the stand-in CLI records what it saw there). Never set in a workflow."""
+
+
+def _shares() -> list[Path]:
+    value = os.environ.get(SHARE_VARIABLE, "")
+    return [Path(part).resolve() for part in value.split(os.pathsep) if part]
 
 
 def agent_home(state_dir: Path) -> Path:
-    """The contained agent's home: one per job (beside the runs' state directories), so a
-    later run of the same job can ``resume`` the chat; the agent's alone (mode 0700)."""
+    """Where the contained agent's home is, as the agent sees it: new for every start of the
+    agent (the box makes it; only the chats ``--resume`` needs are carried over)."""
     return state_dir.parent / "agent-home"
 
 
 def make_box(options: RunOptions, environ: Mapping[str, str], isolation: Isolation) -> Box:
-    """The agent's environment for ``isolation``; contained, the state directory becomes
-    traversable (not readable) so the agent reaches a long prompt's file, nothing else."""
+    """The agent's environment for ``isolation`` and, contained, what the box hides."""
     options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not isolation.contained:
         config_dir = options.state_dir / "cli-config"
@@ -95,14 +124,13 @@ def make_box(options: RunOptions, environ: Mapping[str, str], isolation: Isolati
         (home / HOME_FILE).write_text(options.mcp_config.text, encoding="utf-8")
         env["HOME"] = str(home)
         return Box(isolation, env)
-    options.state_dir.chmod(0o711)
     home = agent_home(options.state_dir)
-    # The home is the job's (resume), the CLI's config this run's alone (--model).
+    # A fresh home every run (the box makes it); the CLI's config this run's alone (--model).
     config_dir = home / ".config" / "cursor" / options.state_dir.name
     env = agent_environment(environ, config_dir, options.pass_env)
     env.update(HOME=str(home), USER=isolation.agent_user, LOGNAME=isolation.agent_user,
-               TMPDIR=str(home / "tmp"))
-    return Box(isolation, env, home)
+               TMPDIR="/tmp")  # noqa: S108 - the box's own, private
+    return Box(isolation, env, home, _masks(options, environ))
 
 
 def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:

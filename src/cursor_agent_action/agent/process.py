@@ -32,7 +32,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Protocol, cast
 
-from cursor_agent_action.agent.isolation import JAIL_EXIT_WAIT_S, Jail
+from cursor_agent_action.agent.isolation import JAIL_EXIT_WAIT_S, BoxFailed, BoxResult, Jail
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.options import setting
 from cursor_agent_action.runner_io import Runner
@@ -78,6 +78,8 @@ class AgentExit:
     stderr: str  # the last STDERR_TAIL_BYTES of stderr
     pgid: int
     transcript_error: str = ""  # why the transcript file is incomplete, "" when it is whole
+    box: BoxResult | None = None  # contained: what the box reported
+    box_error: str = ""  # contained: why the box ended without a proper status (fails closed)
 
 
 @contextlib.contextmanager
@@ -386,10 +388,16 @@ def run_agent_process(
         runner.flush()
     if not ended_by:
         ended_by = "result" if sink.finished else "exit"
-    return AgentExit(
-        ended_by=ended_by,
-        returncode=proc.returncode if jail is None else jail.returncode(proc.returncode),
-        stderr=stderr_tail.decode("utf-8", "replace"),
-        pgid=pgid,
-        transcript_error=transcript_file.error,
-    )
+    ended = AgentExit(ended_by=ended_by, returncode=proc.returncode,
+                      stderr=stderr_tail.decode("utf-8", "replace"), pgid=pgid,
+                      transcript_error=transcript_file.error)
+    if jail is not None:
+        stopped = stop.is_set() or ended_by in ("timeout", "cancelled", "budget")
+        try:  # ContainmentFailed (the agent never started) goes to the caller
+            ended.box = jail.result(proc.returncode, stopped=stopped)
+            ended.returncode = ended.box.returncode
+        except BoxFailed as exc:
+            ended.returncode = None
+            ended.box_error = exc.reason
+            ended.box = BoxResult(None, exc.status)
+    return ended

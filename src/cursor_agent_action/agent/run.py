@@ -18,10 +18,17 @@ import shlex
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from cursor_agent_action import safegit
 from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
-from cursor_agent_action.agent.changes import ChangeTracker, check_policy, git_config_files
+from cursor_agent_action.agent.box.gitconfig import persisted_credentials
+from cursor_agent_action.agent.changes import (
+    Applied,
+    ChangeTracker,
+    check_policy,
+    git_config_files,
+)
 from cursor_agent_action.agent.failures import _stderr_excerpt, classify, explain_exit
 from cursor_agent_action.agent.filestate import FileState
 from cursor_agent_action.agent.isolation import (
@@ -52,7 +59,7 @@ from cursor_agent_action.agent.process import AgentExit, run_agent_process, stop
 from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
 from cursor_agent_action.agent.structured import instruction
 from cursor_agent_action.errors import SetupError
-from cursor_agent_action.runner_io import Runner, one_line
+from cursor_agent_action.runner_io import Runner, listing, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.record import RunRecord
 from cursor_agent_action.stream.report import report
@@ -60,20 +67,36 @@ from cursor_agent_action.stream.report import report
 # -- the run -----------------------------------------------------------------------------------
 
 
+@dataclass
+class Attempt:
+    """One start of the agent: its record, how it ended, and (contained) what came back."""
+
+    record: RunRecord
+    ended: AgentExit
+    tampered: bool
+    applied: Applied | None = None
+
+
 def _attempt(
-    options: RunOptions, runner: Runner, argv: Sequence[str], box: Box, stop: threading.Event,
-    *, timeout_s: float | None = None, append: bool = False,
-) -> tuple[RunRecord, AgentExit, bool]:
+    options: RunOptions, runner: Runner, argv: Sequence[str], box: Box, *,
+    stop: threading.Event, tracker: ChangeTracker, timeout_s: float | None = None,
+    append: bool = False,
+) -> Attempt:
     processor = StreamProcessor(runner, verbose=options.verbose,
                                 max_tool_calls=options.max_tool_calls)
+    applied = None
     with PolicyGuard(options.workspace, options.policy) as guard:
         ended = run_agent_process(
             argv, cwd=options.workspace, env=box.env, sink=processor, runner=runner,
-            transcript=options.transcript, stop=stop, jail=box.jail(options, argv),
+            transcript=options.transcript, stop=stop,
+            jail=box.jail(options, argv, tracker.repo, tracker.dirty),
             timeout_s=options.timeout_minutes * 60 if timeout_s is None else timeout_s,
             append=append,
         )
-    return processor.close(), ended, guard.tampered
+        # Inside the guard: a change of the policy files comes back as tampering.
+        if ended.box is not None and not ended.box_error:
+            applied = tracker.apply_box(ended.box.status, options.policy)
+    return Attempt(processor.close(), ended, guard.tampered, applied)
 
 
 def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str],
@@ -94,8 +117,9 @@ def _describe(record: RunRecord, options: RunOptions) -> None:
     record.prompt = options.prompt
 
 
-def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunOptions) -> None:
+def _conclude(attempt: Attempt, options: RunOptions) -> None:
     """How this start of the agent ended, into its record."""
+    record, ended, tampered = attempt.record, attempt.ended, attempt.tampered
     record.stderr = ended.stderr
     record.exit_code = ended.returncode
     if ended.transcript_error:
@@ -111,6 +135,7 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
     elif ended.returncode is not None and ended.returncode < 0:
         record.notes.append("cursor-agent kept running after its result event and was stopped "
                             "(hence the negative exit code); the run itself had finished.")
+    _conclude_box(attempt)
     if tampered:
         fail_run(record, (
             ".cursor/cli.json was changed during the run (or .cursor/hooks.json or mcp.json "
@@ -118,6 +143,37 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
             "the workspace's original files have been restored. Fix: review the agent's "
             "changes; keep .cursor/** denied (it is in every preset's floor)."
         ))
+
+
+def _conclude_box(attempt: Attempt) -> None:
+    """What the box said: a failure when it ended without a status (the agent is not run
+    again: the box fails closed) or its changes could not come back; what stayed in it."""
+    record, ended = attempt.record, attempt.ended
+    if ended.box_error:
+        fail_run(record, (
+            f"The agent's box ended without a proper status ({ended.box_error}). Nothing the "
+            "agent changed was brought back, and it was not run again. Fix: look at the agent's "
+            "stderr and the transcript; a box killed for memory needs a smaller task."))
+        return
+    status = ended.box.status if ended.box is not None else {}
+    if isinstance(status.get("patch_error"), str):
+        fail_run(record, (
+            f"The agent's changes could not be computed in its box ({status['patch_error']}); "
+            "none were brought back. Fix: is the working directory a git work tree with a "
+            "commit? A read-only run needs none."))
+    applied = attempt.applied
+    if applied is None:
+        return
+    record.notes.extend(applied.notes)
+    if applied.error:
+        fail_run(record, f"The agent's changes could not be applied to the working tree "
+                         f"({applied.error}); none were.")
+    if applied.refused:
+        fail_run(record, (
+            f"The agent changed {len(applied.refused)} file(s) that the policy does not allow "
+            f"writing: {listing(applied.refused)}. They stayed in the box: neither the working "
+            "tree nor the patch has them. Fix: allow them explicitly with the allow input "
+            "(e.g. Write(src/**)) if the agent should change them."))
 
 
 def fail_run(record: RunRecord, message: str) -> None:
@@ -164,30 +220,37 @@ def execute(
         safegit.git_executable()
     started = time.monotonic()
     tracker = ChangeTracker(options.workspace)
+    _warn_persisted_credentials(tracker, runner, box.isolation.contained)
     file_commands = snapshot_file_commands(environ)
     git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
     attempts = options.max_retries + 1
     runner.log(f"Isolation: {box.isolation.label}.")
     attempt = 0
+    agent_ran = False  # once it has, nothing runs it with less containment
     seen: dict[str, int] = {}  # known failures by title, for their own retry caps
-    while attempt < attempts:  # bounded: attempts, plus one start uncontained after a failure
+    while attempt < attempts:  # bounded: attempts, plus one start uncontained before any ran
         attempt += 1
         try:
-            record, ended, tampered = _attempt(options, runner, argv, box, stop)
+            done = _attempt(options, runner, argv, box, stop=stop, tracker=tracker)
         except ContainmentFailed as exc:
-            if options.isolation != "auto" or not box.isolation.contained:
+            if (options.isolation != "auto" or not box.isolation.contained or agent_ran
+                    or exc.cap):
                 raise
             box = _uncontained(options, runner, environ, Isolation(False, why_not=exc.reason))
+            runner.log(f"Isolation: {box.isolation.label}.")
             attempt -= 1
             continue
-        record.isolation = box.isolation.label
+        agent_ran = True
+        record, ended = done.record, done.ended
+        record.isolation = box.isolation.label + _limits_label(ended)
         known = classify(ended.stderr)
         # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.
         if known is not None:
             seen[known.title] = seen.get(known.title, 0) + 1
         if not (
             attempt < attempts and ended.ended_by == "exit" and not record.has_result
-            and not record.tool_calls and not tampered and known is not None and known.transient
+            and not record.tool_calls and not done.tampered and known is not None
+            and known.transient and not ended.box_error
             and (known.max_retries is None or seen[known.title] <= known.max_retries)
         ):
             break
@@ -197,15 +260,17 @@ def execute(
                        f"(attempt {attempt + 1} of {attempts}).", title="transient failure")
         runner.flush()
         if stop.wait(delay):
-            ended = AgentExit("cancelled", ended.returncode, ended.stderr, ended.pgid)
+            done.ended = AgentExit("cancelled", ended.returncode, ended.stderr, ended.pgid)
             break
-    _conclude(record, ended, tampered, options)
+    _conclude(done, options)
+    record = done.record
+    ended = done.ended
     schema = options.output_schema
     if schema is not None and record.conclusion == "success":
         first = record
 
         def ask_again(prompt: str) -> RunRecord:
-            return _ask_again(options, runner, box, stop, first=first, prompt=prompt,
+            return _ask_again(options, runner, box, stop, tracker, first=first, prompt=prompt,
                               trust=trust, started=started)
 
         record = with_structured_output(schema, record, runner, ask_again)
@@ -241,6 +306,26 @@ def execute(
     return record
 
 
+def _limits_label(ended: AgentExit) -> str:
+    label = ended.box.status.get("limits") if ended.box is not None else None
+    return f", {label}" if isinstance(label, str) else ""
+
+
+def _warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained: bool) -> None:
+    """A credential the checkout left in ``.git/config``: the contained agent never sees it
+    (its ``.git`` config is masked), an uncontained one can read it."""
+    if tracker.repo is None:
+        return
+    found = persisted_credentials(tracker.repo / ".git")
+    if not found:
+        return
+    what = ("the contained agent does not see it (its .git config is masked), but later steps "
+            "of this job do" if contained else "the agent, which runs uncontained, can read it")
+    runner.warning(f"The checkout left a credential in .git/config ({listing(found)}): {what}. "
+                   "Fix: set persist-credentials: false on actions/checkout.",
+                   title="credential in .git/config")
+
+
 def _mcp_checks(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> None:
     """Mask the secrets the MCP servers get; warn about servers the agent cannot call."""
     config = options.mcp_config
@@ -262,8 +347,9 @@ def _mcp_checks(options: RunOptions, runner: Runner, environ: Mapping[str, str])
     runner.log(f"MCP servers from mcp-config: {', '.join(config.servers)}.")
 
 
-def _ask_again(options: RunOptions, runner: Runner, box: Box, stop: threading.Event, *,
-               first: RunRecord, prompt: str, trust: bool, started: float) -> RunRecord:
+def _ask_again(options: RunOptions, runner: Runner, box: Box, stop: threading.Event,
+               tracker: ChangeTracker, *, first: RunRecord, prompt: str, trust: bool,
+               started: float) -> RunRecord:
     """The follow-up turn: ``--resume`` the chat, what is left of the timeout (at least one
     minute) and of the tool-call budget, the transcript appended to."""
     calls = (None if options.max_tool_calls is None
@@ -273,10 +359,10 @@ def _ask_again(options: RunOptions, runner: Runner, box: Box, stop: threading.Ev
     left = max(options.timeout_minutes * 60 - (time.monotonic() - started), 60.0)
     runner.log(f"Asking the agent once more, in the same chat (--resume), for a JSON answer "
                f"matching {resumed.output_schema.source if resumed.output_schema else ''}.")
-    record, ended, tampered = _attempt(resumed, runner, argv, box, stop, timeout_s=left,
-                                       append=True)
-    _conclude(record, ended, tampered, options)
-    return record
+    done = _attempt(resumed, runner, argv, box, stop=stop, tracker=tracker, timeout_s=left,
+                    append=True)
+    _conclude(done, options)
+    return done.record
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,390 @@
+"""The root side of the box: run as root (directly, or through ``sudo -n``).
+
+    python -I -m cursor_agent_action.agent.box.root SPEC.json
+
+The helper (the runner's user) writes ``SPEC.json`` (0600: it holds the agent's environment,
+API key included; removed as soon as it is read) and starts this program with three pipes:
+stdout and stderr are the agent's own (passed through untouched), stdin is the control channel
+(``T``: SIGTERM the agent; ``K``, or the pipe closing: kill everything).
+
+1. Prepare, in a mount namespace of this program's own: the agent user; a tmpfs (sized) holding
+   the private copy of the working tree (:mod:`.tree`, the real ``.git`` directories shown
+   read-only over it with masked config, :mod:`.gitconfig`) and a fresh home (:mod:`.home`);
+   the cgroup (:mod:`.limits`).
+2. Run: new PID, mount and IPC namespaces; PID 1 builds the agent's view (:mod:`.world`), starts
+   the agent (its own session, its uid and gid, no groups, ``PR_SET_NO_NEW_PRIVS``, stdin on
+   ``/dev/null``, no other descriptor) and reaps until the agent exits; then the kernel kills
+   everything else in the namespace.
+3. Finish, with no agent process left: the patch of the copy against the tree it was made from
+   (our hardened git, new objects in the box's own store, files over the size cap left out),
+   the chats kept for ``--resume``, the cgroup removed. The copy, the home and everything the
+   agent left anywhere are gone with this program's mount namespace.
+
+The status goes to ``status_file``, a file the helper made and filled beforehand, written in
+place (it needs no new disk space): ``{"returncode": N, ...}`` once the agent ran, or
+``{"error": "...", "started": false}`` when the box could not be set up, the only case in which
+the helper may run the agent another way. Written by this program, which waits for the agent,
+never by anything the agent can stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cursor_agent_action import changeset
+from cursor_agent_action.agent.box import gitconfig, home, limits, tree, world
+from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
+
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+EXIT_SETUP = 125
+STATUS_BYTES = 256 * 1024
+"""The status file's size, made and filled by the helper before the box starts."""
+_POLL_S = 0.2
+_LISTED = 50
+
+
+class SetupError(Exception):
+    """Preparing the box failed; the agent was not started."""
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        raise SetupError(f"{what} failed: {os.strerror(ctypes.get_errno())}")
+
+
+class Status:
+    """The status file, opened at start and written in place (see the module docstring)."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+    def write(self, status: dict[str, Any]) -> None:
+        data = json.dumps(status, ensure_ascii=True).encode()
+        if len(data) >= STATUS_BYTES:
+            data = json.dumps({key: status[key] for key in ("returncode", "error", "started")
+                               if key in status}).encode()  # fmt: skip
+        with contextlib.suppress(OSError):
+            os.pwrite(self.fd, data.ljust(STATUS_BYTES), 0)
+            os.fsync(self.fd)
+
+
+def _exec_agent(spec: dict[str, Any], agent: AgentUser, box_limits: limits.Limits) -> None:
+    """In the agent's process (never returns): drop to the agent user and exec the CLI."""
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.closerange(3, 65536)
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.MAX_PROCESSES, limits.MAX_PROCESSES))
+        box_limits.per_process()
+        os.setgroups([])
+        os.setresgid(agent.gid, agent.gid, agent.gid)
+        os.setresuid(agent.uid, agent.uid, agent.uid)
+        if os.getuid() != agent.uid or os.geteuid() != agent.uid or os.getgroups() not in (
+            [], [agent.gid]
+        ):
+            raise SetupError("the agent's identity could not be set")
+        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+        os.umask(0o022)
+        os.chdir(spec["cwd"])
+        os.execve(spec["argv"][0], spec["argv"], spec["env"])  # noqa: S606 - no shell wanted
+    except BaseException as exc:  # in a forked child: report and leave, never unwind
+        with contextlib.suppress(OSError):
+            os.write(2, f"cursor-agent-action: cannot start the agent: {exc}\n".encode())
+        os._exit(127)
+
+
+def _namespace_init(spec: dict[str, Any], view: world.World, agent: AgentUser,
+                    box_limits: limits.Limits, *, go: int, report: int) -> None:
+    """PID 1 of the agent's namespaces (never returns): build the view, start the agent, reap."""
+    try:
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        order = os.read(go, 1)  # we are in the cgroup once the jail has moved us into it
+        if order not in (b"g", b"r"):
+            os._exit(1)
+        if order == b"r":
+            box_limits.kind = "rlimit"
+        _check(_libc().unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare (mount namespace)")
+        world.make_private()
+        world.build(view)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.write(report, f"setup {exc}\n".encode())
+        os._exit(1)
+    try:
+        # Said before the fork: from here on the agent may run, and the box fails closed.
+        os.write(report, b"started\n")
+        child = os.fork()
+        if child == 0:
+            os.close(report)
+            _exec_agent(spec, agent, box_limits)
+
+        def forward(signum: int, frame: object) -> None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child, signum)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signum)
+
+        signal.signal(signal.SIGTERM, forward)
+        while True:  # reap every orphan the namespace hands us until the agent itself ends
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                os._exit(0)
+            if pid == child:
+                os.write(report, f"exit {status}\n".encode())
+                os._exit(0)  # the kernel now kills the rest of the namespace
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.write(report, f"error {exc}\n".encode())
+        os._exit(1)
+
+
+def _control(parent: int, init: int, report: int) -> str:
+    """Relay the helper's control bytes to the namespace's PID 1 (``init``, as this program sees
+    it) until ``parent`` (which waits for it) exits; what the namespace reported."""
+    stdin_open = True
+    answer = b""
+    while True:
+        readable = [report] + ([0] if stdin_open else [])
+        ready, _, _ = select.select(readable, [], [], _POLL_S)
+        if 0 in ready:
+            data = os.read(0, 64)
+            if b"T" in data:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(init, signal.SIGTERM)
+            if not data or b"K" in data:  # the helper asked, or it is gone
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(init, signal.SIGKILL)
+                stdin_open = bool(data)
+        if report in ready:
+            answer += os.read(report, 4096)
+        pid, _ = os.waitpid(parent, os.WNOHANG)
+        if pid:
+            with contextlib.suppress(OSError):
+                while chunk := os.read(report, 4096):
+                    answer += chunk
+            return answer.decode("ascii", "replace")
+
+
+def _start_namespace(spec: dict[str, Any], view: world.World, agent: AgentUser,
+                     box_limits: limits.Limits, *, go: int, report: int) -> None:
+    """The namespace's parent (never returns): a new PID namespace for its children only, PID 1
+    forked into it, its pid reported; waits for it. This program itself stays outside, so it
+    can still start git for the patch once the namespace is gone."""
+    try:
+        _check(_libc().unshare(CLONE_NEWPID), "unshare (PID namespace)")
+        init = os.fork()
+        if init == 0:
+            _namespace_init(spec, view, agent, box_limits, go=go, report=report)
+        os.close(go)
+        namespace = os.readlink(f"/proc/{init}/ns/pid")
+        os.write(report, f"init {init}\n".encode())
+        os.close(report)
+        os.waitpid(init, 0)
+        _wait_namespace_empty(namespace)
+        os._exit(0)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.write(report, f"setup {exc}\n".encode())
+        os._exit(1)
+
+
+def _wait_namespace_empty(namespace: str, limit_s: float = 5.0) -> None:
+    """Until no process is left in the PID namespace ``namespace`` (the kernel kills them all
+    when its PID 1 ends; some take a moment to go), at most ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        left = False
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                        left = True
+                        break
+        if not left:
+            return
+        time.sleep(0.01)
+
+
+def _read_init(report: int, timeout_s: float = 30.0) -> tuple[int | None, bytes]:
+    """The first line the namespace's parent reports: ``init PID`` (None: it failed)."""
+    answer = b""
+    while b"\n" not in answer:
+        ready, _, _ = select.select([report], [], [], timeout_s)
+        chunk = os.read(report, 4096) if ready else b""
+        if not chunk:
+            break
+        answer += chunk
+    first, _, rest = answer.partition(b"\n")
+    words = first.split()
+    if len(words) == 2 and words[0] == b"init" and words[1].isdigit():
+        return int(words[1]), rest
+    return None, answer
+
+
+def _returncode(status: int) -> int:
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _prepare(spec: dict[str, Any], agent: AgentUser) -> tuple[world.World, tree.Copy]:
+    """In this program's own mount namespace: the box's storage, the copy, the home."""
+    caps = spec["limits"]
+    area = Path(spec["box_dir"])
+    area.mkdir(mode=0o700, exist_ok=True)
+    os.chown(area, 0, 0)
+    os.chmod(area, 0o700)
+    world.make_private()
+    world.tmpfs(str(area), size=str(caps["max_total_bytes"] + caps["write_bytes"]), mode=0o700)
+    (area / "tree").mkdir()
+    copy = tree.copy_tree(spec["repo_root"], str(area / "tree"), agent.uid, agent.gid,
+                          max_file_bytes=caps["max_file_bytes"],
+                          max_total_bytes=caps["max_total_bytes"])
+    masked = area / "git-config"
+    masked.mkdir(mode=0o700)
+    for index, git_dir in enumerate(copy.git_dirs):
+        source, target = Path(spec["repo_root"]) / git_dir, area / "tree" / git_dir
+        fd = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            world.bind(fd, str(target), read_only=True)
+        finally:
+            os.close(fd)
+        for name in gitconfig.CONFIG_NAMES:
+            config = target / name
+            if config.is_file() and not config.is_symlink():
+                replacement = masked / f"{index}-{name}"
+                replacement.write_text(gitconfig.mask(config).text, encoding="utf-8")
+                replacement.chmod(0o644)
+                fd = os.open(replacement, os.O_PATH)
+                try:
+                    world.bind(fd, str(config), read_only=True)
+                finally:
+                    os.close(fd)
+    store = Path(spec["chats_store"])
+    home.make_home(area / "home", agent, spec.get("home_files", {}),
+                   store if store.is_dir() else None)
+    view = world.World(
+        tree=str(area / "tree"), tree_target=spec["repo_root"], home=str(area / "home"),
+        home_target=spec["home"], masks=spec["masks"], tmp_size=str(caps["tmp_bytes"]),
+        reveals=spec.get("reveals", []), shares=spec.get("shares", []),
+        files=spec.get("files", {}),
+    )  # fmt: skip
+    return view, copy
+
+
+def _finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
+    """After the run: the patch of the copy, the chats kept; what the status reports."""
+    area = Path(spec["box_dir"])
+    result: dict[str, Any] = {"left_out": copy.left_out[:_LISTED],
+                              "left_out_count": len(copy.left_out)}
+    with contextlib.suppress(OSError, home.HomeError):
+        home.keep_chats(area / "home", Path(spec["chats_store"]))
+    copied = area / "tree"
+    dirty = {path: (mode, oid) for path, (mode, oid) in spec.get("dirty", {}).items()}
+    before = changeset.Baseline(dict(copy.stats), dirty)
+    try:
+        (area / "objects").mkdir()
+        with changeset.separate_objects(area / "objects", copied / ".git" / "objects"):
+            changes = changeset.compute(copied, before, left_out=copy.left_out,
+                                        max_file_bytes=spec["limits"]["max_file_bytes"])
+            patch = Path(spec["patch_file"])
+            changeset.write_patch(copied, changes, patch)
+        os.chown(patch, *spec["owner"])
+        result.update(
+            patch=str(patch), changed=len(changes.entries),
+            paths=[entry.path for entry in changes.entries],
+            too_large=changes.too_large[:_LISTED], too_large_count=len(changes.too_large),
+            skipped=changes.skipped[:_LISTED], skipped_count=len(changes.skipped),
+            left_behind=changes.ignored,
+        )  # fmt: skip
+    except (changeset.ChangesetError, OSError, ValueError) as exc:
+        result["patch_error"] = str(exc)
+    return result
+
+
+def run(spec: dict[str, Any], status: Status) -> int:
+    """Prepare, run and finish (see the module docstring); the exit code of this program."""
+    box_limits: limits.Limits | None = None
+    try:
+        agent = agent_user(spec["user"])
+        _check(_libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
+        view, copy = _prepare(spec, agent)
+        box_limits = limits.create(f"caa-box-{os.getpid()}", spec["limits"]["memory_bytes"])
+    except (SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
+            gitconfig.GitConfigError, OSError, KeyError) as exc:
+        if box_limits is not None:
+            box_limits.remove()
+        reason = str(exc)
+        if isinstance(exc, tree.CopyTooLarge):
+            reason += " (the box's cap)"
+        status.write({"error": reason, "started": False,
+                      "too_large": isinstance(exc, tree.CopyTooLarge)})
+        return EXIT_SETUP
+    go_read, go_write = os.pipe()
+    read_end, write_end = os.pipe()
+    parent = os.fork()
+    if parent == 0:
+        os.close(read_end)
+        os.close(go_write)
+        _start_namespace(spec, view, agent, box_limits, go=go_read, report=write_end)
+    os.close(write_end)
+    os.close(go_read)
+    init, early = _read_init(read_end)
+    if init is not None:
+        try:
+            box_limits.enter(init)
+        except OSError:
+            box_limits.kind = "rlimit"
+        os.write(go_write, b"r" if box_limits.kind == "rlimit" else b"g")
+    os.close(go_write)
+    answer = early.decode("ascii", "replace") + _control(parent, init or parent, read_end)
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):  # the agent's output ends here: the helper need not wait for the patch
+        os.dup2(null, fd)
+    os.close(null)
+    box_limits.remove()
+    words = answer.split()
+    if "started" not in words:
+        reason = answer.partition("setup ")[2].strip() or answer.strip()
+        status.write({"error": reason or "the agent's namespace ended early", "started": False})
+        return EXIT_SETUP
+    result: dict[str, Any] = {"started": True, "limits": box_limits.label}
+    if "exit" in words and words[words.index("exit") + 1].lstrip("-").isdigit():
+        result["returncode"] = _returncode(int(words[words.index("exit") + 1]))
+    else:
+        result["error"] = answer.strip() or "the agent's namespace ended without a status"
+    result.update(_finish(spec, copy))
+    status.write(result)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or os.geteuid() != 0:
+        sys.stderr.write("usage (as root): python -I -m cursor_agent_action.agent.box.root SPEC\n")
+        return 2
+    path = Path(args[0])
+    info = path.stat()
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    path.unlink()  # the agent's environment (its API key) is not left on disk
+    spec["owner"] = [info.st_uid, info.st_gid]  # whoever wrote it: the helper
+    return run(spec, Status(spec["status_file"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

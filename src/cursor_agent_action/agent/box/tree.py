@@ -1,0 +1,128 @@
+"""The agent's private copy of the working tree, made by root before the agent starts.
+
+The copy holds every directory, regular file and symbolic link of the repository's work tree,
+owned by the agent's user, with the modes and modification times of the originals (set-user-ID
+and set-group-ID bits dropped). Not copied:
+
+- ``.git`` directories at any depth: the box shows the real ones read-only instead
+  (:mod:`.world`), with their config files masked (:mod:`.gitconfig`); a ``.git`` *file* (the
+  pointer of a submodule or worktree) is copied as root's, read-only;
+- fifos, sockets and devices (never opened);
+- files larger than ``max_file_bytes`` (by their apparent size: a sparse file counts whole) and
+  paths longer than :data:`MAX_PATH_BYTES`: they are named in :attr:`Copy.left_out`, and the
+  patch never counts them as deleted.
+
+The walk is iterative (any depth), reads each entry with ``lstat`` (links are never followed)
+and stops with :class:`CopyTooLarge` past ``max_total_bytes``. The ``lstat`` of every copied
+file and link is kept: after the run only entries whose ``lstat`` changed are hashed for the
+patch (the inode change time cannot be set by the agent).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+
+MAX_PATH_BYTES = 3072
+"""Longer relative paths are left out (Linux takes 4096 bytes for a whole path)."""
+_CHUNK = 1 << 30
+
+
+class CopyTooLarge(Exception):
+    """The working tree is larger than the box takes."""
+
+
+StatKey = tuple[int, int, int, int, int]  # as changeset.StatKey: mode, size, inode, mtime, ctime
+
+
+def stat_key(info: os.stat_result) -> StatKey:
+    return (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+
+@dataclass
+class Copy:
+    """What :func:`copy_tree` made."""
+
+    stats: dict[str, StatKey] = field(default_factory=dict)  # relative path -> lstat of copy
+    git_dirs: list[str] = field(default_factory=list)  # relative paths of .git directories
+    left_out: list[str] = field(default_factory=list)  # too large, too long, or not a file
+    files: int = 0
+    bytes: int = 0
+
+
+def _copy_file(source: str, target: str, info: os.stat_result) -> None:
+    src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      0o600)
+        try:
+            left = info.st_size
+            while left > 0:
+                sent = os.sendfile(dst, src, None, min(left, _CHUNK))
+                if sent == 0:  # the file shrank while we copied it
+                    break
+                left -= sent
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def copy_tree(source: str, target: str, uid: int, gid: int, *, max_file_bytes: int,
+              max_total_bytes: int) -> Copy:
+    """Copy the work tree at ``source`` into the empty directory ``target`` (see the module
+    docstring); everything made is owned by ``uid``:``gid``."""
+    made = Copy()
+    os.chown(target, uid, gid)
+    os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) & 0o777 | 0o700)
+    pending: list[str] = [""]
+    directories: list[tuple[str, os.stat_result]] = []
+    while pending:
+        relative = pending.pop()
+        here = os.path.join(source, relative) if relative else source
+        with os.scandir(here) as entries:
+            names = [entry.name for entry in entries]
+        for name in names:
+            path = f"{relative}/{name}" if relative else name
+            src, dst = os.path.join(source, path), os.path.join(target, path)
+            if len(os.fsencode(path)) > MAX_PATH_BYTES:
+                made.left_out.append(path)
+                continue
+            info = os.lstat(src)
+            kind = stat.S_IFMT(info.st_mode)
+            if name == ".git" and kind == stat.S_IFDIR:
+                made.git_dirs.append(path)
+                os.mkdir(dst, 0o755)  # the mount point of the read-only original
+                continue
+            if kind == stat.S_IFDIR:
+                os.mkdir(dst, 0o700)
+                os.chown(dst, uid, gid)
+                directories.append((path, info))
+                pending.append(path)
+            elif kind == stat.S_IFLNK:
+                os.symlink(os.readlink(src), dst)
+                os.chown(dst, uid, gid, follow_symlinks=False)
+                made.stats[path] = stat_key(os.lstat(dst))
+            elif kind == stat.S_IFREG and info.st_size <= max_file_bytes:
+                made.bytes += info.st_size
+                if made.bytes > max_total_bytes:
+                    raise CopyTooLarge(
+                        f"the working tree holds more than {max_total_bytes >> 20} MiB of files")
+                _copy_file(src, dst, info)
+                mode = stat.S_IMODE(info.st_mode) & 0o1777
+                if name == ".git":  # a submodule's or worktree's pointer: root's, read-only
+                    os.chmod(dst, 0o444)
+                else:
+                    os.chown(dst, uid, gid)
+                    os.chmod(dst, mode)
+                os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
+                made.stats[path] = stat_key(os.lstat(dst))
+                made.files += 1
+            else:
+                made.left_out.append(path)
+    for path, info in reversed(directories):  # after their contents: modes and times as found
+        dst = os.path.join(target, path)
+        os.chmod(dst, stat.S_IMODE(info.st_mode) & 0o1777 | 0o700)
+        os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns))
+    return made
