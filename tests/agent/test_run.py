@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from cursor_agent_action.agent.permissions import build_policy
+from cursor_agent_action.agent.plan import SHARE_VARIABLE
 from cursor_agent_action.cli import main
 from cursor_agent_action.runner_io import parse_output_file
 from tests.support.agent_run import (
@@ -554,7 +555,8 @@ def test_signal_to_the_helper_cancels_and_still_reports(
                                     "spawn_child": True, "record": "record.jsonl"})
     output, summary = tmp_path / "outputs.txt", tmp_path / "summary.md"
     env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path / "rt"), "HOME": str(tmp_path),
-           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER}
+           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
+           SHARE_VARIABLE: str(tmp_path / "standin")}
     transcript = tmp_path / "transcript.jsonl"
     with subprocess.Popen(
         [sys.executable, "-m", "cursor_agent_action", "run",
@@ -667,11 +669,12 @@ def test_agent_changes_to_the_runner_file_commands_are_undone_and_fail_the_run(
 
 
 def test_running_line_is_one_line_whatever_the_paths_hold(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A workspace or agent path with a newline cannot start a workflow command in the log."""
     odd = tmp_path / "odd\n::warning::planted"
     odd.mkdir()
+    monkeypatch.setenv(SHARE_VARIABLE, str(odd / "standin"))
     repo = odd / "repo"
     repo.mkdir()
     result = run(odd, repo, capsys, {})
@@ -819,7 +822,8 @@ def test_a_600_mib_line_without_a_newline_keeps_the_helper_small(tmp_path: Path)
     transcript = tmp_path / "t.jsonl"
     output = tmp_path / "out.txt"
     env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path / "rt"), "HOME": str(tmp_path),
-           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER}
+           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
+           SHARE_VARIABLE: str(tmp_path / "standin")}
     helper = subprocess.Popen(
         [sys.executable, "-m", "cursor_agent_action", "run", "--prompt", "x", "--agent-bin",
          str(agent), "--working-directory", str(workspace), "--transcript", str(transcript),

@@ -195,30 +195,6 @@ def test_mcp_servers_from_the_workflow_reach_the_contained_agent_only_for_the_ru
     assert "--approve-mcps" not in later.runs[-1]["argv"]
 
 
-def test_an_mcp_file_planted_in_the_home_by_an_earlier_run_is_never_read(
-    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A hostile first run writes ~/.cursor/mcp.json in the job's agent home (it is kept for
-    resume), as a link and as a file: the next run sees neither."""
-    plant = {"edits": {}, "answer": "planted"}
-    first = run(tmp_path, workspace, capsys, plant)
-    home = Path(first.runs[0]["env"]["HOME"])
-    (home / ".cursor").mkdir(exist_ok=True)
-    (home / ".cursor" / "mcp.json").symlink_to("/etc/passwd")
-    second = run(tmp_path, workspace, capsys, {})
-    assert second.runs[-1]["mcp_json"] is None
-    (home / ".cursor" / "mcp.json").write_text('{"mcpServers": {"evil": {"command": "sh"}}}')
-    third = run(tmp_path, workspace, capsys, {}, "--mcp-config", json.dumps(
-        {"mcpServers": {"docs": {"url": "http://127.0.0.1:9/mcp"}}}))
-    assert json.loads(third.runs[-1]["mcp_json"]) == {
-        "mcpServers": {"docs": {"url": "http://127.0.0.1:9/mcp"}}}
-    # Root's file: the agent user cannot change it.
-    info = (home / ".cursor" / "mcp.json").stat()
-    assert info.st_uid == 0
-    assert oct(info.st_mode & 0o777) == "0o644"
-    assert "no allow token names it" in third.log  # docs has no Mcp(docs:...) token
-
-
 @pytest.mark.parametrize(("config", "message"), [
     ("{", "mcp-config is not JSON"),
     ('{"servers": {}}', "mcp-config is not a valid MCP configuration"),

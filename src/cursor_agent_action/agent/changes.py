@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
+from cursor_agent_action.agent.box.tree import PROTECTED_NAMES
 from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.record import RunRecord
@@ -48,14 +49,22 @@ class Handoff:
 class Applied:
     """What became of the box's patch in the real working tree."""
 
-    applied: list[str]  # repository paths
-    refused: list[str]  # shown paths the policy does not allow writing: not applied
+    refused: list[str]  # protected paths the box did not give back (the first few)
     notes: list[str]
     error: str = ""  # the patch could not be applied (nothing was)
+    refused_count: int = 0
 
 
-def _glob_escape(path: str) -> str:
-    return "".join(f"\\{char}" if char in "*?[]\\" else char for char in path)
+def _any_case(name: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in name)
+
+
+def _protected_excludes() -> list[str]:
+    """``git apply`` patterns (``*`` also matches ``/``) for every protected name, any case,
+    at any depth."""
+    return [f"--exclude={pattern}" for name in sorted(PROTECTED_NAMES)
+            for base in [_any_case(name)]
+            for pattern in (base, f"*/{base}", f"{base}/*", f"*/{base}/*")]  # fmt: skip
 
 
 class ChangeTracker:
@@ -107,26 +116,25 @@ class ChangeTracker:
         """Paths already unlike HEAD before the run: the base the box's patch is made on."""
         return dict(self.baseline.dirty) if self.baseline is not None else {}
 
-    def apply_box(self, status: dict[str, object], policy: Policy) -> Applied:
+    def apply_box(self, status: dict[str, object]) -> Applied:
         """Apply the patch the box made (our hardened git, as the runner's user) to the real
-        tree, except paths the policy does not allow writing; what the box left behind is
-        said in the notes."""
+        tree, except protected paths (``box.tree.protected``: they stay in the box); what the box
+        left behind is said in the notes. What the policy does not allow is applied and fails
+        the run (:func:`check_policy`), as for an uncontained run."""
         notes = _left_behind(status)
-        raw = status.get("paths")
-        paths = [path for path in raw if isinstance(path, str)] if isinstance(raw, list) else []
         patch = status.get("patch")
-        if self.repo is None or not isinstance(patch, str) or not paths:
-            return Applied([], [], notes)
-        refused = [path for path in paths
-                   if not policy.permits_write(self._relative(self.repo, path))]  # fmt: skip
-        excludes = [f"--exclude={_glob_escape(path)}" for path in refused]
-        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", *excludes, patch],
-                           self.repo)
+        if self.repo is None or not isinstance(patch, str) or not status.get("changed"):
+            return Applied([], notes)
+        raw = status.get("protected")
+        refused = [self._relative(self.repo, path) for path in raw
+                   if isinstance(path, str)] if isinstance(raw, list) else []  # fmt: skip
+        count = status.get("protected_count")
+        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", *_protected_excludes(),
+                            patch], self.repo)
         if done.returncode != 0:
             words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
-            return Applied([], [], notes, f"git apply failed: {words or done.returncode}")
-        applied = [path for path in paths if path not in set(refused)]
-        return Applied(applied, [self._relative(self.repo, p) for p in refused], notes)
+            return Applied([], notes, f"git apply failed: {words or done.returncode}")
+        return Applied(refused, notes, refused_count=count if isinstance(count, int) else 0)
 
     def _relative(self, repo: Path, path: str) -> str:
         """A repository path as files-changed shows it: relative to the workspace."""

@@ -66,7 +66,7 @@ class Isolation:
         """For the log and the job summary."""
         if self.contained:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
-                    "private copy of the working tree, home and /tmp)")
+                    "private copy of the repository, home and /tmp)")
         return "none (the agent ran as the runner's user)"
 
 
@@ -227,7 +227,7 @@ def jail_for(
     argv: Sequence[str], env: Mapping[str, str], masks: Sequence[Path],
     reveals: Sequence[Path] = (), shares: Sequence[Path] = (),
     files: Mapping[str, str | None] | None = None,
-    dirty: Mapping[str, tuple[str, str]] | None = None,
+    dirty: Mapping[str, tuple[str, str]] | None = None, git: bool = True,
 ) -> Jail:
     """The box that runs ``argv`` in ``cwd`` as the agent user, on a private copy of the work
     tree at ``repo_root`` (``dirty``: its paths already unlike HEAD, as the patch's base)."""
@@ -241,6 +241,7 @@ def jail_for(
         "shares": sorted({str(path) for path in shares if path.is_dir()}),
         "files": {str(prompt): str(prompt)} if prompt.exists() else {},
         "dirty": {path: list(state) for path, state in (dirty or {}).items()},
+        "git": git,
         "limits": {"memory_bytes": limits.default_memory_bytes(), "tmp_bytes": BOX_TMP_BYTES,
                    "max_file_bytes": BOX_MAX_FILE_BYTES, "max_total_bytes": BOX_MAX_TREE_BYTES,
                    "write_bytes": BOX_WRITE_BYTES},

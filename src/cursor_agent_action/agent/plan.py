@@ -9,6 +9,7 @@ import os
 import pwd
 import re
 import signal
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -76,8 +77,8 @@ class Box:
                         repo_root=(repo_root or options.workspace).resolve(),
                         cwd=options.workspace.resolve(), home=self.home,
                         argv=[str(agent), *argv[1:]], env=self.env, masks=self.masks,
-                        reveals=[agent.parent], shares=_shares(), files=files,
-                        dirty=dirty)  # fmt: skip
+                        reveals=[_cli_install(agent)], shares=_shares(), files=files,
+                        dirty=dirty, git=repo_root is not None)  # fmt: skip
 
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
@@ -93,14 +94,23 @@ def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
     return [path.resolve() for path in found if path.is_absolute() and str(path) != "/"]
 
 
+def _cli_install(agent: Path) -> Path:
+    """What the box shows of the CLI, read-only: its directory (the real CLI is a script
+    beside its own node and code), or only the file when others cannot enter the directory."""
+    with contextlib.suppress(OSError):
+        if agent.parent.stat().st_mode & stat.S_IXOTH:
+            return agent.parent
+    return agent
+
+
 SHARE_VARIABLE = "CURSOR_AGENT_ACTION_BOX_SHARE"
-"""For tests: directories (``os.pathsep``-separated) the contained agent shares with the
-runner, read-write (the stand-in CLI records what it saw there). Never set in a workflow."""
+"""For tests: one directory the contained agent shares with the runner, read-write (the
+stand-in CLI records what it saw there). Never set in a workflow."""
 
 
 def _shares() -> list[Path]:
     value = os.environ.get(SHARE_VARIABLE, "")
-    return [Path(part).resolve() for part in value.split(os.pathsep) if part]
+    return [Path(value).resolve()] if value else []
 
 
 def agent_home(state_dir: Path) -> Path:

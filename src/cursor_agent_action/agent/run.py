@@ -95,7 +95,7 @@ def _attempt(
         )
         # Inside the guard: a change of the policy files comes back as tampering.
         if ended.box is not None and not ended.box_error:
-            applied = tracker.apply_box(ended.box.status, options.policy)
+            applied = tracker.apply_box(ended.box.status)
     return Attempt(processor.close(), ended, guard.tampered, applied)
 
 
@@ -170,10 +170,10 @@ def _conclude_box(attempt: Attempt) -> None:
                          f"({applied.error}); none were.")
     if applied.refused:
         fail_run(record, (
-            f"The agent changed {len(applied.refused)} file(s) that the policy does not allow "
-            f"writing: {listing(applied.refused)}. They stayed in the box: neither the working "
-            "tree nor the patch has them. Fix: allow them explicitly with the allow input "
-            "(e.g. Write(src/**)) if the agent should change them."))
+            f"The agent changed {applied.refused_count} protected file(s) (the CLI's, git's or "
+            f"the workflows' configuration): {listing(applied.refused)}. They stayed in the "
+            "box: neither the working tree nor the patch has them. Fix: review what the agent "
+            "ran (the transcript); such files are changed by people, not by the agent."))
 
 
 def fail_run(record: RunRecord, message: str) -> None:

@@ -275,6 +275,13 @@ def _prepare(spec: dict[str, Any], agent: AgentUser) -> tuple[world.World, tree.
                     world.bind(fd, str(config), read_only=True)
                 finally:
                     os.close(fd)
+    if spec.get("git", True):  # what the tree lacked when copied is no deletion of the agent's
+        with contextlib.suppress(changeset.ChangesetError):
+            known = {**changeset.head_tree(area / "tree"),
+                     **{path: tuple(state) for path, state in spec.get("dirty", {}).items()}}
+            copy.absent = [path for path, (mode, _) in known.items()
+                           if mode not in ("160000", changeset.ABSENT_MODE)
+                           and path not in copy.stats]  # fmt: skip
     store = Path(spec["chats_store"])
     home.make_home(area / "home", agent, spec.get("home_files", {}),
                    store if store.is_dir() else None)
@@ -294,20 +301,23 @@ def _finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
                               "left_out_count": len(copy.left_out)}
     with contextlib.suppress(OSError, home.HomeError):
         home.keep_chats(area / "home", Path(spec["chats_store"]))
+    if not spec.get("git", True):
+        return result
     copied = area / "tree"
     dirty = {path: (mode, oid) for path, (mode, oid) in spec.get("dirty", {}).items()}
     before = changeset.Baseline(dict(copy.stats), dirty)
     try:
         (area / "objects").mkdir()
         with changeset.separate_objects(area / "objects", copied / ".git" / "objects"):
-            changes = changeset.compute(copied, before, left_out=copy.left_out,
+            changes = changeset.compute(copied, before, left_out=[*copy.left_out, *copy.absent],
                                         max_file_bytes=spec["limits"]["max_file_bytes"])
             patch = Path(spec["patch_file"])
             changeset.write_patch(copied, changes, patch)
         os.chown(patch, *spec["owner"])
         result.update(
             patch=str(patch), changed=len(changes.entries),
-            paths=[entry.path for entry in changes.entries],
+            protected=[path for path in changes.paths if tree.protected(path)][:_LISTED],
+            protected_count=sum(tree.protected(path) for path in changes.paths),
             too_large=changes.too_large[:_LISTED], too_large_count=len(changes.too_large),
             skipped=changes.skipped[:_LISTED], skipped_count=len(changes.skipped),
             left_behind=changes.ignored,

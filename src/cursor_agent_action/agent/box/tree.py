@@ -29,6 +29,17 @@ MAX_PATH_BYTES = 3072
 _CHUNK = 1 << 30
 
 
+PROTECTED_NAMES = frozenset({".cursor", ".claude", ".github", ".git", ".gitmodules",
+                             ".gitattributes"})
+"""Names that never come back from the box, at any depth, in any case: what configures the
+CLI, the workflows and git (hooks, submodules, filters) for later steps."""
+
+
+def protected(path: str) -> bool:
+    """Whether the repository path ``path`` is or is inside a :data:`PROTECTED_NAMES` entry."""
+    return any(part.casefold() in PROTECTED_NAMES for part in path.split("/"))
+
+
 class CopyTooLarge(Exception):
     """The working tree is larger than the box takes."""
 
@@ -47,6 +58,7 @@ class Copy:
     stats: dict[str, StatKey] = field(default_factory=dict)  # relative path -> lstat of copy
     git_dirs: list[str] = field(default_factory=list)  # relative paths of .git directories
     left_out: list[str] = field(default_factory=list)  # too large, too long, or not a file
+    absent: list[str] = field(default_factory=list)  # in HEAD, not in the tree when copied
     files: int = 0
     bytes: int = 0
 
