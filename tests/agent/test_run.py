@@ -918,3 +918,18 @@ def test_extra_args_reach_the_cli_and_a_refused_one_stops_the_run_first(
     assert refused.code == 2
     assert "extra-args: --yolo is refused" in refused.log
     assert len(refused.runs) == 1  # only the first run: the refused one never started
+
+
+def test_a_run_without_a_key_warns_to_set_it_not_to_pass_an_input(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under the action an empty api-key fails its first step; here (a terminal, or a CLI that
+    is logged in) the run goes on, with a warning that says what to set."""
+    monkeypatch.delenv("CURSOR_API_KEY")
+    result = run(tmp_path, workspace, capsys, {})
+    assert result.code == 0
+    [warning] = [line for line in result.log.splitlines()
+                 if line.startswith("::warning title=no API key::")]
+    assert warning.endswith("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless "
+                            "it is logged in on this machine: set it to your key.")
