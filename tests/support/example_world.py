@@ -30,7 +30,7 @@ from tests.support.github_server import TOKEN, GitHubServer
 from tests.support.standin import make_standin
 
 API_KEY = "crsr-example-5e2d8a91c4b7"
-ACTION = "cursor-agent-action/cursor-agent-action@v1"
+ACTION = "cursor-agent-action/cursor-agent-action@COMMIT_SHA"
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
 HEAD_REF = "feature/retries"
 
@@ -59,7 +59,7 @@ class World:
     base: Path
     repo: Path  # the user's repository (what checkout serves)
     bare: Path  # its "GitHub" remote
-    action: Path  # this project, as act serves cursor-agent-action/cursor-agent-action@v1
+    action: Path  # this project, as act serves cursor-agent-action/cursor-agent-action@COMMIT_SHA
     github: GitHubServer
     downloads: DownloadServer
     main_sha: str
