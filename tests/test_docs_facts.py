@@ -117,8 +117,8 @@ GENERATED: dict[str, Callable[[], str]] = {
 
 
 def _section_re(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(<!-- generated:{name} [^>]*-->\n)(?P<body>.*?)(<!-- /generated:{name} -->)",
-                      re.S)
+    return re.compile(
+        rf"(<!-- generated:{name} [^>]*-->\n)(?P<body>.*?)(<!-- /generated:{name} -->)", re.S)
 
 
 @pytest.mark.parametrize("name", GENERATED)
@@ -221,7 +221,7 @@ def test_each_sub_action_runs_a_helper_command_the_helper_lists() -> None:
 
 def _exit_codes(markdown: str) -> dict[str, str]:
     """code -> meaning, from the table under "## Exit codes"."""
-    section = markdown.split("## Exit codes", 1)[1].split("\n## ")[0]
+    section = markdown.split("## Exit codes", 1)[1].split("\n## ", maxsplit=1)[0]
     return dict(re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M))
 
 
