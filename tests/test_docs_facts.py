@@ -273,7 +273,7 @@ def _template(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(part.value if isinstance(part, ast.Constant) else HOLE
+        return "".join(str(part.value) if isinstance(part, ast.Constant) else HOLE
                        for part in node.values)
     return None
 

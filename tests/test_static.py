@@ -266,7 +266,7 @@ def _pin_command() -> str:
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Pinning a version\n", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```sh\n(.*?)```", section, re.S)
-    return block
+    return str(block)
 
 
 def test_examples_and_readme_use_the_one_pin_placeholder() -> None:

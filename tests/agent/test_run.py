@@ -28,6 +28,7 @@ from tests.support.agent_run import (
     SESSION,
     Run,
     event,
+    make_workspace,
     run,
     tool,
 )
@@ -933,3 +934,23 @@ def test_a_run_without_a_key_warns_to_set_it_not_to_pass_an_input(
                  if line.startswith("::warning title=no API key::")]
     assert warning.endswith("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless "
                             "it is logged in on this machine: set it to your key.")
+
+
+def test_the_stand_ins_writes_are_tool_calls_so_no_shell_write_warning(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What try_example's stand-in does: it writes through a write tool call, which the run
+    sees as one, so the summary shows the change and no "without a write tool" warning (which
+    ``edits``, a change behind the tools' back, gets)."""
+    scenario = {"answer": "Updated the guide.", "writes": {"docs/guide.md": "# Guide\n"}}
+    result = run(tmp_path, workspace, capsys, scenario, "--preset", "docs")
+    assert result.code == 0, result.log
+    assert (workspace / "docs" / "guide.md").read_text() == "# Guide\n"
+    assert json.loads(result.outputs["files-changed"]) == ["docs/guide.md"]
+    assert result.outputs["tool-calls"] == "1"
+    assert "without a write tool" not in result.summary
+    (tmp_path / "again").mkdir()
+    shell = run(tmp_path, make_workspace(tmp_path / "again"),
+                capsys, {"answer": "Updated.", "edits": {"docs/guide.md": "# Guide\n"}},
+                "--preset", "docs")
+    assert "without a write tool" in shell.summary

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,6 +66,18 @@ class World:
     main_sha: str
     head_sha: str
 
+    def local_actions(self, workflow: str) -> dict[str, Path]:
+        """What act serves locally for ``workflow``: this project at every ref the workflow
+        names it by (``@COMMIT_SHA``, a tag, a SHA), and the checkout stand-in likewise."""
+        text = (self.repo / ".github" / "workflows" / workflow).read_text()
+        found = {ACTION: self.action, CHECKOUT: STUBS / "checkout"}
+        for ref in re.findall(r"cursor-agent-action/cursor-agent-action(?:/[\w-]+)?@([\w.-]+)",
+                              text):
+            found[f"cursor-agent-action/cursor-agent-action@{ref}"] = self.action
+        for ref in re.findall(r"actions/checkout@([\w.-]+)", text):
+            found[f"actions/checkout@{ref}"] = STUBS / "checkout"
+        return found
+
     def run(self, workflow: str, event: str, payload: dict[str, Any]) -> ActRun:
         return run_workflow(
             self.repo,
@@ -86,7 +99,7 @@ class World:
                 # The checkout stand-in serves the action's repository from here.
                 "ACT_TEST_REPOSITORIES": str(self.base / "repositories"),
             },
-            local_repositories={ACTION: self.action, CHECKOUT: STUBS / "checkout"},
+            local_repositories=self.local_actions(workflow),
             timeout_s=180,
         )
 
