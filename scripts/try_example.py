@@ -10,7 +10,8 @@ action (at whatever ref the workflow names it), a loopback GitHub REST API, a lo
 download server whose package is the stand-in CLI, a small repository with a pull request that
 renames a flag, and stand-ins for actions/checkout and the artifact actions. The stand-in agent
 answers as the workflow asks: it updates docs/usage.md where the preset allows writes, explains
-the failed CI run on ``workflow_run``, and reviews otherwise. Nothing reaches the network and no
+the failed CI run on ``workflow_run`` (or fixes the failing test, with the ``edit`` preset), and
+reviews otherwise. Nothing reaches the network and no
 account is needed. See docs/local-testing.md.
 """
 
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT))  # the repository's own tests.support
 from tests.support.act import ActRun  # noqa: E402
 from tests.support.example_world import (  # noqa: E402
     HEAD_REF,
+    TEST_AFTER,
     USAGE_AFTER,
     World,
     add_failed_run,
@@ -59,6 +61,8 @@ ANSWERS: dict[str, tuple[str, dict[str, str]]] = {
                "tests/test_cli.py still reads `RETRIES`.\n\n```diff\n-from cli import RETRIES\n"
                "+from cli import MAX_RETRIES\n```\n\n```json\n" + json.dumps(DIAGNOSIS)
                + "\n```", {}),
+    "fix": ("Fixed tests/test_cli.py: it reads `MAX_RETRIES`, the name src/cli.py has now.",
+            {"tests/test_cli.py": TEST_AFTER}),
     "review": ("README.md agrees with the code next to it: no statement contradicts it.", {}),
 }
 COMMAND = "/cursor docs Update docs/usage.md for the renamed flag"
@@ -72,11 +76,14 @@ def _agent_steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _kind(workflow: dict[str, Any], event: str) -> str:
-    """What the workflow asks the agent for: a triage answer, docs changes, or a review."""
+    """What the workflow asks the agent for: a triage answer (a JSON diagnosis), a fix of the
+    failed run, docs changes, or a review."""
     steps = _agent_steps(workflow)
-    if event == "workflow_run" or any("output-schema" in s.get("with", {}) for s in steps):
-        return "triage"
     presets = {str(s.get("with", {}).get("permissions", "read-only")).strip() for s in steps}
+    if any("output-schema" in s.get("with", {}) for s in steps):
+        return "triage"
+    if event == "workflow_run":
+        return "fix" if "edit" in presets else "triage"
     return "docs" if presets - {"read-only", ""} else "review"
 
 

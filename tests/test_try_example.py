@@ -109,3 +109,35 @@ def test_bad_arguments_are_one_line_errors() -> None:
     assert "needs --event" in _try("--workflow", "x.yml").stderr
     assert "not both" in _try("docs-update", "--workflow", "x.yml", "--event", "push").stderr
     assert "No such file" in _try("--workflow", "missing.yml", "--event", "push").stderr
+
+
+def test_an_edit_workflow_on_a_failed_run_gets_a_fix_of_the_failing_test(tmp_path: Path) -> None:
+    workflow = tmp_path / "ci-fix.yml"
+    workflow.write_text("""name: CI fix
+on:
+  workflow_run:
+    workflows: [CI]
+    types: [completed]
+permissions: {}
+jobs:
+  fix:
+    runs-on: ubuntu-latest
+    permissions:
+      contents: read
+    steps:
+      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683
+        with:
+          ref: ${{ github.event.workflow_run.head_sha }}
+          persist-credentials: false
+      - id: agent
+        uses: cursor-agent-action/cursor-agent-action@COMMIT_SHA
+        with:
+          api-key: ${{ secrets.CURSOR_API_KEY }}
+          permissions: edit
+          prompt: Fix the failing test.
+""")
+    done = _try("--workflow", str(workflow), "--event", "workflow_run")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "Fixed tests/test_cli.py" in done.stdout
+    assert "| `tests/test_cli.py` |" in done.stdout  # the summary's files changed
+    assert "without a write tool" not in done.stdout

@@ -38,6 +38,9 @@ HEAD_REF = "feature/retries"
 PACKAGES = ("alpha", "beta")
 USAGE_BEFORE = "# Usage\n\nRun `widgets serve --retries 3`.\n"
 USAGE_AFTER = "# Usage\n\nRun `widgets serve --max-retries 3`.\n"
+# The test the head branch's rename breaks (what a CI failure of the pull request is about).
+TEST_BEFORE = "from cli import RETRIES\n\n\ndef test_retries() -> None:\n    assert RETRIES == 3\n"
+TEST_AFTER = TEST_BEFORE.replace("RETRIES", "MAX_RETRIES")
 
 
 def recorded(world: World, name: str) -> list[dict[str, Any]]:
@@ -129,6 +132,7 @@ def build_world(base: Path) -> Iterator[World]:
             "README.md": "# widgets\n",
             "docs/usage.md": USAGE_BEFORE,
             "src/cli.py": "RETRIES = 3\n",
+            "tests/test_cli.py": TEST_BEFORE,
             **{f"packages/{name}/README.md": f"# {name}\n" for name in PACKAGES},
             "packages/gamma/notes.txt": "no README: not a package to review\n",
         },
