@@ -11,8 +11,8 @@ download server whose package is the stand-in CLI, a small repository with a pul
 renames a flag, and stand-ins for actions/checkout and the artifact actions. The stand-in agent
 answers as the workflow asks: it updates docs/usage.md where the preset allows writes, explains
 the failed CI run on ``workflow_run`` (or fixes the failing test, with the ``edit`` preset), and
-reviews otherwise. Nothing reaches the network and no
-account is needed. See docs/local-testing.md.
+reviews otherwise (the pull request, or a README against its code). Nothing reaches the
+network and no account is needed. See docs/local-testing.md.
 """
 
 from __future__ import annotations
@@ -63,7 +63,11 @@ ANSWERS: dict[str, tuple[str, dict[str, str]]] = {
                + "\n```", {}),
     "fix": ("Fixed tests/test_cli.py: it reads `MAX_RETRIES`, the name src/cli.py has now.",
             {"tests/test_cli.py": TEST_AFTER}),
-    "review": ("README.md agrees with the code next to it: no statement contradicts it.", {}),
+    "review": ("The rename in src/cli.py (`RETRIES` to `MAX_RETRIES`) is consistent in the "
+               "code, but docs/usage.md still documents `--retries`: update it with this "
+               "change.", {}),
+    "readme-review": ("README.md agrees with the code next to it: no statement contradicts "
+                      "it.", {}),
 }
 COMMAND = "/cursor docs Update docs/usage.md for the renamed flag"
 FAILED_LOG = b"2026-11-22T01:00:01.0000000Z FAILED tests/test_cli.py::test_retries\n"
@@ -84,7 +88,10 @@ def _kind(workflow: dict[str, Any], event: str) -> str:
         return "triage"
     if event == "workflow_run":
         return "fix" if "edit" in presets else "triage"
-    return "docs" if presets - {"read-only", ""} else "review"
+    if presets - {"read-only", ""}:
+        return "docs"
+    return "review" if event.startswith("pull_request") or event == "issue_comment" else (
+        "readme-review")
 
 
 def _payload(world: World, event: str, workflow: dict[str, Any]) -> dict[str, Any]:

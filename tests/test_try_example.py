@@ -141,3 +141,12 @@ jobs:
     assert "Fixed tests/test_cli.py" in done.stdout
     assert "| `tests/test_cli.py` |" in done.stdout  # the summary's files changed
     assert "without a write tool" not in done.stdout
+
+
+def test_a_read_only_workflow_on_a_pull_request_gets_a_review_of_it(tmp_path: Path) -> None:
+    workflow = tmp_path / "pr-review.yml"
+    workflow.write_text((ROOT / "examples" / "docs-update.yml").read_text().replace(
+        "permissions: docs", "permissions: read-only"))
+    done = _try("--workflow", str(workflow), "--event", "pull_request")
+    assert "docs/usage.md still documents `--retries`" in done.stdout
+    assert "== job publish" not in done.stdout or "== job publish: not run" in done.stdout
