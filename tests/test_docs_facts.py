@@ -307,8 +307,10 @@ def _entries() -> list[tuple[str, str]]:
         if not bullet.startswith("- **"):
             continue
         flat = " ".join(bullet.split())
-        quoted = re.findall(r"\*\*`([^`]+)`\*\*", flat)
-        fix = re.sub(r"\*\*`[^`]+`\*\*", "", flat)
+        # An error's text in code, or the name of a known failure in bold.
+        quoted = [*re.findall(r"\*\*`([^`]+)`\*\*", flat),
+                  *re.findall(r"(?:^- |\) and )\*\*([^`*]+)\*\*", flat)]
+        fix = re.sub(r"\*\*`?[^`*]+`?\*\*", "", flat)
         entries += [(text, fix) for text in quoted]
     return entries
 
