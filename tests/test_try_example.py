@@ -4,6 +4,7 @@ workflow file runs, naming the action at any ref."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -150,3 +151,16 @@ def test_a_read_only_workflow_on_a_pull_request_gets_a_review_of_it(tmp_path: Pa
     done = _try("--workflow", str(workflow), "--event", "pull_request")
     assert "docs/usage.md still documents `--retries`" in done.stdout
     assert "== job publish" not in done.stdout or "== job publish: not run" in done.stdout
+
+
+def test_an_event_file_is_the_payload_as_given(tmp_path: Path) -> None:
+    """Your own payload: here a pull request from a fork, which docs-update skips."""
+    event = tmp_path / "fork.json"
+    event.write_text(json.dumps({"action": "synchronize", "number": 1, "pull_request": {
+        "number": 1, "head": {"ref": "x", "sha": "0" * 40, "repo": {"full_name": "someone/fork"}},
+        "base": {"ref": "main", "repo": {"full_name": "octo-org/octo-repo"}}}}))
+    done = _try("--workflow", str(ROOT / "examples" / "docs-update.yml"), "--event",
+                "pull_request", "--event-file", str(event))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "== job agent" not in done.stdout  # its `if:` is false: act does not start it
+    assert done.stdout.rstrip().endswith("== what the jobs posted to the GitHub API: nothing")
