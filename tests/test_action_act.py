@@ -513,7 +513,8 @@ jobs:
         workflow="cancel.yml",
         cache_dir=cache,
         home=tmp_path / "home",
-        env={"CURSOR_AGENT_ACTION_PYTHON": base_python()},
+        # Any key: an empty one fails the action's first step (test_action_setup.py).
+        env={"CURSOR_AGENT_ACTION_PYTHON": base_python(), "CURSOR_API_KEY": "not-a-real-key"},
         during=cancel_like_the_runner,
         timeout_s=120,
     )

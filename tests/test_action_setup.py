@@ -233,7 +233,9 @@ def test_run_step_refuses_a_bad_job_summary_value(tmp_path: Path, value: str) ->
     marker = tmp_path / "started"
     result = _run_step(f"#!/bin/sh\ntouch {marker}\n", tmp_path, value)
     assert result.returncode == 2
-    assert result.stdout == "::error title=invalid input::job-summary must be 'true' or 'false'.\n"
+    assert result.stdout == (
+        "::error title=invalid input::job-summary must be 'true' or 'false'. Fix: Set the "
+        'job-summary input to "true" or "false" (quoted in YAML).\n')
     assert not marker.exists()
 
 
@@ -304,3 +306,49 @@ def test_a_hostile_user_site_or_python_variable_runs_nothing_during_setup(
     # the venv) ran its Python, and none of it ran the planted code.
     assert result.returncode == 3, result.stdout + result.stderr
     assert not marker.exists()
+
+
+API_KEY_EMPTY = ("api-key is empty: check the secret's name; pull requests from forks get no "
+                 "secrets.")
+
+
+def _mask_step(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run action.yml's first step (it masks the key) as the runner would; returns the result
+    and what it wrote to the job summary."""
+    steps = yaml.safe_load((ROOT / "action.yml").read_text())["runs"]["steps"]
+    assert steps[0]["name"] == "Mask the API key"  # first: before the helper is installed
+    assert set(steps[0]["env"]) == {"CAA_API_KEY"}  # the input reaches it through env only
+    summary = tmp_path / "summary.md"
+    result = subprocess.run(
+        ["bash", "-c", steps[0]["run"]],
+        env={"PATH": os.environ["PATH"], "GITHUB_STEP_SUMMARY": str(summary), **env},
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    return result, summary.read_text() if summary.exists() else ""
+
+
+@pytest.mark.parametrize("given", [{"CAA_API_KEY": ""}, {"CAA_API_KEY": " \n"},
+                                   {"CAA_API_KEY": "", "CURSOR_API_KEY": ""}])
+def test_an_empty_api_key_fails_the_first_step_with_the_likely_causes(
+    tmp_path: Path, given: dict[str, str]
+) -> None:
+    """A misspelled secret (`secrets.CURSOR_APIKEY` is an empty string) or a fork's pull request
+    (no secrets) fails here, before the helper or the CLI is installed, not later at
+    authentication."""
+    result, summary = _mask_step(tmp_path, **given)
+    assert result.returncode == 2
+    assert result.stdout == f"::error title=invalid input::{API_KEY_EMPTY}\n"
+    assert "## ❌ cursor-agent-action: invalid input" in summary
+    assert API_KEY_EMPTY in summary
+    assert "**Fix:**" in summary
+
+
+@pytest.mark.parametrize("given", [{"CAA_API_KEY": "crsr-key"},
+                                   {"CAA_API_KEY": "", "CURSOR_API_KEY": "crsr-env"}])
+def test_a_key_from_the_input_or_the_environment_is_masked_and_passes(
+    tmp_path: Path, given: dict[str, str]
+) -> None:
+    result, summary = _mask_step(tmp_path, **given)
+    assert result.returncode == 0
+    assert result.stdout == f"::add-mask::{next(v for v in given.values() if v)}\n"
+    assert summary == ""

@@ -106,3 +106,11 @@ def test_unwritable_output_file_is_a_setup_error_not_a_traceback(tmp_path: Path)
 def test_usage_hint_names_the_command_without_a_stray_space() -> None:
     proc = run_cli("--bogus")
     assert "Run 'cursor-agent-action --help'" in proc.stdout
+
+
+def test_extra_args_with_a_dash_value_reaches_the_refusal_table() -> None:
+    """`run --extra-args --force` is refused by extra-args' own rule, not by argparse."""
+    proc = run_cli("run", "--prompt", "x", "--extra-args", "--force")
+    assert proc.returncode == EXIT_USAGE
+    assert "extra-args: --force is refused" in proc.stdout
+    assert "expected one argument" not in proc.stdout

@@ -79,3 +79,52 @@ def test_summary_and_output_files_can_be_redirected(
     assert parse_output_file(outputs.read_text())["conclusion"] == "success"
     assert not (tmp_path / "d" / "summary.md").exists()
     assert str(summary) in capsys.readouterr().out
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str], timeout_s: float = 120) -> str:
+    """What ``argv`` prints with its stdout on a pseudo-terminal, as a person runs it."""
+    import os
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    with subprocess.Popen(argv, stdout=slave, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                          env=env) as proc:
+        os.close(slave)
+        chunks = []
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the other side closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=30)
+    os.close(master)
+    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def test_on_a_terminal_the_demo_shows_groups_and_warnings_not_workflow_commands(
+    tmp_path: Path,
+) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}  # no GITHUB_ACTIONS
+    out = tmp_path / "demo"
+    shown = _on_a_terminal([sys.executable, "-m", "cursor_agent_action", "demo", "--out",
+                            str(out)], env)
+    assert "Demo finished: conclusion success" in shown, shown
+    assert not [line for line in shown.splitlines() if line.startswith("::")], shown
+    assert "▸ read hello.py → success" in shown
+    assert "warning: permission denied: shell git log" in shown
+    readable = out / "outputs.readable.txt"
+    assert f"{readable}  (the same, one name=value a line)" in shown
+    listed = dict(line.split("=", 1) for line in readable.read_text().splitlines())
+    assert listed["conclusion"] == "success"
+    assert listed["files-changed"] == '["README.md","docs/usage.md"]'

@@ -2,7 +2,7 @@
 
 What stands in for the outside world:
 
-- the action (`cursor-agent-action/cursor-agent-action@v1` and its sub-actions) is this
+- the action (`cursor-agent-action/cursor-agent-action@COMMIT_SHA` and its sub-actions) is this
   project, mapped with act's ``--local-repository``;
 - the Cursor CLI is installed by the action from a loopback download server whose package holds
   the stand-in CLI;

@@ -8,10 +8,12 @@ import pytest
 
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.options import (
+    TakesDashValue,
     add_flag,
     add_list,
     add_number,
     add_option,
+    attach_dash_values,
     env_name,
     items,
     parse_bool,
@@ -173,3 +175,41 @@ def test_parse_number_checks_the_minimum_and_names_it() -> None:
 
 def test_items_split_on_commas_and_newlines_and_drop_blanks() -> None:
     assert items(" docs, bot\nci\r\n\n,") == ["docs", "bot", "ci"]
+
+
+def test_a_large_bound_is_written_in_full_not_in_exponent_form() -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_number("-1", "max-tool-calls", integer=True, maximum=1_000_000)
+    assert caught.value.message == (
+        "max-tool-calls must be a whole number from 0 to 1000000, not '-1'.")
+    with pytest.raises(UsageError, match=r"a number above 0\.5 and at most 2, not '3'"):
+        parse_number("3", "x", minimum=0.5, maximum=2, above_minimum=True)
+
+
+def _dash_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="t")
+    add_option(parser, "--extra-args", action=TakesDashValue, help="more CLI arguments")
+    add_option(parser, "--prompt", help="the task")
+    return parser
+
+
+@pytest.mark.parametrize(("argv", "extra", "prompt"), [
+    (["--extra-args", "--force", "--prompt", "p"], "--force", "p"),
+    (["--prompt", "p", "--extra-args", "--stream-partial-output"], "--stream-partial-output", "p"),
+    (["--extra-args", "plan"], "plan", ""),
+    (["--extra-args=--mode"], "--mode", ""),
+])  # fmt: skip
+def test_an_option_value_may_start_with_a_dash(argv: list[str], extra: str, prompt: str) -> None:
+    """`--extra-args --force` reaches extra-args' own check (which refuses --force) instead of
+    failing in argparse with "expected one argument"."""
+    parser = _dash_parser()
+    args = parser.parse_args(attach_dash_values(parser, argv))
+    assert (args.extra_args, args.prompt) == (extra, prompt)
+
+
+def test_an_option_of_the_command_is_never_taken_as_a_dash_value() -> None:
+    parser = _dash_parser()
+    assert attach_dash_values(parser, ["--extra-args", "--prompt", "p"]) == [
+        "--extra-args", "--prompt", "p"]
+    assert attach_dash_values(parser, ["--", "--extra-args", "--x"]) == [
+        "--", "--extra-args", "--x"]

@@ -201,3 +201,58 @@ def test_secrets_are_also_redacted_in_their_json_escaped_forms() -> None:
     redact = Redactor(['key"with\\quote-é'])
     assert redact('{"text":"key\\"with\\\\quote-é"}') == '{"text":"***"}'
     assert redact('{"text":"key\\"with\\\\quote-\\u00e9"}') == '{"text":"***"}'
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("env", "terminal"), [
+    ({}, True), ({"GITHUB_ACTIONS": "true"}, False),
+])  # fmt: skip
+def test_a_terminal_outside_github_actions_is_told_apart_from_a_runner(
+    env: dict[str, str], *, terminal: bool
+) -> None:
+    assert Runner(stdout=_Terminal(), env=env).terminal is terminal
+    assert Runner(stdout=io.StringIO(), env={}).terminal is False  # a pipe or a file: a runner's
+
+
+def test_a_terminal_gets_plain_text_no_workflow_commands_and_secrets_still_redacted(
+    tmp_path: Path,
+) -> None:
+    out = _Terminal()
+    runner = Runner(stdout=out, env={}, output_file=tmp_path / "outputs.txt",
+                    secrets=["crsr-secret-1234"])
+    with runner.group("read docs/usage.md → success"):
+        runner.log("inside")
+    runner.entry("grep --greeting → success")
+    runner.untrusted("the agent says ::error::crsr-secret-1234\x1b[2J")
+    runner.warning("permission denied: shell git", title="denied")
+    runner.error("it failed")
+    runner.set_outputs({"conclusion": "success", "final-message": "two\nlines \\ here"})
+    runner.flush()
+    text = out.getvalue()
+    assert text == ("▸ read docs/usage.md → success\ninside\n▸ grep --greeting → success\n"
+                    "the agent says ::error::***\\x1b[2J\n"
+                    "warning: denied: permission denied: shell git\nerror: it failed\n")
+    assert "::add-mask::" not in text
+    assert parse_output_file((tmp_path / "outputs.txt").read_text())["conclusion"] == "success"
+    assert (tmp_path / "outputs.readable.txt").read_text() == (
+        "conclusion=success\nfinal-message=two\\nlines \\\\ here\n")
+
+
+def test_a_runner_gets_no_readable_outputs_list(tmp_path: Path) -> None:
+    runner = Runner(stdout=io.StringIO(), env={}, output_file=tmp_path / "outputs.txt")
+    runner.set_outputs({"conclusion": "success"})
+    assert not (tmp_path / "outputs.readable.txt").exists()
+
+
+def test_under_github_actions_a_terminal_still_gets_fenced_agent_text() -> None:
+    """act (and a runner with a pseudo-terminal) sets GITHUB_ACTIONS: the agent's text stays
+    inside stop-commands there, so it cannot act as a command however stdout looks."""
+    out = _Terminal()
+    runner = Runner(stdout=out, env={"GITHUB_ACTIONS": "true"})
+    runner.untrusted("::set-env name=BASH_ENV::/tmp/x")
+    runner.flush()
+    assert out.getvalue().startswith("::stop-commands::")

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -28,9 +29,9 @@ PINS = ROOT / ".github" / "pins" / "action.yml"
 
 _USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<ref>\S+)(?P<rest>.*)$")
 _PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
-# The examples use this action (and its sub-actions) by major tag, as the README tells users
-# to; .github/zizmor.yml allows exactly that.
-_OWN_ACTION = re.compile(r"^cursor-agent-action/cursor-agent-action(/[\w-]+)?@v\d+$")
+# The examples use this action (and its sub-actions) at COMMIT_SHA, the placeholder the README's
+# "Pinning a version" fills in; .github/zizmor.yml allows exactly that here.
+_OWN_ACTION = re.compile(r"^cursor-agent-action/cursor-agent-action(/[\w-]+)?@COMMIT_SHA$")
 _VERSION_COMMENT = re.compile(r"^\s+#\s*v\d+(\.\d+)*\s*$")
 
 
@@ -258,3 +259,62 @@ def test_examples_pin_what_dependabot_updates() -> None:
         if not shas <= maintained.get(name, set()) or len(maintained[name]) != 1
     ]
     assert stale == [], "\n".join(stale)
+
+
+def _pin_command() -> str:
+    """The shell lines README.md's "Pinning a version" gives to copy an example, pinned."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Pinning a version\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```sh\n(.*?)```", section, re.S)
+    return str(block)
+
+
+def test_examples_and_readme_use_the_one_pin_placeholder() -> None:
+    """Every use of this action, its sub-actions and its checkout is at COMMIT_SHA."""
+    own = re.compile(r"cursor-agent-action/cursor-agent-action(?:/[\w-]+)?@(\S+)")
+    readme = (ROOT / "README.md").read_text()
+    for path in sorted(ROOT.glob("examples/*.yml")):
+        text = path.read_text()
+        assert set(own.findall(text)) == {"COMMIT_SHA"}, _rel(path)
+        for step in (s for job in yaml.safe_load(text)["jobs"].values() for s in job["steps"]):
+            if step.get("with", {}).get("repository") == "cursor-agent-action/cursor-agent-action":
+                assert step["with"]["ref"] == "COMMIT_SHA", _rel(path)
+    assert set(own.findall(readme)) == {"COMMIT_SHA"}
+
+
+@pytest.mark.parametrize("example", sorted(ROOT.glob("examples/*.yml")), ids=lambda p: p.name)
+def test_an_example_pinned_as_the_readme_says_passes_zizmor_without_our_config(
+    tmp_path: Path, example: Path
+) -> None:
+    """A user's scratch repository: the example copied with the README's command (git
+    ls-remote answered by a local clone of "main"), then zizmor with no configuration at all."""
+    upstream = tmp_path / "upstream.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(upstream)], check=True)
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(upstream), str(work)], check=True,
+                   capture_output=True)
+    subprocess.run(["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@e",
+                    "commit", "-q", "--allow-empty", "-m", "main"], check=True)
+    subprocess.run(["git", "-C", str(work), "push", "-q", "origin", "HEAD:main"], check=True)
+    sha = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    scratch = tmp_path / "scratch"
+    (scratch / "examples").mkdir(parents=True)
+    (scratch / ".github" / "workflows").mkdir(parents=True)
+    (scratch / "examples" / example.name).write_text(example.read_text())
+    command = _pin_command().replace("docs-update.yml", example.name)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_COUNT": "1",
+           "GIT_CONFIG_KEY_0": f"url.{upstream}.insteadOf",
+           "GIT_CONFIG_VALUE_0": "https://github.com/cursor-agent-action/cursor-agent-action"}
+    subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=scratch, env=env, check=True,
+                   timeout=60)
+    pinned = (scratch / ".github" / "workflows" / example.name).read_text()
+    assert "COMMIT_SHA" not in pinned
+    assert f"cursor-agent-action/cursor-agent-action@{sha}" in pinned
+    result = subprocess.run(
+        [str(BIN / "zizmor"), "--offline", "--no-progress", "--no-config", "--strict-collection",
+         str(scratch / ".github" / "workflows" / example.name)],
+        cwd=scratch, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No findings to report" in result.stdout, result.stdout

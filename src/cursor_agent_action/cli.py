@@ -30,6 +30,7 @@ from cursor_agent_action.errors import (
     UsageError,
 )
 from cursor_agent_action.markdown import inline
+from cursor_agent_action.options import attach_dash_values
 from cursor_agent_action.runner_io import Runner
 
 # name -> (module, one-line help). Order is the order shown in --help.
@@ -128,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         selected = _selected(argv)
         parser = build_parser(selected)
         try:
-            args = parser.parse_args(argv)
+            args = parser.parse_args(attach_dash_values(parser, argv))
         except _ParseError as exc:
             hint = " ".join(filter(None, ["cursor-agent-action", selected, "--help"]))
             runner.error(f"{exc}. Run '{hint}'.", title="invalid input")

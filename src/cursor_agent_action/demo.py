@@ -23,7 +23,7 @@ from cursor_agent_action.agent.process import stop_on_signals
 from cursor_agent_action.agent.run import execute
 from cursor_agent_action.agent.standin import write_wrapper
 from cursor_agent_action.gh.gitops import git
-from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.runner_io import Runner, readable_outputs
 
 DEFAULT_OUT = "cursor-agent-action-demo"
 PROMPT = (
@@ -54,7 +54,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     diff, state = out / "changes.diff", out / "state"
     # A rerun replaces its own files; files named with --summary-file/--output-file are
     # appended to, as in every command.
-    for stale in (summary, outputs, diff):
+    for stale in (summary, outputs, readable_outputs(outputs), diff):
         stale.unlink(missing_ok=True)
     shutil.rmtree(state, ignore_errors=True)
     summary = Path(args.summary_file).absolute() if args.summary_file else summary
@@ -102,7 +102,10 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     recorded = f" (recorded: {record.duration_ms / 1000:.1f} s)" if record.duration_ms else ""
     runner.log(f"Demo finished: conclusion {record.conclusion}; the replay took {took:.1f} s"
                f"{recorded}. Files written:")
-    for path, what in ((summary, "the job summary, Markdown"), (outputs, "step outputs"),
+    readable = [(readable_outputs(outputs), "the same, one name=value a line")]
+    for path, what in ((summary, "the job summary, Markdown"),
+                       (outputs, "step outputs, in the runner's format"),
+                       *(readable if runner.terminal else []),
                        (out / "transcript.jsonl", "the agent's raw stream-json output"),
                        (diff, "the agent's changes")):
         runner.log(f"  {path}  ({what})")

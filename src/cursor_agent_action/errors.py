@@ -1,10 +1,10 @@
 """Typed errors. Each becomes one ``::error::`` line with a fix-it hint in ``cli.main``.
 
-Exit codes (documented in the README, "Exit codes"):
+Exit codes (documented in docs/helper-cli.md, "Exit codes"):
 
 ====  =====================================================================
  0    success
- 1    the agent run did not succeed (conclusion failure, timeout, cancelled)
+ 1    the agent run did not succeed (conclusion failure, timeout, budget, cancelled)
  2    usage error or invalid input (bad option, bad permission token, ...)
  3    setup error (CLI not found, install failed, workspace problem)
  4    git or GitHub operation failed

@@ -88,6 +88,53 @@ def add_option(
                         help=_help(help, name, shown), **kwargs)
 
 
+class TakesDashValue(argparse.Action):
+    """Stores one value, which may start with ``-`` (``--extra-args --force``): see
+    :func:`attach_dash_values`."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _parsers(sub)
+    return found
+
+
+def attach_dash_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """``argv`` with ``--opt VALUE`` written ``--opt=VALUE`` for every :class:`TakesDashValue`
+    option whose value starts with ``-`` and is no option of the command: argparse would take
+    ``--extra-args --force`` for two options and say "expected one argument"."""
+    parsers = _parsers(parser)
+    known = {flag for p in parsers for action in p._actions for flag in action.option_strings}
+    dash = {flag for p in parsers for action in p._actions if isinstance(action, TakesDashValue)
+            for flag in action.option_strings}
+    out: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--":  # what follows is positional: leave it as it is
+            return out + list(argv[index:])
+        following = argv[index + 1] if index + 1 < len(argv) else ""
+        if arg in dash and following.startswith("-") and following not in known:
+            out.append(f"{arg}={following}")
+            index += 2
+            continue
+        out.append(arg)
+        index += 1
+    return out
+
+
 def lines(texts: Sequence[str]) -> list[str]:
     """The non-blank lines of ``texts``, stripped."""
     return [line.strip() for text in texts for line in text.splitlines() if line.strip()]
@@ -189,13 +236,17 @@ def parse_number(
                      f"not {raw!r}.", hint or f"Pass {_range(integer, minimum, maximum)}.")
 
 
+def _number(value: float) -> str:
+    """A bound as a person writes it: ``1000000``, ``0.5`` (never ``1e+06``)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
 def _range(integer: bool, minimum: float, maximum: float, above: bool = False) -> str:
     kind = "a whole number" if integer else "a number"
+    low, high = _number(minimum), _number(maximum) if math.isfinite(maximum) else ""
     if above:
-        most = f" and at most {maximum:g}" if math.isfinite(maximum) else ""
-        return f"{kind} above {minimum:g}{most}"
-    return (f"{kind} from {minimum:g} to {maximum:g}" if math.isfinite(maximum)
-            else f"{kind} of at least {minimum:g}")
+        return f"{kind} above {low}" + (f" and at most {high}" if high else "")
+    return f"{kind} from {low} to {high}" if high else f"{kind} of at least {low}"
 
 
 def add_number(

@@ -182,6 +182,24 @@ def parse_output_file(text: str) -> dict[str, str]:
     return result
 
 
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed, or no such method
+        return False
+
+
+def readable_outputs(output_path: Path) -> Path:
+    """Where a terminal run lists its outputs as ``name=value`` lines: beside the runner's
+    file (``outputs.txt`` -> ``outputs.readable.txt``)."""
+    return output_path.with_name(f"{output_path.stem}.readable{output_path.suffix or '.txt'}")
+
+
+def _readable(value: str) -> str:
+    """One line: backslashes, newlines and carriage returns escaped as in C."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
 class Runner:
     """The runner-facing side of a command: log, workflow commands, outputs, summary.
 
@@ -197,9 +215,14 @@ class Runner:
         output_file: str | os.PathLike[str] | None = None,
         summary_file: str | os.PathLike[str] | None = None,
         secrets: Iterable[str] = (),
+        terminal: bool | None = None,
     ) -> None:
         env = os.environ if env is None else env
         self._out = stdout if stdout is not None else sys.stdout
+        # A person at a terminal, not a runner: groups, annotations and masks rendered as
+        # plain text (no workflow command syntax), outputs also as a readable list.
+        self.terminal = (env.get("GITHUB_ACTIONS") != "true" and _isatty(self._out)
+                         if terminal is None else terminal)
         output = output_file if output_file is not None else env.get("GITHUB_OUTPUT") or None
         summary = summary_file if summary_file is not None else env.get("GITHUB_STEP_SUMMARY")
         self.output_path: Path | None = Path(output) if output else None
@@ -278,6 +301,9 @@ class Runner:
         while token in text:
             token = self._stop_token = random_token()
         end = "" if text.endswith("\n") else "\n"  # the text ends its own line
+        if self.terminal:  # no runner reads it; controls are still escaped at flush
+            self._write(text + end, text)
+            return
         self._write(f"::stop-commands::{token}\n{text}{end}::{token}::\n", text)
 
     def command(self, name: str, message: str = "", **properties: str) -> None:
@@ -286,12 +312,19 @@ class Runner:
             f"{key}={escape_property(self.redact(value))}" for key, value in properties.items()
         )
         head = f"{name} {props}" if props else name
+        if self.terminal:
+            title = properties.get("title")
+            label = f"{name}: {title}" if title else name
+            self._write(f"{label}: {self.redact(message)}\n")
+            return
         self._write(f"::{head}::{escape_data(self.redact(message))}\n")
 
     def mask(self, value: str) -> None:
         """Mask a secret in the job log (each line of it) and redact it everywhere we write."""
         self.flush()  # what was buffered before is redacted with the old list
         added = self.redact.add(value)
+        if self.terminal:  # redacted all the same; a terminal has no use for the command
+            return
         # Written at once and never through the redactor (it would mask the mask): nothing
         # printed later may reveal it.
         self._out.write("".join(f"::add-mask::{escape_data(piece)}\n" for piece in added))
@@ -319,6 +352,10 @@ class Runner:
     def group(self, title: str) -> Iterator[None]:
         """A collapsible log group. ``title`` may be untrusted: it is flattened and escaped."""
         title = self._group_title(title)
+        if self.terminal:
+            self._write(f"▸ {title.replace('%25', '%')}\n", title)
+            yield
+            return
         self._write(f"::group::{title}\n", title)
         try:
             yield
@@ -328,6 +365,9 @@ class Runner:
     def entry(self, title: str) -> None:
         """A group with nothing in it: one line in the log, like a group's title."""
         title = self._group_title(title)
+        if self.terminal:
+            self._write(f"▸ {title.replace('%25', '%')}\n", title)
+            return
         self._write(f"::group::{title}\n::endgroup::\n", title)
 
     # -- outputs --------------------------------------------------------------------------
@@ -341,6 +381,10 @@ class Runner:
         text = "".join(format_output(name, value) for name, value in entries.items())
         with self.output_path.open("a", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
+        if self.terminal:
+            readable_outputs(self.output_path).write_text("".join(
+                f"{name}={_readable(value)}\n" for name, value in self._outputs_written.items()
+            ), encoding="utf-8")
 
     @property
     def outputs(self) -> dict[str, str]:

@@ -29,6 +29,7 @@ from tests.support.agent_run import (
     SESSION,
     Run,
     event,
+    make_workspace,
     run,
     tool,
 )
@@ -922,3 +923,38 @@ def test_extra_args_reach_the_cli_and_a_refused_one_stops_the_run_first(
     assert refused.code == 2
     assert "extra-args: --yolo is refused" in refused.log
     assert len(refused.runs) == 1  # only the first run: the refused one never started
+
+
+def test_a_run_without_a_key_warns_to_set_it_not_to_pass_an_input(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under the action an empty api-key fails its first step; here (a terminal, or a CLI that
+    is logged in) the run goes on, with a warning that says what to set."""
+    monkeypatch.delenv("CURSOR_API_KEY")
+    result = run(tmp_path, workspace, capsys, {})
+    assert result.code == 0
+    [warning] = [line for line in result.log.splitlines()
+                 if line.startswith("::warning title=no API key::")]
+    assert warning.endswith("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless "
+                            "it is logged in on this machine: set it to your key.")
+
+
+def test_the_stand_ins_writes_are_tool_calls_so_no_shell_write_warning(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What try_example's stand-in does: it writes through a write tool call, which the run
+    sees as one, so the summary shows the change and no "without a write tool" warning (which
+    ``edits``, a change behind the tools' back, gets)."""
+    scenario = {"answer": "Updated the guide.", "writes": {"docs/guide.md": "# Guide\n"}}
+    result = run(tmp_path, workspace, capsys, scenario, "--preset", "docs")
+    assert result.code == 0, result.log
+    assert (workspace / "docs" / "guide.md").read_text() == "# Guide\n"
+    assert json.loads(result.outputs["files-changed"]) == ["docs/guide.md"]
+    assert result.outputs["tool-calls"] == "1"
+    assert "without a write tool" not in result.summary
+    (tmp_path / "again").mkdir()
+    shell = run(tmp_path, make_workspace(tmp_path / "again"),
+                capsys, {"answer": "Updated.", "edits": {"docs/guide.md": "# Guide\n"}},
+                "--preset", "docs")
+    assert "without a write tool" in shell.summary

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,13 +31,16 @@ from tests.support.github_server import TOKEN, GitHubServer
 from tests.support.standin import make_standin
 
 API_KEY = "crsr-example-5e2d8a91c4b7"
-ACTION = "cursor-agent-action/cursor-agent-action@v1"
+ACTION = "cursor-agent-action/cursor-agent-action@COMMIT_SHA"
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
 HEAD_REF = "feature/retries"
 
 PACKAGES = ("alpha", "beta")
 USAGE_BEFORE = "# Usage\n\nRun `widgets serve --retries 3`.\n"
 USAGE_AFTER = "# Usage\n\nRun `widgets serve --max-retries 3`.\n"
+# The test the head branch's rename breaks (what a CI failure of the pull request is about).
+TEST_BEFORE = "from cli import RETRIES\n\n\ndef test_retries() -> None:\n    assert RETRIES == 3\n"
+TEST_AFTER = TEST_BEFORE.replace("RETRIES", "MAX_RETRIES")
 
 
 def recorded(world: World, name: str) -> list[dict[str, Any]]:
@@ -59,11 +63,23 @@ class World:
     base: Path
     repo: Path  # the user's repository (what checkout serves)
     bare: Path  # its "GitHub" remote
-    action: Path  # this project, as act serves cursor-agent-action/cursor-agent-action@v1
+    action: Path  # this project, as act serves cursor-agent-action/cursor-agent-action@COMMIT_SHA
     github: GitHubServer
     downloads: DownloadServer
     main_sha: str
     head_sha: str
+
+    def local_actions(self, workflow: str) -> dict[str, Path]:
+        """What act serves locally for ``workflow``: this project at every ref the workflow
+        names it by (``@COMMIT_SHA``, a tag, a SHA), and the checkout stand-in likewise."""
+        text = (self.repo / ".github" / "workflows" / workflow).read_text()
+        found = {ACTION: self.action, CHECKOUT: STUBS / "checkout"}
+        for ref in re.findall(r"cursor-agent-action/cursor-agent-action(?:/[\w-]+)?@([\w.-]+)",
+                              text):
+            found[f"cursor-agent-action/cursor-agent-action@{ref}"] = self.action
+        for ref in re.findall(r"actions/checkout@([\w.-]+)", text):
+            found[f"actions/checkout@{ref}"] = STUBS / "checkout"
+        return found
 
     def run(self, workflow: str, event: str, payload: dict[str, Any]) -> ActRun:
         return run_workflow(
@@ -86,7 +102,7 @@ class World:
                 # The checkout stand-in serves the action's repository from here.
                 "ACT_TEST_REPOSITORIES": str(self.base / "repositories"),
             },
-            local_repositories={ACTION: self.action, CHECKOUT: STUBS / "checkout"},
+            local_repositories=self.local_actions(workflow),
             timeout_s=180,
         )
 
@@ -116,6 +132,7 @@ def build_world(base: Path) -> Iterator[World]:
             "README.md": "# widgets\n",
             "docs/usage.md": USAGE_BEFORE,
             "src/cli.py": "RETRIES = 3\n",
+            "tests/test_cli.py": TEST_BEFORE,
             **{f"packages/{name}/README.md": f"# {name}\n" for name in PACKAGES},
             "packages/gamma/notes.txt": "no README: not a package to review\n",
         },

@@ -23,6 +23,7 @@ from cursor_agent_action.agent.permissions import (
 from cursor_agent_action.agent.structured import OutputSchema, load_schema
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.options import (
+    TakesDashValue,
     add_flag,
     add_list,
     add_number,
@@ -99,9 +100,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                "unavailable) before any tool ran")
     add_number(parser, "--retry-delay", default=DEFAULT_RETRY_DELAY_S, maximum=MAX_RETRY_DELAY_S,
                metavar="SECONDS", help="seconds before the first retry, doubled each time")
-    add_option(parser, "--extra-args", default="",
+    add_option(parser, "--extra-args", default="", action=TakesDashValue, metavar="ARGS",
                help="more arguments for the CLI, one per line (no shell parsing); rights-"
-               "widening ones are refused (see agent/extra_args.py)")
+               "widening ones are refused (see agent/extra_args.py); --extra-args --x works")
     add_option(parser, "--isolation", default="auto", choices=MODES,
                help="contain the agent (its own user, PID namespace and home): auto (when the "
                "runner allows it, else warn), user (or fail) or none (unsafe)")

@@ -227,7 +227,7 @@ def build_policy(preset: str, allow: Sequence[str] = (), deny: Sequence[str] = (
                 f"cannot allow {token!r}: it is denied by the hardened floor, which no allow "
                 "can lift (deny wins).",
                 "Remove it from the allow list; git and GitHub work is done by the action's "
-                "own steps (publish, comment). See the README, 'Permissions'.",
+                "own steps (publish, comment). The floor is listed in docs/permissions.md.",
             )
     # No web fetches and no MCP tools unless the workflow allows some explicitly: then the
     # CLI's deny-wins rule would cancel that allow, so the floor's blanket deny steps aside.

@@ -193,7 +193,7 @@ def execute(
         box = _uncontained(options, runner, environ, isolation)
     if not box.env.get("CURSOR_API_KEY"):
         runner.warning("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless it "
-                       "is logged in. Pass the api-key input.", title="no API key")
+                       "is logged in on this machine: set it to your key.", title="no API key")
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
     trust = accepts_trust(options.agent_bin, probe_env, options.state_dir)

@@ -39,6 +39,9 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
                  runs (counted in FILE) fail like ``crash`` before printing anything.
 ``exit_code``    exit code after a complete replay (default 0).
 ``answer``       instead of ``lines``: a minimal successful run answering this text.
+``writes``       with ``answer``: ``{"relative/path": "content"}``, each written by a write tool
+                 call before the answer (reported in the stream and carried out, as the real
+                 CLI's write tool does; ``edits`` are changes made behind the tools' back).
 ``resume``       a scenario (its keys replace the outer ones, ``record`` kept) played when the
                  CLI is given ``--resume ID``: the answer of the chat's next turn.
 
