@@ -32,14 +32,14 @@ APP_PATCH = (
     "     c = 3\n"
     " end"
 )  # new file: lines 1-5 and 21-24 in the diff (2, 3, 22 added); old: 1-4 and 20-22 (2 deleted)
-FILES = [
+FILES: list[dict[str, Any]] = [
     {"filename": "src/app.py", "patch": APP_PATCH},
     {"filename": "docs/new name.md", "status": "renamed", "previous_filename": "docs/old.md",
      "patch": "@@ -1,2 +1,2 @@\n # Title\n-old\n+new"},
     {"filename": "logo.png", "status": "modified"},  # binary: GitHub sends no patch
-    {"filename": "gone.txt", "status": "removed", "deletions": 2, "patch": "@@ -1,2 +0,0 @@\n-a\n-b"},
+    {"filename": "gone.txt", "status": "removed", "deletions": 2,
+     "patch": "@@ -1,2 +0,0 @@\n-a\n-b"},
 ]
-REPO_URL = "https://github.example/octo/widgets"
 
 
 def finding(path: str = "src/app.py", line: int = 3, **extra: Any) -> dict[str, Any]:
@@ -148,7 +148,8 @@ def test_a_suggestion_becomes_a_suggestion_only_inside_one_hunk(env: Env) -> Non
     assert "```suggestion\nNEW = 2\nEXTRA = 3\n```" in ok["body"]
     across = comments["two hunks"]
     # Shown on its last line only, the replacement as plain code: not a one-click suggestion.
-    assert "start_line" not in across and across["line"] == 22
+    assert "start_line" not in across
+    assert across["line"] == 22
     assert "```suggestion" not in across["body"]
     assert "not offered as a suggestion: lines 4-22 span more than one hunk" in across["body"]
     assert "```suggestion" not in comments["old side"]["body"]
@@ -220,28 +221,37 @@ def top_level(markdown: str) -> tuple[str, list[str]]:
 def test_hostile_text_stays_inert(env: Env) -> None:
     hostile = {**finding(line=3), "title": "# <b>@octocat</b> [x](https://evil.example)",
                "body": HOSTILE}
-    code, out, log = env.review(answer(hostile, {**hostile, "line": 10},
+    code, _, log = env.review(answer(hostile, {**hostile, "line": 10},
                                        summary=HOSTILE))
     assert code == 0
     (posted,) = env.posted()
     for markdown in (posted["comments"][0]["body"], posted["body"]):
         text, infos = top_level(markdown)
-        assert infos and set(infos) == {"text"}  # the agent cannot write a suggestion block
+        assert infos
+        assert set(infos) == {"text"}
         assert "<img" in markdown  # as code
         text = re.sub(r"<!-- cursor-agent-action:[a-z]+:[^>]* -->", "", text)  # our markers
-        assert "<" not in text and "<details" not in text and "<b>" not in text
+        assert "<" not in text
+        assert "<details" not in text
+        assert "<b>" not in text
         assert "](https://evil" not in text  # no link leaves the repository
         assert "(https://github.example/octo/widgets/../../evil)" not in text
         assert "[the code](https://github.example/octo/widgets/blob/main/src/app.py#L3)" in text
-        assert "@octocat" not in text and "@\u200boctocat" in text  # no notification
-        assert "\u202e" not in text and "⟨U+202E⟩" in text and "⟨U+2066⟩" in text
-        assert "\n|---|" not in text and "\\|---\\|" in text  # no table
+        assert "@octocat" not in text
+        assert "@\u200boctocat" in text
+        assert "\u202e" not in text
+        assert "⟨U+202E⟩" in text
+        assert "⟨U+2066⟩" in text
+        assert "\n|---|" not in text
+        assert "\\|---\\|" in text
         assert "\n===" not in text  # no setext heading
         assert "\n# " not in text
         assert "\\$\\\\color" in text  # no math
         assert markdown.count("<!-- cursor-agent-action:finding:") <= 1  # only our own
-        assert "https:\u200b//evil.example" in text and "www\u200b.evil" in text
-    assert "pwned" not in log and "::error file=x" not in log
+        assert "https:\u200b//evil.example" in text
+        assert "www\u200b.evil" in text
+    assert "pwned" not in log
+    assert "::error file=x" not in log
 
 
 def test_a_rerun_minimizes_the_earlier_comments_and_keeps_a_finding_that_still_holds(
@@ -300,7 +310,8 @@ def test_fail_on_requests_changes_and_fails_after_posting(env: Env) -> None:
                                 "--fail-on", "major")
     assert code == EXIT_RUN_FAILED
     assert env.posted()[0]["event"] == "REQUEST_CHANGES"
-    assert out["review-id"] and out["highest-severity"] == "major"
+    assert out["review-id"]
+    assert out["highest-severity"] == "major"
     assert "1 finding(s) at severity major or worse" in error_line(log)
     code, _, _ = env.review(answer(finding(severity="minor")), "--fail-on", "major",
                             "--marker", "second")
@@ -340,10 +351,12 @@ def test_github_refusing_a_line_puts_every_finding_in_the_body(env: Env) -> None
     code, out, log = env.review(answer(finding(line=3)))
     assert code == 0
     first, second = env.posted()
-    assert len(first["comments"]) == 1 and second["comments"] == []
+    assert len(first["comments"]) == 1
+    assert second["comments"] == []
     assert "src/app.py:3" in second["body"]
     assert out["comments-posted"] == "0"
-    assert "::warning" in log and "every finding is in the review body" in log
+    assert "::warning" in log
+    assert "every finding is in the review body" in log
 
 
 @pytest.mark.parametrize(("text", "message"), [

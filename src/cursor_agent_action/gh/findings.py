@@ -115,17 +115,20 @@ def _finding(item: Any, index: int, label: str) -> Finding:
     path = normalize_path(_text(item, "path", label, where, required=True) or "")
     if not path:
         _bad(label, where, "path is empty")
+    heading = _text(item, "title", label, where, required=True) or ""
+    if not heading.strip():
+        _bad(label, where, "title is empty")
     return Finding(index, path, line, None if start == line else start, str(side),
-                   str(severity), _text(item, "title", label, where, required=True) or "",
+                   str(severity), heading,
                    _text(item, "body", label, where, required=True) or "",
                    _text(item, "suggestion", label, where, required=False))
 
 
 def _text(data: dict[str, Any], key: str, label: str, where: str, *,
           required: bool) -> str | None:
-    value = data.get(key)
-    if value is None and not required:
+    if key not in data and not required:
         return None
+    value = data.get(key)
     if not isinstance(value, str):
         _bad(label, where, f"{key} must be a string")
     if len(value) > LIMITS[key]:
@@ -135,9 +138,9 @@ def _text(data: dict[str, Any], key: str, label: str, where: str, *,
 
 def _line(data: dict[str, Any], key: str, label: str, where: str, *,
           required: bool) -> int | None:
-    value = data.get(key)
-    if value is None and not required:
+    if key not in data and not required:
         return None
+    value = data.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         _bad(label, where, f"{key} must be a line number (1 or more), not {value!r}")
     return int(value)

@@ -94,7 +94,7 @@ class Earlier:
 def command(args: argparse.Namespace, runner: Runner) -> int:
     ctx = Context.from_env()
     answer = findings_mod.load(args.findings, args.findings_file)
-    number = _number(args.pr_number, ctx)
+    number = pr_number(args.pr_number, ctx)
     fail_rank = _fail_rank(args.fail_on)
     head = marker_line("review:" + (" ".join(args.marker.split()) or default_marker()))
     author = args.comment_author.strip().casefold()
@@ -298,7 +298,7 @@ def _fail_rank(raw: str) -> int:
                      f"Set fail-on to none, {', '.join(SEVERITIES)}.")
 
 
-def _number(raw: str, ctx: Context) -> int:
+def pr_number(raw: str, ctx: Context) -> int:
     value = raw.strip().lstrip("#")
     if value:
         if not value.isdigit() or int(value) <= 0:
