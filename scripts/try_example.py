@@ -29,9 +29,11 @@ from tests.support.example_world import (  # noqa: E402
     USAGE_AFTER,
     World,
     add_failed_run,
+    add_review_pull,
     build_world,
     comment_event,
     pull_request_event,
+    review_answer,
     serve_standin_cli,
     workflow_run_event,
 )
@@ -73,9 +75,35 @@ def _monorepo_matrix(world: World, answer: str) -> ActRun:
     return world.run("monorepo-matrix.yml", "workflow_dispatch", {"inputs": {}})
 
 
+def _code_review(world: World, answer: str) -> ActRun:
+    number = add_review_pull(world)
+    findings = [
+        {"path": "src/cli.py", "line": 1, "severity": "major", "title": "Callers still read "
+         "RETRIES", "body": "`RETRIES` is gone; keep it as an alias until the callers move.",
+         "suggestion": "MAX_RETRIES = RETRIES = 3"},
+        {"path": "docs/usage.md", "line": 3, "severity": "minor", "title": "Docs not updated",
+         "body": "Still says `--retries`: this line is not in the diff, so the finding goes "
+         "in the review body."},
+    ]
+    serve_standin_cli(world.downloads, world.base,
+                      {"answer": review_answer(findings, answer), "record": "record.jsonl"})
+    return world.run("code-review.yml", "pull_request", pull_request_event(world, number))
+
+
+def _ci_fix(world: World, answer: str) -> ActRun:
+    number = world.github.add_pull(HEAD_REF)
+    run_id = add_failed_run(world, b"2026-11-22T01:00:01.0000000Z KeyError: 'RETRIES'\n",
+                            pull_numbers=(number,))
+    serve_standin_cli(world.downloads, world.base,
+                      {"edits": {"src/cli.py": "MAX_RETRIES = 3\nRETRIES = MAX_RETRIES\n"},
+                       "answer": answer, "record": "record.jsonl"})
+    return world.run("ci-fix.yml", "workflow_run",
+                     workflow_run_event(world, run_id, pull_numbers=(number,)))
+
+
 EXAMPLES: dict[str, Callable[[World, str], ActRun]] = {
     "docs-update": _docs_update, "ci-triage": _ci_triage, "monorepo-matrix": _monorepo_matrix,
-    "comment-command": _comment_command,
+    "comment-command": _comment_command, "code-review": _code_review, "ci-fix": _ci_fix,
 }
 
 

@@ -488,3 +488,18 @@ def test_the_local_testing_script_runs_an_example_offline(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stdout + done.stderr
     assert "== job publish: success" in done.stdout
     assert "POST /repos/octo-org/octo-repo/pulls" in done.stdout
+
+
+@pytest.mark.parametrize(("example", "job", "write"), [
+    ("code-review", "review", "POST /repos/octo-org/octo-repo/pulls/1/reviews"),
+    ("ci-fix", "publish", "POST /repos/octo-org/octo-repo/pulls"),
+])
+def test_the_local_testing_script_runs_the_review_and_fix_examples(
+    tmp_path: Path, example: str, job: str, write: str,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "try_example.py"), example],
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"== job {job}: success" in done.stdout
+    assert write in done.stdout
