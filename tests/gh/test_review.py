@@ -193,6 +193,9 @@ HOSTILE = "\n".join([
     "x\u202eevil\u2066 https://evil.example www.evil.example $\\color{red}x$",
     "Setext",
     "===",
+    "```suggestion",
+    "rm -rf /",
+    "```",
 ])
 
 

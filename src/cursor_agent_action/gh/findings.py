@@ -42,9 +42,9 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        """Same finding, wherever its line moved: path, side, severity, title and body."""
-        text = "\x00".join((self.path, self.side, self.severity, " ".join(self.title.split()),
-                            " ".join(self.body.split())))
+        """Same finding, wherever its line moved and however its body is worded this time:
+        path, side, severity and title."""
+        text = "\x00".join((self.path, self.side, self.severity, " ".join(self.title.split())))
         return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 

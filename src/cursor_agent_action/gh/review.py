@@ -111,8 +111,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     placed.sort(key=lambda p: p.finding.rank)  # stable: the agent's order within a severity
     earlier = _earlier(gh, pull, number, head, author)
     kept, gone = _kept(earlier.live, placed)
-    fresh = [p for p in placed if p.finding.fingerprint not in {k[0].finding.fingerprint
-                                                                for k in kept}]
+    kept_spots = {id(spot) for spot, _, _ in kept}
+    fresh = [p for p in placed if id(p) not in kept_spots]
     room = max(0, args.max_comments - len(kept))
     inline, over_cap = fresh[:room], fresh[room:]
     blocking = [f for f in answer.findings if f.rank <= fail_rank]
