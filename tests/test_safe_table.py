@@ -42,7 +42,10 @@ def test_the_documented_program_keeps_hostile_cells_inert(tmp_path: Path) -> Non
     assert "src\\/a\\|b\\.py:3" in row
     for raw in ("<", "[", "](", "`", "$", "*", "&#"):
         assert re.search(rf"(?<!\\){re.escape(raw[0])}", row) is None, raw
-    assert "@octocat" not in row and "@\u200boctocat" in row
-    assert "https\\:\u200b\\/\\/evil" in row and "www\u200b\\.evil" in row
-    assert "\u202e" not in row and "\u2066" not in row
+    assert "@octocat" not in row
+    assert "@\u200boctocat" in row
+    assert "https\\:\u200b\\/\\/evil" in row
+    assert "www\u200b\\.evil" in row
+    assert "\u202e" not in row
+    assert "\u2066" not in row
     assert len(table[3]) < 400  # cut to 300 characters (escapes added)
