@@ -349,6 +349,22 @@ def test_a_huge_diff_is_read_up_to_the_cap(env: Env, monkeypatch: pytest.MonkeyP
     assert len(env.gh.requests_to("GET", r"/files$")) == 3  # 6 files, pages of 2
 
 
+def test_the_tokens_own_pull_request_gets_a_comment_and_the_step_still_fails(
+    env: Env,
+) -> None:
+    """GitHub lets no one request changes on (or approve) their own pull request: e.g. a fix
+    the bot proposed. The review is posted as a comment; fail-on still fails the step."""
+    env.gh.state.pulls[env.number]["user"] = {"login": "github-actions[bot]"}
+    code, out, log = env.review(answer(finding(severity="critical")), "--fail-on", "critical")
+    assert code == EXIT_RUN_FAILED
+    first, second = env.posted()
+    assert (first["event"], second["event"]) == ("REQUEST_CHANGES", "COMMENT")
+    assert len(second["comments"]) == 1
+    assert out["comments-posted"] == "1"
+    assert "the pull request is the token's own" in second["body"]
+    assert "their own pull request" in log
+
+
 def test_github_refusing_a_line_puts_every_finding_in_the_body(env: Env) -> None:
     env.gh.fail("POST", r"/reviews$", 422, message="Unprocessable Entity")
     code, out, log = env.review(answer(finding(line=3)))

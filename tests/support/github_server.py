@@ -665,6 +665,12 @@ def _pull_reviews(handler: _Handler, method: str, path: str, query: dict[str, st
         handler._page([c for c in state.review_comments.values() if c["_pull"] == number],
                       query)
     elif (method, what) == ("POST", "/reviews"):
+        own = {"APPROVE": "approve", "REQUEST_CHANGES": "request changes on"}.get(
+            body.get("event", ""))
+        if own and pull["user"]["login"] == gh.login:
+            handler._send(422, {"message": "Unprocessable Entity",
+                                "errors": [f"Review Can not {own} your own pull request"]})
+            return True
         problems = [p for c in body.get("comments", []) if (p := _review_error(files, c))]
         if problems:
             handler._send(422, {"message": "Unprocessable Entity", "errors": problems[:1]})

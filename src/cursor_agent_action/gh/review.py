@@ -24,7 +24,13 @@ import github
 
 from cursor_agent_action.errors import EXIT_RUN_FAILED, ActionError, UsageError
 from cursor_agent_action.gh import findings as findings_mod
-from cursor_agent_action.gh.api import Context, GitHub, add_token_option, read_token
+from cursor_agent_action.gh.api import (
+    Context,
+    GitHub,
+    add_token_option,
+    error_message,
+    read_token,
+)
 from cursor_agent_action.gh.comment import DEFAULT_AUTHOR, default_marker, marker_line
 from cursor_agent_action.gh.diffmap import DiffMap, parse_patch, unreadable
 from cursor_agent_action.gh.findings import SEVERITIES, Answer
@@ -128,7 +134,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     for old in earlier.reviews:
         if SUPERSEDED_TAG not in (old.body or ""):
             _supersede(gh, number, old, head, str(review["html_url"]))
-    posted = len(inline) if review.get("_inline", True) else 0
+    posted = len(inline) if review["_inline"] else 0
     runner.set_outputs({
         "review-id": str(review["id"]), "review-url": str(review["html_url"]),
         "comments-posted": str(posted), "outside-diff": str(len(outside)),
@@ -218,30 +224,45 @@ def _event(answer: Answer, blocking: list[Any], allow_approve: bool,
 
 def _post(gh: GitHub, number: int, head_sha: str, parts: BodyParts, inline: list[Placed], *,
           prose: Prose, event: str, runner: Runner) -> dict[str, Any]:
+    """Post the review. GitHub's 422 for one of two causes is met by dropping the cause and
+    posting again (bounded: each cause at most once): a line it will not take (the pull request
+    moved on) puts every finding in the body; a review of the token's own pull request may
+    only comment."""
     requester = gh.client.requester
     url = f"{gh.ctx.api_url}/repos/{gh.ctx.repository}/pulls/{number}/reviews"
-    comments = [_comment(p, prose) for p in inline]
+    sent: dict[str, Any] = {"event": event, "comments": [_comment(p, prose) for p in inline]}
 
-    def send(with_comments: bool) -> dict[str, Any] | None:
-        payload = {"commit_id": head_sha, "event": event, "body": review_body(parts, prose),
-                   "comments": comments if with_comments else []}
+    def send() -> dict[str, Any] | str:
+        payload = {"commit_id": head_sha, "body": review_body(parts, prose), **sent}
         try:
             _, data = requester.requestJsonAndCheck("POST", url, input=payload)
         except github.GithubException as exc:
-            if exc.status == 422 and with_comments and comments:
-                return None  # a line GitHub will not take: everything into the body instead
+            if exc.status == 422:
+                if "own pull request" in error_message(exc.data).lower() and \
+                        sent["event"] != "COMMENT":
+                    return "own"
+                if sent["comments"]:
+                    return "line"
             raise
         return dict(data)
 
-    review = gh.call(f"posting the review of #{number}", lambda: send(True), permission=_PERM)
-    if review is None:  # a refused line: post again, every finding in the body
-        runner.warning("GitHub refused a comment's line (the pull request may have moved on); "
-                       "every finding is in the review body instead.", title="review")
-        parts.over_cap = [*inline, *parts.over_cap]
-        again = gh.call(f"posting the review of #{number}", lambda: send(False),
-                        permission=_PERM)
-        review = {**(again or {}), "_inline": False}
-    return review
+    for _ in range(3):
+        answer = gh.call(f"posting the review of #{number}", send, permission=_PERM)
+        if isinstance(answer, dict):
+            return {**answer, "_inline": bool(sent["comments"])}
+        if answer == "own":
+            runner.warning(f"GitHub lets no one {sent['event'].lower().replace('_', ' ')} "
+                           "their own pull request, and this one is the token's: the review "
+                           "is posted as a comment.", title="review")
+            parts.event_note = (f"{parts.event_note}; " if parts.event_note else "") + (
+                "posted as a comment: the pull request is the token's own")
+            sent["event"] = "COMMENT"
+        else:
+            runner.warning("GitHub refused a comment's line (the pull request may have moved "
+                           "on); every finding is in the review body instead.", title="review")
+            parts.over_cap = [*inline, *parts.over_cap]
+            sent["comments"] = []
+    raise AssertionError("unreachable: each cause is dropped once, then GitHub's 422 raises")
 
 
 def _comment(spot: Placed, prose: Prose) -> dict[str, Any]:
