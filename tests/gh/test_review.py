@@ -349,6 +349,17 @@ def test_a_huge_diff_is_read_up_to_the_cap(env: Env, monkeypatch: pytest.MonkeyP
     assert len(env.gh.requests_to("GET", r"/files$")) == 3  # 6 files, pages of 2
 
 
+def test_a_body_that_renders_too_long_is_cut_before_rendering(env: Env) -> None:
+    """8,000 direction controls become 80,000 characters of ⟨U+202E⟩: more than GitHub takes."""
+    code, out, _ = env.review(answer(finding(body="\u202e" * 8000, suggestion="x" * 20000)))
+    assert code == 0
+    assert out["comments-posted"] == "1"
+    (comment,) = env.posted()[0]["comments"]
+    assert len(comment["body"]) <= 65536
+    assert "cut to fit GitHub's size limit" in comment["body"]
+    assert comment["body"].endswith("x" * 100 + "\n```")  # the suggestion whole
+
+
 def test_the_tokens_own_pull_request_gets_a_comment_and_the_step_still_fails(
     env: Env,
 ) -> None:

@@ -672,6 +672,9 @@ def _pull_reviews(handler: _Handler, method: str, path: str, query: dict[str, st
                                 "errors": [f"Review Can not {own} your own pull request"]})
             return True
         problems = [p for c in body.get("comments", []) if (p := _review_error(files, c))]
+        if any(len(text) > 65536 for text in
+               [body.get("body", ""), *(c["body"] for c in body.get("comments", []))]):
+            problems.append("body is too long (maximum is 65536 characters)")
         if problems:
             handler._send(422, {"message": "Unprocessable Entity", "errors": problems[:1]})
             return True

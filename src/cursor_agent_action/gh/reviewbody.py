@@ -48,12 +48,23 @@ def headline(finding: Finding) -> str:
 
 
 def comment_body(spot: Placed, prose: Prose) -> str:
-    """The inline comment of a placed finding (its marker first)."""
+    """The inline comment of a placed finding (its marker first), within GitHub's limit: the
+    agent's body is cut (before rendering, so no block is cut open) until it fits."""
+    body = spot.finding.body
+    for _ in range(20):
+        text = _comment_body(spot, prose, body)
+        if len(text) <= BODY_LIMIT:
+            return text
+        body = body[: len(body) // 2] + " … (cut to fit GitHub's size limit)"
+    return _comment_body(spot, prose, "(too long to show)")
+
+
+def _comment_body(spot: Placed, prose: Prose, body: str) -> str:
     finding = spot.finding
     parts = [finding_tag(finding), headline(finding)]
     if spot.note:
         parts.append(f"*({spot.note})*")
-    parts.append(prose.render(finding.body))
+    parts.append(prose.render(body))
     if finding.suggestion is not None:
         text = finding.suggestion.replace("\r\n", "\n").rstrip("\n")
         if spot.suggestion_ok:
