@@ -37,9 +37,11 @@ from tests.support.example_world import (  # noqa: E402
     USAGE_AFTER,
     World,
     add_failed_run,
+    add_review_pull,
     build_world,
     comment_event,
     pull_request_event,
+    review_answer,
     serve_standin_cli,
     workflow_run_event,
 )
@@ -47,7 +49,8 @@ from tests.support.example_world import (  # noqa: E402
 # The event each example runs on.
 EXAMPLES: dict[str, str] = {
     "docs-update": "pull_request", "ci-triage": "workflow_run", "monorepo-matrix":
-    "workflow_dispatch", "comment-command": "issue_comment",
+    "workflow_dispatch", "comment-command": "issue_comment", "code-review": "pull_request",
+    "ci-fix": "workflow_run",
 }  # fmt: skip
 
 DIAGNOSIS = {"cause": "src/cli.py renamed RETRIES to MAX_RETRIES; tests/test_cli.py still "
@@ -68,6 +71,15 @@ ANSWERS: dict[str, tuple[str, dict[str, str]]] = {
                "change.", {}),
     "readme-review": ("README.md agrees with the code next to it: no statement contradicts "
                       "it.", {}),
+    "code-review": (review_answer([
+        {"path": "src/cli.py", "line": 1, "severity": "major",
+         "title": "Callers still read RETRIES",
+         "body": "`RETRIES` is gone; keep it as an alias until the callers move.",
+         "suggestion": "MAX_RETRIES = RETRIES = 3"},
+        {"path": "docs/usage.md", "line": 3, "severity": "minor", "title": "Docs not updated",
+         "body": "Still says `--retries`: this line is not in the diff, so the finding goes in "
+         "the review body."},
+    ]), {}),
 }
 COMMAND = "/cursor docs Update docs/usage.md for the renamed flag"
 FAILED_LOG = b"2026-11-22T01:00:01.0000000Z FAILED tests/test_cli.py::test_retries\n"
@@ -84,6 +96,9 @@ def _kind(workflow: dict[str, Any], event: str) -> str:
     failed run, docs changes, or a review."""
     steps = _agent_steps(workflow)
     presets = {str(s.get("with", {}).get("permissions", "read-only")).strip() for s in steps}
+    if any("/review@" in str(step.get("uses", "")) for job in workflow.get("jobs", {}).values()
+           for step in job.get("steps", [])):
+        return "code-review"
     if any("output-schema" in s.get("with", {}) for s in steps):
         return "triage"
     if event == "workflow_run":
@@ -97,7 +112,10 @@ def _kind(workflow: dict[str, Any], event: str) -> str:
 def _payload(world: World, event: str, workflow: dict[str, Any]) -> dict[str, Any]:
     """An event of kind ``event`` shaped like GitHub's, with what it refers to in the world:
     a pull request from the head branch (and a failed CI run of it, a comment command)."""
-    number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
+    if _kind(workflow, event) == "code-review":  # the pull request's files and diff too
+        number = add_review_pull(world)
+    else:
+        number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
     if event.startswith("pull_request"):
         return pull_request_event(world, number)
     if event == "workflow_run":

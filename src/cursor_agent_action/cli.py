@@ -58,6 +58,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cursor_agent_action.gh.ci_context",
         "collect the logs of a failed workflow run into a prompt-ready file",
     ),
+    "review": (
+        "cursor_agent_action.gh.review",
+        "post a pull request review from the agent's findings, comments on the lines",
+    ),
+    "pr-context": (
+        "cursor_agent_action.gh.pr_context",
+        "write a pull request's title, body, files and diff into a prompt-ready file",
+    ),
     "gate": (
         "cursor_agent_action.gh.gate",
         "decide whether the event's author may start the agent (comment commands too)",

@@ -104,3 +104,15 @@ def cut_utf8(text: str, max_bytes: int) -> str:
         return text[:max_bytes]
     # A character is at least one byte: only the first max_bytes characters can fit.
     return text[:max_bytes].encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+
+
+_MATH = re.compile(r"\$")
+
+
+def escape(text: str) -> str:
+    """``text`` (one line) with every Markdown/HTML meta character escaped, autolinks and
+    @mentions broken and ``$`` (GitHub's math) escaped; spaces kept, nothing shortened. What
+    starts a line (list markers, setext underlines) is the caller's to handle."""
+    broken = _AUTOLINK.sub(_ZWSP, text)
+    escaped = _MATH.sub(r"\\$", _MD_META.sub(r"\\\1", broken))
+    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

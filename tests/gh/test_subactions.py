@@ -1,5 +1,6 @@
-"""The publish/comment/ci-context sub-actions: inputs reach the helper only through env vars
-the command really reads, every input states its default, outputs come from the helper step."""
+"""The sub-actions (publish, comment, ci-context, gate, review, pr-context): inputs reach the
+helper only through env vars the command really reads, every input states its default, outputs
+come from the helper step."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ SUBACTIONS = {
     "ci-context": ("ci-context", {"context-file", "failed-jobs", "head-sha", "pr-number"}),
     "gate": ("gate", {"allowed", "reason", "actor", "task", "preset", "pr-number", "head-sha",
                       "head-ref", "base-ref"}),
+    "review": ("review", {"review-id", "review-url", "comments-posted", "outside-diff",
+                          "highest-severity"}),
+    "pr-context": ("pr-context", {"context-file", "schema-file", "head-sha", "base-sha",
+                                  "changed-files", "diff-truncated"}),
 }
 
 

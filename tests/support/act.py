@@ -65,6 +65,8 @@ PROJECT_FILES = (
     "comment",
     "ci-context",
     "gate",
+    "review",
+    "pr-context",
 )
 REPOSITORY = "octo-org/octo-repo"
 # Stand-ins for actions act cannot fetch offline (the artifact actions keep their files in

@@ -197,3 +197,21 @@ def workflow_run_event(world: World, run_id: int, *, branch: str = HEAD_REF,
         "html_url": f"https://github.com/{REPOSITORY}/actions/runs/{run_id}",
         "head_repository": {"full_name": REPOSITORY},
         "pull_requests": [{"number": n} for n in pull_numbers]}}
+
+
+CLI_PATCH = "@@ -1 +1 @@\n-RETRIES = 3\n+MAX_RETRIES = 3"
+"""The pull request's change (HEAD_REF against main), as GET /pulls/{n}/files gives it."""
+
+
+def add_review_pull(world: World) -> int:
+    """The pull request of HEAD_REF, with its changed file for the files and diff endpoints."""
+    number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
+    world.github.set_pull_files(number, [{"filename": "src/cli.py", "patch": CLI_PATCH}])
+    return number
+
+
+def review_answer(findings: list[dict[str, Any]], summary: str = "One rename, one risk."
+                  ) -> str:
+    """What the stand-in agent answers in code-review.yml: a report ending in the JSON."""
+    value = {"summary": summary, "verdict": "comment", "findings": findings}
+    return f"Reviewed the change.\n\n```json\n{json.dumps(value)}\n```"

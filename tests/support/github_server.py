@@ -63,6 +63,10 @@ class _State:
     jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     logs: dict[int, bytes | int] = field(default_factory=dict)  # bytes, or an HTTP status
     storage_gone: set[int] = field(default_factory=set)  # redirected, but the blob is gone
+    pull_files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    diff_too_large: set[int] = field(default_factory=set)  # the diff media type answers 406
+    reviews: dict[int, dict[str, Any]] = field(default_factory=dict)
+    review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 class GitHubServer:
@@ -231,6 +235,33 @@ class GitHubServer:
         self.state.pulls[number] = pull
         return pull
 
+    def set_pull_files(self, number: int, files: list[dict[str, Any]]) -> None:
+        """The changed files of pull request ``number`` (``filename``, ``status``, ``patch``
+        (omitted: binary or too large), ``previous_filename``), as ``GET /pulls/{n}/files``
+        lists them. Setting them again is a new push: a review comment whose line is no longer
+        in the diff becomes outdated (``line`` null), as on GitHub."""
+        with self._lock:
+            self.state.pull_files[number] = [
+                {"sha": "f" * 40, "status": "modified", "additions": 1, "deletions": 0,
+                 "changes": 1, **f} for f in files]
+            for comment in self.state.review_comments.values():
+                if comment["_pull"] == number and comment["line"] is not None:
+                    lines = _diff_lines(self.state.pull_files[number], comment["path"])
+                    if (comment["side"], comment["line"]) not in lines:
+                        comment["line"] = None
+
+    def pull_diff(self, number: int) -> str:
+        """The pull request's unified diff (the ``application/vnd.github.diff`` media type)."""
+        out = []
+        for f in self.state.pull_files.get(number, []):
+            old = f.get("previous_filename", f["filename"])
+            out.append(f"diff --git a/{old} b/{f['filename']}\n")
+            if "patch" not in f:
+                out.append(f"Binary files a/{old} and b/{f['filename']} differ\n")
+                continue
+            out.append(f"--- a/{old}\n+++ b/{f['filename']}\n{f['patch']}\n")
+        return "".join(out)
+
     def add_run(
         self,
         jobs: list[dict[str, Any]],
@@ -329,6 +360,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._handle("PATCH")
 
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
     def _send(self, status: int, payload: Any = None, headers: dict[str, str] | None = None,
               raw: bytes | None = None) -> None:
         data = raw if raw is not None else json.dumps(payload).encode() if payload is not None \
@@ -399,6 +433,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _graphql(self, body: Any) -> None:
         query = str((body or {}).get("query", ""))
+        if "minimizeComment" in query:
+            self._send(200, _minimize(self.gh, body["variables"]["id"], query))
+            return
         if "createCommitOnBranch" not in query or self.gh.git_dir is None:
             self._send(200, {"errors": [{"message": "unsupported query"}]})
             return
@@ -449,7 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> None:
         gh, state = self.gh, self.gh.state
-        if self._git_refs(method, path, body):
+        if self._git_refs(method, path, body) or _pull_reviews(self, method, path, query, body):
             return
         routes: list[tuple[str, str]] = [
             ("GET", r""), ("GET", r"/pulls"), ("POST", r"/pulls"), ("GET", r"/pulls/(\d+)"),
@@ -559,6 +596,128 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Link"] = f'<{self.gh.api_url}{path}?{next_query}>; rel="next"'
         payload: Any = {"total_count": len(items), wrap: chunk} if wrap else chunk
         self._send(200, payload, headers)
+
+
+def _diff_lines(files: list[dict[str, Any]], path: str) -> dict[tuple[str, int], int]:
+    """(side, line) -> hunk of ``path``'s patch: the lines GitHub lets a comment sit on.
+    Written apart from the action's own parser, so a test checks one against the other."""
+    found: dict[tuple[str, int], int] = {}
+    patch = next((f.get("patch") for f in files if f["filename"] == path), None) or ""
+    hunk, old, new = -1, 0, 0
+    for text in patch.splitlines():
+        header = re.match(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@", text)
+        if header:
+            hunk, old, new = hunk + 1, int(header[1]), int(header[2])
+        elif hunk >= 0 and text[:1] in ("+", "-", " "):
+            if text[0] in "+ ":
+                found[("RIGHT", new)] = hunk
+                new += 1
+            if text[0] in "- ":
+                found[("LEFT", old)] = hunk
+                old += 1
+    return found
+
+
+def _review_error(files: list[dict[str, Any]], comment: dict[str, Any]) -> str:
+    """GitHub's 422 message for a review comment it would not take, or ""."""
+    lines = _diff_lines(files, comment["path"])
+    side = comment.get("side", "RIGHT")
+    hunk = lines.get((side, comment["line"]))
+    if hunk is None:
+        return "Pull request review thread line must be part of the diff"
+    if "start_line" in comment:
+        start_side = comment.get("start_side", side)
+        if lines.get((start_side, comment["start_line"])) != hunk or any(
+                lines.get((side, n)) != hunk
+                for n in range(comment["start_line"], comment["line"] + 1)):
+            return "Pull request review thread start line must be in the same hunk as the line"
+    return ""
+
+
+def _pull_reviews(handler: _Handler, method: str, path: str, query: dict[str, str],
+                  body: Any) -> bool:
+    """Files, the diff media type, reviews and review comments of pull requests; False when
+    ``path`` is none of them."""
+    gh, state = handler.gh, handler.gh.state
+    match = re.fullmatch(r"/pulls/(\d+)(/files|/reviews|/comments|/reviews/(\d+))?", path)
+    if not match or (match[2] is None and (method != "GET" or "diff" not in handler.headers.get(
+            "Accept", ""))):
+        return False
+    number = int(match[1])
+    pull = state.pulls.get(number)
+    if pull is None:
+        handler._send(404, {"message": "Not Found"})
+        return True
+    what = match[2]
+    if what is None:  # GET with Accept: application/vnd.github.diff
+        if number in state.diff_too_large:
+            handler._send(406, {"message": "Sorry, the diff exceeded the maximum number of "
+                                "lines (20000)", "errors": [{"code": "too_large"}]})
+        else:
+            handler._send(200, raw=gh.pull_diff(number).encode())
+        return True
+    files = state.pull_files.get(number, [])
+    if (method, what) == ("GET", "/files"):
+        handler._page(files, query)
+    elif (method, what) == ("GET", "/reviews"):
+        handler._page([r for r in state.reviews.values() if r["_pull"] == number], query)
+    elif (method, what) == ("GET", "/comments"):
+        handler._page([c for c in state.review_comments.values() if c["_pull"] == number],
+                      query)
+    elif (method, what) == ("POST", "/reviews"):
+        own = {"APPROVE": "approve", "REQUEST_CHANGES": "request changes on"}.get(
+            body.get("event", ""))
+        if own and pull["user"]["login"] == gh.login:
+            handler._send(422, {"message": "Unprocessable Entity",
+                                "errors": [f"Review Can not {own} your own pull request"]})
+            return True
+        problems = [p for c in body.get("comments", []) if (p := _review_error(files, c))]
+        if any(len(text) > 65536 for text in
+               [body.get("body", ""), *(c["body"] for c in body.get("comments", []))]):
+            problems.append("body is too long (maximum is 65536 characters)")
+        if problems:
+            handler._send(422, {"message": "Unprocessable Entity", "errors": problems[:1]})
+            return True
+        review_id = next(gh._ids)
+        state_name = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}.get(
+            body.get("event", ""), "COMMENTED")
+        review = {"id": review_id, "node_id": f"PRR_{review_id}", "_pull": number,
+                  "user": _user(gh.login), "body": body.get("body", ""), "state": state_name,
+                  "commit_id": body.get("commit_id"), "submitted_at": _CREATED,
+                  "html_url": gh._html(f"/pull/{number}#pullrequestreview-{review_id}"),
+                  "pull_request_url": pull["url"]}
+        state.reviews[review_id] = review
+        for given in body.get("comments", []):
+            comment_id = next(gh._ids)
+            state.review_comments[comment_id] = {
+                "id": comment_id, "node_id": f"PRRC_{comment_id}", "_pull": number,
+                "_minimized": "", "pull_request_review_id": review_id, "user": _user(gh.login),
+                "path": given["path"], "line": given["line"],
+                "side": given.get("side", "RIGHT"), "start_line": given.get("start_line"),
+                "start_side": given.get("start_side"), "body": given["body"],
+                "html_url": gh._html(f"/pull/{number}#discussion_r{comment_id}"),
+                "created_at": _CREATED, "updated_at": _CREATED}
+        handler._send(200, {k: v for k, v in review.items() if not k.startswith("_")})
+    elif method == "PUT" and match[3]:
+        review = _need(state.reviews.get(int(match[3])))
+        review["body"] = body["body"]
+        handler._send(200, {k: v for k, v in review.items() if not k.startswith("_")})
+    else:
+        handler._send(404, {"message": "Not Found"})
+    return True
+
+
+def _minimize(gh: GitHubServer, node_id: str, query: str) -> dict[str, Any]:
+    """GraphQL ``minimizeComment`` on a review comment (by node id)."""
+    found = next((c for c in gh.state.review_comments.values() if c["node_id"] == node_id),
+                 None)
+    if found is None:
+        return {"data": {"minimizeComment": None}, "errors": [
+            {"type": "NOT_FOUND", "message": f"Could not resolve to a node with the global id of "
+             f"'{node_id}'"}]}
+    classifier = re.search(r"classifier:\s*([A-Z_]+)", query)
+    found["_minimized"] = classifier[1] if classifier else "?"
+    return {"data": {"minimizeComment": {"minimizedComment": {"isMinimized": True}}}}
 
 
 def error_line(log: str) -> str:
