@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cursor_agent_action.agent.cli_sandbox import CURSOR_DOMAINS, environment_tmpdir, sandbox_json
+from cursor_agent_action.agent.cli_sandbox import HOME_FILE as SANDBOX_FILE
 from cursor_agent_action.agent.extra_args import with_extra_args
 from cursor_agent_action.agent.isolation import Isolation, Jail, jail_for
 from cursor_agent_action.agent.mcp import HOME_FILE
@@ -65,8 +67,13 @@ class Box:
         if not self.isolation.contained or self.home is None:
             return None
         reach = [options.agent_bin, options.agent_bin.resolve(), options.state_dir]
-        # Root writes the home's MCP file (or removes one an earlier run's agent left there).
-        files = {HOME_FILE: options.mcp_config.text if options.mcp_config else None}
+        # Root writes the home's MCP file (or removes one an earlier run's agent left there),
+        # and the CLI's sandbox settings: the preset's and the network allow-list's, not the
+        # CLI's defaults (agent.cli_sandbox).
+        files = {HOME_FILE: options.mcp_config.text if options.mcp_config else None,
+                 SANDBOX_FILE: sandbox_json(read_only=not options.policy.allows_writes,
+                                            domains=CURSOR_DOMAINS,
+                                            writable=environment_tmpdir(self.env))}
         return jail_for(self.isolation, state_dir=options.state_dir,
                         workspace=options.workspace, home=self.home, argv=argv, env=self.env,
                         reach=reach, make=[Path(self.env["CURSOR_CONFIG_DIR"])],
@@ -127,8 +134,12 @@ def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:
     return re.search(rb"(^|\s)--trust\b", output) is not None
 
 
-def build_argv(options: RunOptions, prompt_arg: str, *, trust: bool) -> list[str]:
+def build_argv(options: RunOptions, prompt_arg: str, *, trust: bool,
+               sandbox: str = "") -> list[str]:  # fmt: skip
+    """``sandbox``: the CLI's sandbox mode (``cli_sandbox.sandbox_mode``), "" for none."""
     argv = [str(options.agent_bin), "-p", "--output-format", "stream-json"]
+    if sandbox:
+        argv += ["--sandbox", sandbox]
     if options.policy.allows_writes:
         argv.append("--force")
     if options.model:
