@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -270,6 +271,32 @@ def test_a_cached_install_from_other_bytes_is_not_a_hit_once_a_hash_is_expected(
     assert not again.cache_hit
     assert first.cli_path.read_bytes() == fake_cli_script(V1)
     assert _install(server, tmp_path, pins=pins).cache_hit  # the same bytes: a hit
+
+
+def test_two_jobs_replacing_a_stale_install_at_once_both_end_with_the_verified_one(
+    server: DownloadServer, tmp_path: Path
+) -> None:
+    """Matrix jobs sharing a tool cache whose install is of other bytes: each replaces it; the
+    one that comes second uses the first's complete install and never removes it."""
+    serve_package(server, V1)
+    pins = _pin(server)
+    genuine = server.files[package_path(V1)]
+    server.files[package_path(V1)] = _tampered(V1)
+    _install(server, tmp_path)  # the stale install, unverified
+    server.files[package_path(V1)] = genuine
+    server.plan = ["slow"]
+    server.slow_seconds = 10
+    with ThreadPoolExecutor(1) as pool:
+        second = pool.submit(_install, server, tmp_path, pins=pins)
+        assert server.wait_for_requests(2)
+        first = _install(server, tmp_path, pins=pins)
+        inode = first.cli_path.stat().st_ino
+        server.release_slow()
+        late = second.result(timeout=20)
+    assert late.cli_path == first.cli_path
+    assert late.cli_path.stat().st_ino == inode  # the first job's install was left alone
+    assert first.cli_path.read_bytes() == fake_cli_script(V1)
+    assert _versions(tmp_path) == [V1]  # no staging or replaced install left behind
 
 
 def test_a_marker_without_the_tree_digest_is_not_a_hit(

@@ -292,7 +292,8 @@ def install_cli(
                       "tree": tree_digest(root, skip=MARKER)}  # fmt: skip
             (root / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
             _place(root, version_dir,
-                   lambda: _cached(version_dir, version, os_name, arch, expected), say)
+                   lambda: _cached(version_dir, version, os_name, arch, expected), say,
+                   aside=staging / "replaced")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     _link(bin_dir, version_dir / EXECUTABLE)
@@ -301,17 +302,22 @@ def install_cli(
 
 
 def _place(
-    root: Path, version_dir: Path, cached: Callable[[], bool], say: Callable[[str], None]
+    root: Path, version_dir: Path, cached: Callable[[], bool], say: Callable[[str], None],
+    aside: Path,
 ) -> None:
-    """Move the unpacked package to ``version_dir`` in one rename."""
+    """Move the unpacked package to ``version_dir`` in one rename. An install already there
+    (incomplete, or of other bytes) is first renamed to ``aside`` (in the staging directory,
+    removed with it), not deleted in place: a job installing the same version at the same time
+    never sees it half gone, and the window without a ``version_dir`` is two renames long."""
     try:
         if cached():  # another job on this runner finished the same version meanwhile
             return
         if version_dir.is_symlink() or version_dir.is_file():
             version_dir.unlink()
         elif version_dir.exists():
-            say(f"Replacing the incomplete install in {version_dir}.")
-            shutil.rmtree(version_dir)
+            say(f"Replacing the install in {version_dir} (incomplete, or not the expected "
+                "package).")
+            os.rename(version_dir, aside)
         os.rename(root, version_dir)
     except OSError as exc:
         if cached():  # lost a race with another job: its install is complete
