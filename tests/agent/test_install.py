@@ -13,13 +13,13 @@ import pytest
 
 from cursor_agent_action.agent.download import RetryPolicy
 from cursor_agent_action.agent.install import (
-    DEFAULT_CLI_VERSION,
     MARKER,
     InstallResult,
     default_cache_dir,
     detect_platform,
     install_cli,
 )
+from cursor_agent_action.agent.pins import DEFAULT_CLI_VERSION
 from cursor_agent_action.cli import main
 from cursor_agent_action.errors import InstallError, UsageError
 from cursor_agent_action.runner_io import parse_output_file

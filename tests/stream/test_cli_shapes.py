@@ -7,6 +7,8 @@ import io
 import json
 from typing import Any
 
+import pytest
+
 from cursor_agent_action.runner_io import Runner, parse_output_file
 from cursor_agent_action.stream.engine import process_stream
 from cursor_agent_action.stream.report import report
@@ -76,3 +78,77 @@ def test_outputs_summary_and_log_show_the_shapes(tmp_path: Any) -> None:
     kinds = [(name, props) for name, props, _ in processed_commands(text) if name == "warning"]
     assert [props for _, props in kinds].count("title=blocked by a hook") == 2
     assert [props for _, props in kinds].count("title=permission denied") == 3
+
+
+# -- every hook-refusal shape (docs/cli-compat.md, "Hook refusals") ----------------------------
+
+NOTE = "\n\nAgent note: Do not suggest workarounds to the blocked tool."
+HINT = "\n\nTo view or modify configured hooks, go to Cursor Settings > Hooks."
+HOOK_SHAPES: dict[str, tuple[str, dict[str, Any], str]] = {
+    # name: (tool key, result, the hook's message as the summary shows it)
+    "exit 2, rejected": ("shellToolCall", {"rejected": {
+        "command": "ls", "reason": "Hook blocked with message: PRE-BLOCK" + NOTE}},
+        "Hook blocked with message: PRE-BLOCK"),
+    "exit 2, error": ("readToolCall", {"error": {
+        "errorMessage": "Hook blocked with message: secrets are off limits" + NOTE}},
+        "Hook blocked with message: secrets are off limits"),
+    "JSON deny, rejected": ("shellToolCall", {"rejected": {
+        "command": "ls", "reason": "USER-DENY-MSG" + NOTE}}, "USER-DENY-MSG"),
+    "JSON deny, error (an edit)": ("editToolCall", {"error": {
+        "errorMessage": "docs are frozen" + NOTE}}, "docs are frozen"),
+    "before shell execution": ("shellToolCall", {"rejected": {
+        "command": "ls", "reason": "Command execution was blocked by a hook: SHELL-DENY"
+        + HINT + NOTE}}, "Command execution was blocked by a hook: SHELL-DENY"),
+    "an action blocked without a message": ("editToolCall", {"error": {
+        "errorMessage": "Edit was blocked by a hook." + HINT + NOTE}},
+        "Edit was blocked by a hook."),
+    "several hooks": ("shellToolCall", {"rejected": {"command": "ls", "reason":
+        "deny-one\n\n---\n\nHook blocked with message: block-two" + NOTE}},
+        "deny-one\n\n---\n\nHook blocked with message: block-two"),
+    "fail-closed hook": ("writeToolCall", {"error": {"errorMessage":
+        "Write was blocked because a configured hook failed to execute: spawn ENOENT\n\nThis "
+        "is a safety measure (fail-closed)." + HINT}},
+        "Write was blocked because a configured hook failed to execute: spawn ENOENT\n\nThis "
+        "is a safety measure (fail-closed)."),
+    "HookDeniedError": ("mcpToolCall", {"error": {"error": "Hook denied: not this server"}},
+                        "Hook denied: not this server"),
+    "a result key naming a hook": ("editToolCall", {"hookDenied": {"reason": "no"}}, "no"),
+}  # fmt: skip
+
+
+def _one_call(key: str, result: dict[str, Any]) -> bytes:
+    return (INIT + _call("h", key, {"path": "/w/x.md", "command": "ls"}, result)
+            + RESULT).encode()  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(HOOK_SHAPES))
+def test_each_hook_refusal_shape_counts_as_a_hook_denial_with_the_hooks_own_words(
+    shape: str, tmp_path: Any
+) -> None:
+    key, result, message = HOOK_SHAPES[shape]
+    record = process_stream(io.BytesIO(_one_call(key, result)), None)
+    groups = record.grouped()
+    assert [len(groups.hook_denied), len(groups.denied), len(groups.failed)] == [1, 0, 0]
+    assert groups.hook_denied[0].detail == message  # the CLI's two notes left out
+    runner = Runner(stdout=io.StringIO(), env={}, output_file=tmp_path / "out",
+                    summary_file=tmp_path / "s")  # fmt: skip
+    report(record, runner, result_dir=tmp_path)
+    outputs = parse_output_file((tmp_path / "out").read_text())
+    assert (outputs["hook-denials"], outputs["permission-denials"]) == ("1", "0")
+
+
+@pytest.mark.parametrize(("result", "group"), [
+    ({"rejected": {"command": "ls", "reason": "Not in the allowlist"}}, "denied"),
+    ({"permissionDenied": {"error": "Command blocked by permissions configuration"}}, "denied"),
+    ({"failure": {"stderr": "husky - pre-commit hook blocked the commit"}}, "failed"),
+    ({"error": {"errorMessage": "a hook script in the repo blocks nothing here"}}, "failed"),
+])  # fmt: skip
+def test_policy_refusals_and_ordinary_failures_naming_a_hook_are_not_hook_denials(
+    result: dict[str, Any], group: str
+) -> None:
+    """Only the CLI's own words make a hook refusal: a command's output about a git hook is
+    an ordinary failure."""
+    record = process_stream(io.BytesIO(_one_call("shellToolCall", result)), None)
+    groups = record.grouped()
+    assert not groups.hook_denied
+    assert len(getattr(groups, group)) == 1

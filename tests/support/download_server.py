@@ -14,6 +14,7 @@ request takes the next failure mode from a plan (then ``default_mode``), so a te
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import io
 import tarfile
@@ -141,9 +142,12 @@ def package_entries(version: str, *, prefix: str = "dist-package/") -> list[Entr
 
 
 def make_archive(entries: Iterable[Entry]) -> bytes:
-    """A real tar.gz with exactly these members (no safety checks: tests build bad ones too)."""
+    """A real tar.gz with exactly these members (no safety checks: tests build bad ones too).
+    The same members give the same bytes (no time in the gzip header), so the same package
+    served twice has one SHA-256, as the vendor's does."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w") as tar:
         for entry in entries:
             info = tarfile.TarInfo(entry.name)
             info.mode = entry.mode

@@ -6,6 +6,7 @@ repository with a bare "GitHub" remote. Used by ``tests/test_examples_act.py`` a
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 import subprocess
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.agent.install import DEFAULT_CLI_VERSION
+from cursor_agent_action.agent.pins import DEFAULT_CLI_VERSION
 from tests.support.act import (
     REPOSITORY,
     ROOT,
@@ -93,6 +94,10 @@ class World:
             env={
                 "GITHUB_API_URL": self.github.api_url,
                 "CURSOR_CLI_DOWNLOAD_BASE_URL": self.downloads.url,
+                # The stand-in's package is not the vendor's: name its hash (a pin is verified).
+                "CURSOR_CLI_SHA256": hashlib.sha256(
+                    self.downloads.files.get(package_path(DEFAULT_CLI_VERSION), b"")
+                ).hexdigest(),
                 "CURSOR_AGENT_ACTION_PYTHON": base_python(),
                 "ACT_TEST_REPO": str(self.repo),
                 # Set by the checkout stand-in in the checkout's own config, where

@@ -26,6 +26,7 @@ OUR_TITLES = frozenset(
     {
         "permission denied",
         "blocked by a hook",
+        "background command stopped",
         "malformed stream line",
         "malformed stream lines",
         "cursor-agent: failure",

@@ -86,6 +86,10 @@ def combine(first: RunRecord, second: RunRecord) -> RunRecord:
         tool_calls=[*first.tool_calls, *second.tool_calls],
         files_changed=sorted({*first.files_changed, *second.files_changed}),
         malformed_lines=first.malformed_lines + second.malformed_lines,
+        interactions=[*first.interactions, *second.interactions],
+        interactions_left_out=first.interactions_left_out + second.interactions_left_out,
+        notices=[*first.notices, *second.notices],
+        notices_left_out=first.notices_left_out + second.notices_left_out,
         notes=[*first.notes, *second.notes],
         isolation=first.isolation or second.isolation,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import tarfile
@@ -79,3 +80,32 @@ def unpack(archive: Path, dest: Path, url: str) -> Path:
     _bad_archive(url, f"no executable {EXECUTABLE} at its top level")
 
 
+
+
+def tree_digest(root: Path, *, skip: str) -> str:
+    """SHA-256 over an unpacked package: every path (sorted), its kind, a file's executable
+    bit and contents, a link's target; ``skip`` (a top-level name) is left out. The install
+    records it in its marker and a cache hit recomputes it, so a cached CLI whose files changed
+    after the download was verified is never run."""
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):  # never follows links
+        dirnames.sort()
+        base = Path(dirpath)
+        for name in sorted([*filenames, *(d for d in dirnames if (base / d).is_symlink())]):
+            path = base / name
+            rel = path.relative_to(root).as_posix()
+            if rel == skip:
+                continue
+            if path.is_symlink():
+                digest.update(f"L {rel}\0{os.readlink(path)}\0".encode())
+                continue
+            contents = hashlib.sha256()
+            with path.open("rb") as handle:
+                while chunk := handle.read(1024 * 1024):
+                    contents.update(chunk)
+            executable = "x" if os.access(path, os.X_OK) else "-"
+            digest.update(f"F {rel}\0{executable}{contents.hexdigest()}\0".encode())
+        for name in dirnames:
+            if not (base / name).is_symlink():
+                digest.update(f"D {(base / name).relative_to(root).as_posix()}\0".encode())
+    return digest.hexdigest()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable
@@ -86,8 +87,9 @@ def check_status(response: httpx.Response, what: str, *, missing: str, hint: str
 def download(
     client: httpx.Client, url: str, dest: Path, deadline: float, *, what: str, missing: str,
     hint: str,
-) -> None:
-    """One download attempt into ``dest`` (raw bytes: no content decoding)."""
+) -> str:
+    """One download attempt into ``dest`` (raw bytes: no content decoding); returns the
+    SHA-256 (hex) of the bytes written, hashed as they arrive."""
     with client.stream("GET", url) as response:
         check_status(
             response,
@@ -100,6 +102,7 @@ def download(
         if expected is not None and expected > MAX_ARCHIVE_BYTES:
             _too_large(url)
         written = 0
+        digest = hashlib.sha256()
         with dest.open("wb") as handle:
             try:
                 for chunk in response.iter_raw():
@@ -109,6 +112,7 @@ def download(
                     if time.monotonic() > deadline:
                         raise Retryable("time budget for the download used up")
                     handle.write(chunk)
+                    digest.update(chunk)
             except httpx.TransportError as exc:
                 # httpx enforces Content-Length: a body cut short ends here, never silently.
                 raise Retryable(
@@ -116,6 +120,7 @@ def download(
                     f"{expected if expected is not None else 'unknown'} bytes, truncated "
                     f"({type(exc).__name__}: {exc})"
                 ) from exc
+    return digest.hexdigest()
 
 
 def _too_large(url: str) -> NoReturn:

@@ -30,8 +30,20 @@ def _known(title: str, pattern: str, hint: str, transient: bool = False,
     return KnownFailure(title, re.compile(pattern, re.IGNORECASE), hint, transient, max_retries)
 
 
+SANDBOX_FAILURE = "the CLI's own sandbox is not available"
+
 # First match wins: the free-plan message also names models, so it comes before unknown-model.
 KNOWN_FAILURES = (
+    _known(
+        SANDBOX_FAILURE,
+        r"sandbox mode is enabled but not available|sandbox failed to start",
+        "The CLI could not start its own sandbox for shell commands (Linux: it needs Landlock "
+        "and unprivileged user namespaces, which AppArmor restricts on Ubuntu 24.04). The "
+        "action passes --sandbox disabled where its check finds the runner cannot host that "
+        "sandbox, and the action's box contains the agent either way: re-run the job; if it "
+        "fails again, the check and the CLI disagree on this runner image, so report it "
+        "(docs/cli-compat.md, \"The CLI's own sandbox\").",
+    ),
     _known(
         "authentication failed",
         r"authentication required|not authenticated|invalid api key|api key is invalid"

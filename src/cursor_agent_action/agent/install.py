@@ -10,7 +10,12 @@ unpacks it (one top-level ``dist-package/`` directory: a whole package with its 
 one file) into ``~/.local/share/cursor-agent/versions/<version>/`` and links ``cursor-agent`` and
 ``agent`` in ``~/.local/bin`` to its ``cursor-agent`` executable. We do the same under a cache
 directory, and resolve ``latest`` the way the vendor's script carries it: the version embedded
-in the script's download URL. The vendor publishes no checksums; the transport is HTTPS.
+in the script's download URL.
+
+The vendor publishes no checksums. Public packaging does: nixpkgs' ``cursor-cli`` expression and
+Homebrew's ``cursor-cli`` cask record each archive's hash. The default pin ships those SHA-256
+values (docs/cli-compat.md names the sources) and a download that does not match is refused;
+``latest`` or another version is downloaded unverified unless ``--sha256`` gives its hash.
 """
 
 from __future__ import annotations
@@ -31,19 +36,23 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from cursor_agent_action.agent.archive import EXECUTABLE, unpack
+from cursor_agent_action.agent.archive import EXECUTABLE, tree_digest, unpack
 from cursor_agent_action.agent.download import (
     RetryPolicy,
     check_status,
     download,
     fetch_with_retries,
 )
+from cursor_agent_action.agent.pins import (
+    DEFAULT_CLI_VERSION,
+    PINNED_SHA256,
+    check_sha256,
+    expected_sha256,
+    verify_sha256,
+)
 from cursor_agent_action.errors import InstallError, UsageError
 from cursor_agent_action.options import add_option
 from cursor_agent_action.runner_io import Runner
-
-DEFAULT_CLI_VERSION = "2026.09.28-64d2043"
-"""The version this action is tested against; ``--version latest`` follows the vendor."""
 
 DEFAULT_BASE_URL = "https://downloads.cursor.com"
 DEFAULT_LATEST_URL = "https://cursor.com/install"
@@ -146,20 +155,31 @@ def resolve_latest(
 # -- cache -------------------------------------------------------------------------------------
 
 
-def _cached(version_dir: Path, version: str, os_name: str, arch: str) -> bool:
-    """A complete install of this version for this platform (marker written last)."""
+def _cached(
+    version_dir: Path, version: str, os_name: str, arch: str, expected: str | None
+) -> bool:
+    """A complete install of this version for this platform (marker written last) whose
+    marker still vouches for it: the archive hash it records is the expected one (when one is
+    expected) and the unpacked files still have the digest it records."""
     try:
         marker = json.loads((version_dir / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     exe = version_dir / EXECUTABLE
-    return (
+    if not (
         isinstance(marker, dict)
         and (marker.get("version"), marker.get("os"), marker.get("arch"))
         == (version, os_name, arch)
+        and (expected is None or marker.get("sha256") == expected)
+        and isinstance(marker.get("tree"), str)
         and exe.is_file()
         and os.access(exe, os.X_OK)
-    )
+    ):
+        return False
+    try:
+        return bool(tree_digest(version_dir, skip=MARKER) == marker["tree"])
+    except OSError:
+        return False
 
 
 def _remove_stale_temp_dirs(versions_dir: Path) -> None:
@@ -200,14 +220,20 @@ def install_cli(
     retry: RetryPolicy | None = None,
     timeout: float = 60.0,
     log: Callable[[str], None] | None = None,
+    notice: Callable[[str], None] | None = None,
+    sha256: str | None = None,
+    pins: Mapping[str, Mapping[tuple[str, str], str]] = PINNED_SHA256,
 ) -> InstallResult:
     """Install ``version`` (or ``latest``) into ``cache_dir/versions/<version>/`` and link it.
 
     ``target`` is ``(os, arch)``, detected by default. ``timeout`` bounds each network wait;
-    ``retry`` bounds attempts and total time. Raises :class:`InstallError` on any failure:
+    ``retry`` bounds attempts and total time. The archive must have the SHA-256 ``sha256`` or,
+    if unset, the one ``pins`` records for the version and platform; with neither it is
+    installed unverified, said through ``notice``. Raises :class:`InstallError` on any failure:
     nothing half-installed is ever left where a later run would take it as complete.
     """
     say = log or (lambda _line: None)
+    tell = notice if notice is not None else say
     retry = retry or RetryPolicy()
     cache_dir, bin_dir = cache_dir.absolute(), bin_dir.absolute()  # links need absolute targets
     version = version.strip()
@@ -215,6 +241,7 @@ def install_cli(
         version = "latest"
     else:
         _check_version(version)
+    sha256 = check_sha256(sha256)
     _check_url(base_url, "--base-url")
     if version == "latest":
         _check_url(latest_url, "--latest-url")
@@ -223,9 +250,10 @@ def install_cli(
         if version == "latest":
             version = resolve_latest(client, latest_url, retry, say)
             say(f"'latest' is Cursor CLI {version} (from {latest_url}).")
+        expected = expected_sha256(version, os_name, arch, sha256, pins)
         versions_dir = cache_dir / "versions"
         version_dir = versions_dir / version
-        if _cached(version_dir, version, os_name, arch):
+        if _cached(version_dir, version, os_name, arch, expected):
             say(f"Cursor CLI {version} ({os_name}/{arch}) is cached in {version_dir}.")
             _link(bin_dir, version_dir / EXECUTABLE)
             return InstallResult(version_dir / EXECUTABLE, version, cache_hit=True)
@@ -244,7 +272,7 @@ def install_cli(
             archive = staging / PACKAGE_FILE
             what = f"downloading Cursor CLI {version} for {os_name}/{arch}"
             missing = f"no Cursor CLI {version} package for {os_name}/{arch} there."
-            fetch_with_retries(
+            got = fetch_with_retries(
                 what,
                 url,
                 lambda deadline: download(
@@ -256,12 +284,16 @@ def install_cli(
                 retry,
                 say,
             )
+            verify_sha256(got, expected, version=version, platform=f"{os_name}/{arch}", url=url,
+                          say=say, tell=tell)
             root = unpack(archive, staging / "unpacked", url)
-            (root / MARKER).write_text(
-                json.dumps({"version": version, "os": os_name, "arch": arch, "url": url}) + "\n",
-                encoding="utf-8",
-            )
-            _place(root, version_dir, lambda: _cached(version_dir, version, os_name, arch), say)
+            marker = {"version": version, "os": os_name, "arch": arch, "url": url,
+                      "sha256": got, "verified": expected is not None,
+                      "tree": tree_digest(root, skip=MARKER)}  # fmt: skip
+            (root / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+            _place(root, version_dir,
+                   lambda: _cached(version_dir, version, os_name, arch, expected), say,
+                   aside=staging / "replaced")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     _link(bin_dir, version_dir / EXECUTABLE)
@@ -270,17 +302,22 @@ def install_cli(
 
 
 def _place(
-    root: Path, version_dir: Path, cached: Callable[[], bool], say: Callable[[str], None]
+    root: Path, version_dir: Path, cached: Callable[[], bool], say: Callable[[str], None],
+    aside: Path,
 ) -> None:
-    """Move the unpacked package to ``version_dir`` in one rename."""
+    """Move the unpacked package to ``version_dir`` in one rename. An install already there
+    (incomplete, or of other bytes) is first renamed to ``aside`` (in the staging directory,
+    removed with it), not deleted in place: a job installing the same version at the same time
+    never sees it half gone, and the window without a ``version_dir`` is two renames long."""
     try:
         if cached():  # another job on this runner finished the same version meanwhile
             return
         if version_dir.is_symlink() or version_dir.is_file():
             version_dir.unlink()
         elif version_dir.exists():
-            say(f"Replacing the incomplete install in {version_dir}.")
-            shutil.rmtree(version_dir)
+            say(f"Replacing the install in {version_dir} (incomplete, or not the expected "
+                "package).")
+            os.rename(version_dir, aside)
         os.rename(root, version_dir)
     except OSError as exc:
         if cached():  # lost a race with another job: its install is complete
@@ -311,6 +348,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="download server")
     add_option(parser, "--latest-url", env="CURSOR_CLI_LATEST_URL", default=DEFAULT_LATEST_URL,
                help="install script whose download URL names the latest version")
+    add_option(parser, "--sha256", env="CURSOR_CLI_SHA256",
+               help="SHA-256 the package archive must have",
+               default_help="the pinned one for the default version, else none (unverified)")
     add_option(parser, "--cache-dir", env="CURSOR_CLI_CACHE_DIR", help="cache directory",
                default_help="$RUNNER_TOOL_CACHE/cursor-agent, else ~/.cache/cursor-agent-action")
     add_option(parser, "--bin-dir", env="CURSOR_CLI_BIN_DIR",
@@ -327,6 +367,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         cache_dir=cache_dir,
         bin_dir=bin_dir,
         log=runner.log,
+        notice=lambda message: runner.notice(message, title="Cursor CLI not verified"),
+        sha256=args.sha256 or None,
     )
     runner.set_outputs(
         {

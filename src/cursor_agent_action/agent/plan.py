@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cursor_agent_action.agent.cli_sandbox import CURSOR_DOMAINS, environment_tmpdir, sandbox_json
+from cursor_agent_action.agent.cli_sandbox import HOME_FILE as SANDBOX_FILE
 from cursor_agent_action.agent.extra_args import with_extra_args
 from cursor_agent_action.agent.isolation import Isolation, Jail, jail_for
 from cursor_agent_action.agent.mcp import HOME_FILE
@@ -71,8 +73,13 @@ class Box:
         if not self.isolation.contained or self.home is None:
             return None
         agent = options.agent_bin.resolve()
-        # Root writes the home's MCP file; everything else in the home is new every run.
-        files = {HOME_FILE: options.mcp_config.text if options.mcp_config else None}
+        # Root writes the home's MCP file and the CLI's sandbox settings (the preset's and the
+        # network allow-list's, not the CLI's defaults: agent.cli_sandbox); everything else in
+        # the home is new every run.
+        files = {HOME_FILE: options.mcp_config.text if options.mcp_config else None,
+                 SANDBOX_FILE: sandbox_json(read_only=not options.policy.allows_writes,
+                                            domains=CURSOR_DOMAINS,
+                                            writable=environment_tmpdir(self.env))}
         return jail_for(self.isolation, state_dir=options.state_dir,
                         repo_root=(repo_root or options.workspace).resolve(),
                         cwd=options.workspace.resolve(), home=self.home,
@@ -143,8 +150,8 @@ def make_box(options: RunOptions, environ: Mapping[str, str], isolation: Isolati
     return Box(isolation, env, home, _masks(options, environ))
 
 
-def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:
-    """Whether this CLI build lists ``--trust`` in its ``--help`` (some builds reject it)."""
+def cli_help(agent: Path, env: Mapping[str, str], cwd: Path) -> bytes:
+    """What this CLI build prints for ``--help`` (b"" if it hangs): which options it has."""
     try:
         proc = subprocess.Popen(
             [str(agent), "--help"], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
@@ -162,11 +169,20 @@ def accepts_trust(agent: Path, env: Mapping[str, str], cwd: Path) -> bool:
         finally:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-    return re.search(rb"(^|\s)--trust\b", output) is not None
+    return output
 
 
-def build_argv(options: RunOptions, prompt_arg: str, *, trust: bool) -> list[str]:
+def accepts_trust(help_output: bytes) -> bool:
+    """Whether this CLI build lists ``--trust`` in its ``--help`` (some builds reject it)."""
+    return re.search(rb"(^|\s)--trust\b", help_output) is not None
+
+
+def build_argv(options: RunOptions, prompt_arg: str, *, trust: bool,
+               sandbox: str = "") -> list[str]:  # fmt: skip
+    """``sandbox``: the CLI's sandbox mode (``cli_sandbox.sandbox_mode``), "" for none."""
     argv = [str(options.agent_bin), "-p", "--output-format", "stream-json"]
+    if sandbox:
+        argv += ["--sandbox", sandbox]
     if options.policy.allows_writes:
         argv.append("--force")
     if options.model:

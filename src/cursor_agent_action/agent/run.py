@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cursor_agent_action import safegit
+from cursor_agent_action.agent import cli_sandbox
 from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
 from cursor_agent_action.agent.box.gitconfig import persisted_credentials
 from cursor_agent_action.agent.changes import (
@@ -29,7 +30,12 @@ from cursor_agent_action.agent.changes import (
     check_policy,
     git_config_files,
 )
-from cursor_agent_action.agent.failures import _stderr_excerpt, classify, explain_exit
+from cursor_agent_action.agent.failures import (
+    SANDBOX_FAILURE,
+    _stderr_excerpt,
+    classify,
+    explain_exit,
+)
 from cursor_agent_action.agent.filestate import FileState
 from cursor_agent_action.agent.isolation import (
     ContainmentFailed,
@@ -52,6 +58,7 @@ from cursor_agent_action.agent.plan import (
     accepts_trust,
     agent_environment,
     build_argv,
+    cli_help,
     make_box,
     prompt_argument,
 )
@@ -196,7 +203,10 @@ def execute(
                        "is logged in on this machine: set it to your key.", title="no API key")
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
-    trust = accepts_trust(options.agent_bin, probe_env, options.state_dir)
+    help_output = cli_help(options.agent_bin, probe_env, options.state_dir)
+    trust = accepts_trust(help_output)
+    support = cli_sandbox.probe()
+    sandbox = cli_sandbox.sandbox_mode(support, listed=cli_sandbox.lists_sandbox_flag(help_output))
     if not trust and not options.policy.allows_writes:
         raise SetupError(
             f"this Cursor CLI ({options.agent_bin}) has no --trust option: builds from about May "
@@ -207,7 +217,8 @@ def execute(
             "action then passes --force, which trusts the workspace).")
     _mcp_checks(options, runner, environ)
     prompt = options.prompt + (instruction(options.output_schema) if options.output_schema else "")
-    argv = build_argv(options, prompt_argument(prompt, options.state_dir), trust=trust)
+    argv = build_argv(options, prompt_argument(prompt, options.state_dir), trust=trust,
+                      sandbox=sandbox)
     # Paths and values may hold anything: one line, so none of it can act as a workflow command.
     runner.log(one_line(
         f"Running {shlex.join(argv[:-1])} <prompt: {len(options.prompt)} characters> in "
@@ -225,6 +236,7 @@ def execute(
     git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
     attempts = options.max_retries + 1
     runner.log(f"Isolation: {box.isolation.label}.")
+    runner.log(cli_sandbox.describe(sandbox, support))
     attempt = 0
     agent_ran = False  # once it has, nothing runs it with less containment
     seen: dict[str, int] = {}  # known failures by title, for their own retry caps
@@ -247,6 +259,17 @@ def execute(
         # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.
         if known is not None:
             seen[known.title] = seen.get(known.title, 0) + 1
+        if (known is not None and known.title == SANDBOX_FAILURE and sandbox == "enabled"
+                and not record.has_result and not record.tool_calls):
+            # Before any event: run once more with the CLI's sandbox off (our box holds).
+            sandbox = "disabled"
+            argv = build_argv(options, prompt_argument(prompt, options.state_dir), trust=trust,
+                              sandbox=sandbox)
+            runner.warning("The CLI's own sandbox could not start on this runner; running "
+                           "once more with --sandbox disabled (the action's box contains the "
+                           "agent either way).", title="CLI sandbox not available")
+            attempts += 1
+            continue
         if not (
             attempt < attempts and ended.ended_by == "exit" and not record.has_result
             and not record.tool_calls and not done.tampered and known is not None
@@ -271,7 +294,7 @@ def execute(
 
         def ask_again(prompt: str) -> RunRecord:
             return _ask_again(options, runner, box, stop, tracker, first=first, prompt=prompt,
-                              trust=trust, started=started)
+                              flags=(trust, sandbox), started=started)
 
         record = with_structured_output(schema, record, runner, ask_again)
     if changed := restore_files(git_config):
@@ -348,14 +371,15 @@ def _mcp_checks(options: RunOptions, runner: Runner, environ: Mapping[str, str])
 
 
 def _ask_again(options: RunOptions, runner: Runner, box: Box, stop: threading.Event,
-               tracker: ChangeTracker, *, first: RunRecord, prompt: str, trust: bool,
-               started: float) -> RunRecord:
+               tracker: ChangeTracker, *, first: RunRecord, prompt: str,
+               flags: tuple[bool, str], started: float) -> RunRecord:
     """The follow-up turn: ``--resume`` the chat, what is left of the timeout (at least one
     minute) and of the tool-call budget, the transcript appended to."""
     calls = (None if options.max_tool_calls is None
              else max(options.max_tool_calls - len(first.tool_calls), 0))
     resumed = dataclasses.replace(options, resume=first.session_id, max_tool_calls=calls)
-    argv = build_argv(resumed, prompt_argument(prompt, options.state_dir), trust=trust)
+    argv = build_argv(resumed, prompt_argument(prompt, options.state_dir), trust=flags[0],
+                      sandbox=flags[1])
     left = max(options.timeout_minutes * 60 - (time.monotonic() - started), 60.0)
     runner.log(f"Asking the agent once more, in the same chat (--resume), for a JSON answer "
                f"matching {resumed.output_schema.source if resumed.output_schema else ''}.")

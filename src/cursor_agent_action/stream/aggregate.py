@@ -17,15 +17,18 @@ from cursor_agent_action.stream.events import (
     AssistantEvent,
     Event,
     InitEvent,
+    InteractionEvent,
     MalformedLine,
     ResultEvent,
+    SystemEvent,
     ThinkingEvent,
     delta_text,
 )
 from cursor_agent_action.stream.framing import Line
+from cursor_agent_action.stream.notices import NOTICES_KEPT, Notice, add_request, add_response
 from cursor_agent_action.stream.paths import workspace_relative
 from cursor_agent_action.stream.record import ROWS_SHOWN, RunRecord, ToolCallRecord
-from cursor_agent_action.stream.toolcalls import ToolCallEvent, refusal
+from cursor_agent_action.stream.toolcalls import ToolCallEvent, hook_message, refusal
 
 TARGET_LIMIT = 1000
 DETAIL_LIMIT = 4000
@@ -220,8 +223,10 @@ class Aggregator:
         kind = call.kind
         if outcome != "success":
             detail = event.detail
-            call.detail = self._cut(detail, DETAIL_LIMIT)
             call.refused_by = refusal(outcome, detail)
+            if call.refused_by == "hook":  # the hook's own words, without the CLI's notes
+                detail = hook_message(detail)
+            call.detail = self._cut(detail, DETAIL_LIMIT)
         if kind == "shell":
             call.exit_code = event.exit_code
         started, completed = event.started_at_ms, event.completed_at_ms
@@ -249,6 +254,21 @@ class Aggregator:
             record.session_id = record.session_id or self._redact(event.session_id)
             record.model = record.model or self._redact(event.model)
             record.cwd = record.cwd or event.cwd  # for paths only; never cut
+        elif isinstance(event, InteractionEvent):
+            kept = record.interactions
+            if event.subtype == "response":
+                ok = add_response(kept, event.query_type, event.query_id, event.answer,
+                                  self._cut(event.reason, DETAIL_LIMIT))  # fmt: skip
+            else:
+                ok = add_request(kept, event.query_type, event.query_id,
+                                 self._cut(event.text, DETAIL_LIMIT))  # fmt: skip
+            record.interactions_left_out += not ok
+        elif isinstance(event, SystemEvent):
+            if len(record.notices) < NOTICES_KEPT:
+                record.notices.append(Notice(event.subtype, event.status,
+                                             self._cut(event.text, TARGET_LIMIT)))
+            else:
+                record.notices_left_out += 1
         elif isinstance(event, ResultEvent):
             self._end_segment()
             record.has_result = True

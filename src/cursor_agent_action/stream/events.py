@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from cursor_agent_action.stream.framing import BOM, MAX_LINE_BYTES, CutLine, Line
+from cursor_agent_action.stream.notices import answer_fields, notice_fields, query_fields
 from cursor_agent_action.stream.toolcalls import (
     ToolCallEvent,
     _dict,
@@ -56,9 +57,12 @@ class InitEvent:
 
 @dataclass(slots=True)
 class SystemEvent:
-    """A ``system`` event other than ``init`` (e.g. ``task_notification``)."""
+    """A ``system`` event other than ``init`` (``background_shell_timeout``,
+    ``task_notification``, ...), with its status and the text it carries, if any."""
 
     subtype: str
+    status: str = ""
+    text: str = ""
 
 
 @dataclass(slots=True)
@@ -88,8 +92,15 @@ class AssistantEvent:
 
 @dataclass(slots=True)
 class InteractionEvent:
+    """An ``interaction_query``: a ``request`` (a question, a plan, an approval the agent
+    asked for) or its ``response`` (how it was answered; see :mod:`.notices`)."""
+
     subtype: str
     query_type: str
+    query_id: str = ""
+    text: str = ""  # a request's question, plan, command or URL
+    answer: str = ""  # a response's "approved", "rejected", ...
+    reason: str = ""
 
 
 @dataclass(slots=True)
@@ -263,7 +274,7 @@ def parse_object(obj: dict[str, Any]) -> Event:
                 _str(obj.get("cwd")),
                 _str(obj.get("permissionMode")),
             )
-        return SystemEvent(subtype)
+        return SystemEvent(subtype, *notice_fields(obj))
     if kind == "user":
         return UserEvent(_message_text(obj.get("message")))
     if kind == "result":
@@ -286,7 +297,12 @@ def parse_object(obj: dict[str, Any]) -> Event:
             },
         )
     if kind == "interaction_query":
-        return InteractionEvent(subtype, _str(obj.get("query_type")))
+        query_type = _str(obj.get("query_type"))
+        if subtype == "response":
+            query_id, answer, reason = answer_fields(obj)
+            return InteractionEvent(subtype, query_type, query_id, "", answer, reason)
+        query_id, text = query_fields(obj, query_type)
+        return InteractionEvent(subtype, query_type, query_id, text)
     return UnknownEvent(kind, subtype)
 
 

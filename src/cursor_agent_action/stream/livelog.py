@@ -27,6 +27,13 @@ from cursor_agent_action.stream.events import (
     UnknownEvent,
     UserEvent,
 )
+from cursor_agent_action.stream.notices import (
+    Interaction,
+    Notice,
+    describe_interaction,
+    describe_notice,
+    interaction_label,
+)
 from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
 from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
@@ -227,16 +234,44 @@ class LogRenderer:
         if isinstance(event, UserEvent):
             runner.log(f"prompt sent ({len(event.text)} characters)")
         elif isinstance(event, SystemEvent):
-            runner.log(f"system event: {one_line(event.subtype, 80)}")
+            self.on_notice(event)
         elif isinstance(event, InteractionEvent):
-            if self.verbose:
-                runner.log(
-                    f"interaction query {one_line(event.query_type, 80)}: "
-                    f"{one_line(event.subtype, 40)}"
-                )
+            self.on_interaction(event)
         elif isinstance(event, UnknownEvent):
             name = one_line(f"{event.type}/{event.subtype}".strip("/"), 80) or "(no type)"
             self._unknown[name] = self._unknown.get(name, 0) + 1
+
+    def on_notice(self, event: SystemEvent) -> None:
+        """A system notice: a background command stopped (a warning), a task notification;
+        any other subtype named only. What it carries is CLI or agent text: untrusted."""
+        runner = self.runner
+        notice = Notice(event.subtype, one_line(event.status, 40), "")
+        known = event.subtype in ("background_shell_timeout", "task_notification")
+        if not known:
+            runner.log(f"system event: {one_line(event.subtype, 80)}")
+        elif event.subtype == "background_shell_timeout":
+            about = one_line(runner.redact(event.text), 300)
+            runner.warning(describe_notice(notice) + (f": {about}" if about else ""),
+                           title="background command stopped")  # fmt: skip
+        else:
+            runner.log(f"{describe_notice(notice)}:" if event.text else describe_notice(notice))
+            if event.text:
+                self._untrusted(event.text)
+
+    def on_interaction(self, event: InteractionEvent) -> None:
+        """A question or prompt the agent raised (its text is the agent's: untrusted), or the
+        answer it got."""
+        label = interaction_label(one_line(event.query_type, 80))
+        if event.subtype == "response":
+            item = Interaction(event.query_type, "", "", event.answer or "answered",
+                               one_line(self.runner.redact(event.reason), 300))  # fmt: skip
+            self.runner.log(f"the agent's {label}: {describe_interaction(item)}")
+        elif event.subtype == "request":
+            self.runner.log(f"the agent raised a {label}" + (":" if event.text else ""))
+            if event.text:
+                self._untrusted(event.text)
+        else:
+            self.runner.log(f"interaction query {label}: {one_line(event.subtype, 40)}")
 
     def close(self, record: RunRecord) -> None:
         """End-of-stream notes: pending calls, totals of what was skipped."""

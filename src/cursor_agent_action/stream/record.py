@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from cursor_agent_action.stream.notices import Interaction, Notice
 from cursor_agent_action.stream.toolcalls import UNKNOWN
 
 ROWS_SHOWN = 500
@@ -74,6 +75,12 @@ class RunRecord:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     files_changed: list[str] = field(default_factory=list)
     malformed_lines: int = 0
+    # Questions and prompts the agent raised, and the CLI's system notices (capped; how many
+    # more there were: the transcript has them).
+    interactions: list[Interaction] = field(default_factory=list)
+    interactions_left_out: int = 0
+    notices: list[Notice] = field(default_factory=list)
+    notices_left_out: int = 0
     # Set by `run` before report():
     stderr: str = ""
     exit_code: int | None = None

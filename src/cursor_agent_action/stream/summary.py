@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
 from cursor_agent_action.stream.livelog import describe_outcome, format_duration
+from cursor_agent_action.stream.notices import describe_interaction, describe_notice
 from cursor_agent_action.stream.record import ROWS_SHOWN, CallGroups, RunRecord, ToolCallRecord
 
 ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫", "budget": "🛑"}
@@ -216,6 +217,23 @@ def _denials(groups: CallGroups, budget: int) -> str:
                                  what="calls")
 
 
+def _interactions(record: RunRecord, budget: int) -> str:
+    """The questions and prompts the agent raised and how each was answered, then the CLI's
+    system notices (a background command stopped, a task notification, newer kinds by name)."""
+    items = record.interactions
+    rows = ([inline(item.label, 60), code_cell(item.text, 300),
+             code_cell(describe_interaction(item), 300)] for item in items)  # fmt: skip
+    total = len(items) + record.interactions_left_out
+    table = _table("Questions and prompts from the agent", ["Kind", "Asked", "Answer"], rows,
+                   total, budget, what="questions and prompts")  # fmt: skip
+    budget -= utf8_len(table)
+    notices = record.notices
+    rows = ([inline(describe_notice(n), 200), code_cell(n.text, 300)] for n in notices)
+    total = len(notices) + record.notices_left_out
+    return table + _table("Notices from the CLI", ["Notice", "About"], rows, total, budget,
+                          what="notices")  # fmt: skip
+
+
 def _errors(record: RunRecord, groups: CallGroups, budget: int) -> str:
     parts: list[str] = []
     table = _detail_table("Failed tool calls", groups.failed, budget, detail="Detail",
@@ -298,6 +316,7 @@ def render_summary(record: RunRecord, *, budget_bytes: int,
     # Shell commands are in the tool-call table (with their exit codes): no table of their own.
     add(_files(record, remaining))
     add(_denials(groups, remaining))
+    add(_interactions(record, remaining))
     add(_errors(record, groups, remaining))
     add(_tool_calls(record, remaining))
     out.append(footer)

@@ -23,8 +23,19 @@ DENIALS = frozenset({"rejected", "permissionDenied", "writePermissionDenied"})
 UNKNOWN = "unknown"
 """The outcome of a call completed with no result at all (``tool_call: {}``, seen in 2026.10
 runs that go on normally): neither failed nor succeeded."""
-_HOOK_TEXT = re.compile(r"^\s*hook blocked with message:|blocked by (a|the) hook|\bhook\b.*\bblock",
-                        re.IGNORECASE)  # fmt: skip
+# The CLI's own words for a hook's refusal (docs/cli-compat.md, "Hook refusals", has a shape
+# per line and the sources): a hook that exits 2 ("Hook blocked with message: <stderr>", also
+# after "---" when several hooks refused), "<Action> was blocked by a hook[: <message>]", a
+# fail-closed hook that could not run, the CLI's error names, and the two sentences the CLI
+# appends to every hook denial (a JSON deny's own message carries nothing else).
+_HOOK_TEXT = re.compile(
+    r"^\s*hook blocked with message:"
+    r"|\bwas blocked by a hook\b|\bblocked by (a|the) hook\b"
+    r"|\bblocked because a configured hook failed\b"
+    r"|^\s*hook (denied|failed \(fail-closed\)):"
+    r"|agent note: do not suggest workarounds to the blocked tool"
+    r"|to view or modify configured hooks, go to cursor settings > hooks",
+    re.IGNORECASE | re.MULTILINE)  # fmt: skip
 _POLICY_TEXT = re.compile(r"blocked by permissions configuration|not (on|in) the allow ?list"
                           r"|permission denied by (the )?polic", re.IGNORECASE)  # fmt: skip
 
@@ -42,6 +53,16 @@ def refusal(outcome: str | None, detail: str) -> str:
     if outcome in DENIALS or _POLICY_TEXT.search(detail):
         return "policy"
     return ""
+_HOOK_NOTES = re.compile(r"\s*(agent note: do not suggest workarounds to the blocked tool\.?"
+                         r"|to view or modify configured hooks, go to cursor settings > hooks\.?)",
+                         re.IGNORECASE)  # fmt: skip
+
+
+def hook_message(detail: str) -> str:
+    """A hook refusal's message without the two sentences the CLI appends to every one."""
+    return _HOOK_NOTES.sub("", detail).strip() or detail
+
+
 # Argument names that make a good display target, in priority order.
 _TARGET_KEYS = (
     "command", "path", "targetFile", "filePath", "pattern", "globPattern", "query", "url",

@@ -42,11 +42,18 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
 ``writes``       with ``answer``: ``{"relative/path": "content"}``, each written by a write tool
                  call before the answer (reported in the stream and carried out, as the real
                  CLI's write tool does; ``edits`` are changes made behind the tools' back).
+``new_shapes``   instead of ``lines``: a run with every late-2026 shape (a skipped question,
+                 a plan prompt, hook refusals, a background command stopped, a task
+                 notification, cache tokens).
+``sandbox_unavailable``  behave like a runner where the CLI's own sandbox cannot start: unless
+                 given ``--sandbox disabled``, print the CLI's "Sandbox mode is enabled but not
+                 available" error and exit 1 before any event.
 ``resume``       a scenario (its keys replace the outer ones, ``record`` kept) played when the
                  CLI is given ``--resume ID``: the answer of the chat's next turn.
 
-Each recorded invocation also has ``mcp_json``: the ``$HOME/.cursor/mcp.json`` the CLI would
-read (its text, or null), as the real CLI reads user-level MCP servers from there.
+Each recorded invocation also has ``mcp_json`` and ``sandbox_json``: the
+``$HOME/.cursor/mcp.json`` and ``$HOME/.cursor/sandbox.json`` the CLI would read (text, or null),
+as the real CLI reads user-level MCP servers and sandbox settings from there.
 """
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.agent.standin.answers import answer_lines, turn
+from cursor_agent_action.agent.standin.answers import SANDBOX_UNAVAILABLE, answer_lines, turn
 from cursor_agent_action.agent.standin.cli import _HELP, _TRUST_HELP, CliExit, parse_cli
 
 MAX_HANG_S = 600.0
@@ -227,14 +234,15 @@ def _record(scenario: dict[str, Any], base: Path, argv: Sequence[str], child: in
         "pid": os.getpid(),
         "pgid": os.getpgrp(),
         "child_pid": child,
-        "mcp_json": _home_mcp(),
+        "mcp_json": _home_file("mcp.json"),
+        "sandbox_json": _home_file("sandbox.json"),
     }
     with (base / scenario["record"]).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")
 
 
-def _home_mcp() -> str | None:
-    path = Path(os.environ.get("HOME", "/nonexistent")) / ".cursor" / "mcp.json"
+def _home_file(name: str) -> str | None:
+    path = Path(os.environ.get("HOME", "/nonexistent")) / ".cursor" / name
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
@@ -277,6 +285,8 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
     prompt = " ".join(words)
     if not prompt.strip():
         return _fail("Error: No prompt provided for print mode", 1)
+    if scenario.get("sandbox_unavailable") and options.get("sandbox") != "disabled":
+        return _fail(SANDBOX_UNAVAILABLE, 1)
     failure = _consume_failure(scenario, base)
     if failure is not None:
         return _fail(failure.get("stderr", ""), failure.get("exit_code", 1))
