@@ -37,9 +37,6 @@ from cursor_agent_action.agent.options import (
     add_run_options,
     options_from_args,
 )
-from cursor_agent_action.agent.permissions import (
-    PolicyGuard,
-)
 from cursor_agent_action.agent.plan import (
     Box,
     accepts_trust,
@@ -49,6 +46,7 @@ from cursor_agent_action.agent.plan import (
     prompt_argument,
 )
 from cursor_agent_action.agent.process import AgentExit, run_agent_process, stop_on_signals
+from cursor_agent_action.agent.repo_config import PolicyGuard
 from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
 from cursor_agent_action.agent.structured import instruction
 from cursor_agent_action.errors import SetupError
@@ -66,14 +64,20 @@ def _attempt(
 ) -> tuple[RunRecord, AgentExit, bool]:
     processor = StreamProcessor(runner, verbose=options.verbose,
                                 max_tool_calls=options.max_tool_calls)
-    with PolicyGuard(options.workspace, options.policy) as guard:
+    guard = PolicyGuard(options.workspace, options.policy,
+                        instructions=options.repo_instructions)
+    with guard:
         ended = run_agent_process(
             argv, cwd=options.workspace, env=box.env, sink=processor, runner=runner,
             transcript=options.transcript, stop=stop, jail=box.jail(options, argv),
             timeout_s=options.timeout_minutes * 60 if timeout_s is None else timeout_s,
             append=append,
         )
-    return processor.close(), ended, guard.tampered
+    record = processor.close()
+    if guard.changes:
+        record.notes.append("The repository's CLI configuration was touched during the run and "
+                            f"has been restored: {'; '.join(guard.changes)}.")
+    return record, ended, guard.tampered
 
 
 def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str],
@@ -113,10 +117,11 @@ def _conclude(record: RunRecord, ended: AgentExit, tampered: bool, options: RunO
                             "(hence the negative exit code); the run itself had finished.")
     if tampered:
         fail_run(record, (
-            ".cursor/cli.json was changed during the run (or .cursor/hooks.json or mcp.json "
-            "appeared), so the agent may have widened its own permissions or planted commands; "
-            "the workspace's original files have been restored. Fix: review the agent's "
-            "changes; keep .cursor/** denied (it is in every preset's floor)."
+            ".cursor/cli.json was changed during the run, or a configuration file the CLI "
+            "reads (hooks, MCP servers, sandbox, ...) appeared, so the agent may have widened "
+            "its own permissions or planted commands; the repository's own files have been "
+            "restored (the notes list what was found). Fix: review the agent's changes; keep "
+            ".cursor/** denied (it is in every preset's floor)."
         ))
 
 
