@@ -26,8 +26,8 @@ PROTECTED_DIRS: tuple[str, ...] = (".cursor", ".claude", ".github", ".git")
 PROTECTED_FILES: tuple[str, ...] = ("agents.md", "claude.md", ".mcp.json", ".cursorrules")
 """Files (folded names) the CLI reads as instructions or commands (at any depth)."""
 GIT_PREFIX = ".git"
-"""Any name starting with it (``.gitattributes``, ``.gitmodules``...) changes how git treats
-the tree."""
+"""A file whose name starts with it (``.gitattributes``, ``.gitmodules``...) changes how git
+treats the tree."""
 
 # Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), which covers the format
 # characters (Cf) that render as nothing, plus the variation selectors and Hangul fillers.
@@ -59,14 +59,24 @@ def fold_path(path: str) -> str:
 def protected_name(path: str) -> str:
     """The first protected component of ``path`` (as written), or ``""`` when none is.
 
-    A protected directory anywhere in the path, a ``.git*`` name anywhere, or a protected file
-    name as the last component.
+    A protected directory anywhere in the path; as the last component, a protected file name
+    or a ``.git*`` name.
     """
     parts = path.split("/")
-    for index, part in enumerate(parts):
-        folded = fold(part)
-        if folded in PROTECTED_DIRS or folded.startswith(GIT_PREFIX):
+    for part in parts[:-1]:
+        if fold(part) in PROTECTED_DIRS:
             return part
-        if index == len(parts) - 1 and folded in PROTECTED_FILES:
-            return part
+    last = fold(parts[-1])
+    if last in PROTECTED_DIRS or last in PROTECTED_FILES or last.startswith(GIT_PREFIX):
+        return parts[-1]
     return ""
+
+
+def git_name(path: str) -> str:
+    """The component of ``path`` that makes it a git file, or ``""``: a ``.git`` directory
+    anywhere, or a last component starting with ``.git`` (``.gitattributes``...)."""
+    parts = path.split("/")
+    for part in parts[:-1]:
+        if fold(part) == ".git":
+            return part
+    return parts[-1] if fold(parts[-1]).startswith(GIT_PREFIX) else ""

@@ -362,3 +362,50 @@ def test_a_policy_says_which_mcp_servers_its_allow_tokens_name(
 ) -> None:
     """What mcp-config's warning relies on (wildcards in the server part included)."""
     assert build_policy("read-only", allow=[allow]).names_mcp_server(server) is named
+
+
+# -- protected names at any depth, in any case and Unicode form --------------------------------
+
+PROTECTED_AT_DEPTH = [
+    ".cursor/hooks.json", "docs/.cursor/hooks.json", "src/.claude/settings.json",
+    "docs/AGENTS.md", "pkg/deep/CLAUDE.md", "packages/app/.mcp.json", "lib/.cursorrules",
+    ".Cursor/hooks.json", "docs/.CURSOR/sandbox.json", ".GITHUB/workflows/x.yml",
+    "docs/agents.md", "docs/Agents.MD", "src/\uff0eclaude/settings.json",  # fullwidth dot
+    "\uff0egithub/workflows/ci.yml", "docs/\uff21GENTS.md",  # fullwidth A
+    ".g\u200cit/config", ".GİT/hooks/pre-commit", ".git./config", "git~1/config",
+    "sub/.gitattributes", "docs/.GitModules", ".github./workflows/x.yml", "x/.CLAUDE/s.json",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", PROTECTED_AT_DEPTH)
+@pytest.mark.parametrize("preset", ["docs", "edit"])
+def test_protected_names_at_any_depth_and_in_any_form_are_never_writable(
+    path: str, preset: str
+) -> None:
+    """``docs/**`` and ``**/*.md`` (docs) or ``**`` (edit) allow these paths by glob; the
+    check after the run refuses them all the same."""
+    assert not build_policy(preset, allow=["Write(**)"]).permits_write(path)
+
+
+@pytest.mark.parametrize("path", ["docs/guide.md", "src/cursor.py", "docs/agents-guide.md",
+                                  "github/README.md", "src/claude_client.py", "x/.cursorignore"])
+def test_names_that_only_look_alike_stay_writable(path: str) -> None:
+    assert build_policy("edit").permits_write(path)
+
+
+def test_the_floor_denies_the_protected_names_at_any_depth_as_the_cli_matches_them() -> None:
+    """The deny rules the CLI gets match nested paths too (its globs are case-sensitive: the
+    other forms are caught after the run and by publish)."""
+    deny = build_policy("edit").deny
+    for path in ("docs/.cursor/hooks.json", "a/b/.claude/settings.json", "docs/AGENTS.md",
+                 "x/CLAUDE.md", "p/.mcp.json", "p/.cursorrules", "p/.gitattributes",
+                 ".github/workflows/ci.yml", "sub/.github/workflows/ci.yml"):
+        assert any(glob_to_regex(token[6:-1]).fullmatch(path)
+                   for token in deny if token.startswith("Write(")), path
+
+
+@pytest.mark.parametrize("token", ["Write(docs/.cursor/**)", "Write(**/AGENTS.md)",
+                                   "Write(.GitHub/**)", "Write(src/.claude/settings.json)"])
+def test_an_allow_naming_a_protected_name_anywhere_is_refused(token: str) -> None:
+    with pytest.raises(UsageError, match="hardened floor"):
+        build_policy("edit", allow=[token])
