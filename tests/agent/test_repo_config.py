@@ -381,3 +381,15 @@ def test_an_agent_that_plants_root_hooks_fails_the_run_and_they_are_removed(
     assert result.outputs["conclusion"] == "failure"
     assert "packages/.cursor/hooks.json: a file appeared during the run" in result.summary
     assert _tree(root) == before
+
+
+def test_docs_permissions_has_the_table_with_every_file_and_its_source() -> None:
+    """One table in the code, the same in docs/permissions.md."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "permissions.md").read_text()
+    for entry in TABLE:
+        row = next((line for line in docs.splitlines() if line.startswith(f"| `{entry.path}")),
+                   "")
+        assert row, entry.path
+        assert entry.does in row
+        for source in entry.source.split(", "):
+            assert source in row, (entry.path, source)

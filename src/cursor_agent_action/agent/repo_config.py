@@ -54,13 +54,14 @@ TABLE: tuple[RepoFile, ...] = (
     RepoFile(".cursor/hooks.json", True, "hooks: commands run on agent events, which can also "
              "approve tool calls", "https://cursor.com/docs/agent/hooks"),
     RepoFile(".cursor/mcp.json", True, "MCP servers: commands started for the agent (found in "
-             "parent directories too)", "https://cursor.com/docs/context/mcp"),
+             "parent directories too)", "developersdigest.tech/reference/cursor-cli/config-files"),
     RepoFile(".mcp.json", True, "MCP servers in the shared project format",
              "https://cursor.com/docs/context/mcp"),
     RepoFile(".cursor/permissions.json", True, "auto-run allowlists (the editor's; the CLI's "
              "use unconfirmed)", "https://cursor.com/docs/agent/terminal"),
-    RepoFile(".cursor/environment.json", True, "install and start commands of an agent's "
-             "machine (cloud agents)", "https://cursor.com/docs/cloud-agent"),
+    RepoFile(".cursor/environment.json", True, "`install` and `start` commands of an agent's "
+             "machine (cloud agents)",
+             "https://forum.cursor.com/t/cloud-agent-start-script-not-blocking/158583"),
     RepoFile(".cursor/worktrees.json", True, "setup commands run for `--worktree`",
              "https://cursor.com/docs/configuration/worktrees"),
     RepoFile(".claude/settings.json", True, "Claude Code hooks, which the CLI runs too",
