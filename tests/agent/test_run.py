@@ -643,7 +643,7 @@ def test_transcript_has_secrets_redacted_even_split_across_reads(
     saved = Path(result.outputs["transcript-file"]).read_bytes()
     assert saved == "".join(chunks).replace(escaped, "***").encode()
     shown = [line for line in result.log.splitlines() if not line.startswith("::add-mask::")]
-    assert "The key is ***." in shown
+    assert "\u2502 The key is ***." in shown  # an agent line, marked
     assert not [line for line in shown if secret in line or escaped in line]
 
 

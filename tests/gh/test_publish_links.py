@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.markdown import escape_invisible
 from tests.gh.test_publish import Workspace, sh
 from tests.gh.test_publish import ws as workspace_fixture
 from tests.gh.test_publish_patch import agent_tree as agent_tree_fixture
@@ -129,7 +130,7 @@ def test_protected_names_at_any_depth_and_in_any_form_are_refused(
     (ws.repo / path).parent.mkdir(parents=True, exist_ok=True)
     (ws.repo / path).write_text("{}\n")
     line = _refused(ws, capsys, "--allowed-paths", "docs/**\n**/*.md\n**")
-    assert f"protected paths: {path}" in line
+    assert f"protected paths: {escape_invisible(path)}" in line  # shown escaped
 
 
 # (``git~1`` and ``.git.``, which NTFS reads as .git, are left out: git itself never adds them.)
