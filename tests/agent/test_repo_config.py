@@ -393,3 +393,27 @@ def test_docs_permissions_has_the_table_with_every_file_and_its_source() -> None
         assert entry.does in row
         for source in entry.source.split(", "):
             assert source in row, (entry.path, source)
+
+
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_a_cursor_entry_that_is_no_directory_in_the_working_directory_is_set_aside_whole(
+    tmp_path: Path, kind: str
+) -> None:
+    """Our policy needs a real ``.cursor/``: a link (never written through) or a file there is
+    set aside for the run and comes back as it was."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "cli.json").write_text("victim")
+    if kind == "link":
+        (workspace / ".cursor").symlink_to(target)
+    else:
+        (workspace / ".cursor").write_text("a file")
+    before = _tree(workspace)
+    with PolicyGuard(workspace, build_policy("edit")) as guard:
+        assert (workspace / ".cursor").is_dir()
+        assert not (workspace / ".cursor").is_symlink()
+    assert not guard.tampered
+    assert _tree(workspace) == before
+    assert (target / "cli.json").read_text() == "victim"
