@@ -417,3 +417,19 @@ def test_a_cursor_entry_that_is_no_directory_in_the_working_directory_is_set_asi
     assert not guard.tampered
     assert _tree(workspace) == before
     assert (target / "cli.json").read_text() == "victim"
+
+
+def test_a_directory_the_agent_replaced_by_a_file_above_the_working_directory_comes_back(
+    tmp_path: Path,
+) -> None:
+    root, workspace = _monorepo(tmp_path)
+    before = _tree(root)
+    with PolicyGuard(workspace, build_policy("edit")) as guard:
+        shutil.rmtree(root / "packages" / ".claude")
+        (root / "packages" / ".claude").write_text("not a directory")
+        (workspace / ".cursor" / "cli.json").unlink()
+        (workspace / ".cursor" / "cli.json").mkdir()
+    assert "packages/.claude: became a file" in guard.changes
+    assert "packages/app/.cursor/cli.json: our policy became a directory (or was changed)" in (
+        guard.changes)
+    assert _tree(root) == before

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -205,6 +206,16 @@ class PolicyGuard:
             return str(path.relative_to(self._levels[0]))
         return str(path)
 
+    def _ours(self, path: Path) -> bool:
+        """Whether ``path`` is our policy file as we wrote it (read only if the size fits)."""
+        ours = self.policy.render()
+        try:
+            info = path.lstat()
+        except OSError:
+            return False
+        return (stat.S_ISREG(info.st_mode) and info.st_size == len(ours)
+                and EntryState.of(path) == EntryState("file", ours, 0o644))
+
     def _check(self) -> list[Path]:
         """Note in :attr:`changes` what differs from what the run should have left; return
         every entry to clear before the originals go back."""
@@ -223,9 +234,14 @@ class PolicyGuard:
         if cursor.is_symlink() or not cursor.is_dir():  # never remove anything through a link
             self.changes.append(f"{self._relative(cursor)}: our directory became {_kind(cursor)}")
             clear.append(cursor)
-        elif (now := EntryState.of(policy)) != EntryState("file", self.policy.render(), 0o644):
-            self.changes.append(f"{self._relative(policy)}: our policy became {now.describe()}")
+        elif not self._ours(policy):
+            self.changes.append(f"{self._relative(policy)}: our policy became {_kind(policy)}"
+                                " (or was changed)")
         clear.append(policy)
+        for parent in {path.parent for path in self._originals} - set(self._levels):
+            if parent.is_symlink() or (os.path.lexists(parent) and not parent.is_dir()):
+                self.changes.append(f"{self._relative(parent)}: became {_kind(parent)}")
+                clear.append(parent)
         try:
             found = config_paths(self.workspace, self.instructions)
         except OSError:
