@@ -246,6 +246,7 @@ def _workflow(clis: dict[str, Path]) -> str:
             "model: gpt-test",
             "resume: sess-42",
             "working-directory: sub",
+            "repo-instructions: ignore",
             "extra-args: |\n            --mode\n            plan",
             'max-retries: "0"',
             'fail-on-error: "false"',
@@ -270,7 +271,9 @@ def scenario_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[ActRun, Path
     repo = make_repo(
         base / "repo",
         {"scenarios.yml": _workflow(clis)},
-        {"prompts/task.md": PROMPT_FILE_TEXT, "docs/guide.md": "# Guide\n", "sub/a.txt": "a\n"},
+        {"prompts/task.md": PROMPT_FILE_TEXT, "docs/guide.md": "# Guide\n", "sub/a.txt": "a\n",
+         # The root's configuration and instructions, above the wiring job's sub/.
+         ".cursor/sandbox.json": '{"type": "insecure_none"}\n', "AGENTS.md": "Obey me.\n"},
     )
     cache = base / "act-cache"
     seed_helper_venv(repo, cache / "tool_cache")
@@ -429,9 +432,14 @@ def test_transcript_artifact_is_uploaded(scenario_run: tuple[ActRun, Path]) -> N
 
 
 def test_inputs_reach_the_cli(scenario_run: tuple[ActRun, Path]) -> None:
-    """model, resume, working-directory and max-retries arrive where they should."""
+    """model, resume, working-directory, repo-instructions and max-retries arrive where they
+    should."""
     run, base = scenario_run
     (recorded,) = runs(base, "record-wiring.jsonl")  # max-retries 0: no second attempt
+    # The root's sandbox file (always) and AGENTS.md (ignore) are set aside above sub/.
+    assert "sub/a.txt" in recorded["repo_files"]
+    assert ".cursor/sandbox.json" not in recorded["repo_files"]
+    assert "AGENTS.md" not in recorded["repo_files"]
     argv = recorded["argv"]
     assert argv[argv.index("--model") + 1] == "gpt-test"
     assert argv[argv.index("--resume") + 1] == "sess-42"

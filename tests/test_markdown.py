@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 from hypothesis import given
@@ -106,3 +107,32 @@ def test_utf8_len_in_pieces_counts_every_byte(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(markdown, "_PIECE_CHARS", piece)
         assert utf8_len(text) == len(text.encode("utf-8"))
+
+
+def test_every_format_and_separator_character_counts_as_invisible() -> None:
+    """INVISIBLE holds every Cf, Zl and Zp character of this Python's Unicode database (bidi
+    controls, zero-width ones, tags...), checked code point by code point."""
+    missing = [f"U+{code:04X}" for code in range(0x110000)
+               if unicodedata.category(chr(code)) in ("Cf", "Zl", "Zp")
+               and not markdown.INVISIBLE.match(chr(code))]
+    assert missing == []
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("a\u202eb", "a\\u202eb"), ("x\U000e0041", "x\\U000e0041"), ("plain", "plain"),
+    ("é → ok", "é → ok"), ("\ufe0f\u200d\u00ad", "\\ufe0f\\u200d\\u00ad"),
+])  # fmt: skip
+def test_invisible_characters_are_written_out(text: str, shown: str) -> None:
+    assert markdown.escape_invisible(text) == shown
+    assert markdown.escape_invisible("\u200b\u202e", keep="\u200b") == "\u200b\\u202e"
+
+
+def test_every_container_escapes_them_before_adding_its_own_zero_width_spaces() -> None:
+    hostile = "https://evil.example\u200b/\u202egpj.exe"
+    assert "\\u202e" in markdown.fence(hostile)
+    assert "\u202e" not in markdown.fence(hostile)
+    assert "\\u200b" in markdown.code_cell(hostile)
+    shown = markdown.inline(hostile)
+    assert "\\\\u202e" in shown
+    assert "\\\\u200b" in shown
+    assert "https:\u200b//" in shown  # the autolink is still broken by our own

@@ -92,8 +92,8 @@ def test_untrusted_text_is_fenced_by_a_stop_commands_token(tmp_path: Path) -> No
     assert len(tokens[0]) == 32
     assert lines == [
         f"::stop-commands::{tokens[0]}",
-        "::set-output name=x::y",
-        "::error::pwned",
+        "\u2502 ::set-output name=x::y",
+        "\u2502 ::error::pwned",
         f"::{tokens[0]}::",
     ]
 
@@ -111,8 +111,8 @@ def test_a_text_that_knows_the_token_cannot_end_its_own_block(tmp_path: Path) ->
     lines = out.getvalue().splitlines()[3:]
     fresh = lines[0].removeprefix("::stop-commands::")
     assert fresh != known
-    assert lines[:4] == [f"::stop-commands::{fresh}", f"::{known}::",
-                         "::error title=pwned::owned", f"::{fresh}::"]
+    assert lines[:4] == [f"::stop-commands::{fresh}", f"\u2502 ::{known}::",
+                         "\u2502 ::error title=pwned::owned", f"::{fresh}::"]
     assert lines[4] == f"::stop-commands::{fresh}"  # the new token is used from then on
 
 
@@ -185,7 +185,7 @@ def test_untrusted_text_cannot_fake_log_viewer_formatting(tmp_path: Path) -> Non
     runner.untrusted("##[group]fake\nok ##[x] mid-line\n##[error]fake")
     runner.flush()
     lines = out.getvalue().splitlines()[1:-1]
-    assert lines == ["#\u200b#[group]fake", "ok ##[x] mid-line", "#\u200b#[error]fake"]
+    assert lines == ["\u2502 ##[group]fake", "\u2502 ok ##[x] mid-line", "\u2502 ##[error]fake"]
 
 
 def test_group_title_is_redacted_before_it_is_cut(tmp_path: Path) -> None:

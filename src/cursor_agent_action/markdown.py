@@ -7,6 +7,9 @@ link, image, HTML element or comment there, so it goes into one of three contain
 - :func:`fence`: a fenced code block whose fence is longer than any backtick run inside;
 - :func:`code_cell`: a code span for a table cell (``|`` escaped, newlines shown as ``⏎``);
 - :func:`inline`: prose with every Markdown/HTML meta character escaped and autolinks broken.
+
+In all three, invisible characters are shown escaped (:func:`escape_invisible`): a bidi
+override could make a file name read backwards, a zero-width character hide a word.
 """
 
 from __future__ import annotations
@@ -24,6 +27,33 @@ _LIST_START = re.compile(r"^([-+]|\d+(?=[.)]))")
 _AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
 _ZWSP = "\u200b"
 NEWLINE_MARK = "⏎"
+# Characters that show as nothing or change how their neighbours show: Unicode's format
+# characters (Cf: bidi embeddings, overrides and isolates, zero-width space and joiners, the
+# word joiner, the byte order mark, tags...), the line and paragraph separators (Zl, Zp) and
+# the rest of Default_Ignorable_Code_Point (variation selectors, Hangul fillers, the combining
+# grapheme joiner). tests/test_markdown.py checks the Cf, Zl and Zp part against unicodedata.
+INVISIBLE = re.compile(
+    "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def escape_invisible(text: str, keep: str = "") -> str:
+    """``text`` with every :data:`INVISIBLE` character written out as ``\\u202e`` (astral ones
+    as ``\\U000e0041``), but those in ``keep`` (the zero-width space :func:`inline` inserts
+    itself, for the last pass over a whole summary)."""
+    if text.isascii():  # most text: nothing to look for
+        return text
+    if keep:
+        return INVISIBLE.sub(lambda m: m.group(0) if m.group(0) in keep else _escaped(m), text)
+    return INVISIBLE.sub(_escaped, text)
 
 
 def html_escape(text: str) -> str:
@@ -45,6 +75,7 @@ def _longest_backtick_run(text: str) -> int:
 
 def fence(text: str, info: str = "text") -> str:
     """A fenced code block that ``text`` cannot close, followed by a newline."""
+    text = escape_invisible(text)
     ticks = "`" * max(3, _longest_backtick_run(text) + 1)
     body = text if text.endswith("\n") or not text else text + "\n"
     return f"{ticks}{info}\n{body}{ticks}\n"
@@ -62,7 +93,7 @@ def code_cell(text: str, limit: int = 200, *, in_table: bool = True) -> str:
     longer than any run inside, newlines become ``⏎`` and, in a table, ``|`` is escaped
     because GFM splits table rows on it even inside code spans.
     """
-    flat = shorten(_NEWLINES.sub(NEWLINE_MARK, text), limit)
+    flat = shorten(_NEWLINES.sub(NEWLINE_MARK, escape_invisible(text)), limit)
     if not flat:
         return ""
     ticks = "`" * (_longest_backtick_run(flat) + 1)
@@ -73,7 +104,7 @@ def code_cell(text: str, limit: int = 200, *, in_table: bool = True) -> str:
 
 def inline(text: str, limit: int = 500) -> str:
     """One line of prose that renders as the characters of ``text`` (plus zero-width spaces)."""
-    flat = shorten(" ".join(text.split()), limit)
+    flat = shorten(" ".join(escape_invisible(text).split()), limit)
     broken = _AUTOLINK.sub(_ZWSP, flat)
     escaped = _LIST_START.sub(
         lambda m: m.group(1) + "\\" if m.group(1)[0].isdigit() else "\\" + m.group(1),

@@ -43,7 +43,7 @@ PATTERNS: tuple[tuple[str, str, str], ...] = (
     ("Google API key", "AIz", r"\bAIza[0-9A-Za-z_-]{35}"),
     ("private key block", "PRIVATE KEY-----",
      r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.{0,16384}?-----END [A-Z0-9 ]*PRIVATE KEY-----"
-     r"|[A-Za-z0-9+/=\s\\n]{0,16384})"),
+     r"|[A-Za-z0-9+/=\s\\n\u2502]{0,16384})"),  # \u2502: the log's agent-line mark
     ("JSON web token", "eyJ", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
 )  # fmt: skip
 """Secret shapes scrubbed whether or not the run knows them; one test per row."""

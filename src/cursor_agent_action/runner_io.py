@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from cursor_agent_action.markdown import shorten
+from cursor_agent_action.markdown import INVISIBLE, escape_invisible, shorten
 from cursor_agent_action.redact import Redactor
 
 SUMMARY_LIMIT_BYTES = 1024 * 1024
@@ -32,7 +32,6 @@ SUMMARY_LIMIT_BYTES = 1024 * 1024
 # Leave room for whatever a later step of the same job appends to the same file.
 SUMMARY_SAFETY_BYTES = 8 * 1024
 
-_LOG_FORMAT_LINE = re.compile(r"(?m)^##\[")
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _FLUSH_INTERVAL_S = 0.05
 GROUP_TITLE_CHARS = 300
@@ -42,7 +41,11 @@ TRUNCATION_NOTE = "\n\n> [!WARNING]\n> The summary was cut to stay under GitHub'
 
 LOG_LINE_CHARS = 16 * 1024
 """The longest line the log prints, in characters (at most 64 KiB of UTF-8)."""
-_LONG_LINE = re.compile(rf"[^\n]{{{LOG_LINE_CHARS}}}(?=[^\n])")
+AGENT_MARK = "\u2502 "
+"""Starts every line of agent-authored text in the log (``│ ``): no line of the helper's own
+starts with it, so no agent line can pass for one of ours ("cursor-agent finished: success",
+"Isolation: contained"), start a workflow command or a log viewer format (``##[error]``)."""
+_LONG_LINE = re.compile(rf"[^\n]{{{LOG_LINE_CHARS - len(AGENT_MARK)}}}(?=[^\n])")
 # C0 controls but tab and newline, DEL, C1 controls: shown as \xNN, never written raw (a CR
 # could start a new line that the log viewer reads as a command, an ESC drives the terminal).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -61,6 +64,22 @@ def _wrap(match: re.Match[str]) -> str:
 
 def _visible(match: re.Match[str]) -> str:
     return f"\\x{ord(match.group(0)):02x}"
+
+
+def _shown(text: str, contents: bytes) -> str:
+    """``text`` (a log buffer) with every control character and invisible character escaped,
+    searching only ``contents`` (the UTF-8 of what is not our own framing) for them first."""
+    # Drop the safe ASCII bytes; what is left is C0 controls and DEL (both below 0x80) and the
+    # bytes of non-ASCII characters, whole (UTF-8 never uses an ASCII byte inside a character),
+    # among which a C1 control is its lead byte C2 followed by 80-9F.
+    rest = contents.translate(None, _SAFE_ASCII)
+    if not rest:
+        return text
+    if rest.translate(None, _NON_ASCII) or _C1_UTF8.search(rest) is not None:
+        text = _CONTROL.sub(_visible, text)
+    if INVISIBLE.search(rest.decode("utf-8", "surrogatepass")):  # bidi, zero-width, ...
+        text = escape_invisible(text)
+    return text
 
 
 def has_control(text: str) -> bool:
@@ -91,7 +110,7 @@ def one_line(value: str, limit: int = 200) -> str:
     """Flatten untrusted text for use inside a single log line or title."""
     # Most values (a path, a command) are flat already: printable, single-spaced, trimmed.
     if not (value.isprintable() and "  " not in value and value[:1] != " " and value[-1:] != " "):
-        value = " ".join(value.split())
+        value = " ".join(escape_invisible(value).split())  # U+2028 shown, not a space
     return shorten(value, limit)  # as it is when short enough
 
 
@@ -268,9 +287,9 @@ class Runner:
             contents = "".join(self._contents).encode("utf-8", "surrogatepass")
             if self.redact.finds_utf8(contents):
                 text = self.redact(text)
-            if has_control_utf8(contents):  # never a raw control byte: ESC, BEL, CR, C1, ...
-                text = _CONTROL.sub(_visible, text)
-            self._out.write(text)
+            # Never a raw control byte (ESC, BEL, CR, C1...) nor an invisible character (a bidi
+            # override, a zero-width space, a line separator).
+            self._out.write(_shown(text, contents))
             self._buffer.clear()
             self._contents.clear()
             self._buffered = 0
@@ -288,23 +307,22 @@ class Runner:
         self._write(line + "\n")
 
     def untrusted(self, text: str) -> None:
-        """Print agent-authored text so that no line of it can act as a workflow command."""
-        # The web log viewer formats "##[group]", "##[error]"... even inside stop-commands
-        # (display only): a zero-width space keeps the agent from faking them.
-        if "##[" in text:
-            text = _LOG_FORMAT_LINE.sub("#\u200b#[", text)
-        if len(text) > LOG_LINE_CHARS:  # no log line over 64 KiB: a longer one is wrapped
+        """Print agent-authored text so that no line of it can act as a workflow command or
+        pass for one of our own lines: each starts with :data:`AGENT_MARK`."""
+        if len(text) > LOG_LINE_CHARS - len(AGENT_MARK):  # no log line over 64 KiB
             text = _LONG_LINE.sub(_wrap, text)
         # One random token for the whole run: the agent cannot read the log while it runs,
         # and a text that holds the token gets a new one, so no text can end its own block.
         token = self._stop_token
         while token in text:
             token = self._stop_token = random_token()
-        end = "" if text.endswith("\n") else "\n"  # the text ends its own line
+        body = text[:-1] if text.endswith("\n") else text  # the text ends its own line
+        marked = AGENT_MARK + body.replace("\n", "\n" + AGENT_MARK) if "\n" in body else (
+            AGENT_MARK + body)
         if self.terminal:  # no runner reads it; controls are still escaped at flush
-            self._write(text + end, text)
+            self._write(marked + "\n", text)
             return
-        self._write(f"::stop-commands::{token}\n{text}{end}::{token}::\n", text)
+        self._write(f"::stop-commands::{token}\n{marked}\n::{token}::\n", text)
 
     def command(self, name: str, message: str = "", **properties: str) -> None:
         """A raw workflow command with escaped properties and message."""
@@ -408,7 +426,9 @@ class Runner:
         """
         if self.summary_path is None:
             return False
-        data = self.redact(markdown).encode("utf-8")
+        # Invisible characters escaped, but the zero-width spaces markdown.inline() puts in
+        # itself to break autolinks (it escapes the agent's own before).
+        data = escape_invisible(self.redact(markdown), keep="\u200b").encode("utf-8")
         budget = self.summary_budget()
         if len(data) > budget:
             note = TRUNCATION_NOTE.encode("utf-8")

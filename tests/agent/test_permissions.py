@@ -1,11 +1,9 @@
-"""Permission presets, the hardened floor, token grammar, the command and PolicyGuard."""
+"""Permission presets, the hardened floor, token grammar and the command."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,19 +11,24 @@ import pytest
 from cursor_agent_action.agent.permissions import (
     FLOOR,
     PRESETS,
-    PolicyGuard,
     build_policy,
     parse_tokens,
 )
 from cursor_agent_action.cli import main
-from cursor_agent_action.errors import SetupError, UsageError
+from cursor_agent_action.errors import UsageError
 from cursor_agent_action.globs import glob_to_regex
 from cursor_agent_action.runner_io import parse_output_file
 
 REQUIRED_FLOOR = (
-    "Write(.github/**)",
-    "Write(.cursor/**)",
-    "Write(.git/**)",
+    "Write(**/.github/**)",
+    "Write(**/.cursor/**)",
+    "Write(**/.git/**)",
+    "Write(**/.claude/**)",
+    "Write(**/.git*)",
+    "Write(**/AGENTS.md)",
+    "Write(**/CLAUDE.md)",
+    "Write(**/.mcp.json)",
+    "Write(**/.cursorrules)",
     "Read(**/.env*)",
     "Write(**/.env*)",
     "Read(**/*.pem)",
@@ -307,220 +310,6 @@ def test_bad_input_exits_2_with_one_error_and_writes_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-# -- PolicyGuard -------------------------------------------------------------------------------
-
-
-def _policy() -> bytes:
-    return build_policy("docs").render()
-
-
-def test_guard_writes_policy_and_removes_file_and_created_dir(tmp_path: Path) -> None:
-    with PolicyGuard(tmp_path, build_policy("docs")) as guard:
-        assert (tmp_path / ".cursor" / "cli.json").read_bytes() == _policy()
-    assert not guard.tampered
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_guard_restores_a_pre_existing_file_byte_for_byte(tmp_path: Path) -> None:
-    cursor = tmp_path / ".cursor"
-    cursor.mkdir()
-    original = b'{"permissions": {"allow": ["Shell(**)"]}}\r\n\x00odd bytes'
-    (cursor / "cli.json").write_bytes(original)
-    os.chmod(cursor / "cli.json", 0o600)
-    (cursor / "rules.md").write_text("keep me")
-    with PolicyGuard(tmp_path, build_policy("read-only")) as guard:
-        assert (cursor / "cli.json").read_bytes() == build_policy("read-only").render()
-    assert not guard.tampered
-    assert (cursor / "cli.json").read_bytes() == original
-    assert (os.stat(cursor / "cli.json").st_mode & 0o777) == 0o600
-    assert (cursor / "rules.md").read_text() == "keep me"
-    assert sorted(p.name for p in cursor.iterdir()) == ["cli.json", "rules.md"]
-
-
-def test_guard_restores_after_an_exception(tmp_path: Path) -> None:
-    (tmp_path / ".cursor").mkdir()
-    (tmp_path / ".cursor" / "cli.json").write_bytes(b"original\n")
-    with pytest.raises(RuntimeError, match="boom"), PolicyGuard(tmp_path, build_policy("edit")):
-        raise RuntimeError("boom")
-    assert (tmp_path / ".cursor" / "cli.json").read_bytes() == b"original\n"
-
-
-def test_restore_is_idempotent(tmp_path: Path) -> None:
-    guard = PolicyGuard(tmp_path, build_policy("edit"))
-    with guard:
-        guard.restore()  # e.g. from a signal handler
-        assert not (tmp_path / ".cursor").exists()
-        (tmp_path / ".cursor").mkdir()
-        (tmp_path / ".cursor" / "cli.json").write_text("written after restore")
-    # __exit__ after an earlier restore() changes nothing.
-    assert (tmp_path / ".cursor" / "cli.json").read_text() == "written after restore"
-    assert not guard.tampered
-
-
-def _modify(path: Path) -> None:
-    path.write_bytes(path.read_bytes().replace(b"Shell(ls)", b"Shell(**)"))
-
-
-def _delete(path: Path) -> None:
-    path.unlink()
-
-
-def _symlink(path: Path) -> None:
-    elsewhere = path.parent.parent.parent / "elsewhere.json"
-    elsewhere.write_bytes(path.read_bytes())  # same bytes, but through a link
-    path.unlink()
-    path.symlink_to(elsewhere)
-
-
-def _directory(path: Path) -> None:
-    path.unlink()
-    path.mkdir()
-    (path / "x").write_text("x")
-
-
-def _fifo(path: Path) -> None:
-    path.unlink()
-    os.mkfifo(path)
-
-
-def _dir_symlink(path: Path) -> None:
-    target = path.parent.parent.parent / "outside"
-    target.mkdir()
-    (target / "cli.json").write_bytes(path.read_bytes())
-    path.unlink()
-    path.parent.rmdir()
-    path.parent.symlink_to(target)
-
-
-@pytest.mark.parametrize("tamper", [_modify, _delete, _symlink, _directory, _fifo, _dir_symlink])
-@pytest.mark.parametrize("pre_existing", [True, False])
-def test_tampering_is_reported_and_the_original_restored(
-    tmp_path: Path, tamper: object, pre_existing: bool
-) -> None:
-    workspace = tmp_path / "ws"
-    cursor = workspace / ".cursor"
-    cursor.mkdir(parents=True)
-    if pre_existing:
-        (cursor / "cli.json").write_bytes(b"ours\n")
-    with PolicyGuard(workspace, build_policy("read-only")) as guard:
-        assert callable(tamper)
-        tamper(cursor / "cli.json")
-    assert guard.tampered
-    assert not cursor.is_symlink()
-    if pre_existing:
-        assert (cursor / "cli.json").read_bytes() == b"ours\n"
-        assert not (cursor / "cli.json").is_symlink()
-    else:
-        assert not (cursor / "cli.json").exists()
-        assert not (cursor / "cli.json").is_symlink()
-    assert not (tmp_path / "outside" / "cli.json").exists() or tamper is _dir_symlink
-    if tamper is _symlink:
-        assert (tmp_path / "elsewhere.json").read_bytes() == build_policy("read-only").render()
-
-
-@pytest.mark.parametrize("link", [".cursor/cli.json", ".cursor"])
-def test_guard_refuses_a_symlinked_policy_path_and_changes_nothing(
-    tmp_path: Path, link: str
-) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    target = tmp_path / "target"
-    target.mkdir()
-    (target / "cli.json").write_text("victim")
-    if link == ".cursor":
-        (workspace / ".cursor").symlink_to(target)
-    else:
-        (workspace / ".cursor").mkdir()
-        (workspace / ".cursor" / "cli.json").symlink_to(target / "cli.json")
-    with (
-        pytest.raises(SetupError, match="symbolic link"),
-        PolicyGuard(workspace, build_policy("edit")),
-    ):
-        pytest.fail("must not enter")
-    assert (target / "cli.json").read_text() == "victim"
-    assert (workspace / link).is_symlink()
-
-
-def test_guard_refuses_a_missing_workspace(tmp_path: Path) -> None:
-    with pytest.raises(SetupError, match="does not exist"):
-        PolicyGuard(tmp_path / "nope", build_policy("edit")).__enter__()
-    assert not (tmp_path / "nope").exists()
-
-
-def test_a_failed_restore_is_a_clear_error(tmp_path: Path) -> None:
-    workspace = tmp_path / "ws"
-    (workspace / ".cursor").mkdir(parents=True)
-    (workspace / ".cursor" / "cli.json").write_bytes(b"ours\n")
-    guard = PolicyGuard(workspace, build_policy("edit"))
-    with pytest.raises(SetupError, match="could not restore") as info, guard:
-        shutil.rmtree(workspace)  # nowhere left to restore the file to
-    assert "Do not commit" in info.value.hint
-    assert guard.tampered
-
-
-def test_agent_files_in_a_created_cursor_dir_are_kept(tmp_path: Path) -> None:
-    with PolicyGuard(tmp_path, build_policy("edit")) as guard:
-        (tmp_path / ".cursor" / "notes.md").write_text("agent wrote this")
-    assert not guard.tampered
-    assert [p.name for p in (tmp_path / ".cursor").iterdir()] == ["notes.md"]
-
-
-def test_hooks_and_mcp_config_are_set_aside_for_the_run_and_restored(tmp_path: Path) -> None:
-    """A checkout's .cursor/hooks.json and mcp.json (commands the CLI would run) are gone while
-    the guard holds and come back byte for byte, mode included."""
-    cursor = tmp_path / ".cursor"
-    cursor.mkdir()
-    (cursor / "hooks.json").write_bytes(b'{"hooks": {"beforeShellExecution": [1]}}\r\n')
-    (cursor / "hooks.json").chmod(0o600)
-    (cursor / "mcp.json").write_bytes(b'{"mcpServers": {}}')
-    with PolicyGuard(tmp_path, build_policy("edit")) as guard:
-        assert sorted(p.name for p in cursor.iterdir()) == ["cli.json"]
-    assert not guard.tampered
-    assert sorted(p.name for p in cursor.iterdir()) == ["hooks.json", "mcp.json"]
-    assert (cursor / "hooks.json").read_bytes() == b'{"hooks": {"beforeShellExecution": [1]}}\r\n'
-    assert (cursor / "hooks.json").stat().st_mode & 0o777 == 0o600
-    assert (cursor / "mcp.json").read_bytes() == b'{"mcpServers": {}}'
-
-
-@pytest.mark.parametrize("name", ["hooks.json", "mcp.json"])
-@pytest.mark.parametrize("pre_existing", [True, False])
-def test_hooks_or_mcp_config_appearing_during_the_run_is_tampering(
-    tmp_path: Path, name: str, pre_existing: bool
-) -> None:
-    cursor = tmp_path / ".cursor"
-    cursor.mkdir()
-    if pre_existing:
-        (cursor / name).write_bytes(b"original")
-    with PolicyGuard(tmp_path, build_policy("read-only")) as guard:
-        (cursor / name).write_text('{"planted": true}')
-    assert guard.tampered
-    if pre_existing:
-        assert (cursor / name).read_bytes() == b"original"
-    else:
-        assert not (cursor / name).exists()
-
-
-@pytest.mark.parametrize("name", ["hooks.json", "mcp.json"])
-def test_guard_refuses_a_symlinked_or_odd_set_aside_file(tmp_path: Path, name: str) -> None:
-    cursor = tmp_path / "ws" / ".cursor"
-    cursor.mkdir(parents=True)
-    (tmp_path / "victim").write_text("victim")
-    (cursor / name).symlink_to(tmp_path / "victim")
-    with pytest.raises(SetupError, match="symbolic link"), PolicyGuard(
-        tmp_path / "ws", build_policy("edit")
-    ):
-        pytest.fail("must not enter")
-    assert (cursor / name).is_symlink()
-    assert not (cursor / "cli.json").exists()
-    (cursor / name).unlink()
-    (cursor / name).mkdir()
-    with pytest.raises(SetupError, match="not a regular file"), PolicyGuard(
-        tmp_path / "ws", build_policy("edit")
-    ):
-        pytest.fail("must not enter")
-    assert (cursor / name).is_dir()
-
-
 @pytest.mark.parametrize("token", [
     "Shell(npm:run test*)", "Shell(git-lfs)", "Shell(pytest:-q *)", "WebFetch(docs.python.org)",
     "WebFetch(*.example.com)", "WebFetch(*)", "Mcp(github:get_issue)", "Mcp(github:*)",
@@ -573,3 +362,50 @@ def test_a_policy_says_which_mcp_servers_its_allow_tokens_name(
 ) -> None:
     """What mcp-config's warning relies on (wildcards in the server part included)."""
     assert build_policy("read-only", allow=[allow]).names_mcp_server(server) is named
+
+
+# -- protected names at any depth, in any case and Unicode form --------------------------------
+
+PROTECTED_AT_DEPTH = [
+    ".cursor/hooks.json", "docs/.cursor/hooks.json", "src/.claude/settings.json",
+    "docs/AGENTS.md", "pkg/deep/CLAUDE.md", "packages/app/.mcp.json", "lib/.cursorrules",
+    ".Cursor/hooks.json", "docs/.CURSOR/sandbox.json", ".GITHUB/workflows/x.yml",
+    "docs/agents.md", "docs/Agents.MD", "src/\uff0eclaude/settings.json",  # fullwidth dot
+    "\uff0egithub/workflows/ci.yml", "docs/\uff21GENTS.md",  # fullwidth A
+    ".g\u200cit/config", ".GİT/hooks/pre-commit", ".git./config", "git~1/config",
+    "sub/.gitattributes", "docs/.GitModules", ".github./workflows/x.yml", "x/.CLAUDE/s.json",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", PROTECTED_AT_DEPTH)
+@pytest.mark.parametrize("preset", ["docs", "edit"])
+def test_protected_names_at_any_depth_and_in_any_form_are_never_writable(
+    path: str, preset: str
+) -> None:
+    """``docs/**`` and ``**/*.md`` (docs) or ``**`` (edit) allow these paths by glob; the
+    check after the run refuses them all the same."""
+    assert not build_policy(preset, allow=["Write(**)"]).permits_write(path)
+
+
+@pytest.mark.parametrize("path", ["docs/guide.md", "src/cursor.py", "docs/agents-guide.md",
+                                  "github/README.md", "src/claude_client.py", "x/.cursorignore"])
+def test_names_that_only_look_alike_stay_writable(path: str) -> None:
+    assert build_policy("edit").permits_write(path)
+
+
+def test_the_floor_denies_the_protected_names_at_any_depth_as_the_cli_matches_them() -> None:
+    """The deny rules the CLI gets match nested paths too (its globs are case-sensitive: the
+    other forms are caught after the run and by publish)."""
+    deny = build_policy("edit").deny
+    for path in ("docs/.cursor/hooks.json", "a/b/.claude/settings.json", "docs/AGENTS.md",
+                 "x/CLAUDE.md", "p/.mcp.json", "p/.cursorrules", "p/.gitattributes",
+                 ".github/workflows/ci.yml", "sub/.github/workflows/ci.yml"):
+        assert any(glob_to_regex(token[6:-1]).fullmatch(path)
+                   for token in deny if token.startswith("Write(")), path
+
+
+@pytest.mark.parametrize("token", ["Write(docs/.cursor/**)", "Write(**/AGENTS.md)",
+                                   "Write(.GitHub/**)", "Write(src/.claude/settings.json)"])
+def test_an_allow_naming_a_protected_name_anywhere_is_refused(token: str) -> None:
+    with pytest.raises(UsageError, match="hardened floor"):
+        build_policy("edit", allow=[token])

@@ -472,6 +472,18 @@ def test_changes_outside_the_policy_fail_the_run(
     assert widened.outputs["conclusion"] == "success"
 
 
+@pytest.mark.parametrize("path", ["docs/.Cursor/hooks.json", "docs/AGENTS.md",
+                                  "docs/\uff0eclaude/settings.json", "docs/api/.mcp.json"])
+def test_a_protected_name_at_depth_in_any_form_fails_the_run_though_docs_allow_it(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    """docs allows ``docs/**`` and ``**/*.md``; the check after the run still refuses the
+    agent's configuration and instruction files there, case-folded and normalized."""
+    result = run(tmp_path, workspace, capsys, {"edits": {path: "{}\n"}}, "--preset", "docs")
+    assert result.outputs["conclusion"] == "failure"
+    assert f"the docs policy does not allow writing: {path}" in result.log
+
+
 def _script_agent(tmp_path: Path, body: str) -> Path:
     """An agent that runs ``body`` in the workspace, then ends like the CLI (init + result)."""
     lines = "\n".join(json.dumps(event) for event in (INIT, SAY, RESULT))
@@ -634,7 +646,7 @@ def test_transcript_has_secrets_redacted_even_split_across_reads(
     saved = Path(result.outputs["transcript-file"]).read_bytes()
     assert saved == "".join(chunks).replace(escaped, "***").encode()
     shown = [line for line in result.log.splitlines() if not line.startswith("::add-mask::")]
-    assert "The key is ***." in shown
+    assert "\u2502 The key is ***." in shown  # an agent line, marked
     assert not [line for line in shown if secret in line or escaped in line]
 
 

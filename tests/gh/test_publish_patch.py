@@ -16,6 +16,7 @@ from tests.gh.test_publish import ws as workspace_fixture
 from tests.support.github_server import error_line
 
 ws = workspace_fixture
+LINKS = "symbolic links that leave the repository or lead into protected paths"
 
 
 @pytest.fixture
@@ -76,16 +77,17 @@ def test_a_change_outside_allowed_paths_is_refused_and_named(
     ({".claude/settings.json": "{}\n"}, {}, "protected paths: .claude/settings.json"),
     ({"docs/.gitattributes": "* filter=x\n"}, {}, ".git files"),
     ({".gitmodules": "[submodule]\n"}, {}, ".git files"),
-    ({}, {"docs/passwd.md": "/etc/passwd"}, "links that leave the repository: docs/passwd.md"),
-    ({}, {"docs/up.md": "../../outside"}, "links that leave the repository: docs/up.md"),
-    ({}, {"docs/cfg.md": "../.git/config"}, "links that leave the repository: docs/cfg.md"),
+    ({}, {"docs/passwd.md": "/etc/passwd"}, f"{LINKS}: docs/passwd.md -> /etc/passwd (leaves"),
+    ({}, {"docs/up.md": "../../outside"}, f"{LINKS}: docs/up.md -> ../../outside (leaves"),
+    ({}, {"docs/cfg.md": "../.git/config"}, f"{LINKS}: docs/cfg.md -> ../.git/config (leads "
+                                            "into .git)"),
 ])  # fmt: skip
 def test_protected_paths_git_files_and_escaping_links_are_refused(  # noqa: PLR0917
     ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     change: dict[str, str | None], links: dict[str, str], reason: str,
 ) -> None:
     patch = make_patch(agent_tree, tmp_path, change, links)
-    code, _ = ws.publish("--patch-file", str(patch))
+    code, _ = ws.publish("--patch-file", str(patch), "--allow-links")
     assert code == 4
     assert reason in error_line(capsys.readouterr().out)
     assert ws.gh.requests == []
@@ -95,7 +97,7 @@ def test_a_link_inside_the_repository_is_published(
     ws: Workspace, agent_tree: Path, tmp_path: Path
 ) -> None:
     patch = make_patch(agent_tree, tmp_path, {}, {"docs/readme.md": "../README.md"})
-    code, out = ws.publish("--patch-file", str(patch))
+    code, out = ws.publish("--patch-file", str(patch), "--allow-links")
     assert code == 0, out
 
 

@@ -106,7 +106,7 @@ def test_what_the_api_cannot_write_is_refused_before_anything_is_written(
     else:
         patch = make_patch(agent_tree, tmp_path, {}, links={"docs/link.md": "../README.md"})
     code, _ = ws.publish("--patch-file", str(patch), "--commit-signing", "api",
-                         "--protected-paths", "none")
+                         "--protected-paths", "none", "--allow-links")
     assert code == 4
     line = error_line(capsys.readouterr().out)
     assert message in line

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.errors import SetupError
-from cursor_agent_action.runner_io import Runner, parse_output_file
+from cursor_agent_action.runner_io import AGENT_MARK, Runner, parse_output_file
 from cursor_agent_action.stream import engine as pipeline
 from cursor_agent_action.stream import events
 from cursor_agent_action.stream import livelog as logrender
@@ -296,9 +296,12 @@ def test_load_record_redacts_before_cutting() -> None:
 
 
 def _agent_text(log: str) -> str:
-    """The text inside the log's stop-commands blocks, as the log viewer shows it."""
+    """The text inside the log's stop-commands blocks, as the log viewer shows it, without the
+    mark that starts each agent line."""
     blocks = re.finditer(r"::stop-commands::(\w+)\n(.*?)::\1::\n", log, re.DOTALL)
-    return "".join(block.group(2) for block in blocks)
+    text = "".join(block.group(2) for block in blocks)
+    assert all(line.startswith(AGENT_MARK) for line in text.splitlines())
+    return re.sub(f"(?m)^{AGENT_MARK}", "", text)
 
 
 def test_long_lines_are_freed_early_and_report_the_same(

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cursor_agent_action import runner_io
+from cursor_agent_action.markdown import escape_invisible
 from cursor_agent_action.redact import (
     _HINT_SHORT,
     _PATTERN_HINTS,
@@ -247,14 +248,15 @@ def test_control_characters_found_on_the_bytes_are_those_the_expression_finds(te
 
 
 class FullPassRunner(Runner):
-    """The Runner as it was: one redaction and control pass over the whole buffered text."""
+    """The Runner as it was: one redaction, control and invisible pass over the whole
+    buffered text."""
 
     def flush(self) -> None:
         if self._buffer:
             text = self.redact("".join(self._buffer))
             if _CONTROL.search(text):
                 text = _CONTROL.sub(_visible, text)
-            self._out.write(text)
+            self._out.write(escape_invisible(text))
             self._buffer.clear()
             self._contents.clear()
             self._buffered = 0
@@ -268,7 +270,7 @@ FLUSH_TEXT = st.lists(st.sampled_from([
     SECRET, WIDE_SECRET, "pässwörd", "czNjcjN0LXY0bHVl", "s3cr3t", "ghp_" + "a" * 36,
     "sk-ant-" + "b" * 24, "AKIA", "eyJ",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n", "\x1b[31m", "\r", "\x85", "##[error]", "::",
-    "\n", " ", "  ", "%", "→", "a", "text",
+    "\n", " ", "  ", "%", "→", "a", "text", "\u202e", "\u200b", "\U000e0041", "\u2028",
 ]), max_size=8).map("".join)  # fmt: skip
 OPS = st.lists(st.tuples(st.sampled_from(["log", "untrusted", "entry", "group", "warning"]),
                          FLUSH_TEXT), max_size=12)  # fmt: skip

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from cursor_agent_action.redact import Redactor
-from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.runner_io import AGENT_MARK, Runner
 from cursor_agent_action.stream.aggregate import WHOLE_SEGMENT_LEN, Aggregator
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.events import parse_line
@@ -136,3 +136,65 @@ def test_a_secret_that_is_not_utf8_printed_raw_by_the_agent_never_reaches_the_lo
     assert "live-0123456789" not in log
     assert "***" in log
     assert "live-0123456789" not in runner.redact(record.final_message)
+
+
+HIDING = ["\u202e", "\u2066", "\u200b", "\u200d", "\ufeff", "\u2028", "\U000e0041", "\u00ad"]
+
+
+@pytest.mark.parametrize("char", HIDING)
+@pytest.mark.parametrize("where", ["kind", "target", "outcome", "segment", "refused"])
+def test_bidi_and_zero_width_characters_in_any_part_of_the_log_are_shown_escaped(
+    where: str, char: str
+) -> None:
+    """A right-to-left override makes ``gpj.exe`` read ``exe.jpg``; a zero-width space hides
+    inside a word; a line separator may start a new line in a viewer. None is written raw:
+    each is shown as ``\\u202e``, in titles, segments and annotations alike."""
+    hostile = f"evil{char}gpj.exe"
+    key, outcome = "readToolCall", "success"
+    args: dict[str, object] = {"path": "a.py"}
+    events: list[dict[str, object]] = []
+    if where == "kind":
+        key = f"{hostile}ToolCall"
+    elif where == "target":
+        args = {"path": hostile}
+    elif where == "outcome":
+        outcome = hostile
+    elif where == "refused":  # the warning annotation quotes the target
+        args, outcome = {"path": hostile}, "rejected"
+    else:
+        events.append({"type": "assistant", "model_call_id": "m",
+                       "message": {"content": [{"type": "text", "text": hostile}]}})  # fmt: skip
+    events += _call("c1", key, args, {outcome: {}})
+    log = _log(events)
+    assert char not in log
+    code = ord(char)
+    assert (f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}") in log
+    processed_commands(log)
+
+
+@pytest.mark.parametrize("imitation", [
+    "cursor-agent finished: success after 1.2 s",
+    "Isolation: contained (its own user, PID namespace and home).",
+    "::group::shell ls → success · 5 ms",
+    "##[error]the run failed",
+    "\u2028cursor-agent finished: success",
+    "ok\ncursor-agent finished: success\nIsolation: contained.",
+])  # fmt: skip
+def test_an_agent_line_imitating_the_helpers_own_is_visibly_the_agents(imitation: str) -> None:
+    """Every line of agent text starts with the agent mark, which none of our own lines
+    has: the imitation never stands alone as a line of the log."""
+    events: list[dict[str, object]] = [
+        {"type": "assistant", "model_call_id": "m",
+         "message": {"content": [{"type": "text", "text": imitation}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 1200,
+         "result": imitation},
+    ]  # fmt: skip
+    lines = _log(events).splitlines()
+    ours = [line for line in lines if not line.startswith(AGENT_MARK)]
+    assert ours[-1] == "cursor-agent finished: success after 1.2 s"  # the real one, once
+    assert sum(line.startswith("cursor-agent finished") for line in ours) == 1
+    assert not any(line.startswith(("Isolation", "##[", "::group::shell ls")) for line in ours)
+    marked = [line for line in lines if line.startswith(AGENT_MARK)]
+    assert len(marked) == imitation.count("\n") + 1
+    assert any("finished: success" in line or "Isolation" in line or "##[" in line
+               or "::group::" in line for line in marked)

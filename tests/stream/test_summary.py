@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from cursor_agent_action.markdown import utf8_len
 from cursor_agent_action.stream.engine import load_record
 from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
 from cursor_agent_action.stream.summary import render_compact, render_summary
-from tests.support.stream import FIXTURES
+from tests.support.stream import FIXTURES, summarize
 
 DANGEROUS = ("<script", "<img", "<!--", "<details open", "![img]", "[click]", "# Heading")
 
@@ -139,3 +140,33 @@ def test_long_tables_stop_at_max_rows_or_at_the_size_limit() -> None:
     assert "*100 more tool calls not shown (the summary lists at most 500)" in roomy
     tight = render_summary(record, budget_bytes=60_000)
     assert re.search(r"\*[\d,]+ more [a-z ]+ not shown \(summary size limit\)", tight)
+
+
+def test_bidi_and_zero_width_characters_are_shown_escaped_in_the_summary(tmp_path: Path) -> None:
+    """A file named ``evil<U+202E>gpj.exe`` reads ``evilexe.jpg`` when rendered raw; in every
+    part of the summary (model, final message, files, tool calls) it is ``\\u202e``."""
+    name = "docs/evil\u202egpj.exe"
+    done = {"editToolCall": {"args": {"path": f"/w/{name}"},
+                             "result": {"success": {"linesAdded": 1, "linesRemoved": 0}}},
+            "startedAtMs": "1", "completedAtMs": "40"}  # fmt: skip
+    events = [
+        {"type": "system", "subtype": "init", "cwd": "/w", "model": "Auto\u2066",
+         "session_id": "s"},
+        {"type": "tool_call", "subtype": "completed", "call_id": "c1", "timestamp_ms": 40,
+         "tool_call": done},
+        {"type": "assistant", "model_call_id": "m", "message": {"content": [
+            {"type": "text", "text": f"See {name}, pass\u200bword\ufeff and \U000e0041 tags."}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 1200,
+         "result": f"See {name}, pass\u200bword\ufeff and \U000e0041 tags."},
+    ]  # fmt: skip
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(event) + "\n" for event in events))
+    done_run = summarize(tmp_path, transcript)
+    assert done_run.code == 0
+    text = done_run.summary
+    for char in ("\u202e", "\u2066", "\u200b", "\ufeff", "\U000e0041"):
+        assert char not in text
+    assert text.count("evil\\u202egpj.exe") == 3  # final message, files, tool calls
+    assert "pass\\u200bword\\ufeff and \\U000e0041 tags." in text
+    assert "Auto\\\\u2066" in text  # prose: the backslash itself escaped for Markdown
+    assert "\u202e" not in done_run.log

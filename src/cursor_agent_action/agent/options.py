@@ -20,6 +20,7 @@ from cursor_agent_action.agent.permissions import (
     add_policy_options,
     policy_from_args,
 )
+from cursor_agent_action.agent.repo_config import INSTRUCTION_MODES
 from cursor_agent_action.agent.structured import OutputSchema, load_schema
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.options import (
@@ -72,6 +73,7 @@ class RunOptions:
     max_tool_calls: int | None = None  # None: no budget
     mcp_config: McpConfig | None = None
     transcript_artifact: str = ""  # the artifact the action uploads the transcript as
+    repo_instructions: str = "keep"  # or "ignore": set the repository's instruction files aside
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -106,6 +108,11 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--isolation", default="auto", choices=MODES,
                help="contain the agent (its own user, PID namespace and home): auto (when the "
                "runner allows it, else warn), user (or fail) or none (unsafe)")
+    add_option(parser, "--repo-instructions", default="keep", choices=INSTRUCTION_MODES,
+               help="keep the repository's instruction files (AGENTS.md, CLAUDE.md, "
+               ".cursorrules, .cursor/rules, commands and skills) for the agent, or ignore "
+               "them (set aside for the run, as its configuration always is): for untrusted "
+               "changes")
     add_option(parser, "--agent-user", default=DEFAULT_AGENT_USER,
                help="the unprivileged user a contained agent runs as (created if missing)")
     add_option(parser, "--output-schema", default="", metavar="JSON",
@@ -259,6 +266,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         transcript_artifact=_single_line(args.transcript_artifact,
                                          setting("--transcript-artifact")),
         agent_user=_agent_user(args.agent_user),
+        repo_instructions=args.repo_instructions,
     )
 
 

@@ -2,8 +2,8 @@
 
 A policy is a preset (``read-only``, ``docs``, ``edit``) plus the user's extra ``--allow`` and
 ``--deny`` tokens, on top of a hardened floor of deny rules that every preset carries and no
-allow can lift (the CLI lets deny win over allow). :class:`PolicyGuard` puts the policy in the
-workspace for the length of a run and restores the workspace's own file byte for byte after.
+allow can lift (the CLI lets deny win over allow). ``repo_config.PolicyGuard`` puts the
+policy in the workspace for the length of a run and restores the workspace's own file after.
 
 Token grammar (Shell, Read, Write, WebFetch, Mcp): docs/permissions.md, and Cursor's reference
 https://cursor.com/docs/cli/reference/permissions
@@ -12,19 +12,18 @@ https://cursor.com/docs/cli/reference/permissions
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fnmatch
 import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
-from cursor_agent_action.agent.filestate import FileState, write_atomic
+from cursor_agent_action.agent.filestate import write_atomic
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.globs import glob_to_regex
 from cursor_agent_action.options import add_list, add_option, env_name
+from cursor_agent_action.protected import PROTECTED_DIRS, protected_name
 from cursor_agent_action.runner_io import Runner
 
 PRESETS: tuple[str, ...] = ("read-only", "docs", "edit")
@@ -41,10 +40,16 @@ _READ_ONLY_SHELL = (
 )  # fmt: skip
 
 # Never lifted. Writes that would change CI or the agent's own configuration, or plant git hooks
-# that run in our later `git commit`; reads of secrets (actions/checkout keeps the job token in
-# .git/config); commands that move data off the machine, act as git/GitHub, or escape the first-
-# word match by running another command (`env curl ...`).
-_FLOOR_WRITE = (".claude/**", ".cursor/**", ".git/**", ".github/**")
+# that run in our later `git commit`, at any depth (the CLI reads configuration from every
+# directory between the git root and the working directory); reads of secrets
+# (actions/checkout keeps the job token in .git/config); commands that move data off the
+# machine, act as git/GitHub, or escape the first-word match by running another command
+# (`env curl ...`). The CLI matches these globs as written; Policy.permits_write (the check
+# after the run) and publish also compare case-folded and normalized names (protected.py).
+_FLOOR_WRITE = (
+    *(f"**/{name}/**" for name in PROTECTED_DIRS), "**/.git*", "**/AGENTS.md", "**/CLAUDE.md",
+    "**/.mcp.json", "**/.cursorrules",
+)  # fmt: skip
 _SECRET_GLOBS = (
     "**/.env*", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx", "**/*.jks", "**/*.keystore",
     "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*", "**/.ssh/**", "**/.aws/**",
@@ -165,6 +170,10 @@ def _floor_conflict(token: str) -> bool:
     if kind == "Shell":  # Shell(git:status) is still git
         return f"Shell({arg.partition(':')[0]})" in FLOOR
     # A literal path (no wildcard) inside a floor glob can never be allowed.
+    if kind == "Write":  # a protected name written out in any component: Write(.github/**)
+        named = "/".join("-" if _GLOB_META.search(part) else part for part in arg.split("/"))
+        if protected_name(named):
+            return True
     return kind != "Shell" and not _GLOB_META.search(arg) and _matches(kind, arg, FLOOR)
 
 
@@ -187,8 +196,10 @@ class Policy:
                    for kind, arg in map(_split, self.allow))
 
     def permits_write(self, path: str) -> bool:
-        """Whether a write to workspace-relative ``path`` is allowed and not denied."""
-        return _matches("Write", path, self.allow) and not _matches("Write", path, self.deny)
+        """Whether a write to workspace-relative ``path`` is allowed and not denied; never for
+        a protected name at any depth, in any case or Unicode form (``docs/.Cursor/x``)."""
+        return (_matches("Write", path, self.allow) and not _matches("Write", path, self.deny)
+                and not protected_name(path.removeprefix("./")))
 
     def to_cli_json(self) -> dict[str, object]:
         return {
@@ -243,20 +254,8 @@ def build_policy(preset: str, allow: Sequence[str] = (), deny: Sequence[str] = (
 # -- the policy file in a workspace ------------------------------------------------------------
 
 
-SET_ASIDE: tuple[str, ...] = (
-    ".cursor/hooks.json", ".cursor/mcp.json", ".claude/settings.json",
-    ".claude/settings.local.json",
-)  # fmt: skip
-"""Workspace files that :class:`PolicyGuard` moves out of the way for a run: hooks run
-commands and can approve tool calls, MCP servers run commands, and the CLI (2026.10) also runs
-the hooks of ``.claude/settings*.json``; a pull request must not bring its own. The floor's
-``Write(.cursor/**)`` and ``Write(.claude/**)`` keep the agent's write tools from adding them
-(a contained agent cannot write either directory at all)."""
-
-
 def _policy_paths(workspace: Path) -> tuple[Path, Path]:
-    """``(.cursor dir, cli.json)``, refusing symlinks a pull request could have planted (also
-    for the :data:`SET_ASIDE` files)."""
+    """``(.cursor dir, cli.json)``, refusing symlinks a pull request could have planted."""
     if not workspace.is_dir():
         raise SetupError(
             f"working directory {workspace} does not exist or is not a directory.",
@@ -264,19 +263,18 @@ def _policy_paths(workspace: Path) -> tuple[Path, Path]:
         )
     directory = workspace / ".cursor"
     path = directory / "cli.json"
-    aside = [workspace / name for name in SET_ASIDE]
-    for candidate in (directory, path, workspace / ".claude", *aside):
+    for candidate in (directory, path):
         if candidate.is_symlink():
             raise SetupError(
                 f"{candidate} is a symbolic link; refusing to write the permission policy "
-                "through it or move it aside (a pull request could point it anywhere).",
+                "through it (a pull request could point it anywhere).",
                 "Remove the link from the repository, or run on a trusted checkout.",
             )
-        if candidate in (path, *aside) and candidate.exists() and not candidate.is_file():
-            raise SetupError(
-                f"{candidate} exists but is not a regular file.",
-                "Remove it from the workspace so the policy can be put in place.",
-            )
+    if path.exists() and not path.is_file():
+        raise SetupError(
+            f"{path} exists but is not a regular file.",
+            "Remove it from the workspace so the policy can be put in place.",
+        )
     if directory.exists() and not directory.is_dir():
         raise SetupError(
             f"{directory} exists but is not a directory.",
@@ -291,93 +289,6 @@ def write_policy(workspace: Path, policy: Policy) -> Path:
     directory.mkdir(exist_ok=True)
     write_atomic(path, policy.render())
     return path
-
-
-class PolicyGuard:
-    """Holds the policy in ``.cursor/cli.json`` for a run and restores the original after.
-
-    The :data:`SET_ASIDE` files (``hooks.json``, ``mcp.json``) are moved out of the workspace
-    (kept in memory) for the run. On exit each file is restored byte for byte (same mode), or
-    removed if there was none, and ``.cursor/`` is removed again if we created it and it is
-    empty. :meth:`restore` is idempotent and takes no locks, so a signal handler may call it
-    while ``__exit__`` is pending.
-    """
-
-    def __init__(self, workspace: Path, policy: Policy) -> None:
-        self.workspace = workspace
-        self.policy = policy
-        self._originals: dict[Path, FileState] = {}
-        self._created_dir = False
-        self._active = False
-        self._tampered = False
-
-    def _during_run(self) -> dict[Path, FileState]:
-        """What each guarded file must hold while the agent runs."""
-        directory = self.workspace / ".cursor"
-        return {directory / "cli.json": FileState(self.policy.render()),
-                **{self.workspace / name: FileState(None) for name in SET_ASIDE}}
-
-    def __enter__(self) -> PolicyGuard:
-        directory, _ = _policy_paths(self.workspace)
-        # _policy_paths refused links and non-files: each is a regular file or absent.
-        self._originals = {guarded: FileState.of(guarded) for guarded in self._during_run()}
-        self._created_dir = not directory.exists()
-        directory.mkdir(exist_ok=True)
-        self._active = True
-        try:
-            for guarded, state in self._during_run().items():
-                state.put_back(guarded)
-        except BaseException:
-            self.restore()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.restore()
-
-    @property
-    def tampered(self) -> bool:
-        """A guarded file (the policy, or a set-aside file) was changed, removed, replaced or
-        created during the run (set by restore)."""
-        return self._tampered
-
-    def restore(self) -> None:
-        """Put the workspace's own files back. Safe to call more than once."""
-        if not self._active:
-            return
-        self._active = False
-        directory = self.workspace / ".cursor"
-        claude = self.workspace / ".claude"
-        # A .cursor that became a link could show the expected files from elsewhere.
-        moved = directory.is_symlink() or not directory.is_dir() or claude.is_symlink()
-        self._tampered = moved or any(
-            FileState.of(path) != state for path, state in self._during_run().items()
-        )
-        try:
-            if moved:
-                for link in (directory, claude):
-                    if link.is_symlink() or (link.exists() and not link.is_dir()):
-                        link.unlink()
-            directory.mkdir(exist_ok=True)
-            for path, original in self._originals.items():
-                if original.data is not None:
-                    path.parent.mkdir(exist_ok=True)
-                original.put_back(path)
-            if self._created_dir:
-                with contextlib.suppress(OSError):  # not empty: the agent's own files stay
-                    directory.rmdir()
-        except OSError as exc:
-            raise SetupError(
-                f"could not restore {directory} after the run: {exc}.",
-                "Do not commit the workspace as it is: .cursor/ may still hold the action's "
-                "policy, or miss the repository's hooks.json/mcp.json. Check the directory's "
-                "permissions.",
-            ) from exc
 
 
 # -- command -----------------------------------------------------------------------------------

@@ -50,9 +50,6 @@ from cursor_agent_action.agent.options import (
     add_run_options,
     options_from_args,
 )
-from cursor_agent_action.agent.permissions import (
-    PolicyGuard,
-)
 from cursor_agent_action.agent.plan import (
     Box,
     accepts_trust,
@@ -63,6 +60,7 @@ from cursor_agent_action.agent.plan import (
     prompt_argument,
 )
 from cursor_agent_action.agent.process import AgentExit, run_agent_process, stop_on_signals
+from cursor_agent_action.agent.repo_config import PolicyGuard
 from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
 from cursor_agent_action.agent.structured import instruction
 from cursor_agent_action.errors import SetupError
@@ -92,7 +90,9 @@ def _attempt(
     processor = StreamProcessor(runner, verbose=options.verbose,
                                 max_tool_calls=options.max_tool_calls)
     applied = None
-    with PolicyGuard(options.workspace, options.policy) as guard:
+    guard = PolicyGuard(options.workspace, options.policy,
+                        instructions=options.repo_instructions)
+    with guard:
         ended = run_agent_process(
             argv, cwd=options.workspace, env=box.env, sink=processor, runner=runner,
             transcript=options.transcript, stop=stop,
@@ -103,7 +103,11 @@ def _attempt(
         # Inside the guard: a change of the policy files comes back as tampering.
         if ended.box is not None and not ended.box_error:
             applied = tracker.apply_box(ended.box.status)
-    return Attempt(processor.close(), ended, guard.tampered, applied)
+    record = processor.close()
+    if guard.changes:
+        record.notes.append("The repository's CLI configuration was touched during the run and "
+                            f"has been restored: {'; '.join(guard.changes)}.")
+    return Attempt(record, ended, guard.tampered, applied)
 
 
 def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str],
@@ -145,10 +149,11 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
     _conclude_box(attempt)
     if tampered:
         fail_run(record, (
-            ".cursor/cli.json was changed during the run (or .cursor/hooks.json or mcp.json "
-            "appeared), so the agent may have widened its own permissions or planted commands; "
-            "the workspace's original files have been restored. Fix: review the agent's "
-            "changes; keep .cursor/** denied (it is in every preset's floor)."
+            ".cursor/cli.json was changed during the run, or a configuration file the CLI "
+            "reads (hooks, MCP servers, sandbox, ...) appeared, so the agent may have widened "
+            "its own permissions or planted commands; the repository's own files have been "
+            "restored (the notes list what was found). Fix: review the agent's changes; keep "
+            ".cursor/** denied (it is in every preset's floor)."
         ))
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from cursor_agent_action.errors import UsageError
-from cursor_agent_action.markdown import fence
+from cursor_agent_action.markdown import escape_invisible, fence
 from cursor_agent_action.options import add_option
 
 
@@ -74,15 +74,16 @@ def compose_body(
             )
         record = engine.load_record(path, redact=redact)
         compact: str = summary.render_compact(record, max_chars=max_chars, links=dict(links))
-        return redact(compact)
+        return _shown(redact(compact))
     footer = "".join(f"\n\n[{name}]({url})" for name, url in links.items() if url)
     room = max_chars - len(footer)
     if final_message:
         lead = "**The agent's final message:**\n\n"
-        # Cut before fencing (a cut fence would let the rest render); +1: the cut text may
-        # need the newline fence() adds.
-        overhead = len(lead) + len(fence(final_message)) - len(final_message) + 1
-        cut = fit(redact(final_message).rstrip(), room - overhead,
+        # Escaped and cut before fencing (a cut fence would let the rest render); +1: the cut
+        # text may need the newline fence() adds.
+        message = escape_invisible(redact(final_message))
+        overhead = len(lead) + len(fence(message)) - len(message) + 1
+        cut = fit(message.rstrip(), room - overhead,
                   note="\n... (cut to fit GitHub's size limit)")
         return lead + fence(cut).rstrip("\n") + footer
     text = body
@@ -94,4 +95,11 @@ def compose_body(
                 f"cannot read --body-file {body_file}: {exc.strerror}.",
                 "Pass a Markdown file the job wrote.",
             ) from exc
-    return (fit(redact(text).rstrip(), room) + footer).lstrip("\n")
+    return (fit(_shown(redact(text)).rstrip(), room) + footer).lstrip("\n")
+
+
+def _shown(markdown: str) -> str:
+    """Invisible characters (bidi overrides, zero-width ones) escaped, but the zero-width
+    spaces ``markdown.inline`` puts in itself to break autolinks (a compact summary's agent
+    text was escaped, and counted, by the Markdown containers already)."""
+    return escape_invisible(markdown, keep="\u200b")

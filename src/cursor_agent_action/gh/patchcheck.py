@@ -6,16 +6,19 @@ index built from HEAD, never to the working tree) and a dirty working tree (read
 with every offending path named, when a change:
 
 - lies outside ``allowed-paths`` (when given);
-- touches a protected path (``protected-paths``, default ``.github/**``, ``.cursor/**``,
-  ``.claude/**``) or a ``.git*`` file at any depth (``.gitattributes``, ``.gitmodules``, ...:
-  they change how later git commands treat the tree);
-- is a symbolic link whose target leaves the repository or points into ``.git``;
+- touches a protected path (``protected-paths``; the default names ``.github/``, ``.cursor/``,
+  ``.claude/``, ``AGENTS.md``, ``CLAUDE.md``, ``.mcp.json`` and ``.cursorrules`` at any depth),
+  compared case-folded and normalized (:mod:`cursor_agent_action.protected`: ``.Cursor``,
+  a fullwidth dot), or a ``.git*`` name at any depth (``.gitattributes``, ``.gitmodules``,
+  ``.GIT/``...: they change how later git commands treat the tree);
+- is a symbolic link, unless ``allow-links``; then every link is followed through the links on
+  its way (:mod:`cursor_agent_action.gh.links`) and refused when it leaves the repository,
+  loops, or leads into ``.git`` or a protected path;
 - adds, changes or removes a submodule (a gitlink).
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
 import tempfile
 from dataclasses import dataclass
@@ -23,10 +26,15 @@ from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
 from cursor_agent_action.errors import GitHubError
+from cursor_agent_action.gh.links import TreeLinks, parse_ls_tree
 from cursor_agent_action.globs import glob_to_regex
+from cursor_agent_action.protected import fold_path, git_name
 from cursor_agent_action.runner_io import listing
 
-DEFAULT_PROTECTED = (".github/**", ".cursor/**", ".claude/**")
+DEFAULT_PROTECTED = (
+    "**/.github/**", "**/.cursor/**", "**/.claude/**", "**/AGENTS.md", "**/CLAUDE.md",
+    "**/.mcp.json", "**/.cursorrules",
+)  # fmt: skip
 _BASE_LINE = re.compile(rb"^# base: ([0-9a-f]{40,64})$", re.MULTILINE)
 
 
@@ -104,43 +112,57 @@ def changes(repo: Path, old_tree: str, new_tree: str) -> list[Change]:
     return found
 
 
-def _regex(pattern: str) -> re.Pattern[str]:
-    """A glob (permission-token syntax); a trailing ``/`` or a directory covers what is below."""
+def _regex(pattern: str, *, folded: bool = False) -> re.Pattern[str]:
+    """A glob (permission-token syntax); a trailing ``/`` or a directory covers what is below.
+    ``folded``: for a path folded with :func:`fold_path` (protected paths)."""
     pattern = pattern.strip().lstrip("/")
     pattern += "**" if pattern.endswith("/") else ""
+    pattern = fold_path(pattern) if folded else pattern
     return re.compile(glob_to_regex(pattern).pattern + "(?:/.*)?", re.DOTALL)
 
 
+def tree_links(repo: Path, tree: str) -> TreeLinks:
+    """Every link of ``tree`` with its target, and every path in it."""
+    raw = _git(repo, "ls-tree", "-r", "-z", "--full-tree", tree, doing="listing the new tree")
+    return parse_ls_tree(raw, lambda oid: blob(repo, oid))
+
+
 def problems(
-    repo: Path, found: list[Change], *, allowed: list[str], protected: list[str]
+    repo: Path, found: list[Change], *, allowed: list[str], protected: list[str],
+    tree: str, allow_links: bool = False,
 ) -> dict[str, list[str]]:
-    """Every refused path, by reason (empty: nothing refused)."""
+    """Every refused path, by reason (empty: nothing refused). ``tree`` (the new tree) is read
+    when ``allow_links`` and a link changed."""
     allowed_rx = [_regex(p) for p in allowed if p.strip()]
-    protected_rx = [_regex(p) for p in protected if p.strip()]
+    protected_rx = [_regex(p, folded=True) for p in protected if p.strip()]
     refused: dict[str, list[str]] = {}
 
     def refuse(reason: str, path: str) -> None:
         refused.setdefault(reason, []).append(path.encode("utf-8", "surrogateescape")
                                               .decode("utf-8", "replace"))  # fmt: skip
 
+    def is_protected(path: str) -> bool:
+        folded = fold_path(path)
+        return any(rx.fullmatch(folded) or rx.fullmatch(folded + "/-") for rx in protected_rx)
+
+    links: TreeLinks | None = None
     for change in found:
         path = change.path
         if allowed_rx and not any(rx.fullmatch(path) for rx in allowed_rx):
             refuse("outside allowed-paths", path)
-        if any(rx.fullmatch(path) for rx in protected_rx):
+        if is_protected(path):
             refuse("protected paths", path)
-        parts = path.split("/")
-        if ".git" in parts or parts[-1].startswith(".git"):
+        if git_name(path):
             refuse(".git files (they change how git treats the tree)", path)
         if "160000" in (change.old_mode, change.new_mode):
             refuse("submodule changes", path)
-        if change.new_mode == "120000":
-            target = _git(repo, "cat-file", "blob", change.new_oid,
-                          doing=f"reading the link {path}").decode("utf-8", "surrogateescape")
-            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
-            if (target.startswith("/") or resolved == ".." or resolved.startswith("../")
-                    or resolved.split("/")[0] == ".git"):
-                refuse("symbolic links that leave the repository", f"{path} -> {target}")
+        if change.new_mode == "120000" and not allow_links:
+            refuse("symbolic links (set allow-links to publish links)", path)
+        elif change.new_mode == "120000":
+            links = links or tree_links(repo, tree)
+            if why := links.verdict(path, is_protected):
+                refuse("symbolic links that leave the repository or lead into protected paths",
+                       f"{path} -> {links.links[path]} ({why})")
     return refused
 
 
@@ -151,5 +173,5 @@ def refusal(refused: dict[str, list[str]]) -> GitHubError:
         f"refusing to publish: {'; '.join(parts)}. Nothing was pushed.",
         "Review these changes by hand. Widen allowed-paths (or narrow protected-paths) only if "
         "the change is really intended; .git files, submodules and links that leave the "
-        "repository are never published.",
+        "repository or lead into protected paths are never published.",
     )

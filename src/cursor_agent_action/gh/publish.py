@@ -76,8 +76,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="globs (newline separated) every change must match, else nothing is "
                "published", default_help="none: any path not protected")
     add_option(parser, "--protected-paths", default=DEFAULT_PROTECTED,
-               help="globs (newline separated) the changes must not touch; 'none' allows all "
-               "(.git* files, submodules and links leaving the repository are always refused)")
+               help="globs (newline separated) the changes must not touch, compared "
+               "case-folded and Unicode-normalized; 'none' allows all (.git* files, "
+               "submodules and links leaving the repository are always refused)")
+    add_flag(parser, "--allow-links", default=False,
+             help="publish new or changed symbolic links that stay inside the repository "
+             "(followed through other links) and lead to no .git or protected path")
     add_option(parser, "--remote", default="origin", help="git remote to push to")
     add_option(parser, "--commit-signing", default="git", choices=SIGNING,
                help="git: commit locally and push (not signed); api: GitHub makes the commit "
@@ -169,7 +173,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                             "pr-number": "", "pr-url": ""})
         return 0
     refused = patchcheck.problems(repo, found, allowed=lines([args.allowed_paths]),
-                                  protected=protected)
+                                  protected=protected, tree=tree, allow_links=args.allow_links)
     if refused:
         raise patchcheck.refusal(refused)
     paths = [change.path for change in found]

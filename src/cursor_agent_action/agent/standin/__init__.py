@@ -32,7 +32,9 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
 ``record``       file to which one JSON line per invocation is appended: ``argv``, ``env``,
                  ``stdin`` (text read, or null if stdin was left open), ``cli_json`` (the
                  ``.cursor/cli.json`` seen at start, or null), ``cursor_dir`` (the names in
-                 ``.cursor/`` then, or null), ``cwd``, ``pid``, ``pgid``, ``child_pid``.
+                 ``.cursor/`` then, or null), ``repo_files`` (every path from the git root
+                 down, ``.git`` left out, the configuration the real CLI could read among
+                 them), ``cwd``, ``pid``, ``pgid``, ``child_pid``.
 ``spawn_child``  start a grandchild that sleeps holding stdout/stderr open (its pid is
                  recorded), to check nothing is left running after the run.
 ``fail_first``   ``{"times": N, "counter": FILE, "stderr": "...", "exit_code": 1}``: the first N
@@ -236,9 +238,28 @@ def _record(scenario: dict[str, Any], base: Path, argv: Sequence[str], child: in
         "child_pid": child,
         "mcp_json": _home_file("mcp.json"),
         "sandbox_json": _home_file("sandbox.json"),
+        "repo_files": _repo_files(),
     }
     with (base / scenario["record"]).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")
+
+
+def _repo_files(limit: int = 5000) -> list[str]:
+    """Every path from the git root down (found upwards from the working directory, as the real
+    CLI looks for configuration), relative to it, ``.git`` left out; at most ``limit``."""
+    root = Path.cwd()
+    while not (root / ".git").exists() and root != root.parent:
+        root = root.parent
+    if not (root / ".git").exists():
+        root = Path.cwd()
+    found: list[str] = []
+    for directory, dirs, files in os.walk(root):  # does not follow links into directories
+        dirs[:] = sorted(name for name in dirs if not (directory == str(root) and name == ".git"))
+        for name in (*dirs, *sorted(files)):
+            found.append(os.path.relpath(os.path.join(directory, name), root))
+            if len(found) >= limit:
+                return found
+    return found
 
 
 def _home_file(name: str) -> str | None:
