@@ -247,11 +247,12 @@ def _ignored(repo: Path, paths: Iterable[str]) -> set[str]:
 
 
 def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = (),
-            max_file_bytes: int | None = None) -> Changeset:
+            absent: Iterable[str] = (), max_file_bytes: int | None = None) -> Changeset:
     """What differs between HEAD and the work tree of ``repo`` (its top directory).
 
-    ``left_out``: paths that were never in this tree (left out of the box's copy); they do not
-    count as deleted. A file over ``max_file_bytes`` (its apparent size: sparse files too) is not
+    ``left_out``: paths never in this tree (left out of the box's copy): not read, not counted
+    as deleted. ``absent``: paths the tree lacked from the start (set aside before the copy):
+    their absence is no deletion, a file there is new. A file over ``max_file_bytes`` (its apparent size: sparse files too) is not
     read: it is listed in ``too_large`` and stays out of the changes."""
     head = head_commit(repo)
     base = head_tree(repo)
@@ -268,6 +269,8 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
                        and info.st_size > max_file_bytes)  # fmt: skip
     for path in [*too_large, *left_out]:
         tree.pop(path, None)
+        base.pop(path, None)
+    for path in absent:
         base.pop(path, None)
     if before is None:
         candidates = set(tree)

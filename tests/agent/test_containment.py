@@ -10,20 +10,22 @@ The fallback is tested by running the helper itself as an unprivileged user with
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from cursor_agent_action.cli import main
 from cursor_agent_action.runner_io import parse_output_file
+from tests.support.box import SESSION, TOKEN, Box
+from tests.support.box import agent as _agent
+from tests.support.box import run as _run
+from tests.support.box import seen as _seen
 from tests.support.standin import SYSTEM_PYTHON, processes_of
 from tests.support.users import TEST_AGENT_USER, TEST_RUNNER_USER, TEST_SUDO_USER, ensure_user
 
@@ -31,82 +33,6 @@ pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sys.platform.startswith("linux"),
     reason="containment runs as root on Linux (CI here is root)",
 )
-
-SESSION = "00000000-0000-4000-8000-00000000c0de"
-TOKEN = "ghs_containment_secret_token_0123456789"
-EVENTS = "\n".join(json.dumps(event) for event in (
-    {"type": "system", "subtype": "init", "session_id": SESSION, "model": "Auto", "cwd": "."},
-    {"type": "result", "subtype": "success", "is_error": False, "result": "Done.",
-     "session_id": SESSION, "duration_ms": 5},
-))  # fmt: skip
-
-
-@dataclass
-class Box:
-    base: Path  # world-traversable, like a runner's work directory
-    workspace: Path
-    seen: Path  # the agent writes what it saw here (any user may write it)
-    runner_temp: Path
-    home: Path  # the runner user's home
-
-
-@pytest.fixture
-def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
-    base = tmp_path / "work"
-    base.mkdir()
-    workspace = base / "repo"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# demo\n")
-    (workspace / "src").mkdir()
-    (workspace / "src" / "app.py").write_text("print('hi')\n")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "init", "-q"], cwd=workspace, check=True)
-    subprocess.run([*git, "add", "."], cwd=workspace, check=True)
-    subprocess.run([*git, "commit", "-qm", "init"], cwd=workspace, check=True)
-    seen = base / "seen"
-    seen.mkdir()
-    seen.chmod(0o1777)
-    home = tmp_path / "runner-home"
-    home.mkdir()
-    for name, value in {
-        "HOME": str(home), "RUNNER_TEMP": str(tmp_path / "runner-temp"), "GITHUB_TOKEN": TOKEN,
-        "CURSOR_API_KEY": "key_containment_0123456789", "LC_ALL": "C.UTF-8",
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
-    # The one directory the contained agent shares with the test: what it saw goes there.
-    monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_SHARE", str(seen))
-    yield Box(base, workspace, seen, tmp_path / "runner-temp", home)
-    assert processes_of(TEST_AGENT_USER) == [], "an agent process outlived its run"
-
-
-def _agent(box: Box, body: str) -> Path:
-    agent = box.base / "agent.sh"
-    agent.write_text(
-        "#!/bin/sh\n"
-        'for arg in "$@"; do [ "$arg" = --help ] && { echo "  --trust"; exit 0; }; done\n'
-        f"SEEN={box.seen}\n{body}\n"
-        f"cat <<'EOF'\n{EVENTS}\nEOF\n"
-    )
-    agent.chmod(0o755)
-    return agent
-
-
-def _run(box: Box, capsys: pytest.CaptureFixture[str], body: str, *args: str) -> dict[str, str]:
-    output = box.base / "outputs.txt"
-    output.unlink(missing_ok=True)
-    code = main(["run", "--agent-bin", str(_agent(box, body)), "--working-directory",
-                 str(box.workspace), "--output-file", str(output), "--summary-file",
-                 os.devnull, "--prompt", "Look around.", "--timeout-minutes", "1", *args])
-    outputs = parse_output_file(output.read_text())
-    outputs["exit"] = str(code)
-    outputs["log"] = capsys.readouterr().out
-    return outputs
-
-
-def _seen(box: Box, name: str) -> str:
-    path = box.seen / name
-    return path.read_text() if path.exists() else ""
-
 
 def test_the_agent_runs_as_its_own_user_with_a_private_home(
     box: Box, capsys: pytest.CaptureFixture[str]

@@ -161,6 +161,12 @@ def _conclude_box(attempt: Attempt) -> None:
     """What the box said: a failure when it ended without a status (the agent is not run
     again: the box fails closed) or its changes could not come back; what stayed in it."""
     record, ended = attempt.record, attempt.ended
+    if ended.box_error and record.has_result:  # the agent's own conclusion stands
+        record.notes.append(
+            f"The agent's box ended without a proper status after the agent's result "
+            f"({ended.box_error}): nothing the agent changed was brought back, and it was not "
+            "run again.")
+        return
     if ended.box_error:
         fail_run(record, (
             f"The agent's box ended without a proper status ({ended.box_error}). Nothing the "

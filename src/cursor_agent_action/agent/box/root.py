@@ -157,8 +157,10 @@ def _namespace_init(spec: dict[str, Any], view: world.World, agent: AgentUser,
 
 def _control(parent: int, init: int, report: int) -> str:
     """Relay the helper's control bytes to the namespace's PID 1 (``init``, as this program sees
-    it) until ``parent`` (which waits for it) exits; what the namespace reported."""
+    it) until ``parent`` (which waits for it) exits; what the namespace reported (``killed``
+    added when it was killed on the helper's order)."""
     stdin_open = True
+    killed = False
     answer = b""
     while True:
         readable = [report] + ([0] if stdin_open else [])
@@ -171,6 +173,7 @@ def _control(parent: int, init: int, report: int) -> str:
             if not data or b"K" in data:  # the helper asked, or it is gone
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(init, signal.SIGKILL)
+                killed = True
                 stdin_open = bool(data)
         if report in ready:
             answer += os.read(report, 4096)
@@ -179,7 +182,7 @@ def _control(parent: int, init: int, report: int) -> str:
             with contextlib.suppress(OSError):
                 while chunk := os.read(report, 4096):
                     answer += chunk
-            return answer.decode("ascii", "replace")
+            return answer.decode("ascii", "replace") + ("\nkilled\n" if killed else "")
 
 
 def _start_namespace(spec: dict[str, Any], view: world.World, agent: AgentUser,
@@ -188,6 +191,10 @@ def _start_namespace(spec: dict[str, Any], view: world.World, agent: AgentUser,
     forked into it, its pid reported; waits for it. This program itself stays outside, so it
     can still start git for the patch once the namespace is gone."""
     try:
+        jail = os.getppid()
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the jail dies: so do we all
+        if os.getppid() != jail:
+            os._exit(1)
         _check(_libc().unshare(CLONE_NEWPID), "unshare (PID namespace)")
         init = os.fork()
         if init == 0:
@@ -309,7 +316,8 @@ def _finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
     try:
         (area / "objects").mkdir()
         with changeset.separate_objects(area / "objects", copied / ".git" / "objects"):
-            changes = changeset.compute(copied, before, left_out=[*copy.left_out, *copy.absent],
+            changes = changeset.compute(copied, before, left_out=copy.left_out,
+                                        absent=copy.absent,
                                         max_file_bytes=spec["limits"]["max_file_bytes"])
             patch = Path(spec["patch_file"])
             changeset.write_patch(copied, changes, patch)
@@ -376,6 +384,8 @@ def run(spec: dict[str, Any], status: Status) -> int:
     result: dict[str, Any] = {"started": True, "limits": box_limits.label}
     if "exit" in words and words[words.index("exit") + 1].lstrip("-").isdigit():
         result["returncode"] = _returncode(int(words[words.index("exit") + 1]))
+    elif "killed" in words:  # on the helper's order, before the agent's own end was seen
+        result["returncode"] = -signal.SIGKILL
     else:
         result["error"] = answer.strip() or "the agent's namespace ended without a status"
     result.update(_finish(spec, copy))

@@ -36,9 +36,13 @@ def agent_user(name: str) -> AgentUser:
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
+        try:  # a group of that name left behind (userdel can leave it): the user joins it
+            group = ["--gid", grp.getgrnam(name).gr_name]
+        except KeyError:
+            group = ["--user-group"]
         done = subprocess.run(
-            [USERADD, "--system", "--user-group", "--no-create-home", "--home-dir",
-             "/nonexistent", "--shell", "/usr/sbin/nologin", name],
+            [USERADD, "--system", *group, "--no-create-home", "--home-dir", "/nonexistent",
+             "--shell", "/usr/sbin/nologin", name],
             capture_output=True, text=True, check=False, timeout=60,
         )  # fmt: skip
         if done.returncode != 0:
@@ -48,6 +52,9 @@ def agent_user(name: str) -> AgentUser:
     if entry.pw_uid == 0 or entry.pw_gid == 0:
         raise UserError(f"the agent user {name!r} is root or in the root group")
     groups = set(os.getgrouplist(name, entry.pw_gid)) - {entry.pw_gid}
+    if others := [member for member in grp.getgrgid(entry.pw_gid).gr_mem if member != name]:
+        raise UserError(f"the agent user's group has other members ({', '.join(others)}); "
+                        "it must be the agent's alone")
     if groups:
         names = sorted(_group_name(gid) for gid in groups)
         raise UserError(f"the agent user {name!r} is in other groups ({', '.join(names)}); "

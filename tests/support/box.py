@@ -1,0 +1,100 @@
+"""The contained agent's test world: a repository, a runner-like environment, and an agent
+script that tries one thing, writes what it saw into the one directory it shares with the test
+(``SEEN``), then ends like the CLI (init, result). The fixture ``box`` (tests/agent/conftest.py)
+makes it; the containment and attack tests use it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.cli import main
+from cursor_agent_action.runner_io import parse_output_file
+from tests.support.standin import processes_of
+from tests.support.users import TEST_AGENT_USER
+
+SESSION = "00000000-0000-4000-8000-00000000c0de"
+TOKEN = "ghs_containment_secret_token_0123456789"
+EVENTS = "\n".join(json.dumps(event) for event in (
+    {"type": "system", "subtype": "init", "session_id": SESSION, "model": "Auto", "cwd": "."},
+    {"type": "result", "subtype": "success", "is_error": False, "result": "Done.",
+     "session_id": SESSION, "duration_ms": 5},
+))  # fmt: skip
+
+
+@dataclass
+class Box:
+    base: Path  # world-traversable, like a runner's work directory
+    workspace: Path
+    seen: Path  # the agent writes what it saw here (any user may write it)
+    runner_temp: Path
+    home: Path  # the runner user's home
+
+
+def make_box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
+    """The world of one test (a generator: the check after it, that no agent process
+    outlived its run, runs when the fixture ends)."""
+    base = tmp_path / "work"
+    base.mkdir()
+    workspace = base / "repo"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# demo\n")
+    (workspace / "src").mkdir()
+    (workspace / "src" / "app.py").write_text("print('hi')\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=workspace, check=True)
+    subprocess.run([*git, "add", "."], cwd=workspace, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=workspace, check=True)
+    seen = base / "seen"
+    seen.mkdir()
+    seen.chmod(0o1777)
+    home = tmp_path / "runner-home"
+    home.mkdir()
+    for name, value in {
+        "HOME": str(home), "RUNNER_TEMP": str(tmp_path / "runner-temp"), "GITHUB_TOKEN": TOKEN,
+        "CURSOR_API_KEY": "key_containment_0123456789", "LC_ALL": "C.UTF-8",
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    # The one directory the contained agent shares with the test: what it saw goes there.
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_SHARE", str(seen))
+    yield Box(base, workspace, seen, tmp_path / "runner-temp", home)
+    assert processes_of(TEST_AGENT_USER) == [], "an agent process outlived its run"
+
+
+def agent(box: Box, body: str) -> Path:
+    agent = box.base / "agent.sh"
+    agent.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = --help ] && { echo "  --trust"; exit 0; }; done\n'
+        f"SEEN={box.seen}\n{body}\n"
+        f"cat <<'EOF'\n{EVENTS}\nEOF\n"
+    )
+    agent.chmod(0o755)
+    return agent
+
+
+def run(box: Box, capsys: pytest.CaptureFixture[str], body: str, *args: str) -> dict[str, str]:
+    """One run of the helper; its outputs, plus ``exit``, ``log`` and ``summary``."""
+    output, summary = box.base / "outputs.txt", box.base / "summary.md"
+    output.unlink(missing_ok=True)
+    summary.unlink(missing_ok=True)
+    code = main(["run", "--agent-bin", str(agent(box, body)), "--working-directory",
+                 str(box.workspace), "--output-file", str(output), "--summary-file",
+                 str(summary), "--prompt", "Look around.", "--timeout-minutes", "1", *args])
+    outputs = parse_output_file(output.read_text())
+    outputs["exit"] = str(code)
+    outputs["log"] = capsys.readouterr().out
+    outputs["summary"] = summary.read_text() if summary.exists() else ""
+    return outputs
+
+
+def seen(box: Box, name: str) -> str:
+    path = box.seen / name
+    return path.read_text() if path.exists() else ""
+
+
