@@ -72,7 +72,7 @@ def test_metadata_and_link_local_are_never_reachable_even_for_a_listed_name() ->
     policy = build_policy(["mirror.example"])
     for address in ("169.254.169.254", "169.254.0.1", "fe80::1", "100.100.100.200",
                     "fd00:ec2::254", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe",
-                    "2002:a9fe:a9fe::1", "0.0.0.0", "::", "224.0.0.1", "not an address"):
+                    "2002:a9fe:a9fe::1", "0.0.0.0", "::", "224.0.0.1", "not an address"):  # noqa: S104
         assert not policy.address_allowed(address, "mirror.example"), address
 
 
@@ -91,7 +91,8 @@ def test_private_and_loopback_only_for_a_name_listed_exactly() -> None:
 def test_mcp_url_hosts_are_allowed_on_their_port_and_ip_hosts_are_reported() -> None:
     policy = build_policy([], ["https://mcp.example/sse", "http://local.example:3000/mcp",
                                "http://10.0.0.5:8080/mcp", "http://[::1]:9/x"])
-    assert policy.allows("mcp.example", 443) and not policy.allows("mcp.example", 80)
+    assert policy.allows("mcp.example", 443)
+    assert not policy.allows("mcp.example", 80)
     assert policy.allows("local.example", 3000)
     assert policy.unreachable == ("http://10.0.0.5:8080/mcp", "http://[::1]:9/x")
     assert [r.source for r in policy.rules[-2:]] == ["mcp-config", "mcp-config"]

@@ -55,7 +55,7 @@ def _write_json(fd: int, value: Any) -> None:
         data = data[os.write(fd, data):]
 
 
-def _jail(policy: NetPolicy, client: Callable[[Emit], Any], resolve: Resolve,
+def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
           limits: Limits | None, to_test: int, report_fd: int, timeout_s: float) -> None:
     """The forked jail (never returns)."""
     try:
@@ -67,6 +67,7 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], resolve: Resolve,
         wall = Wall.create(policy, limits=limits, resolve=resolve, on_event=events.append)
         pid = os.fork()
         if pid == 0:
+            wall.close_in_child()  # as the jail's namespace init does
             os.close(report_fd)
             try:
                 _write_json(to_test, {"result": client(lambda m: _write_json(to_test, {"say": m}))})
@@ -76,15 +77,16 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], resolve: Resolve,
         netns.return_to_netns(previous)
         wall.start()
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not stop_early.is_set():
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                break
+        ended = False
+        while time.monotonic() < deadline and not stop_early.is_set() and not ended:
+            ended = bool(os.waitpid(pid, os.WNOHANG)[0])
             time.sleep(0.02)
         wall.stop()
         _write_json(report_fd, {"report": wall.report(), "events": events,
                                 "alive": wall.alive})  # fmt: skip
         # The client may go on after an early stop (to see the box fail closed).
-        while time.monotonic() < deadline and not os.waitpid(pid, os.WNOHANG)[0]:
+        while time.monotonic() < deadline and not ended:
+            ended = bool(os.waitpid(pid, os.WNOHANG)[0])
             time.sleep(0.02)
         os._exit(0)
     except BaseException:
@@ -105,7 +107,8 @@ def run_boxed(policy: NetPolicy, client: Callable[[Emit], Any], *,
     if jail == 0:
         os.close(from_client)
         os.close(from_jail)
-        _jail(policy, client, resolve, limits, to_test, report_fd, timeout_s)
+        _jail(policy, client, resolve=resolve, limits=limits, to_test=to_test,
+              report_fd=report_fd, timeout_s=timeout_s)
     os.close(to_test)
     os.close(report_fd)
     messages: list[Any] = []
@@ -183,11 +186,10 @@ def lookup(name: str, server: tuple[str, int] = ("127.0.0.1", 53), qtype: int = 
     rcode = data[3] & 0xF
     count = struct.unpack_from("!H", data, 6)[0]
     addresses = []
-    if count:  # our answers: the question, then fixed-size A records after a pointer
-        end = 12 + len(dns_query(name, qtype)) - 12
-        for i in range(count):
-            start = end + i * 16 + 12
-            addresses.append(str(ipaddress.IPv4Address(data[start : start + 4])))
+    end = len(dns_query(name, qtype))  # our answers: the question, then 16-byte A records
+    for i in range(count):
+        start = end + i * 16 + 12
+        addresses.append(str(ipaddress.IPv4Address(data[start : start + 4])))
     return rcode, addresses
 
 

@@ -17,6 +17,7 @@ import os
 import socket
 import struct
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 CLONE_NEWNET = 0x40000000
@@ -83,6 +84,21 @@ def open_current() -> int:
 def enter(namespace: int) -> None:
     """Move this thread into the network namespace ``namespace`` (a descriptor; kept open)."""
     _call(_libc().setns(namespace, CLONE_NEWNET), "setns")
+
+
+MS_BIND = 4096
+
+
+def mount_resolver_files(resolv_conf: str, hosts: str, directory: Path) -> None:
+    """Show the box its own /etc/resolv.conf and /etc/hosts: ``resolv_conf`` and ``hosts``
+    written in ``directory`` (root's, not the agent's to change) and bind-mounted over them.
+    Call it in the box's mount namespace once it is private (the jail's namespace init)."""
+    for text, target in ((resolv_conf, "/etc/resolv.conf"), (hosts, "/etc/hosts")):
+        source = directory / Path(target).name
+        source.write_text(text, encoding="utf-8")
+        source.chmod(0o644)
+        _call(_libc().mount(str(source).encode(), os.path.realpath(target).encode(), None,
+                            MS_BIND, None), f"bind-mounting {target}")
 
 
 @contextlib.contextmanager

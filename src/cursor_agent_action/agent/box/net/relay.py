@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from cursor_agent_action.agent.box.net import peek
 from cursor_agent_action.agent.box.net.dns import Resolver
@@ -141,6 +141,12 @@ class Wall:
 
     def report(self) -> dict[str, Any]:
         return self.ledger.report()
+
+    def close_in_child(self) -> None:
+        """In a process forked after :meth:`create` (the agent's namespace init): close its
+        copies of the wall's sockets at once. A copy kept open would keep a listener alive in
+        the box after the relay stopped, and the box would no longer fail closed."""
+        self._close_sockets()
 
     def _close_sockets(self) -> None:
         for sock in [self._udp, *self._listeners]:
@@ -355,8 +361,7 @@ class _DnsUdp(asyncio.DatagramProtocol):
         self.transport: asyncio.DatagramTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if isinstance(transport, asyncio.DatagramTransport):
-            self.transport = transport
+        self.transport = cast(asyncio.DatagramTransport, transport)  # not a subclass in 3.11
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         reply = self.wall.answer(data)
