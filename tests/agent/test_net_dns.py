@@ -107,3 +107,18 @@ def test_query_shaped_bytes_never_crash(labels: list[bytes], qtype: int, flags: 
     reply, _ = dns.Resolver(POLICY).handle(data + tail)
     assert reply is not None
     assert len(reply) <= len(data) + 16
+
+
+def test_control_bytes_and_dots_inside_a_label_are_escaped_and_refused() -> None:
+    """A label "api2.cursor" + "sh" must not pass as api2.cursor.sh, and a newline in a name
+    must never reach the log or the summary raw."""
+    query = dns_query("x.example")
+    crafted = query[:12] + b"\x0bapi2.cursor\x02sh\x00" + query[-4:]
+    reply, refusal = dns.Resolver(build_policy([])).handle(crafted)
+    assert reply is not None
+    assert _rcode(reply) == dns.REFUSED
+    assert refusal == dns.Refusal("api2\\x2ecursor.sh", "not a host name")
+    crafted = query[:12] + b"\x03a\nb\x07example\x00" + query[-4:]
+    _, refusal = dns.Resolver(POLICY).handle(crafted)
+    assert refusal is not None
+    assert refusal.name == "a\\x0ab.example"

@@ -37,7 +37,7 @@ class DnsError(Exception):
 class Query:
     ident: int
     recursion: bool  # RD, echoed
-    name: str  # as sent, lower case, labels joined by "." (non-ASCII bytes escaped)
+    name: str  # as sent, lower case, labels joined by "." (other bytes, "." too, as \xNN)
     qtype: int
     qclass: int
     question: bytes  # the question section, echoed in the answer
@@ -68,7 +68,8 @@ def parse_query(data: bytes) -> Query:
         label = data[offset : offset + length]
         if len(label) != length:
             raise DnsError("a label runs past the end")
-        labels.append(label.decode("ascii", "backslashreplace").lower())
+        labels.append("".join(chr(b) if 0x21 <= b < 0x7F and b != 0x2E else f"\\x{b:02x}"
+                              for b in label.lower()))  # fmt: skip
         offset += length
         if offset - _HEADER.size > 255:
             raise DnsError("the name is longer than 255 bytes")
