@@ -154,6 +154,8 @@ class Wall:
 
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
+        # Nothing on stderr: in the jail it is the agent's, passed through to the report.
+        loop.set_exception_handler(lambda _loop, _context: None)
         self._loop = loop
         executor = ThreadPoolExecutor(self.limits.resolver_threads, "network-wall-resolve")
         loop.set_default_executor(executor)
@@ -232,7 +234,8 @@ class Wall:
             await self._relay(name, port, reader, writer)
         except _Refused as refusal:
             self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
-        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError,
+                asyncio.CancelledError):  # cancelled: the wall stops (3.11 would log it)
             pass
         finally:
             self._clients -= 1
