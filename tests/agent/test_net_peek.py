@@ -78,3 +78,17 @@ def test_a_corrupted_client_hello_never_crashes(position: int, junk: bytes) -> N
     position %= len(hello)
     hello[position : position + len(junk)] = junk
     assert peek.claim(bytes(hello)).status in (peek.MORE, peek.DONE, peek.OTHER, peek.BAD)
+
+
+def test_how_many_bytes_to_wait_for_before_parsing_again() -> None:
+    hello = client_hello("need.example")
+    assert peek.claim(hello[:3]) == peek.Claim(peek.MORE, need=5)
+    assert peek.claim(hello[:10]) == peek.Claim(peek.MORE, need=len(hello))
+    assert peek.claim(b"GET / HTTP/1.1\r\n").need == peek.HEAD
+    assert peek.claim(b"PO").need == 3
+
+
+def test_a_client_hello_in_many_tiny_records_is_refused() -> None:
+    body = client_hello("tiny.example")[5:]
+    records = b"".join(b"\x16\x03\x01\x00\x01" + body[i : i + 1] for i in range(len(body)))
+    assert peek.claim(records).status == peek.BAD

@@ -394,6 +394,11 @@ def test_through_the_runners_hosts_file_and_the_boxs_own_resolv_conf(
     from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
 
     tmp_path.chmod(0o755)
+    side_door = tmp_path / "resolve"  # stands for /run/systemd/resolve
+    side_door.mkdir()
+    (side_door / "io.systemd.Resolve").touch()
+    files = tmp_path / "files"
+    files.mkdir()
     with servers(http_host) as (web,):
         policy = build_policy([f"{hosts_entry}:{web.port}"])
 
@@ -401,16 +406,20 @@ def test_through_the_runners_hosts_file_and_the_boxs_own_resolv_conf(
             libc = ctypes.CDLL(None, use_errno=True)
             assert libc.unshare(0x00020000) == 0  # CLONE_NEWNS
             assert libc.mount(b"none", b"/", None, 16384 | (1 << 18), None) == 0  # rprivate
-            netns.mount_resolver_files(Wall.resolv_conf_text(), HOSTS_TEXT, tmp_path)
+            netns.mount_resolver_files(Wall.resolv_conf_text(), HOSTS_TEXT, files,
+                                       hide=[*netns.RESOLVER_SIDE_DOORS, str(side_door)])
+            hidden = sorted(p.name for p in side_door.iterdir())
             address = socket.getaddrinfo(hosts_entry, web.port, socket.AF_INET)[0][4][0]
             connection = http.client.HTTPConnection(hosts_entry, web.port, timeout=5)
             connection.request("GET", "/")
             body = connection.getresponse().read().decode()
             unknown = _errno_of(lambda: socket.getaddrinfo("other.example", 443))
-            return [address, body, unknown, Path("/etc/hosts").read_text()]
+            return [address, body, unknown, Path("/etc/hosts").read_text(), hidden]
 
         run = run_boxed(policy, client)
-    address, body, unknown, hosts = run.result
+    address, body, unknown, hosts, hidden = run.result
+    assert hidden == []  # a resolver's socket outside the wall is not there in the box
+    assert (side_door / "io.systemd.Resolve").exists()  # and still is for the runner
     assert address.startswith("127.77.")
     assert body == f"host={hosts_entry}:{web.port}"
     assert hosts == HOSTS_TEXT
@@ -441,3 +450,29 @@ def test_without_the_box_the_same_attempts_arrive() -> None:
             assert udp.received == [b"datagram"]
     finally:
         udp.close()
+
+
+def test_a_client_hello_sent_a_byte_at_a_time_is_still_read_and_checked() -> None:
+    from tests.agent.test_net_peek import client_hello  # noqa: PLC0415
+
+    with servers(echo) as (web,):
+        policy = build_policy([f"{WEB}:{web.port}", f"{OTHER}:{web.port}"])
+
+        def client(emit: Emit) -> Any:
+            answers = []
+            for asked in (WEB, OTHER):
+                hello = client_hello(asked)
+                with connect_by_name(WEB, web.port) as sock:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    sock.settimeout(5)
+                    for byte in hello:
+                        sock.send(bytes([byte]))
+                    answers += [len(hello), len(sock.recv(65536))]
+            return answers
+
+        run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK))
+    sent, echoed, _, closed = run.result
+    assert echoed > 0  # echoed back: the hello naming WEB went through
+    assert closed == 0  # closed: the hello naming OTHER on WEB's address did not
+    assert len(web.received) == sent  # only the first hello reached the server
+    assert [r["destination"] for r in run.refused("sni-mismatch")] == [WEB]

@@ -16,7 +16,7 @@ import fcntl
 import os
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,18 +87,37 @@ def enter(namespace: int) -> None:
 
 
 MS_BIND = 4096
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+RESOLVER_SIDE_DOORS = ("/run/systemd/resolve", "/run/nscd", "/var/run/nscd", "/run/dbus")
+"""Unix sockets that would resolve names outside the wall (they are files, not network, so the
+namespace does not hide them): systemd-resolved's varlink socket (glibc's ``resolve`` NSS
+module, ``resolvectl``), nscd's (glibc asks it first when it exists) and the D-Bus system bus
+(resolved's ``org.freedesktop.resolve1`` answers any user). Each is covered by an empty tmpfs."""
 
 
-def mount_resolver_files(resolv_conf: str, hosts: str, directory: Path) -> None:
-    """Show the box its own /etc/resolv.conf and /etc/hosts: ``resolv_conf`` and ``hosts``
-    written in ``directory`` (root's, not the agent's to change) and bind-mounted over them.
-    Call it in the box's mount namespace once it is private (the jail's namespace init)."""
+def mount_resolver_files(resolv_conf: str, hosts: str, directory: Path,
+                         hide: Sequence[str] = RESOLVER_SIDE_DOORS) -> None:
+    """Show the box its own /etc/resolv.conf and /etc/hosts and no resolver outside the wall:
+    each directory of ``hide`` that exists gets an empty tmpfs over it, then ``resolv_conf``
+    and ``hosts``, written in ``directory`` (root's: not the agent's to change), are
+    bind-mounted over the two files (over their targets when they are symbolic links, as
+    /etc/resolv.conf is on Ubuntu). Call it in the box's mount namespace once it is private
+    (the jail's namespace init, before it starts the agent)."""
+    libc = _libc()
+    for path in hide:
+        if os.path.isdir(path) and not os.path.islink(path):
+            _call(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                             b"size=16k,mode=755"), f"hiding {path}")
     for text, target in ((resolv_conf, "/etc/resolv.conf"), (hosts, "/etc/hosts")):
         source = directory / Path(target).name
         source.write_text(text, encoding="utf-8")
         source.chmod(0o644)
-        _call(_libc().mount(str(source).encode(), os.path.realpath(target).encode(), None,
-                            MS_BIND, None), f"bind-mounting {target}")
+        real = Path(os.path.realpath(target))
+        if not real.exists():  # a link into a hidden directory: give the mount a file to cover
+            real.parent.mkdir(parents=True, exist_ok=True)
+            real.touch()
+        _call(libc.mount(str(source).encode(), str(real).encode(), None, MS_BIND, None),
+              f"bind-mounting {target}")
 
 
 @contextlib.contextmanager

@@ -12,7 +12,9 @@ import struct
 from typing import NamedTuple
 
 MAX_PEEK = 64 * 1024
-MORE = "more"  # not enough bytes yet
+MORE = "more"  # not enough bytes yet: ``need`` says how many, or HEAD
+HEAD = -1  # ``need`` of an HTTP head: more bytes up to its blank line
+MAX_RECORDS = 8  # a ClientHello in more TLS records than this is refused (real ones use 1-2)
 DONE = "done"  # read: ``name`` is the claimed name, or "" when none is claimed
 OTHER = "other"  # neither TLS nor HTTP/1: nothing to check
 BAD = "bad"  # claims to be TLS or HTTP/1 but is malformed (or too long): refuse
@@ -23,18 +25,19 @@ _METHODS = (b"GET ", b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"PAT
 class Claim(NamedTuple):
     status: str
     name: str = ""
+    need: int = 0  # with MORE: parse again once this many bytes are in (HEAD: a blank line)
 
 
 def claim(data: bytes) -> Claim:
     """What ``data`` (the start of a stream) claims; :data:`MORE` asks for more bytes."""
     if not data:
-        return Claim(MORE)
+        return Claim(MORE, need=1)
     if data[0] == 0x16:
         return _tls(data)
     if any(data.startswith(m) for m in _METHODS):
         return _http(data)
     if any(m.startswith(data) for m in _METHODS):
-        return Claim(MORE)
+        return Claim(MORE, need=len(data) + 1)
     return Claim(OTHER)
 
 
@@ -51,7 +54,7 @@ def _host_only(authority: str) -> str:
 def _http(data: bytes) -> Claim:
     end = data.find(b"\r\n\r\n")
     if end < 0:
-        return Claim(BAD) if len(data) >= MAX_PEEK else Claim(MORE)
+        return Claim(BAD) if len(data) >= MAX_PEEK else Claim(MORE, need=HEAD)
     try:
         head = data[:end].decode("ascii")
     except UnicodeDecodeError:
@@ -77,9 +80,9 @@ def _tls(data: bytes) -> Claim:
     """The SNI of a ClientHello, which may span several records."""
     handshake = b""
     offset = 0
-    while True:
+    for _ in range(MAX_RECORDS):
         if len(data) < offset + 5:
-            return Claim(BAD) if len(data) >= MAX_PEEK else Claim(MORE)
+            return Claim(BAD) if len(data) >= MAX_PEEK else Claim(MORE, need=offset + 5)
         kind, length = data[offset], struct.unpack_from("!H", data, offset + 3)[0]
         if kind != 0x16 or length == 0 or length > 16384 + 2048:
             return Claim(BAD)
@@ -95,7 +98,8 @@ def _tls(data: bytes) -> Claim:
             if len(handshake) >= need:
                 return _sni(handshake[4:need])
         if len(record) < length:
-            return Claim(MORE)
+            return Claim(MORE, need=offset)
+    return Claim(BAD)
 
 
 def _sni(hello: bytes) -> Claim:

@@ -245,7 +245,8 @@ class Wall:
     async def _first_bytes(self, reader: asyncio.StreamReader, name: str) -> bytes:
         """The client's first bytes, read until their claim is clear; a TLS or HTTP claim of
         another name raises :class:`_Refused`. No bytes in time: another protocol, unchecked."""
-        data = b""
+        data = bytearray()
+        claim = peek.claim(b"")
         deadline = time.monotonic() + self.limits.peek_timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -253,18 +254,26 @@ class Wall:
                 chunk = await asyncio.wait_for(reader.read(peek.MAX_PEEK - len(data)), left)
             except asyncio.TimeoutError:
                 chunk = None
-            if chunk is not None:
+            if chunk:
                 data += chunk
-            claim = peek.claim(data)
-            if claim.status == peek.MORE and chunk and left > 0:
-                continue
+                # Parse again only when it can tell more: one byte at a time costs no more.
+                if claim.need == peek.HEAD:
+                    ready = b"\r\n\r\n" in data[-len(chunk) - 3 :] or len(data) >= peek.MAX_PEEK
+                else:
+                    ready = len(data) >= claim.need
+                if ready:
+                    claim = peek.claim(bytes(data))
+                if claim.status == peek.MORE and left > 0:
+                    continue
+            else:
+                claim = peek.claim(bytes(data))
             if claim.status == peek.MORE and data:
                 raise _Refused("sni-mismatch", name, "an incomplete TLS ClientHello or HTTP head")
             if claim.status == peek.BAD:
                 raise _Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
             if claim.status == peek.DONE and claim.name and claim.name != name:
                 raise _Refused("sni-mismatch", name, f"the connection asks for {claim.name}")
-            return data
+            return bytes(data)
 
     async def _connect(self, name: str, port: int) -> tuple[asyncio.StreamReader,
                                                            asyncio.StreamWriter]:
