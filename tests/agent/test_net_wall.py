@@ -453,7 +453,7 @@ def test_without_the_box_the_same_attempts_arrive() -> None:
 
 
 def test_a_client_hello_sent_a_byte_at_a_time_is_still_read_and_checked() -> None:
-    from tests.agent.test_net_peek import client_hello  # noqa: PLC0415
+    from tests.agent.test_net_peek import client_hello
 
     with servers(echo) as (web,):
         policy = build_policy([f"{WEB}:{web.port}", f"{OTHER}:{web.port}"])
