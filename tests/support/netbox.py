@@ -1,12 +1,13 @@
 """A harness that drives the network wall exactly as the jail does, and servers to aim at.
 
 :func:`run_boxed` forks a "jail" process (root, its own process group) that enters a new
-network namespace, creates the :class:`~cursor_agent_action.agent.box.net.relay.Wall` there,
-forks the client (which stays in the box's namespace), goes back to the runner's namespace and
-starts the relay; the test's servers listen on the runner's 127.0.0.1. The client is a function
-run in the forked process: it may ``emit`` messages on the way (the test can act on them,
-e.g. kill the jail), and its return value is the last message. Everything is bounded in time
-and the whole process group is killed at the end.
+network namespace and creates the wall there, forks the client (which stays in the box's
+namespace), goes back to the runner's namespace and starts the relay, all through
+:class:`~cursor_agent_action.agent.box.net.jailside.BoxNetwork`, the calls the jail makes.
+The test's servers listen on the runner's 127.0.0.1. The client is a function run in the
+forked process: it may ``emit`` messages on the way (the test can act on them, e.g. kill the
+jail), and its return value is the last message. Everything is bounded in time and the whole
+process group is killed at the end.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from cursor_agent_action.agent.box.net import netns
+from cursor_agent_action.agent.box.net.jailside import BoxNetwork
 from cursor_agent_action.agent.box.net.policy import NetPolicy
-from cursor_agent_action.agent.box.net.relay import Limits, Resolve, Wall, system_resolve
+from cursor_agent_action.agent.box.net.relay import Limits, Resolve, system_resolve
 
 PREFIX = "caa-net-test-"
 Emit = Callable[[Any], None]
@@ -63,27 +64,27 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
         stop_early = threading.Event()
         signal.signal(signal.SIGUSR1, lambda *_: stop_early.set())
         events: list[dict[str, Any]] = []
-        previous = netns.enter_new_netns()
-        wall = Wall.create(policy, limits=limits, resolve=resolve, on_event=events.append)
+        network = BoxNetwork.enter(policy, on_event=events.append, resolve=resolve,
+                                   limits=limits)
         pid = os.fork()
         if pid == 0:
-            wall.close_in_child()  # as the jail's namespace init does
+            network.in_init(None)  # as the jail's namespace init does
             os.close(report_fd)
             try:
                 _write_json(to_test, {"result": client(lambda m: _write_json(to_test, {"say": m}))})
             except BaseException:
                 _write_json(to_test, {"error": traceback.format_exc()})
             os._exit(0)
-        netns.return_to_netns(previous)
-        wall.start()
+        network.leave()
+        network.start()
         deadline = time.monotonic() + timeout_s
         ended = False
         while time.monotonic() < deadline and not stop_early.is_set() and not ended:
             ended = bool(os.waitpid(pid, os.WNOHANG)[0])
             time.sleep(0.02)
-        wall.stop()
-        _write_json(report_fd, {"report": wall.report(), "events": events,
-                                "alive": wall.alive})  # fmt: skip
+        report = network.finish()
+        _write_json(report_fd, {"report": report, "events": events,
+                                "alive": network.wall.alive})  # fmt: skip
         # The client may go on after an early stop (to see the box fail closed).
         while time.monotonic() < deadline and not ended:
             ended = bool(os.waitpid(pid, os.WNOHANG)[0])
@@ -140,6 +141,7 @@ def run_boxed(policy: NetPolicy, client: Callable[[Emit], Any], *,
                         messages.append(value["result"])
         if "error" in jail_out:
             raise AssertionError(f"the jail failed:\n{jail_out['error']}")
+        assert not jail_out.get("alive"), "the relay thread outlived finish()"
         assert not open_fds, "the boxed run did not finish in time"
     finally:
         with contextlib.suppress(ProcessLookupError):
