@@ -67,6 +67,30 @@ def jsonl_sink(fd: int) -> EventSink:
     return sink
 
 
+class EventLines:
+    """The helper's side of :func:`jsonl_sink`: bytes read from the pipe in, whole events out
+    (a line over 64 KiB or not JSON is skipped: the jail wrote it, but never trust a pipe)."""
+
+    LIMIT = 64 * 1024
+
+    def __init__(self) -> None:
+        self._partial = b""
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        if len(self._partial) > self.LIMIT:
+            self._partial = b""
+        events = []
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        return events
+
+
 def live(runner: Runner, event: dict[str, Any]) -> None:
     """One event from the relay in the live log: the run's first refusal and a failed relay
     (every refused destination gets its warning after the run, see :func:`warn_refusals`)."""
