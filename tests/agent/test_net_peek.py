@@ -55,7 +55,12 @@ def test_http_host_and_absolute_and_connect_forms() -> None:
         "b.example")
     assert peek.claim(b"GET http://b.example/ HTTP/1.1\r\nHost: c.example\r\n\r\n").status == (
         peek.BAD)  # two different claims
-    assert peek.claim(b"CONNECT d.example:443 HTTP/1.1\r\n\r\n").name == "d.example"
+    assert peek.claim(b"CONNECT d.example:443 HTTP/1.1\r\nHost: d.example:443\r\n\r\n") == (
+        peek.Claim(peek.DONE, "d.example", proxy_port=443))
+    assert peek.claim(b"CONNECT d.example HTTP/1.1\r\n\r\n").status == peek.BAD  # no port
+    assert peek.claim(b"GET https://e.example/x HTTP/1.1\r\n\r\n").proxy_port == 443
+    assert peek.claim(b"GET http://[::1]:8080/ HTTP/1.1\r\n\r\n") == peek.Claim(
+        peek.DONE, "::1", proxy_port=8080)
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").status == peek.BAD
     assert peek.claim(b"GET / HTTP/1.0\r\n\r\n") == peek.Claim(peek.DONE, "")
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: a").status == peek.MORE

@@ -476,3 +476,36 @@ def test_a_client_hello_sent_a_byte_at_a_time_is_still_read_and_checked() -> Non
     assert closed == 0  # closed: the hello naming OTHER on WEB's address did not
     assert len(web.received) == sent  # only the first hello reached the server
     assert [r["destination"] for r in run.refused("sni-mismatch")] == [WEB]
+
+
+def test_through_an_allowed_proxy_only_to_allowed_names() -> None:
+    """A self-hosted runner's proxy, listed in allowed-domains: CONNECT to an allowed name
+    passes, to any other name it is refused before the proxy hears of it."""
+    proxy = f"{PREFIX}proxy.example"
+
+    def proxy_server(conn: socket.socket, server: Any) -> None:
+        head = conn.recv(65536)
+        server.record(head)
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+    with servers(proxy_server) as (web,):
+        policy = build_policy([f"{proxy}:{web.port}", "api2.cursor.sh"])
+
+        def client(emit: Emit) -> Any:
+            answers = []
+            for target in ("api2.cursor.sh:443", "evil.example:443", "api2.cursor.sh:22"):
+                with connect_by_name(proxy, web.port) as sock:
+                    sock.settimeout(5)
+                    sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+                    answers.append(sock.recv(100).decode())
+            return answers
+
+        run = run_boxed(policy, client, resolve=fixed_resolver({proxy: ["127.0.0.1"]}))
+    allowed, evil, wrong_port = run.result
+    assert allowed.startswith("HTTP/1.1 200")
+    assert evil == ""
+    assert wrong_port == ""
+    assert bytes(web.received).count(b"CONNECT") == 1
+    refused = [r["first"] for r in run.refused("sni-mismatch")]
+    assert refused == ["the connection asks for evil.example:443"]  # first attempt only
+    assert run.refused("sni-mismatch")[0]["count"] == 2

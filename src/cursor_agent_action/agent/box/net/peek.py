@@ -26,6 +26,7 @@ class Claim(NamedTuple):
     status: str
     name: str = ""
     need: int = 0  # with MORE: parse again once this many bytes are in (HEAD: a blank line)
+    proxy_port: int = 0  # a proxy request (CONNECT, absolute URL): the port it asks for
 
 
 def claim(data: bytes) -> Claim:
@@ -67,13 +68,27 @@ def _http(data: bytes) -> Claim:
     hosts = [value.strip() for name, sep, value in (f.partition(":") for f in fields)
              if sep and name.strip().lower() == "host"]  # fmt: skip
     claimed = {_host_only(h) for h in hosts}
-    if method == "CONNECT":
+    proxy_port = 0
+    if method == "CONNECT":  # to a proxy: the tunnel's far end is the claim
         claimed.add(_host_only(target))
-    elif "://" in target:  # absolute form: its authority is a claim too
-        claimed.add(_host_only(target.split("://", 1)[1].split("/", 1)[0]))
-    if len(hosts) > 1 or len(claimed) > 1:
+        proxy_port = _port(target, 0)
+    elif "://" in target:  # absolute form (to a proxy, or not): its authority is a claim too
+        scheme, rest = target.split("://", 1)
+        authority = rest.split("/", 1)[0]
+        claimed.add(_host_only(authority))
+        proxy_port = _port(authority, 443 if scheme.lower() == "https" else 80)
+    if len(hosts) > 1 or len(claimed) > 1 or proxy_port < 0:
         return Claim(BAD)
-    return Claim(DONE, claimed.pop() if claimed else "")
+    return Claim(DONE, claimed.pop() if claimed else "", proxy_port=proxy_port)
+
+
+def _port(authority: str, default: int) -> int:
+    """The port of ``host:port`` (``default`` without one; -1 when it is not a port)."""
+    tail = authority.rsplit("]", 1)[-1]
+    if ":" not in tail:
+        return default or -1
+    text = tail.rsplit(":", 1)[1]
+    return int(text) if text.isdigit() and 0 < int(text) < 65536 else -1
 
 
 def _tls(data: bytes) -> Claim:

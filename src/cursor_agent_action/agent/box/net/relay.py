@@ -271,8 +271,11 @@ class Wall:
                 raise _Refused("sni-mismatch", name, "an incomplete TLS ClientHello or HTTP head")
             if claim.status == peek.BAD:
                 raise _Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
-            if claim.status == peek.DONE and claim.name and claim.name != name:
-                raise _Refused("sni-mismatch", name, f"the connection asks for {claim.name}")
+            if claim.status == peek.DONE and claim.name and claim.name != name and not (
+                    claim.proxy_port and self.policy.allows(claim.name, claim.proxy_port)):
+                # Through an allowed proxy only to an allowed name; otherwise: fronting.
+                raise _Refused("sni-mismatch", name, f"the connection asks for {claim.name}"
+                               f"{f':{claim.proxy_port}' if claim.proxy_port else ''}")
             return bytes(data)
 
     async def _connect(self, name: str, port: int) -> tuple[asyncio.StreamReader,
