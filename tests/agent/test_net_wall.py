@@ -511,3 +511,32 @@ def test_through_an_allowed_proxy_only_to_allowed_names() -> None:
     refused = [r["first"] for r in run.refused("sni-mismatch")]
     assert refused == ["the connection asks for evil.example:443"]  # first attempt only
     assert run.refused("sni-mismatch")[0]["count"] == 2
+
+
+def test_connections_over_the_limit_are_refused_and_reported() -> None:
+    with servers(echo) as (web,):
+        policy = build_policy([f"{WEB}:{web.port}"])
+
+        def client(emit: Emit) -> Any:
+            address = lookup(WEB)[1][0]
+            held = []
+            for i in range(8):
+                sock = socket.create_connection((address, web.port), timeout=5)
+                sock.sendall(b"x%d" % i)
+                held.append(sock)
+            answers = []
+            for sock in held:
+                try:
+                    answers.append(sock.recv(10).decode())
+                except ConnectionResetError:
+                    answers.append("reset")
+                sock.close()
+            return answers
+
+        run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK),
+                        limits=Limits(max_connections=5))
+    assert run.result[:5] == ["x0", "x1", "x2", "x3", "x4"]
+    assert set(run.result[5:]) <= {"", "reset"}
+    [limit] = run.refused("limit")
+    assert limit["count"] == 3
+    assert limit["first"] == "over 5 connections at once"
