@@ -307,8 +307,10 @@ def test_every_declared_output_is_set(scenario_run: tuple[ActRun, Path]) -> None
     outputs = run.outputs("success", "agent")
     assert set(outputs) == declared
     unset = {name for name, value in outputs.items() if value == ""}
-    # The install step is skipped with cli-path; no output-schema, no structured output.
-    assert unset == {"cli-version", "cache-hit", "structured-output", "structured-output-file"}
+    # The install step is skipped with cli-path; no output-schema, no structured output; no
+    # network wall around this run, so no count of its refusals.
+    assert unset == {"cli-version", "cache-hit", "structured-output", "structured-output-file",
+                     "network-denials"}
     assert Path(outputs["transcript-file"]).name == "transcript.jsonl"
     assert (outputs["request-id"], outputs["model"], outputs["duration-ms"]) == (
         "req-1",

@@ -252,8 +252,9 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
 
     ``left_out``: paths never in this tree (left out of the box's copy): not read, not counted
     as deleted. ``absent``: paths the tree lacked from the start (set aside before the copy):
-    their absence is no deletion, a file there is new. A file over ``max_file_bytes`` (its apparent size: sparse files too) is not
-    read: it is listed in ``too_large`` and stays out of the changes."""
+    their absence is no deletion, a file there is new. A file over ``max_file_bytes`` (its
+    apparent size: sparse files too) is not read: it is listed in ``too_large`` and stays out
+    of the changes."""
     head = head_commit(repo)
     base = head_tree(repo)
     overlay = {} if before is None else dict(before.dirty)

@@ -23,8 +23,8 @@ from tests.support.stream import FIXTURES, processed_commands
 OUTPUT_NAMES = [
     "conclusion", "result", "result-file", "final-message", "session-id", "request-id", "model",
     "duration-ms", "input-tokens", "output-tokens", "cache-read-tokens", "cache-write-tokens",
-    "tool-calls", "failed-tool-calls", "permission-denials", "hook-denials", "files-changed",
-    "files-changed-truncated", "files-changed-file",
+    "tool-calls", "failed-tool-calls", "permission-denials", "hook-denials", "network-denials",
+    "files-changed", "files-changed-truncated", "files-changed-file",
 ]  # fmt: skip
 SECRET = "sk-live-0123456789abcdef"
 

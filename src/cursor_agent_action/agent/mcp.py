@@ -64,6 +64,7 @@ class McpConfig:
     text: str
     servers: tuple[str, ...]
     env_names: tuple[str, ...]
+    urls: tuple[str, ...] = ()  # of the URL servers: their hosts pass the network wall
 
 
 def parse_mcp_config(text: str, pass_env: Sequence[str]) -> McpConfig | None:
@@ -89,7 +90,9 @@ def parse_mcp_config(text: str, pass_env: Sequence[str]) -> McpConfig | None:
         raise UsageError(f"mcp-config refers to ${{env:{missing[0]}}}, which pass-env does not "
                          "list.", f"Add {', '.join(missing)} to pass-env (and set it on the "
                          "step with env:), so the secret reaches the agent's side on purpose.")
-    return McpConfig(json.dumps(config, indent=2) + "\n", tuple(sorted(servers)), tuple(names))
+    urls = tuple(server["url"] for _, server in sorted(servers.items()) if "url" in server)
+    return McpConfig(json.dumps(config, indent=2) + "\n", tuple(sorted(servers)), tuple(names),
+                     urls)
 
 
 def unreachable_servers(config: McpConfig, policy: Policy) -> list[str]:

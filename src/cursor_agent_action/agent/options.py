@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cursor_agent_action.agent.box.net.policy import NetPolicy, build_policy
 from cursor_agent_action.agent.extra_args import parse_extra_args
 from cursor_agent_action.agent.isolation import DEFAULT_AGENT_USER, MODES
 from cursor_agent_action.agent.mcp import McpConfig, parse_mcp_config
@@ -33,6 +34,7 @@ from cursor_agent_action.options import (
     setting,
 )
 
+NETWORK_MODES = ("restricted", "open")
 DEFAULT_TIMEOUT_MINUTES = 30.0
 DEFAULT_MAX_RETRIES = 2
 MAX_RETRIES = 10
@@ -74,6 +76,8 @@ class RunOptions:
     mcp_config: McpConfig | None = None
     transcript_artifact: str = ""  # the artifact the action uploads the transcript as
     repo_instructions: str = "keep"  # or "ignore": set the repository's instruction files aside
+    network: str = "restricted"  # "restricted": the wall (contained runs only), or "open"
+    net_policy: NetPolicy | None = None  # the wall's rules (defaults, allowed-domains, MCP)
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -126,6 +130,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--mcp-config", default="", metavar="JSON",
                help="MCP servers for this run, in the CLI's mcp.json format; their secrets "
                "as ${env:NAME} with NAME in --pass-env")
+    add_option(parser, "--network", default="restricted", choices=NETWORK_MODES,
+               help="a contained agent's network: restricted (out by name only: Cursor's "
+               "domains, --allowed-domains and mcp-config's URL hosts) or open (the runner's "
+               "network, with a warning)")
+    add_list(parser, "--allowed-domains", metavar="HOST", help="more names a contained agent "
+             "may reach: host or *.domain, optional :port (default ports 443 and 80)")
     add_list(parser, "--pass-env", metavar="NAME", help="also give the agent this environment "
              "variable; GITHUB_*, GH_*, ACTIONS_*, INPUT_*, RUNNER_* are refused")
 
@@ -240,6 +250,12 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     extra_args = parse_extra_args(args.extra_args)
     output_schema = load_schema(args.output_schema, args.output_schema_file)
     mcp_config = parse_mcp_config(args.mcp_config, pass_env)
+    if args.network not in NETWORK_MODES:
+        raise UsageError(f"{setting('--network')} must be restricted or open, not "
+                         f"{args.network!r}.", "Use restricted (the default: out by name only) "
+                         f"or open; list the names the agent needs in "
+                         f"{setting('--allowed-domains')}.")
+    net_policy = build_policy(args.allowed_domains, mcp_config.urls if mcp_config else ())
     agent_bin = find_agent(args.agent_bin)
     state_dir = new_state_dir(os.environ)  # last: nothing is created for a refused request
     return RunOptions(
@@ -267,6 +283,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                                          setting("--transcript-artifact")),
         agent_user=_agent_user(args.agent_user),
         repo_instructions=args.repo_instructions,
+        network=args.network,
+        net_policy=net_policy,
     )
 
 

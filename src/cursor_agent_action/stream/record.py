@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from cursor_agent_action.stream.notices import Interaction, Notice
 from cursor_agent_action.stream.toolcalls import UNKNOWN
@@ -92,6 +92,7 @@ class RunRecord:
     isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
     notes: list[str] = field(default_factory=list)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
+    network: dict[str, Any] | None = None  # the network wall's report (stream/network.py)
 
     def grouped(self) -> CallGroups:
         """The calls sorted by what became of them, in one pass (the reports need several

@@ -17,6 +17,7 @@ import orjson
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.markdown import cut_utf8, utf8_len
 from cursor_agent_action.runner_io import Runner, one_line
+from cursor_agent_action.stream import network
 from cursor_agent_action.stream.record import CallGroups, RunRecord
 from cursor_agent_action.stream.summary import render_summary
 
@@ -105,6 +106,7 @@ def record_outputs(record: RunRecord, result_file: str,
         "failed-tool-calls": str(len(groups.failed)),
         "permission-denials": str(len(groups.denied)),
         "hook-denials": str(len(groups.hook_denied)),
+        "network-denials": network.denials(record.network),
         "files-changed": files,
         "files-changed-truncated": "true" if cut else "false",
     }
@@ -131,6 +133,7 @@ def report(
             prompt=redact(record.prompt),
             stderr=redact(record.stderr),
             notes=[redact(note) for note in record.notes],
+            network=network.redacted(record.network, redact),
         )
     result_file = ""
     try:

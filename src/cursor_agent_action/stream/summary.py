@@ -12,6 +12,7 @@ import signal
 from collections.abc import Iterable, Mapping, Sequence
 
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
+from cursor_agent_action.stream import network
 from cursor_agent_action.stream.livelog import describe_outcome, format_duration
 from cursor_agent_action.stream.notices import describe_interaction, describe_notice
 from cursor_agent_action.stream.record import ROWS_SHOWN, CallGroups, RunRecord, ToolCallRecord
@@ -46,6 +47,8 @@ def _headline(record: RunRecord, groups: CallGroups) -> str:
         facts.append(f"**CLI exit code:** {exit_status(record.exit_code)}")
     if record.isolation:
         facts.append(f"**Isolation:** {inline(record.isolation, 120)}")
+    if record.network:
+        facts.append(f"**Network:** {network.headline(record.network)}")
     ids = [f"**Session:** {_code(record.session_id, 80)}"] if record.session_id else []
     if record.request_id:
         ids.append(f"**Request:** {_code(record.request_id, 80)}")
@@ -317,6 +320,7 @@ def render_summary(record: RunRecord, *, budget_bytes: int,
     add(_files(record, remaining))
     add(_denials(groups, remaining))
     add(_interactions(record, remaining))
+    add(network.section(record.network, remaining))
     add(_errors(record, groups, remaining))
     add(_tool_calls(record, remaining))
     out.append(footer)

@@ -1,0 +1,137 @@
+"""The wall in the runner's log: what it allows (at the start), the first refusal (live), a
+warning per refused destination (after the run), and the report of a run without a wall.
+
+The relay runs in the jail (root), the log in the helper: :func:`jsonl_sink` is the relay's
+``on_event`` that writes the events the helper needs, one JSON line each, to a pipe, without
+ever blocking the relay; the helper hands each line it reads to :func:`live`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import Any
+
+from cursor_agent_action.agent.box.net.ledger import EventSink
+from cursor_agent_action.agent.box.net.policy import NetPolicy
+from cursor_agent_action.options import setting
+from cursor_agent_action.runner_io import Runner, one_line
+
+MAX_WARNINGS = 10
+MAX_LIVE_EVENTS = 1000
+UNCONTAINED_NOTE = ("the agent is not contained, so it has no network wall either: it can reach "
+                    "anything the runner can (the cloud metadata address, services on the "
+                    "runner's loopback, any host)")
+"""For the uncontained warning (``isolation.fallback_warning``): what is lost on the network."""
+
+
+def announce(runner: Runner, policy: NetPolicy | None, *, network: str, contained: bool) -> None:
+    """At the start of a run: the wall's rules in the log, or a warning that there is none."""
+    if not contained:
+        return  # the uncontained warning says it (UNCONTAINED_NOTE)
+    if network == "open" or policy is None:
+        runner.warning(f"{setting('--network')} is open: the agent can reach anything the "
+                       "runner can, the cloud metadata address and services on the runner's "
+                       f"loopback included. Fix: leave {setting('--network')} at restricted and "
+                       f"list the names the agent needs in {setting('--allowed-domains')}.",
+                       title="no network wall")
+        return
+    patterns = ", ".join(rule.describe() for rule in policy.rules)
+    runner.log(one_line(f"Network: restricted; the agent may reach {patterns}; everything "
+                        "else is refused and reported.", 4000))
+    if policy.unreachable:
+        runner.warning(one_line(
+            f"mcp-config names {', '.join(policy.unreachable)} by IP address; the network "
+            "wall lets the agent out by name only, so the agent cannot reach "
+            f"{'it' if len(policy.unreachable) == 1 else 'them'}. Fix: give the server a "
+            f"host name, or set {setting('--network')} to open.", 2000),
+            title="MCP server unreachable")
+
+
+def jsonl_sink(fd: int) -> EventSink:
+    """An ``on_event`` for the relay: the first refusal of each destination and a relay
+    failure, one JSON line each, written to ``fd`` (made non-blocking); a line the pipe has no
+    room for is dropped, never waited for, and at most :data:`MAX_LIVE_EVENTS` are written."""
+    os.set_blocking(fd, False)
+    written = [0]
+
+    def sink(event: dict[str, Any]) -> None:
+        wanted = event.get("first") or event.get("event") == "relay-failed"
+        if not wanted or written[0] >= MAX_LIVE_EVENTS:
+            return
+        written[0] += 1
+        with contextlib.suppress(BlockingIOError, BrokenPipeError):
+            os.write(fd, json.dumps(event).encode() + b"\n")
+
+    return sink
+
+
+class EventLines:
+    """The helper's side of :func:`jsonl_sink`: bytes read from the pipe in, whole events out
+    (a line over 64 KiB or not JSON is skipped: the jail wrote it, but never trust a pipe)."""
+
+    LIMIT = 64 * 1024
+
+    def __init__(self) -> None:
+        self._partial = b""
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        if len(self._partial) > self.LIMIT:
+            self._partial = b""
+        events = []
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        return events
+
+
+def live(runner: Runner, event: dict[str, Any]) -> None:
+    """One event from the relay in the live log: the run's first refusal and a failed relay
+    (every refused destination gets its warning after the run, see :func:`warn_refusals`)."""
+    if event.get("event") == "relay-failed":
+        runner.warning(one_line(f"The network wall's relay stopped ({event.get('detail', '')});"
+                                " every connection of the agent fails from now on.", 1000),
+                       title="network wall stopped")
+    elif event.get("event") == "refused" and event.get("first_of_run"):
+        runner.log(one_line(f"Network: refused {_what(event)} (the first refusal; the job "
+                            "summary lists them all).", 1000))
+
+
+def _what(entry: dict[str, Any]) -> str:
+    kind, destination = entry.get("kind", ""), entry.get("destination", "")
+    detail = entry.get("detail", entry.get("first", ""))
+    return f"{destination} ({kind}: {detail})"
+
+
+def warn_refusals(runner: Runner, report: dict[str, Any] | None) -> None:
+    """After the run: one warning per refused destination, the first :data:`MAX_WARNINGS`."""
+    if not report or report.get("mode") != "restricted":
+        return
+    refused = report.get("refused", [])
+    for entry in refused[:MAX_WARNINGS]:
+        count = entry.get("count", 0)
+        runner.warning(one_line(
+            f"The network wall refused {_what(entry)}"
+            f"{f', {count} attempts' if count > 1 else ''}. If the agent needs it, add the "
+            f"name to {setting('--allowed-domains')}.", 1000), title="network refused")
+    total = report.get("refused_total", 0)
+    if len(refused) > MAX_WARNINGS:
+        runner.warning(f"The network wall refused {total:,} attempts to "
+                       f"{len(refused) + report.get('omitted', 0):,} destinations; the job "
+                       "summary's Network section lists them.", title="network refused")
+    if report.get("error"):
+        runner.warning(one_line(f"The network wall's relay stopped ({report['error']}); the "
+                                "agent's connections failed from then on.", 1000),
+                       title="network wall stopped")
+
+
+def unwalled_report(mode: str, why: str = "") -> dict[str, Any]:
+    """The record's ``network`` for a run without the wall: ``open`` (the input) or
+    ``uncontained`` (``why``: the reason the agent was not contained)."""
+    return {"mode": mode, "why": why}

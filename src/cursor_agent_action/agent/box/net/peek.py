@@ -1,0 +1,160 @@
+"""The name a connection's first bytes claim: the TLS ClientHello's SNI or the HTTP Host.
+
+The relay compares it with the name the agent resolved (the address it dialed): a client that
+dials an allowed name but asks the far end for another one (domain fronting, a shared CDN) is
+refused. Only the first flight is read, at most :data:`MAX_PEEK` bytes; a protocol that is
+neither TLS nor HTTP/1 passes unchecked (the name and port were checked already).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+MAX_PEEK = 64 * 1024
+MORE = "more"  # not enough bytes yet: ``need`` says how many, or HEAD
+HEAD = -1  # ``need`` of an HTTP head: more bytes up to its blank line
+MAX_RECORDS = 8  # a ClientHello in more TLS records than this is refused (real ones use 1-2)
+DONE = "done"  # read: ``name`` is the claimed name, or "" when none is claimed
+OTHER = "other"  # neither TLS nor HTTP/1: nothing to check
+BAD = "bad"  # claims to be TLS or HTTP/1 but is malformed (or too long): refuse
+_METHODS = (b"GET ", b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"PATCH ",
+            b"CONNECT ", b"TRACE ")  # fmt: skip
+
+
+class Claim(NamedTuple):
+    status: str
+    name: str = ""
+    need: int = 0  # with MORE: parse again once this many bytes are in (HEAD: a blank line)
+    proxy_port: int = 0  # a proxy request (CONNECT, absolute URL): the port it asks for
+
+
+def claim(data: bytes) -> Claim:
+    """What ``data`` (the start of a stream) claims; :data:`MORE` asks for more bytes."""
+    if not data:
+        return Claim(MORE, need=1)
+    if data[0] == 0x16:
+        return _tls(data)
+    if any(data.startswith(m) for m in _METHODS):
+        return _http(data)
+    if any(m.startswith(data) for m in _METHODS):
+        return Claim(MORE, need=len(data) + 1)
+    return Claim(OTHER)
+
+
+def _host_only(authority: str) -> str:
+    """``host:port`` / ``[v6]:port`` / ``user@host`` -> host, lower case, no trailing dot."""
+    host = authority.rsplit("@", 1)[-1]
+    if host.startswith("["):
+        host = host[1 : host.find("]")] if "]" in host else host
+    elif host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    return host.strip().rstrip(".").lower()
+
+
+def _http(data: bytes) -> Claim:
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return Claim(BAD) if len(data) >= MAX_PEEK else Claim(MORE, need=HEAD)
+    try:
+        head = data[:end].decode("ascii")
+    except UnicodeDecodeError:
+        return Claim(BAD)
+    request, *fields = head.split("\r\n")
+    parts = request.split(" ")
+    if len(parts) != 3:
+        return Claim(BAD)
+    method, target = parts[0], parts[1]
+    hosts = [value.strip() for name, sep, value in (f.partition(":") for f in fields)
+             if sep and name.strip().lower() == "host"]  # fmt: skip
+    claimed = {_host_only(h) for h in hosts}
+    proxy_port = 0
+    if method == "CONNECT":  # to a proxy: the tunnel's far end is the claim
+        claimed.add(_host_only(target))
+        proxy_port = _port(target, 0)
+    elif "://" in target:  # absolute form (to a proxy, or not): its authority is a claim too
+        scheme, rest = target.split("://", 1)
+        authority = rest.split("/", 1)[0]
+        claimed.add(_host_only(authority))
+        proxy_port = _port(authority, 443 if scheme.lower() == "https" else 80)
+    if len(hosts) > 1 or len(claimed) > 1 or proxy_port < 0:
+        return Claim(BAD)
+    return Claim(DONE, claimed.pop() if claimed else "", proxy_port=proxy_port)
+
+
+def _port(authority: str, default: int) -> int:
+    """The port of ``host:port`` (``default`` without one; -1 when it is not a port)."""
+    tail = authority.rsplit("]", 1)[-1]
+    if ":" not in tail:
+        return default or -1
+    text = tail.rsplit(":", 1)[1]
+    return int(text) if text.isdigit() and 0 < int(text) < 65536 else -1
+
+
+def _tls(data: bytes) -> Claim:
+    """The SNI of a ClientHello, which may span several records."""
+    handshake = b""
+    offset = 0
+    for _ in range(MAX_RECORDS):
+        if len(data) < offset + 5:
+            return Claim(BAD) if len(data) >= MAX_PEEK else Claim(MORE, need=offset + 5)
+        kind, length = data[offset], struct.unpack_from("!H", data, offset + 3)[0]
+        if kind != 0x16 or length == 0 or length > 16384 + 2048:
+            return Claim(BAD)
+        record = data[offset + 5 : offset + 5 + length]
+        handshake += record
+        offset += 5 + length
+        if len(handshake) >= 4:
+            if handshake[0] != 1:  # not a ClientHello
+                return Claim(BAD)
+            need = 4 + int.from_bytes(handshake[1:4], "big")
+            if need > MAX_PEEK:
+                return Claim(BAD)
+            if len(handshake) >= need:
+                return _sni(handshake[4:need])
+        if len(record) < length:
+            return Claim(MORE, need=offset)
+    return Claim(BAD)
+
+
+def _sni(hello: bytes) -> Claim:
+    """The server name of a ClientHello body ("" without the extension)."""
+    try:
+        pos = 2 + 32  # version, random
+        pos += 1 + hello[pos]  # session id
+        pos += 2 + struct.unpack_from("!H", hello, pos)[0]  # cipher suites
+        pos += 1 + hello[pos]  # compression methods
+        if pos == len(hello):
+            return Claim(DONE, "")  # no extensions
+        end = pos + 2 + struct.unpack_from("!H", hello, pos)[0]
+        if end > len(hello):
+            return Claim(BAD)
+        pos += 2
+        names: list[str] = []
+        while pos + 4 <= end:
+            kind, length = struct.unpack_from("!HH", hello, pos)
+            body = hello[pos + 4 : pos + 4 + length]
+            pos += 4 + length
+            if kind == 0:
+                names += _server_names(body)
+        if pos != end or len(names) > 1:
+            return Claim(BAD)
+        return Claim(DONE, names[0] if names else "")
+    except (IndexError, struct.error, UnicodeDecodeError):
+        return Claim(BAD)
+
+
+def _server_names(body: bytes) -> list[str]:
+    total = struct.unpack_from("!H", body, 0)[0]
+    pos, end, names = 2, 2 + total, []
+    if end != len(body):
+        raise IndexError("server_name list length")
+    while pos < end:
+        kind, length = body[pos], struct.unpack_from("!H", body, pos + 1)[0]
+        name = body[pos + 3 : pos + 3 + length]
+        if len(name) != length:
+            raise IndexError("server name length")
+        if kind == 0:
+            names.append(name.decode("ascii").rstrip(".").lower())
+        pos += 3 + length
+    return names

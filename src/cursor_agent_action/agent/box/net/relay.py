@@ -1,0 +1,384 @@
+"""The wall's relay: the box's resolver and the only way out of the box, by name.
+
+The jail (root) drives a :class:`Wall` in three moves (see docs/network.md and
+:mod:`.netns`): :meth:`Wall.create` *inside* the box's new network namespace binds the
+resolver's UDP and TCP sockets on the box's ``127.0.0.1:53`` and one TCP listener per port on
+the box's loopback (sockets keep the namespace they were made in); back in the runner's
+namespace, :meth:`Wall.start` runs the relay in a thread; :meth:`Wall.stop` and
+:meth:`Wall.report` at the end.
+
+A connection from the box: the address the agent dialed names the destination (the resolver
+gave each allowed name its own pool address; any other address is an IP literal: refused); the
+name and port are checked; the runner's system resolver resolves the name (in a small thread
+pool) and each address is checked (:meth:`~.policy.NetPolicy.address_allowed`); the relay
+connects and copies bytes both ways, the agent's first bytes only once their TLS SNI or HTTP
+Host (if any) names the same host. Bounded: concurrent connections, connect, idle and total
+time per connection, bytes buffered per direction (backpressure). If the relay thread ends for
+any reason, every listener and connection is closed: the box fails closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, cast
+
+from cursor_agent_action.agent.box.net import peek
+from cursor_agent_action.agent.box.net.dns import Resolver
+from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
+from cursor_agent_action.agent.box.net.policy import NetPolicy
+
+DNS_ADDRESS = "127.0.0.1"
+DNS_PORT = 53
+WATCH_PORTS = (22, 80, 443, 8080, 8443, 9418)
+"""Also listened on, so a refused connection to a common port is reported, not just reset."""
+HOSTS_TEXT = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+"""The box's /etc/hosts: only localhost (an entry would reach an address without the wall's
+resolver; the runner's entries are nothing the agent needs)."""
+CHUNK = 64 * 1024
+Resolve = Callable[[str, int], list[str]]
+
+
+def system_resolve(name: str, port: int) -> list[str]:
+    """The addresses of ``name`` by the runner's own resolver (``getaddrinfo``)."""
+    infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_connections: int = 1024
+    connect_timeout_s: float = 10.0
+    resolve_timeout_s: float = 10.0
+    peek_timeout_s: float = 10.0  # for the first bytes of a TLS ClientHello or HTTP head
+    idle_timeout_s: float = 900.0  # no byte either way for this long: closed
+    total_timeout_s: float = 6 * 3600.0  # a job lasts at most 6 hours on GitHub's runners
+    buffer_bytes: int = 256 * 1024  # per direction, before the sender is made to wait
+    resolver_threads: int = 8
+
+
+class _Refused(Exception):
+    def __init__(self, kind: str, destination: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind, self.destination, self.detail = kind, destination, detail
+
+
+class Wall:
+    """The resolver and relay of one box (see the module docstring)."""
+
+    def __init__(self, policy: NetPolicy, listeners: list[socket.socket], dns_udp: socket.socket,
+                 *, limits: Limits, resolve: Resolve, on_event: EventSink | None) -> None:
+        self.policy = policy
+        self.limits = limits
+        self._listeners = listeners
+        self._udp = dns_udp
+        self._resolve = resolve
+        self._resolver = Resolver(policy)
+        self.ledger = Ledger(policy.to_json(), on_event)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._clients = 0
+        self._ready = threading.Event()
+
+    @classmethod
+    def create(cls, policy: NetPolicy, *, limits: Limits | None = None,
+               resolve: Resolve = system_resolve, on_event: EventSink | None = None) -> Wall:
+        """Bind the wall's sockets in the *current* network namespace (the box's)."""
+        made: list[socket.socket] = []
+        try:
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            made.append(udp)
+            udp.bind((DNS_ADDRESS, DNS_PORT))
+            for port in sorted({*policy.ports(), *WATCH_PORTS, DNS_PORT}):
+                listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                made.append(listener)
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                listener.bind(("0.0.0.0", port))  # noqa: S104 - the box's loopback is all it has
+                listener.listen(1024)
+                listener.setblocking(False)
+            udp.setblocking(False)
+        except BaseException:
+            for sock in made:
+                sock.close()
+            raise
+        return cls(policy, made[1:], udp, limits=limits or Limits(), resolve=resolve,
+                   on_event=on_event)
+
+    @staticmethod
+    def resolv_conf_text() -> str:
+        """The box's /etc/resolv.conf: our resolver only, no search domains."""
+        return f"nameserver {DNS_ADDRESS}\noptions ndots:1 attempts:1 timeout:2\n"
+
+    # -- life -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the relay in a thread of the *current* namespace (the runner's)."""
+        self._thread = threading.Thread(target=self._run, name="network-wall", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the relay; every listener and connection is closed (also when never started)."""
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(stopping.set)
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        self._close_sockets()
+
+    def report(self) -> dict[str, Any]:
+        return self.ledger.report()
+
+    def close_in_child(self) -> None:
+        """In a process forked after :meth:`create` (the agent's namespace init): close its
+        copies of the wall's sockets at once. A copy kept open would keep a listener alive in
+        the box after the relay stopped, and the box would no longer fail closed."""
+        self._close_sockets()
+
+    def _close_sockets(self) -> None:
+        for sock in [self._udp, *self._listeners]:
+            sock.close()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        # Nothing on stderr: in the jail it is the agent's, passed through to the report.
+        loop.set_exception_handler(lambda _loop, _context: None)
+        self._loop = loop
+        executor = ThreadPoolExecutor(self.limits.resolver_threads, "network-wall-resolve")
+        loop.set_default_executor(executor)
+        try:
+            loop.run_until_complete(self._main())
+        except BaseException as exc:  # whatever it was, the box fails closed
+            self.ledger.broke(f"the relay stopped: {type(exc).__name__}: {exc}")
+        finally:
+            self._close_sockets()
+            for writer in list(self._writers):
+                writer.transport.abort()
+            loop.close()
+            executor.shutdown(wait=False, cancel_futures=True)
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self._stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_datagram_endpoint(lambda: _DnsUdp(self), sock=self._udp)
+        servers = [await asyncio.start_server(self._accept, sock=sock,
+                                              limit=self.limits.buffer_bytes)
+                   for sock in self._listeners]  # fmt: skip
+        self._ready.set()
+        try:
+            await self._stopping.wait()
+        finally:
+            transport.close()
+            for server in servers:
+                server.close()
+            for writer in list(self._writers):
+                writer.transport.abort()
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
+
+    # -- DNS ------------------------------------------------------------------------------
+
+    def answer(self, data: bytes) -> bytes | None:
+        reply, refusal = self._resolver.handle(data)
+        if refusal is not None:
+            self.ledger.refused("dns", refusal.name, refusal.reason)
+        return reply
+
+    async def _dns_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(100):  # queries on one connection
+            head = await asyncio.wait_for(reader.readexactly(2), self.limits.peek_timeout_s)
+            data = await asyncio.wait_for(reader.readexactly(int.from_bytes(head, "big")),
+                                          self.limits.peek_timeout_s)
+            reply = self.answer(data)
+            if reply is None:
+                return
+            writer.write(len(reply).to_bytes(2, "big") + reply)
+            await writer.drain()
+
+    # -- TCP ------------------------------------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        self._clients += 1
+        try:
+            address, port = writer.get_extra_info("sockname")[:2]
+            if address == DNS_ADDRESS and port == DNS_PORT:
+                await self._dns_tcp(reader, writer)
+                return
+            if self._clients > self.limits.max_connections:
+                raise _Refused("limit", f"{address}:{port}", f"over {self.limits.max_connections}"
+                               " connections at once")
+            name = self._resolver.name_for(address)
+            if name is None:
+                raise _Refused("ip-literal", f"{address}:{port}",
+                               "an address dialed without a name from the box's resolver")
+            destination = f"{name}:{port}"
+            if not self.policy.allows(name, port):
+                raise _Refused("port", destination, f"no rule allows port {port} for {name}")
+            await self._relay(name, port, reader, writer)
+        except _Refused as refusal:
+            self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
+        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError,
+                asyncio.CancelledError):  # cancelled: the wall stops (3.11 would log it)
+            pass
+        finally:
+            self._clients -= 1
+            self._writers.discard(writer)
+            writer.transport.abort()
+
+    async def _first_bytes(self, reader: asyncio.StreamReader, name: str) -> bytes:
+        """The client's first bytes, read until their claim is clear; a TLS or HTTP claim of
+        another name raises :class:`_Refused`. No bytes in time: another protocol, unchecked."""
+        data = bytearray()
+        claim = peek.claim(b"")
+        deadline = time.monotonic() + self.limits.peek_timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                chunk = await asyncio.wait_for(reader.read(peek.MAX_PEEK - len(data)), left)
+            except asyncio.TimeoutError:
+                chunk = None
+            if chunk:
+                data += chunk
+                # Parse again only when it can tell more: one byte at a time costs no more.
+                if claim.need == peek.HEAD:
+                    ready = b"\r\n\r\n" in data[-len(chunk) - 3 :] or len(data) >= peek.MAX_PEEK
+                else:
+                    ready = len(data) >= claim.need
+                if ready:
+                    claim = peek.claim(bytes(data))
+                if claim.status == peek.MORE and left > 0:
+                    continue
+            else:
+                claim = peek.claim(bytes(data))
+            if claim.status == peek.MORE and data:
+                raise _Refused("sni-mismatch", name, "an incomplete TLS ClientHello or HTTP head")
+            if claim.status == peek.BAD:
+                raise _Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
+            if claim.status == peek.DONE and claim.name and claim.name != name and not (
+                    claim.proxy_port and self.policy.allows(claim.name, claim.proxy_port)):
+                # Through an allowed proxy only to an allowed name; otherwise: fronting.
+                raise _Refused("sni-mismatch", name, f"the connection asks for {claim.name}"
+                               f"{f':{claim.proxy_port}' if claim.proxy_port else ''}")
+            return bytes(data)
+
+    async def _connect(self, name: str, port: int) -> tuple[asyncio.StreamReader,
+                                                           asyncio.StreamWriter]:
+        loop = asyncio.get_running_loop()
+        destination = f"{name}:{port}"
+        try:
+            addresses = await asyncio.wait_for(loop.run_in_executor(
+                None, self._resolve, name, port), self.limits.resolve_timeout_s)
+        except (OSError, asyncio.TimeoutError, UnicodeError) as exc:
+            self.ledger.failed(destination, f"{name} did not resolve: {exc}")
+            raise
+        allowed = [a for a in addresses if self.policy.address_allowed(a, name)]
+        if not allowed:
+            raise _Refused("address", destination,
+                           f"{name} resolves to {', '.join(addresses[:4]) or 'nothing'}")
+        error: BaseException | None = None
+        for address in allowed[:4]:
+            try:
+                return await asyncio.wait_for(asyncio.open_connection(
+                    address, port, limit=self.limits.buffer_bytes), self.limits.connect_timeout_s)
+            except (OSError, asyncio.TimeoutError) as exc:
+                error = exc
+        self.ledger.failed(destination, f"connecting to {', '.join(allowed[:4])} failed: {error}")
+        raise ConnectionError(str(error))
+
+    async def _relay(self, name: str, port: int, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
+        """Connect and peek at once; the far end's bytes flow as soon as it is connected (a
+        protocol where the server speaks first), the agent's once their claim is checked."""
+        destination = f"{name}:{port}"
+        connecting = asyncio.ensure_future(self._connect(name, port))
+        peeking = asyncio.ensure_future(self._first_bytes(reader, name))
+        tasks: set[asyncio.Future[Any]] = {connecting, peeking}
+        up_writer: asyncio.StreamWriter | None = None
+        moved = [0, 0]
+        last = [time.monotonic()]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            if peeking in done:
+                peeking.result()  # a refusal: raised before the far end hears anything
+            up_reader, up_writer = await connecting
+            self._writers.add(up_writer)
+            self.ledger.connected(destination)
+            down = asyncio.ensure_future(self._pump(up_reader, writer, moved, 1, last))
+            tasks.add(down)
+            first = await peeking
+            up_writer.write(first)
+            moved[0] += len(first)
+            up = asyncio.ensure_future(self._pump(reader, up_writer, moved, 0, last))
+            tasks.add(up)
+            await self._watch({up, down}, last)
+        finally:
+            for task in tasks:
+                task.cancel()
+            if connecting.done() and not connecting.cancelled() and not connecting.exception():
+                up_writer = connecting.result()[1]
+            if up_writer is not None:
+                self._writers.discard(up_writer)
+                up_writer.transport.abort()
+            self.ledger.moved(destination, moved[0], moved[1])
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    moved: list[int], index: int, last: list[float]) -> None:
+        """Copy until EOF (passed on as a half-close); ``drain`` waits while the other side
+        is slow, so at most about the buffer's worth is held per direction."""
+        while data := await reader.read(CHUNK):
+            writer.write(data)
+            moved[index] += len(data)
+            last[0] = time.monotonic()
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+
+    async def _watch(self, pumps: set[asyncio.Future[None]], last: list[float]) -> None:
+        """Until both directions are done, an error, or the idle or total timeout."""
+        started = time.monotonic()
+        pending = pumps
+        tick = min(self.limits.idle_timeout_s, self.limits.total_timeout_s, 30.0) / 4
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, timeout=tick,
+                                                   return_when=asyncio.FIRST_COMPLETED)
+                if any(not task.cancelled() and task.exception() is not None for task in done):
+                    return
+                now = time.monotonic()
+                if (now - last[0] > self.limits.idle_timeout_s
+                        or now - started > self.limits.total_timeout_s):
+                    return
+        finally:
+            for task in pumps:
+                task.cancel()
+
+
+class _DnsUdp(asyncio.DatagramProtocol):
+    def __init__(self, wall: Wall) -> None:
+        self.wall = wall
+        self.transport: asyncio.DatagramTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)  # not a subclass in 3.11
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        reply = self.wall.answer(data)
+        if reply is not None and self.transport is not None:
+            self.transport.sendto(reply, addr)

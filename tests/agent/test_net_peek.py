@@ -1,0 +1,99 @@
+"""The name a connection's first bytes claim (TLS SNI, HTTP Host): real ClientHellos from
+Python's ssl module, HTTP heads, and arbitrary bytes that must never crash the reader."""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cursor_agent_action.agent.box.net import peek
+
+
+def client_hello(server_name: str | None) -> bytes:
+    """The first flight of a real TLS client (Python's ssl with memory BIOs)."""
+    context = ssl.create_default_context()
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=server_name)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def test_sni_of_a_real_client_hello_also_byte_by_byte() -> None:
+    hello = client_hello("api2.cursor.sh")
+    assert peek.claim(hello) == peek.Claim(peek.DONE, "api2.cursor.sh")
+    for cut in range(len(hello)):
+        assert peek.claim(hello[:cut]).status == peek.MORE, cut
+
+
+def test_a_client_hello_without_sni_claims_nothing() -> None:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        tls.do_handshake()
+    assert peek.claim(outgoing.read()) == peek.Claim(peek.DONE, "")
+
+
+def test_a_client_hello_split_over_two_records() -> None:
+    hello = client_hello("split.example")
+    body = hello[5:]
+    half = len(body) // 2
+    two = (b"\x16\x03\x01" + half.to_bytes(2, "big") + body[:half]
+           + b"\x16\x03\x01" + (len(body) - half).to_bytes(2, "big") + body[half:])
+    assert peek.claim(two) == peek.Claim(peek.DONE, "split.example")
+
+
+def test_http_host_and_absolute_and_connect_forms() -> None:
+    assert peek.claim(b"GET / HTTP/1.1\r\nHost: A.example:80\r\n\r\n") == peek.Claim(
+        peek.DONE, "a.example")
+    assert peek.claim(b"GET http://b.example/x HTTP/1.1\r\nHost: b.example\r\n\r\n").name == (
+        "b.example")
+    assert peek.claim(b"GET http://b.example/ HTTP/1.1\r\nHost: c.example\r\n\r\n").status == (
+        peek.BAD)  # two different claims
+    assert peek.claim(b"CONNECT d.example:443 HTTP/1.1\r\nHost: d.example:443\r\n\r\n") == (
+        peek.Claim(peek.DONE, "d.example", proxy_port=443))
+    assert peek.claim(b"CONNECT d.example HTTP/1.1\r\n\r\n").status == peek.BAD  # no port
+    assert peek.claim(b"GET https://e.example/x HTTP/1.1\r\n\r\n").proxy_port == 443
+    assert peek.claim(b"GET http://[::1]:8080/ HTTP/1.1\r\n\r\n") == peek.Claim(
+        peek.DONE, "::1", proxy_port=8080)
+    assert peek.claim(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").status == peek.BAD
+    assert peek.claim(b"GET / HTTP/1.0\r\n\r\n") == peek.Claim(peek.DONE, "")
+    assert peek.claim(b"GET / HTTP/1.1\r\nHost: a").status == peek.MORE
+    assert peek.claim(b"GE").status == peek.MORE
+    assert peek.claim(b"SSH-2.0-OpenSSH_9.6\r\n").status == peek.OTHER
+    assert peek.claim(b"GET " + b"x" * peek.MAX_PEEK).status == peek.BAD
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=3000))
+def test_any_bytes_never_crash(data: bytes) -> None:
+    for start in (b"", b"\x16\x03\x01", b"GET / HTTP/1.1\r\n"):
+        assert peek.claim(start + data).status in (peek.MORE, peek.DONE, peek.OTHER, peek.BAD)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2000), st.binary(min_size=1, max_size=8))
+def test_a_corrupted_client_hello_never_crashes(position: int, junk: bytes) -> None:
+    hello = bytearray(client_hello("x.example"))
+    position %= len(hello)
+    hello[position : position + len(junk)] = junk
+    assert peek.claim(bytes(hello)).status in (peek.MORE, peek.DONE, peek.OTHER, peek.BAD)
+
+
+def test_how_many_bytes_to_wait_for_before_parsing_again() -> None:
+    hello = client_hello("need.example")
+    assert peek.claim(hello[:3]) == peek.Claim(peek.MORE, need=5)
+    assert peek.claim(hello[:10]) == peek.Claim(peek.MORE, need=len(hello))
+    assert peek.claim(b"GET / HTTP/1.1\r\n").need == peek.HEAD
+    assert peek.claim(b"PO").need == 3
+
+
+def test_a_client_hello_in_many_tiny_records_is_refused() -> None:
+    body = client_hello("tiny.example")[5:]
+    records = b"".join(b"\x16\x03\x01\x00\x01" + body[i : i + 1] for i in range(len(body)))
+    assert peek.claim(records).status == peek.BAD
