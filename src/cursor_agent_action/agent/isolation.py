@@ -20,11 +20,12 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from cursor_agent_action.agent.box import limits
+from cursor_agent_action.agent.box.net.notices import UNCONTAINED_NOTE, EventLines
 from cursor_agent_action.errors import SetupError, UsageError
 
 MODES = ("auto", "user", "none")
@@ -108,9 +109,9 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
 def fallback_warning(isolation: Isolation) -> str:
     """The warning for ``auto`` without containment: what is missing and how to get it."""
     return (f"The agent is not contained: {isolation.why_not}. Missing protections: "
-            f"{MISSING_PROTECTIONS}. Fix: run on a GitHub-hosted Linux runner or as root in a "
-            "container job, or give the runner's user passwordless sudo; set isolation: user "
-            "to fail instead of running uncontained.")
+            f"{MISSING_PROTECTIONS}; {UNCONTAINED_NOTE}. Fix: run on a GitHub-hosted Linux "
+            "runner or as root in a container job, or give the runner's user passwordless "
+            "sudo; set isolation: user to fail instead of running uncontained.")
 
 
 @dataclass
@@ -133,6 +134,8 @@ class Jail:
     isolation: Isolation
     state_dir: Path
     spec: dict[str, object]
+    _events: tuple[int, EventLines] = field(  # read so far, the line splitter
+        default_factory=lambda: (0, EventLines()))
 
     @property
     def spec_file(self) -> Path:
@@ -151,6 +154,8 @@ class Jail:
         and filled now: the box writes it in place, even on a full disk); the box's argv."""
         self.patch_file.unlink(missing_ok=True)
         self.status_file.unlink(missing_ok=True)
+        (self.state_dir / "box-network.jsonl").unlink(missing_ok=True)
+        self._events = (0, EventLines())
         fd = os.open(self.status_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(b" " * STATUS_BYTES)
@@ -161,6 +166,19 @@ class Jail:
         argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.box.root",
                 str(self.spec_file)]
         return ["sudo", "-n", "--", *argv] if self.isolation.via_sudo else argv
+
+    def network_events(self) -> list[dict[str, Any]]:
+        """What the wall reported live since the last call (its first refusals)."""
+        path = self.state_dir / "box-network.jsonl"
+        done, lines = self._events
+        try:
+            with path.open("rb") as handle:
+                handle.seek(done)
+                data = handle.read(1 << 20)
+        except OSError:
+            return []
+        self._events = (done + len(data), lines)
+        return lines.feed(data)
 
     @staticmethod
     def send(control: IO[bytes] | None, what: bytes) -> None:
@@ -228,6 +246,7 @@ def jail_for(
     reveals: Sequence[Path] = (), shares: Sequence[Path] = (),
     files: Mapping[str, str | None] | None = None,
     dirty: Mapping[str, tuple[str, str]] | None = None, git: bool = True,
+    network: dict[str, Any] | None = None,
 ) -> Jail:
     """The box that runs ``argv`` in ``cwd`` as the agent user, on a private copy of the work
     tree at ``repo_root`` (``dirty``: its paths already unlike HEAD, as the patch's base)."""
@@ -241,7 +260,8 @@ def jail_for(
         "shares": sorted({str(path) for path in shares if path.is_dir()}),
         "files": {str(prompt): str(prompt)} if prompt.exists() else {},
         "dirty": {path: list(state) for path, state in (dirty or {}).items()},
-        "git": git,
+        "git": git, "network": network,
+        "network_events": str(state_dir / "box-network.jsonl"),
         "limits": {"memory_bytes": limits.default_memory_bytes(), "tmp_bytes": BOX_TMP_BYTES,
                    "max_file_bytes": BOX_MAX_FILE_BYTES, "max_total_bytes": BOX_MAX_TREE_BYTES,
                    "write_bytes": BOX_WRITE_BYTES},

@@ -76,16 +76,21 @@ class Box:
         # Root writes the home's MCP file and the CLI's sandbox settings (the preset's and the
         # network allow-list's, not the CLI's defaults: agent.cli_sandbox); everything else in
         # the home is new every run.
+        walled = options.network == "restricted" and options.net_policy is not None
+        domains = ([rule.pattern for rule in options.net_policy.rules]
+                   if walled and options.net_policy is not None else list(CURSOR_DOMAINS))
         files = {HOME_FILE: options.mcp_config.text if options.mcp_config else None,
                  SANDBOX_FILE: sandbox_json(read_only=not options.policy.allows_writes,
-                                            domains=CURSOR_DOMAINS,
+                                            domains=domains,
                                             writable=environment_tmpdir(self.env))}
         return jail_for(self.isolation, state_dir=options.state_dir,
                         repo_root=(repo_root or options.workspace).resolve(),
                         cwd=options.workspace.resolve(), home=self.home,
                         argv=[str(agent), *argv[1:]], env=self.env, masks=self.masks,
                         reveals=[_cli_install(agent)], shares=_shares(), files=files,
-                        dirty=dirty, git=repo_root is not None)  # fmt: skip
+                        dirty=dirty, git=repo_root is not None,
+                        network=options.net_policy.to_json()
+                        if walled and options.net_policy is not None else None)  # fmt: skip
 
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Protocol, cast
 
+from cursor_agent_action.agent.box.net import notices
 from cursor_agent_action.agent.isolation import JAIL_EXIT_WAIT_S, BoxFailed, BoxResult, Jail
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.options import setting
@@ -351,6 +352,9 @@ def run_agent_process(
             if not ended_by:
                 timers.append(deadline - now)
             wait = min([_IDLE_FLUSH_S if dirty else _POLL_S, *timers])
+            if jail is not None:
+                for event in jail.network_events():
+                    notices.live(runner, event)
             ready = selector.select(max(wait, 0.0))
             if not ready:
                 if dirty:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from cursor_agent_action import safegit
 from cursor_agent_action.agent import cli_sandbox
 from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
-from cursor_agent_action.agent.box.gitconfig import persisted_credentials
+from cursor_agent_action.agent.box.net import notices as net_notices
 from cursor_agent_action.agent.changes import (
     Applied,
     ChangeTracker,
@@ -50,6 +50,12 @@ from cursor_agent_action.agent.options import (
     add_run_options,
     options_from_args,
 )
+from cursor_agent_action.agent.outcome import (
+    conclude_box,
+    fail_run,
+    limits_label,
+    warn_persisted_credentials,
+)
 from cursor_agent_action.agent.plan import (
     Box,
     accepts_trust,
@@ -64,7 +70,7 @@ from cursor_agent_action.agent.repo_config import PolicyGuard
 from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
 from cursor_agent_action.agent.structured import instruction
 from cursor_agent_action.errors import SetupError
-from cursor_agent_action.runner_io import Runner, listing, one_line
+from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.record import RunRecord
 from cursor_agent_action.stream.report import report
@@ -146,7 +152,7 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
     elif ended.returncode is not None and ended.returncode < 0:
         record.notes.append("cursor-agent kept running after its result event and was stopped "
                             "(hence the negative exit code); the run itself had finished.")
-    _conclude_box(attempt)
+    conclude_box(attempt.record, attempt.ended, attempt.applied)
     if tampered:
         fail_run(record, (
             ".cursor/cli.json was changed during the run, or a configuration file the CLI "
@@ -157,54 +163,13 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
         ))
 
 
-def _conclude_box(attempt: Attempt) -> None:
-    """What the box said: a failure when it ended without a status (the agent is not run
-    again: the box fails closed) or its changes could not come back; what stayed in it."""
-    record, ended = attempt.record, attempt.ended
-    if ended.box_error and record.has_result:  # the agent's own conclusion stands
-        record.notes.append(
-            f"The agent's box ended without a proper status after the agent's result "
-            f"({ended.box_error}): nothing the agent changed was brought back, and it was not "
-            "run again.")
-        return
-    if ended.box_error:
-        fail_run(record, (
-            f"The agent's box ended without a proper status ({ended.box_error}). Nothing the "
-            "agent changed was brought back, and it was not run again. Fix: look at the agent's "
-            "stderr and the transcript; a box killed for memory needs a smaller task."))
-        return
-    status = ended.box.status if ended.box is not None else {}
-    if isinstance(status.get("patch_error"), str):
-        fail_run(record, (
-            f"The agent's changes could not be computed in its box ({status['patch_error']}); "
-            "none were brought back. Fix: is the working directory a git work tree with a "
-            "commit? A read-only run needs none."))
-    applied = attempt.applied
-    if applied is None:
-        return
-    record.notes.extend(applied.notes)
-    if applied.error:
-        fail_run(record, f"The agent's changes could not be applied to the working tree "
-                         f"({applied.error}); none were.")
-    if applied.refused:
-        fail_run(record, (
-            f"The agent changed {applied.refused_count} protected file(s) (the CLI's, git's or "
-            f"the workflows' configuration): {listing(applied.refused)}. They stayed in the "
-            "box: neither the working tree nor the patch has them. Fix: review what the agent "
-            "ran (the transcript); such files are changed by people, not by the agent."))
-
-
-def fail_run(record: RunRecord, message: str) -> None:
-    """A failure that outweighs the run's own result (timeout and cancelled stay)."""
-    record.conclusion = "failure" if record.conclusion == "success" else record.conclusion
-    record.failure_reason = " ".join(filter(None, [message, record.failure_reason]))
-
-
 def execute(
     options: RunOptions, runner: Runner, environ: Mapping[str, str], stop: threading.Event
 ) -> RunRecord:
     """Run the agent (with retries), then write the summary, outputs and annotation."""
     isolation = decide(options.isolation, options.agent_user)
+    net_notices.announce(runner, options.net_policy, network=options.network,
+                         contained=isolation.contained)
     if isolation.contained:
         box = make_box(options, environ, isolation)
     else:
@@ -242,7 +207,7 @@ def execute(
         safegit.git_executable()
     started = time.monotonic()
     tracker = ChangeTracker(options.workspace)
-    _warn_persisted_credentials(tracker, runner, box.isolation.contained)
+    warn_persisted_credentials(tracker, runner, box.isolation.contained)
     file_commands = snapshot_file_commands(environ)
     git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
     attempts = options.max_retries + 1
@@ -265,7 +230,10 @@ def execute(
             continue
         agent_ran = True
         record, ended = done.record, done.ended
-        record.isolation = box.isolation.label + _limits_label(ended)
+        if record.network is None and (not box.isolation.contained or options.network == "open"):
+            record.network = net_notices.unwalled_report(
+                "open" if box.isolation.contained else "uncontained", box.isolation.why_not)
+        record.isolation = box.isolation.label + limits_label(ended)
         known = classify(ended.stderr)
         # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.
         if known is not None:
@@ -332,32 +300,13 @@ def execute(
     for warning in check_policy(record, options.policy):
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
     _describe(record, options)
+    net_notices.warn_refusals(runner, record.network)
     structured = structured_outputs(record, options.state_dir, runner.redact)  # may add a note
     report(record, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript),
                           "patch-file": handoff.patch_file,
                           "changed": "true" if handoff.changed else "false", **structured})
     return record
-
-
-def _limits_label(ended: AgentExit) -> str:
-    label = ended.box.status.get("limits") if ended.box is not None else None
-    return f", {label}" if isinstance(label, str) else ""
-
-
-def _warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained: bool) -> None:
-    """A credential the checkout left in ``.git/config``: the contained agent never sees it
-    (its ``.git`` config is masked), an uncontained one can read it."""
-    if tracker.repo is None:
-        return
-    found = persisted_credentials(tracker.repo / ".git")
-    if not found:
-        return
-    what = ("the contained agent does not see it (its .git config is masked), but later steps "
-            "of this job do" if contained else "the agent, which runs uncontained, can read it")
-    runner.warning(f"The checkout left a credential in .git/config ({listing(found)}): {what}. "
-                   "Fix: set persist-credentials: false on actions/checkout.",
-                   title="credential in .git/config")
 
 
 def _mcp_checks(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> None:

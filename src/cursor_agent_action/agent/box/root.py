@@ -43,6 +43,10 @@ from typing import Any
 
 from cursor_agent_action import changeset
 from cursor_agent_action.agent.box import gitconfig, home, limits, tree, world
+from cursor_agent_action.agent.box.net import netns, notices
+from cursor_agent_action.agent.box.net.jailside import BoxNetwork
+from cursor_agent_action.agent.box.net.policy import NetPolicy
+from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
@@ -110,7 +114,8 @@ def _exec_agent(spec: dict[str, Any], agent: AgentUser, box_limits: limits.Limit
 
 
 def _namespace_init(spec: dict[str, Any], view: world.World, agent: AgentUser,
-                    box_limits: limits.Limits, *, go: int, report: int) -> None:
+                    box_limits: limits.Limits, *, go: int, report: int,
+                    net_files: Path | None) -> None:
     """PID 1 of the agent's namespaces (never returns): build the view, start the agent, reap."""
     try:
         _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -121,6 +126,8 @@ def _namespace_init(spec: dict[str, Any], view: world.World, agent: AgentUser,
             box_limits.kind = "rlimit"
         _check(_libc().unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare (mount namespace)")
         world.make_private()
+        if net_files is not None:  # the box's own resolver; no resolver outside the wall
+            netns.mount_resolver_files(Wall.resolv_conf_text(), HOSTS_TEXT, net_files)
         world.build(view)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -186,7 +193,8 @@ def _control(parent: int, init: int, report: int) -> str:
 
 
 def _start_namespace(spec: dict[str, Any], view: world.World, agent: AgentUser,
-                     box_limits: limits.Limits, *, go: int, report: int) -> None:
+                     box_limits: limits.Limits, *, go: int, report: int,
+                     net: BoxNetwork | None) -> None:
     """The namespace's parent (never returns): a new PID namespace for its children only, PID 1
     forked into it, its pid reported; waits for it. This program itself stays outside, so it
     can still start git for the patch once the namespace is gone."""
@@ -195,10 +203,14 @@ def _start_namespace(spec: dict[str, Any], view: world.World, agent: AgentUser,
         _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the jail dies: so do we all
         if os.getppid() != jail:
             os._exit(1)
+        if net is not None:  # our copies of the wall's sockets would outlive a stopped relay
+            net.in_init(None)
         _check(_libc().unshare(CLONE_NEWPID), "unshare (PID namespace)")
         init = os.fork()
         if init == 0:
-            _namespace_init(spec, view, agent, box_limits, go=go, report=report)
+            net_files = Path(spec["box_dir"]) / "net" if net is not None else None
+            _namespace_init(spec, view, agent, box_limits, go=go, report=report,
+                            net_files=net_files)
         os.close(go)
         namespace = os.readlink(f"/proc/{init}/ns/pid")
         os.write(report, f"init {init}\n".encode())
@@ -243,6 +255,19 @@ def _read_init(report: int, timeout_s: float = 30.0) -> tuple[int | None, bytes]
     if len(words) == 2 and words[0] == b"init" and words[1].isdigit():
         return int(words[1]), rest
     return None, answer
+
+
+def _enter_network(spec: dict[str, Any]) -> BoxNetwork | None:
+    """With a network policy in the spec: this thread in the box's new network namespace, the
+    wall's sockets bound there, its first refusals reported live into ``network_events``."""
+    if not spec.get("network"):
+        return None
+    events = os.open(spec["network_events"],
+                     os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    os.fchown(events, *spec["owner"])
+    (Path(spec["box_dir"]) / "net").mkdir(mode=0o755)
+    return BoxNetwork.enter(NetPolicy.from_json(spec["network"]),
+                            on_event=notices.jsonl_sink(events))
 
 
 def _returncode(status: int) -> int:
@@ -338,13 +363,17 @@ def _finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
 def run(spec: dict[str, Any], status: Status) -> int:
     """Prepare, run and finish (see the module docstring); the exit code of this program."""
     box_limits: limits.Limits | None = None
+    net: BoxNetwork | None = None
     try:
         agent = agent_user(spec["user"])
         _check(_libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
         view, copy = _prepare(spec, agent)
         box_limits = limits.create(f"caa-box-{os.getpid()}", spec["limits"]["memory_bytes"])
+        net = _enter_network(spec)
     except (SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
-            gitconfig.GitConfigError, OSError, KeyError) as exc:
+            gitconfig.GitConfigError, OSError, KeyError, ValueError, TypeError) as exc:
+        if net is not None:
+            net.finish()
         if box_limits is not None:
             box_limits.remove()
         reason = str(exc)
@@ -359,9 +388,12 @@ def run(spec: dict[str, Any], status: Status) -> int:
     if parent == 0:
         os.close(read_end)
         os.close(go_write)
-        _start_namespace(spec, view, agent, box_limits, go=go_read, report=write_end)
+        _start_namespace(spec, view, agent, box_limits, go=go_read, report=write_end, net=net)
     os.close(write_end)
     os.close(go_read)
+    if net is not None:  # this program back on the runner's side; the relay runs from there
+        net.leave()
+        net.start()
     init, early = _read_init(read_end)
     if init is not None:
         try:
@@ -376,12 +408,13 @@ def run(spec: dict[str, Any], status: Status) -> int:
         os.dup2(null, fd)
     os.close(null)
     box_limits.remove()
+    network = net.finish() if net is not None else None
     words = answer.split()
     if "started" not in words:
         reason = answer.partition("setup ")[2].strip() or answer.strip()
         status.write({"error": reason or "the agent's namespace ended early", "started": False})
         return EXIT_SETUP
-    result: dict[str, Any] = {"started": True, "limits": box_limits.label}
+    result: dict[str, Any] = {"started": True, "limits": box_limits.label, "network": network}
     if "exit" in words and words[words.index("exit") + 1].lstrip("-").isdigit():
         result["returncode"] = _returncode(int(words[words.index("exit") + 1]))
     elif "killed" in words:  # on the helper's order, before the agent's own end was seen

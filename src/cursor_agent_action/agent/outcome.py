@@ -1,0 +1,75 @@
+"""What a run's box said, into its record: the wall's report, a box that ended without a
+status (the run fails closed), the patch that could not come back, protected paths kept in the
+box, what stayed there; and the failures that outweigh the agent's own conclusion."""
+
+from __future__ import annotations
+
+from cursor_agent_action.agent.box.gitconfig import persisted_credentials
+from cursor_agent_action.agent.changes import Applied, ChangeTracker
+from cursor_agent_action.agent.process import AgentExit
+from cursor_agent_action.runner_io import Runner, listing
+from cursor_agent_action.stream.record import RunRecord
+
+
+def fail_run(record: RunRecord, message: str) -> None:
+    """A failure that outweighs the run's own result (timeout and cancelled stay)."""
+    record.conclusion = "failure" if record.conclusion == "success" else record.conclusion
+    record.failure_reason = " ".join(filter(None, [message, record.failure_reason]))
+
+
+def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -> None:
+    """What the box said: a failure when it ended without a status (the agent is not run
+    again: the box fails closed) or its changes could not come back; what stayed in it."""
+    network = ended.box.status.get("network") if ended.box is not None else None
+    if isinstance(network, dict):
+        record.network = network
+    if ended.box_error and record.has_result:  # the agent's own conclusion stands
+        record.notes.append(
+            f"The agent's box ended without a proper status after the agent's result "
+            f"({ended.box_error}): nothing the agent changed was brought back, and it was not "
+            "run again.")
+        return
+    if ended.box_error:
+        fail_run(record, (
+            f"The agent's box ended without a proper status ({ended.box_error}). Nothing the "
+            "agent changed was brought back, and it was not run again. Fix: look at the agent's "
+            "stderr and the transcript; a box killed for memory needs a smaller task."))
+        return
+    status = ended.box.status if ended.box is not None else {}
+    if isinstance(status.get("patch_error"), str):
+        fail_run(record, (
+            f"The agent's changes could not be computed in its box ({status['patch_error']}); "
+            "none were brought back. Fix: is the working directory a git work tree with a "
+            "commit? A read-only run needs none."))
+    if applied is None:
+        return
+    record.notes.extend(applied.notes)
+    if applied.error:
+        fail_run(record, f"The agent's changes could not be applied to the working tree "
+                         f"({applied.error}); none were.")
+    if applied.refused:
+        fail_run(record, (
+            f"The agent changed {applied.refused_count} protected file(s) (the CLI's, git's or "
+            f"the workflows' configuration): {listing(applied.refused)}. They stayed in the "
+            "box: neither the working tree nor the patch has them. Fix: review what the agent "
+            "ran (the transcript); such files are changed by people, not by the agent."))
+
+
+def limits_label(ended: AgentExit) -> str:
+    label = ended.box.status.get("limits") if ended.box is not None else None
+    return f", {label}" if isinstance(label, str) else ""
+
+
+def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained: bool) -> None:
+    """A credential the checkout left in ``.git/config``: the contained agent never sees it
+    (its ``.git`` config is masked), an uncontained one can read it."""
+    if tracker.repo is None:
+        return
+    found = persisted_credentials(tracker.repo / ".git")
+    if not found:
+        return
+    what = ("the contained agent does not see it (its .git config is masked), but later steps "
+            "of this job do" if contained else "the agent, which runs uncontained, can read it")
+    runner.warning(f"The checkout left a credential in .git/config ({listing(found)}): {what}. "
+                   "Fix: set persist-credentials: false on actions/checkout.",
+                   title="credential in .git/config")
