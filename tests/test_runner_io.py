@@ -234,7 +234,7 @@ def test_a_terminal_gets_plain_text_no_workflow_commands_and_secrets_still_redac
     runner.flush()
     text = out.getvalue()
     assert text == ("▸ read docs/usage.md → success\ninside\n▸ grep --greeting → success\n"
-                    "the agent says ::error::***\\x1b[2J\n"
+                    "│ the agent says ::error::***\\x1b[2J\n"
                     "warning: denied: permission denied: shell git\nerror: it failed\n")
     assert "::add-mask::" not in text
     assert parse_output_file((tmp_path / "outputs.txt").read_text())["conclusion"] == "success"

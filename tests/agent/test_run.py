@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from cursor_agent_action.agent import cli_sandbox
 from cursor_agent_action.agent.permissions import build_policy
 from cursor_agent_action.agent.plan import SHARE_VARIABLE
 from cursor_agent_action.cli import main
@@ -39,6 +40,9 @@ from tests.support.users import TEST_AGENT_USER
 pytestmark = pytest.mark.usefixtures("run_env")
 
 
+# The stand-in lists --sandbox: the run passes the mode this machine's check gives.
+SANDBOX = ["--sandbox", cli_sandbox.sandbox_mode(cli_sandbox.probe(), listed=True)]
+
 def test_success_invocation_outputs_and_transcript(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -48,7 +52,7 @@ def test_success_invocation_outputs_and_transcript(
     assert result.outputs["session-id"] == SESSION
     assert result.outputs["final-message"] == "All done."
     [entry] = result.runs
-    assert entry["argv"] == ["-p", "--output-format", "stream-json", "--trust", "--",
+    assert entry["argv"] == ["-p", "--output-format", "stream-json", *SANDBOX, "--trust", "--",
                              "Update the docs."]
     assert entry["stdin"] == ""  # stdin closed
     assert entry["cwd"] == str(workspace)
@@ -78,8 +82,8 @@ def test_model_and_resume_are_passed_before_the_prompt(
     result = run(tmp_path, workspace, capsys, {}, "--model", "gpt-5", "--resume", "chat-1",
                  prompt="--help me; -p")
     assert result.runs[0]["argv"] == [
-        "-p", "--output-format", "stream-json", "--model", "gpt-5", "--resume", "chat-1",
-        "--trust", "--", "--help me; -p",
+        "-p", "--output-format", "stream-json", *SANDBOX, "--model", "gpt-5", "--resume",
+        "chat-1", "--trust", "--", "--help me; -p",
     ]
     assert result.code == 0
 
@@ -141,8 +145,9 @@ def test_options_come_from_env_vars_and_flags_win(
     result = run(tmp_path, workspace, capsys, {"crash": {"after": 1, "exit_code": 1}},
                  "--model", "gpt-5", prompt=None)
     [entry] = result.runs
-    assert entry["argv"] == ["-p", "--output-format", "stream-json", "--force", "--model",
-                             "gpt-5", "--resume", "chat-9", "--trust", "--", "from env"]
+    assert entry["argv"] == ["-p", "--output-format", "stream-json", *SANDBOX, "--force",
+                             "--model", "gpt-5", "--resume", "chat-9", "--trust", "--",
+                             "from env"]
     assert entry["cli_json"] == build_policy("edit", deny=["Shell(rm)", "Shell(make)"]).render(
         ).decode()
     assert result.outputs["conclusion"] == "failure"
@@ -481,7 +486,12 @@ def test_a_protected_name_at_depth_in_any_form_fails_the_run_though_docs_allow_i
     agent's configuration and instruction files there, case-folded and normalized."""
     result = run(tmp_path, workspace, capsys, {"edits": {path: "{}\n"}}, "--preset", "docs")
     assert result.outputs["conclusion"] == "failure"
-    assert f"the docs policy does not allow writing: {path}" in result.log
+    if "Isolation: contained" in result.log:  # it stays in the box: the tree never has it
+        assert f"protected file(s) (the CLI's, git's or the workflows' configuration): {path}" \
+            in result.log
+        assert not (workspace / path).exists()
+    else:
+        assert f"the docs policy does not allow writing: {path}" in result.log
 
 
 def _script_agent(tmp_path: Path, body: str) -> Path:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
-from cursor_agent_action.agent.box.tree import PROTECTED_NAMES
 from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.record import RunRecord
@@ -53,18 +52,6 @@ class Applied:
     notes: list[str]
     error: str = ""  # the patch could not be applied (nothing was)
     refused_count: int = 0
-
-
-def _any_case(name: str) -> str:
-    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in name)
-
-
-def _protected_excludes() -> list[str]:
-    """``git apply`` patterns (``*`` also matches ``/``) for every protected name, any case,
-    at any depth."""
-    return [f"--exclude={pattern}" for name in sorted(PROTECTED_NAMES)
-            for base in [_any_case(name)]
-            for pattern in (base, f"*/{base}", f"{base}/*", f"*/{base}/*")]  # fmt: skip
 
 
 class ChangeTracker:
@@ -118,23 +105,23 @@ class ChangeTracker:
 
     def apply_box(self, status: dict[str, object]) -> Applied:
         """Apply the patch the box made (our hardened git, as the runner's user) to the real
-        tree, except protected paths (``box.tree.protected``: they stay in the box); what the box
-        left behind is said in the notes. What the policy does not allow is applied and fails
-        the run (:func:`check_policy`), as for an uncontained run."""
+        tree (protected paths are not in it: ``box.tree.protected``, they stay in the box);
+        what the box left behind is said in the notes. What the policy does not allow is
+        applied and fails the run (:func:`check_policy`), as for an uncontained run."""
         notes = _left_behind(status)
         patch = status.get("patch")
-        if self.repo is None or not isinstance(patch, str) or not status.get("changed"):
-            return Applied([], notes)
         raw = status.get("protected")
         refused = [self._relative(self.repo, path) for path in raw
-                   if isinstance(path, str)] if isinstance(raw, list) else []  # fmt: skip
+                   if isinstance(path, str)] if isinstance(raw, list) and self.repo else []
         count = status.get("protected_count")
-        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", *_protected_excludes(),
-                            patch], self.repo)
+        count = count if isinstance(count, int) else 0
+        if self.repo is None or not isinstance(patch, str) or not status.get("changed"):
+            return Applied(refused, notes, refused_count=count)
+        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", patch], self.repo)
         if done.returncode != 0:
             words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
             return Applied([], notes, f"git apply failed: {words or done.returncode}")
-        return Applied(refused, notes, refused_count=count if isinstance(count, int) else 0)
+        return Applied(refused, notes, refused_count=count)
 
     def _relative(self, repo: Path, path: str) -> str:
         """A repository path as files-changed shows it: relative to the workspace."""

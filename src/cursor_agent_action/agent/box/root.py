@@ -344,13 +344,14 @@ def _finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             changes = changeset.compute(copied, before, left_out=copy.left_out,
                                         absent=copy.absent,
                                         max_file_bytes=spec["limits"]["max_file_bytes"])
+            kept = [entry.path for entry in changes.entries if tree.protected(entry.path)]
+            changes.entries = [e for e in changes.entries if not tree.protected(e.path)]
             patch = Path(spec["patch_file"])
             changeset.write_patch(copied, changes, patch)
         os.chown(patch, *spec["owner"])
         result.update(
             patch=str(patch), changed=len(changes.entries),
-            protected=[path for path in changes.paths if tree.protected(path)][:_LISTED],
-            protected_count=sum(tree.protected(path) for path in changes.paths),
+            protected=kept[:_LISTED], protected_count=len(kept),
             too_large=changes.too_large[:_LISTED], too_large_count=len(changes.too_large),
             skipped=changes.skipped[:_LISTED], skipped_count=len(changes.skipped),
             left_behind=changes.ignored,

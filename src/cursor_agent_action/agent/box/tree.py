@@ -24,20 +24,18 @@ import os
 import stat
 from dataclasses import dataclass, field
 
+from cursor_agent_action.protected import protected_name
+
 MAX_PATH_BYTES = 3072
 """Longer relative paths are left out (Linux takes 4096 bytes for a whole path)."""
 _CHUNK = 1 << 30
 
 
-PROTECTED_NAMES = frozenset({".cursor", ".claude", ".github", ".git", ".gitmodules",
-                             ".gitattributes"})
-"""Names that never come back from the box, at any depth, in any case: what configures the
-CLI, the workflows and git (hooks, submodules, filters) for later steps."""
-
-
 def protected(path: str) -> bool:
-    """Whether the repository path ``path`` is or is inside a :data:`PROTECTED_NAMES` entry."""
-    return any(part.casefold() in PROTECTED_NAMES for part in path.split("/"))
+    """Whether a change at the repository path ``path`` must stay in the box: a protected name
+    at any depth, in any case or Unicode form (:func:`cursor_agent_action.protected.
+    protected_name`, the floor's and publish's own test)."""
+    return bool(protected_name(path))
 
 
 class CopyTooLarge(Exception):
