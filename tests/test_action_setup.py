@@ -323,9 +323,11 @@ def _offline_locks(copy: Path, tmp_path: Path) -> Path:
     return wheels
 
 
+_WHERE = "import importlib, sys\nfor m in sys.argv[1:]: print(importlib.import_module(m).__file__)"
+
+
 def _import_paths(python: str, *modules: str) -> list[Path]:
-    code = "import importlib, sys\nfor m in sys.argv[1:]: print(importlib.import_module(m).__file__)"
-    done = subprocess.run([python, "-I", "-c", code, *modules], capture_output=True, text=True,
+    done = subprocess.run([python, "-I", "-c", _WHERE, *modules], capture_output=True, text=True,
                           timeout=60, check=True)  # fmt: skip
     return [Path(line) for line in done.stdout.splitlines()]
 
@@ -449,7 +451,7 @@ def test_code_planted_in_the_schema_support_never_runs(tmp_path: Path, layer: st
 @pytest.mark.parametrize(
     ("args", "value", "message"),
     [((), "yes", "CURSOR_AGENT_ACTION_HELPER_SCHEMA must be 'true' or 'false'."),
-     (("gh",), "true", "the schema support (CURSOR_AGENT_ACTION_HELPER_SCHEMA) is for the run set")],
+     (("gh",), "true", "(CURSOR_AGENT_ACTION_HELPER_SCHEMA) is for the run set only")],
 )  # fmt: skip
 def test_the_schema_switch_is_checked(
     tmp_path: Path, args: tuple[str, ...], value: str, message: str

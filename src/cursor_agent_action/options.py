@@ -12,7 +12,6 @@ Stdlib only: every command imports this module.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
@@ -239,13 +238,3 @@ def read_input_file(path: str, label: str, what: str = "UTF-8 text") -> str:
         raise UsageError(f"{label}: cannot read {path}: {reason}.",
                          "Check the path (relative to the job's working directory) and that "
                          f"the file is {what}.") from exc
-
-
-def json_input(text: str, label: str, *, limit: int, hint: str) -> Any:
-    """The JSON value of input ``label``, at most ``limit`` bytes. Raises :class:`UsageError`."""
-    if len(text.encode("utf-8")) > limit:
-        raise UsageError(f"{label} is over {limit // 1024} KiB.", hint)
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{label} is not JSON: {exc}.", hint) from exc

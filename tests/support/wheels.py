@@ -23,15 +23,16 @@ _SKIPPED = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 
 
 def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def repack(name: str, dest: Path) -> Path:
     """A wheel of installed distribution ``name`` in ``dest``."""
     dist = metadata.distribution(name)
     site = Path(str(dist.locate_file(""))).resolve()
-    tag = next(line.split(":", 1)[1].strip() for line in (dist.read_text("WHEEL") or "").splitlines()
-               if line.startswith("Tag:"))  # fmt: skip
+    lines = (dist.read_text("WHEEL") or "").splitlines()
+    tag = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("Tag:"))
     stem = f"{re.sub(r'[-_.]+', '_', dist.metadata['Name'])}-{dist.version}"
     wheel = dest / f"{stem}-{tag}.whl"
     records: list[str] = []
