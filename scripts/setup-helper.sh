@@ -122,12 +122,13 @@ if [[ -f "$venv/.complete" ]]; then
 fi
 
 # pip calls: the same rules for every set. pip --python runs the venv's interpreter itself,
-# without -I: so no PYTHON* variable and no user site for any pip call. No byte-compiling by
-# pip: compileall does it afterwards, on every core.
+# without -I: so no PYTHON* variable and no user site for any pip call. pip byte-compiles what
+# it installs (so running the helper adds no .pyc file to a manifest's tree; a file that does
+# not compile cannot be imported either).
 isolated=(env)
 while IFS= read -r name; do isolated+=(-u "$name"); done < <(compgen -e | grep '^PYTHON' || true)
 isolated+=(PYTHONNOUSERSITE=1)
-pip_install=(install --disable-pip-version-check --no-input --no-deps --require-hashes --only-binary :all: --no-compile)
+pip_install=(install --disable-pip-version-check --no-input --no-deps --require-hashes --only-binary :all:)
 # The base interpreter's pip installs into the venv when it can (pip >= 22.3: pip --python); its
 # version is read without starting pip (a pip start costs about half a second).
 choose_pip() { # VENV: set pip to a pip that installs for VENV's interpreter, if there is one
@@ -154,42 +155,66 @@ if [[ "$cache_hit" == false ]]; then
   echo "::group::Set up the helper venv (Python $("$python" -I -c 'import platform; print(platform.python_version())'))"
   "$python" -I -m venv --without-pip "$build/venv" ||
     fail "Could not create a virtual environment with '$python'. Fix: install the venv module (Debian/Ubuntu: apt-get install python3-venv) or add an actions/setup-python step."
-  site=$("$build/venv/bin/python" -I -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
   if ! choose_pip "$build/venv"; then
     "$build/venv/bin/python" -I -m ensurepip --default-pip >/dev/null ||
       fail "'$python' has no pip that can install into a venv, and the venv cannot get one (ensurepip). Fix: add an actions/setup-python step, or install python3-pip."
     pip=("$build/venv/bin/python" -I -m pip)
   fi
-  # The venv's packages and, when needed, the schema support: two pips at once.
-  "${isolated[@]}" "${pip[@]}" "${pip_install[@]}" -r "$lock" &
-  venv_pid=$!
-  compile=("$site")
+  # One start of the venv's interpreter: where its site-packages are; there, for the run set,
+  # a .pth naming the schema support's place (relative: the venv moves after this; Python
+  # skips a line naming a directory that does not exist); and the lock cut into parts for
+  # several pips at once. One pip fetches index pages and wheels one after another, and a large
+  # index page (a binary package's: thousands of files) costs it a few hundred ms to read. So
+  # the parts (as many as cores, at most 3) are balanced by the number of hashes of each entry
+  # (binary packages have many), one pip each; the schema support, when needed, gets its own.
+  site=$("$build/venv/bin/python" -I - "$lock" "$build" "$set_name" <<'PY'
+import os, re, sys, sysconfig
+lock, out, set_name = sys.argv[1:]
+site = sysconfig.get_path("purelib")
+if set_name == "run":
+    with open(os.path.join(site, "cursor_agent_action-schema.pth"), "w", encoding="utf-8") as pth:
+        pth.write(os.path.relpath(os.path.join(out, "venv", "extras", "schema"), site) + "\n")
+with open(lock, encoding="utf-8") as handle:
+    entries = [e for e in re.findall(r"^\S.*?(?=^\S|\Z)", handle.read(), re.M | re.S)
+               if not e.startswith("#")]
+count = max(1, min(os.cpu_count() or 1, 3, len(entries)))
+parts = [[] for _ in range(count)]
+weights = [0] * count
+for entry in sorted(entries, key=lambda e: -e.count("--hash=")):
+    lightest = weights.index(min(weights))
+    parts[lightest].append(entry)
+    weights[lightest] += entry.count("--hash=") + 4
+for number, part in enumerate(parts):
+    with open(f"{out}/part-{number}.txt", "w", encoding="utf-8") as handle:
+        handle.write("".join(part))
+print(site)
+PY
+  )
+  # The helper itself, copied from this checkout as it is: nothing is built. A copy, not a
+  # .pth to src/: its compiled files then live in the venv, under the manifest. Compiled while
+  # the pips run.
+  cp -R "$root/src/cursor_agent_action" "$site/cursor_agent_action"
+  find "$site/cursor_agent_action" -name __pycache__ -prune -exec rm -rf {} +
+  "$build/venv/bin/python" -I -m compileall -q "$site/cursor_agent_action" >/dev/null &
+  pids=("$!")
+  for part in "$build"/part-*.txt; do
+    "${isolated[@]}" "${pip[@]}" "${pip_install[@]}" -r "$part" &
+    pids+=($!)
+  done
+  layer_pid=
   if [[ "$schema" == true ]]; then
     "${isolated[@]}" "${pip[@]}" "${pip_install[@]}" --target "$build/venv/extras/schema" -r "$schema_lock" &
     layer_pid=$!
-    compile+=("$build/venv/extras/schema")
   fi
-  venv_status=0
-  wait "$venv_pid" || venv_status=$?
-  layer_status=0
-  if [[ "$schema" == true ]]; then wait "$layer_pid" || layer_status=$?; fi
-  ((venv_status == 0)) || install_failed "$set_name.txt"
-  ((layer_status == 0)) || install_failed schema.txt
-  if [[ "$set_name" == run ]]; then
-    # Where the schema support goes, relative to site-packages (the venv moves after this);
-    # Python skips a .pth line naming a directory that does not exist.
-    "$python" -I -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' \
-      "$build/venv/extras/schema" "$site" >"$site/cursor_agent_action-schema.pth"
-  fi
-  # The helper itself, copied from this checkout as it is: nothing is built. A copy, not a
-  # .pth to src/: its compiled files then live in the venv, under the manifest.
-  cp -R "$root/src/cursor_agent_action" "$site/cursor_agent_action"
-  find "$site/cursor_agent_action" -name __pycache__ -prune -exec rm -rf {} +
+  wait "${pids[0]}" || true # compileall: a file that does not compile is not importable either
+  venv_ok=true
+  for pid in "${pids[@]:1}"; do wait "$pid" || venv_ok=false; done
+  layer_ok=true
+  if [[ -n "$layer_pid" ]]; then wait "$layer_pid" || layer_ok=false; fi
+  [[ "$venv_ok" == true ]] || install_failed "$set_name.txt"
+  [[ "$layer_ok" == true ]] || install_failed schema.txt
   "$build/venv/bin/python" -I -m cursor_agent_action --version ||
     fail "The helper does not start from $build/venv (output above). Fix: use a full checkout of the action (a release tag or a commit SHA); re-running may help if the runner's disk was full."
-  # Compiled now, so running the helper adds no .pyc file to the manifest's venv. A file that
-  # does not compile cannot be imported either: its error does not matter here.
-  "$build/venv/bin/python" -I -m compileall -q -j 0 "${compile[@]}" >/dev/null || true
   if [[ "$schema" == true ]]; then
     "${manifest[@]}" write "$build/venv/extras/schema" ||
       fail "Could not write the helper venv's manifest. Fix: make sure RUNNER_TOOL_CACHE is writable."
@@ -219,7 +244,6 @@ if [[ "$schema" == true && ! -f "$layer/.complete" ]]; then
     fail "'$python' has no pip that can install into a venv. Fix: add an actions/setup-python step, or install python3-pip."
   "${isolated[@]}" "${pip[@]}" "${pip_install[@]}" --target "$layer_build/schema" -r "$schema_lock" ||
     install_failed schema.txt
-  "$python" -I -m compileall -q -j 0 "$layer_build/schema" >/dev/null || true
   "${manifest[@]}" write "$layer_build/schema" ||
     fail "Could not write the helper venv's manifest. Fix: make sure RUNNER_TOOL_CACHE is writable."
   : >"$layer_build/schema/.complete"
