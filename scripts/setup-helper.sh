@@ -18,11 +18,12 @@
 #
 # Fast on a fresh runner: the venv is made without pip (`venv --without-pip`) and the base
 # interpreter's pip installs into it (`pip --python`, pip >= 22.3); without such a pip the venv
-# gets its own (slower). Only the venv's site-packages are byte-compiled. It runs before the
+# gets its own (slower). Several pips install at once (the lock cut into parts). Only the
+# venv's site-packages are byte-compiled. It runs before the
 # helper exists, so it is plain bash plus the runner's python3 (>= 3.10; pick another one with
 # actions/setup-python or CURSOR_AGENT_ACTION_PYTHON). Every Python call is isolated (-I).
 #
-# The venv is kept in the runner's tool cache under a key made of the set, the lock file, the
+# The venv is kept in the runner's tool cache under a key made of the set, the lock files, the
 # interpreter and every source file, so a runner that keeps its tool cache
 # (self-hosted, act) reuses it and any change to the action makes a new one. GitHub-hosted
 # runners are fresh for every job. With CURSOR_AGENT_ACTION_HELPER_CACHE set to false the venv
