@@ -100,8 +100,8 @@ def test_a_billion_laughs_is_refused_after_bounded_work() -> None:
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
     text = "\n".join(lines) + "\n"
     assert len(text) < 1000
-    assert "is over 64 KiB as JSON, with its aliases expanded" in _refused(text)
-    assert "mcp-config is over 64 KiB as JSON" in _refused(text, "mcp-config")
+    assert "is over 64 KiB written as JSON, with its aliases expanded" in _refused(text)
+    assert "mcp-config is over 64 KiB written as JSON" in _refused(text, "mcp-config")
 
 
 def test_a_self_referencing_alias_is_refused() -> None:
@@ -177,7 +177,17 @@ def test_yaml_is_held_to_the_same_size_limit_as_json() -> None:
     assert "output-schema is over 64 KiB." in _refused(json.dumps({"d": "x" * LIMIT}))
     # Within the limit as text, over it once its aliases are expanded.
     text = f"a: &a '{'x' * 9000}'\nb: [*a, *a, *a, *a, *a, *a, *a, *a]\n"
-    assert "as JSON, with its aliases expanded" in _refused(text)
+    assert "written as JSON, with its aliases expanded" in _refused(text)
+
+
+def test_json_that_fits_as_text_fits_as_a_value() -> None:
+    """The expanded-size count never refuses JSON its text limit let through, and the YAML-only
+    rules (merge keys) do not apply to JSON."""
+    many = json.dumps([0] * (LIMIT // 2 - 2), separators=(",", ":"))
+    assert len(many) <= LIMIT
+    assert load(many, "output-schema", limit=LIMIT, hint="") == [0] * (LIMIT // 2 - 2)
+    spaced = json.dumps({"<<": {"k": "v" * 1000}, "list": list(range(2000))}, indent=4)
+    assert load(spaced, "output-schema", limit=LIMIT, hint="")["<<"] == {"k": "v" * 1000}
 
 
 def test_the_schema_limit_applies_to_a_yaml_schema() -> None:

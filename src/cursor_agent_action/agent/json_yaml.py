@@ -60,6 +60,7 @@ def load(text: str, label: str, *, limit: int, hint: str) -> Any:
     """The JSON or YAML value of input ``label``. Raises :class:`UsageError`."""
     if len(text.encode("utf-8")) > limit:
         raise UsageError(f"{label} is over {limit // 1024} KiB.", hint)
+    from_yaml = False
     try:
         value = json.loads(text)
     except RecursionError as exc:
@@ -68,6 +69,7 @@ def load(text: str, label: str, *, limit: int, hint: str) -> Any:
         require_schema_support(label)
         import yaml  # noqa: PLC0415 - lazy: installed only for these inputs
 
+        from_yaml = True
         try:
             value = _yaml(text)
         except _Refused as exc:
@@ -77,31 +79,33 @@ def load(text: str, label: str, *, limit: int, hint: str) -> Any:
                 raise UsageError(f"{label} is not JSON: {json_error}.", hint) from json_error
             raise UsageError(f"{label} is neither JSON nor YAML: {_yaml_problem(exc)}.",
                              hint) from exc
-    problem = _measure(value, limit)
+    problem = _measure(value, limit, from_yaml=from_yaml)
     if problem:
         raise UsageError(f"{label} {problem}.", hint)
     return value
 
 
-def _measure(value: Any, limit: int) -> str:
-    """What makes ``value`` unfit (too deep, too large as JSON, not a JSON value), or ''.
-    Aliased parts are counted each time they occur; the walk stops at the first problem, so
-    it does at most ``limit`` steps."""
+def _measure(value: Any, limit: int, *, from_yaml: bool) -> str:
+    """What makes ``value`` unfit (too deep, too large as compact JSON, not a JSON value), or
+    ''. Aliased parts are counted each time they occur; each step counts at least one byte and
+    the walk stops at the first problem, so it takes at most ``limit`` steps."""
     budget = [limit]
 
     def walk(item: Any, depth: int) -> str:
         if isinstance(item, dict | list):
             if depth >= MAX_DEPTH:
-                return f"nests deeper than {MAX_DEPTH} levels (or an alias refers to itself)"
-            budget[0] -= 2
-            for key in item:
+                return f"nests deeper than {MAX_DEPTH} levels" + (
+                    " (or an alias refers to itself)" if from_yaml else "")
+            budget[0] -= 1 + max(len(item), 1)  # brackets and commas
+            pairs = item.items() if isinstance(item, dict) else ((None, v) for v in item)
+            for key, member in pairs:
                 if isinstance(item, dict):
                     if not isinstance(key, str):
                         return f"has a key that is not a string: {key!r} (quote it)"
-                    if key == _MERGE_KEY:
+                    if from_yaml and key == _MERGE_KEY:
                         return "uses a merge key (<<), which is not read: write the keys out"
-                    budget[0] -= len(key.encode("utf-8", "surrogatepass")) + 4
-                problem = walk(item[key] if isinstance(item, dict) else key, depth + 1)
+                    budget[0] -= len(key.encode("utf-8", "surrogatepass")) + 3
+                problem = walk(member, depth + 1)
                 if problem:
                     return problem
         elif isinstance(item, str):
@@ -109,11 +113,13 @@ def _measure(value: Any, limit: int) -> str:
         elif isinstance(item, float) and not math.isfinite(item):
             return f"holds {item}, which JSON does not"
         elif item is None or isinstance(item, bool | int | float):
-            budget[0] -= 5
+            budget[0] -= len(repr(item)) if isinstance(item, int | float) else 4
         else:
             return f"holds a {type(item).__name__}, which is not a JSON value"
-        return f"is over {limit // 1024} KiB as JSON, with its aliases expanded" \
-            if budget[0] < 0 else ""  # fmt: skip
+        if budget[0] < 0:
+            return f"is over {limit // 1024} KiB written as JSON" + (
+                ", with its aliases expanded" if from_yaml else "")
+        return ""
 
     return walk(value, 0)
 
