@@ -1,11 +1,13 @@
 """Write or check the integrity manifest of the helper venv (used by setup-helper.sh).
 
     python3 -I venv_manifest.py write VENV   # after a build: VENV/.manifest, a JSON object
-    python3 -I venv_manifest.py check VENV   # before reuse: exit 0 if VENV is unchanged
+    python3 -I venv_manifest.py check VENV...   # before reuse: exit 0 if each is unchanged
 
 The manifest maps every file of the venv to its sha256 and every symlink to its target, so an
 added, removed or edited file (a .pth, a module, a .pyc, bin/python) is a mismatch. Run it with
-the base interpreter (-I), never the venv's own: that would run the code being checked.
+the base interpreter (-I), never the venv's own: that would run the code being checked. A
+venv's extras/ directory is left out: each set in it (extras/schema) is a directory with its own
+manifest, checked the same way.
 
 It detects changes made by code that does not know about it (or a damaged cache); code running
 as the same user can also rewrite the manifest, so it is no defence against a determined agent:
@@ -22,11 +24,15 @@ from pathlib import Path
 
 NAME = ".manifest"
 _NOT_LISTED = {NAME, ".complete"}  # written after the manifest / the manifest itself
+EXTRAS = "extras"
+"""A venv's directory of sets added later (the schema support): each has its own manifest."""
 
 
 def measure(venv: Path) -> dict[str, str]:
     found: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(venv):
+        if dirpath == str(venv) and EXTRAS in dirnames and not (venv / EXTRAS).is_symlink():
+            dirnames.remove(EXTRAS)
         for name in [*dirnames, *filenames]:
             path = Path(dirpath, name)
             rel = path.relative_to(venv).as_posix()
@@ -56,17 +62,19 @@ def first_difference(venv: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[1] not in ("write", "check"):
-        print("usage: venv_manifest.py write|check VENV", file=sys.stderr)
+    if len(argv) < 3 or argv[1] not in ("write", "check") or (argv[1] == "write" and len(argv) > 3):
+        print("usage: venv_manifest.py write VENV | check VENV...", file=sys.stderr)
         return 2
-    venv = Path(argv[2])
     if argv[1] == "write":
+        venv = Path(argv[2])
         (venv / NAME).write_text(json.dumps(measure(venv), sort_keys=True), "utf-8")
         return 0
-    difference = first_difference(venv)
-    if difference:
-        print(difference)
-    return 1 if difference else 0
+    for venv in map(Path, argv[2:]):
+        difference = first_difference(venv)
+        if difference:
+            print(difference if venv == Path(argv[2]) else f"{venv.name}/: {difference}")
+            return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,21 +1,28 @@
 """The action's own shell: scripts/setup-helper.sh (which builds or reuses the helper's venv)
 and the input checks in action.yml's run step.
 
-The cache-hit path runs under act in test_action_act.py; here: refusals, the cache key, and a
-failed install that must leave nothing half-built behind. No network: pip is pointed at an
-empty local index.
+The cache-hit path runs under act in test_action_act.py; here: refusals, the cache key, a
+failed install that must leave nothing half-built behind, and the schema support installed on
+first need. No network: pip is pointed at an empty local index, or at wheels made from this dev
+venv's packages with locks that pin them (tests/support/wheels.py).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from cursor_agent_action.runner_io import parse_output_file
 from tests.support.act import ROOT, base_python, copy_project, seed_helper_venv
+from tests.support.agent_run import API_KEY, make_workspace
+from tests.support.standin import make_standin
+from tests.support.wheels import lock_of
 
 SCRIPT = ROOT / "scripts" / "setup-helper.sh"
 
@@ -352,3 +359,163 @@ def test_a_key_from_the_input_or_the_environment_is_masked_and_passes(
     assert result.returncode == 0
     assert result.stdout == f"::add-mask::{next(v for v in given.values() if v)}\n"
     assert summary == ""
+
+
+def _offline_locks(copy: Path, tmp_path: Path) -> Path:
+    """The copy's run and schema locks pinned to wheels of this venv's packages; their folder."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for name in ("run", "schema"):
+        lock = lock_of(ROOT / "requirements" / f"{name}.txt", wheels)
+        (copy / "requirements" / f"{name}.txt").write_text(lock)
+    return wheels
+
+
+_WHERE = "import importlib, sys\nfor m in sys.argv[1:]: print(importlib.import_module(m).__file__)"
+
+
+def _import_paths(python: str, *modules: str) -> list[Path]:
+    done = subprocess.run([python, "-I", "-c", _WHERE, *modules], capture_output=True, text=True,
+                          timeout=60, check=True)  # fmt: skip
+    return [Path(line) for line in done.stdout.splitlines()]
+
+
+def test_a_run_with_a_yaml_output_schema_works_from_a_cold_cache(tmp_path: Path) -> None:
+    """Empty tool cache, output-schema given: pip installs the run set and, beside it, the
+    schema support (the same rules: hashes, wheels only, no dependencies resolved), and the
+    helper built so runs the agent and checks its answer against a YAML schema."""
+    copy = _project_copy(tmp_path)
+    wheels = _offline_locks(copy, tmp_path)
+    result = _setup(tmp_path, script=copy / "scripts" / "setup-helper.sh",
+                    PIP_FIND_LINKS=str(wheels), CURSOR_AGENT_ACTION_HELPER_SCHEMA="true")
+    assert result.returncode == 0, result.stdout + result.stderr
+    python = _outputs(tmp_path)["python"]
+    assert _outputs(tmp_path)["cache-hit"] == "false"
+    venv = Path(python).parents[1]
+    for path in _import_paths(python, "jsonschema", "yaml"):
+        assert path.is_relative_to(venv / "extras" / "schema")
+    workspace = make_workspace(tmp_path)
+    answer = 'Found it.\n\n```json\n{"cause": "a flaky test", "confidence": 0.7}\n```\n'
+    agent = make_standin(tmp_path, {"answer": answer})
+    schema = ("type: object\nrequired: [cause, confidence]\nproperties:\n"
+              "  cause: {type: string}\n  confidence: {type: number, maximum: 1}\n")
+    out = tmp_path / "outputs.txt"
+    done = subprocess.run(
+        [python, "-I", "-m", "cursor_agent_action", "run", "--agent-bin", str(agent),
+         "--working-directory", str(workspace), "--output-file", str(out),
+         "--summary-file", str(tmp_path / "summary.md"), "--output-schema", schema,
+         "--prompt", "Why did CI fail?"],
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "CI": "true",
+             "RUNNER_TEMP": str(tmp_path / "runner-temp"), "CURSOR_API_KEY": API_KEY,
+             "LC_ALL": "C.UTF-8"},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    outputs = parse_output_file(out.read_text())
+    assert outputs["structured-output"] == '{"cause":"a flaky test","confidence":0.7}'
+    # Nothing the run did changed the cached venv or its schema support.
+    manifest = [base_python(), "-I", str(copy / "scripts" / "venv_manifest.py"), "check"]
+    subprocess.run([*manifest, str(venv), str(venv / "extras" / "schema")], check=True)
+
+
+def test_the_schema_support_is_added_beside_a_cached_venv_on_first_need(tmp_path: Path) -> None:
+    """A venv built for runs without a schema gets the schema support when a run needs it;
+    the venv's own files stay as built (its manifest still holds), later runs reuse both."""
+    copy = _project_copy(tmp_path)
+    script = copy / "scripts" / "setup-helper.sh"
+    wheels = _offline_locks(copy, tmp_path)
+
+    def setup(schema: str) -> dict[str, str]:
+        (tmp_path / "github_output").unlink(missing_ok=True)
+        result = _setup(tmp_path, script=script, PIP_FIND_LINKS=str(wheels),
+                        CURSOR_AGENT_ACTION_HELPER_SCHEMA=schema)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return _outputs(tmp_path)
+
+    assert setup("false")["cache-hit"] == "false"
+    venv = Path(_outputs(tmp_path)["python"]).parents[1]
+    assert not (venv / "extras" / "schema").exists()
+    failed = subprocess.run([_outputs(tmp_path)["python"], "-I", "-c", "import jsonschema"],
+                            capture_output=True, check=False)  # fmt: skip
+    assert failed.returncode != 0  # not installed for a run that does not need it
+    assert setup("true") == {"python": f"{venv}/bin/python", "cache-hit": "false"}
+    assert (venv / "extras" / "schema" / ".complete").is_file()
+    assert [p.name for p in (venv / "extras").iterdir()] == ["schema"]  # no build dir left
+    manifest = [base_python(), "-I", str(copy / "scripts" / "venv_manifest.py"), "check"]
+    assert subprocess.run([*manifest, str(venv)], check=False).returncode == 0
+    assert _import_paths(f"{venv}/bin/python", "yaml")[0].is_relative_to(venv / "extras")
+    assert setup("true")["cache-hit"] == "true"
+    assert setup("false")["cache-hit"] == "true"
+
+
+def test_a_failed_schema_install_names_its_lock_and_leaves_the_venv_as_it_was(
+    tmp_path: Path,
+) -> None:
+    copy = _project_copy(tmp_path)
+    venv = seed_helper_venv(copy, tmp_path / "tool_cache")
+    shutil.rmtree(venv / "extras")  # a venv built before any run needed a schema
+    result = _setup(tmp_path, script=copy / "scripts" / "setup-helper.sh",
+                    CURSOR_AGENT_ACTION_HELPER_SCHEMA="true")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert ("Could not install the helper's pinned dependencies (requirements/schema.txt). "
+            "Fix: make sure the runner reaches PyPI") in result.stdout
+    assert list((venv / "extras").iterdir()) == []  # its build directory is gone
+    assert (venv / ".complete").is_file()
+    assert not (tmp_path / "github_output").exists()
+
+
+@pytest.mark.parametrize("layer", ["planted", "edited"])
+def test_code_planted_in_the_schema_support_never_runs(tmp_path: Path, layer: str) -> None:
+    """The run venv's .pth puts extras/schema on sys.path, and Python imports a sitecustomize
+    module from there at every start. An earlier job's agent that plants one (in a venv
+    without the schema support, or in the support itself) gets the venv rebuilt, with a
+    warning, before anything runs from it."""
+    copy = _project_copy(tmp_path)
+    script = copy / "scripts" / "setup-helper.sh"
+    python = str(_python_with_fake_pip(tmp_path))
+    assert _setup(tmp_path, script=script, CURSOR_AGENT_ACTION_PYTHON=python).returncode == 0
+    venv = Path(_outputs(tmp_path)["python"]).parents[1]
+    support = venv / "extras" / "schema"
+    if layer == "edited":  # a complete schema support, as a build leaves it
+        support.mkdir(parents=True)
+        subprocess.run([base_python(), "-I", str(copy / "scripts" / "venv_manifest.py"), "write",
+                        str(support)], check=True)  # fmt: skip
+        (support / ".complete").touch()
+    marker = tmp_path / "ran"
+    support.mkdir(parents=True, exist_ok=True)
+    (support / "sitecustomize.py").write_text(
+        f"import pathlib; pathlib.Path({str(marker)!r}).write_text('pwned')\n")
+    (tmp_path / "github_output").unlink()
+    again = _setup(tmp_path, script=script, CURSOR_AGENT_ACTION_PYTHON=python)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not marker.exists()
+    (warning,) = [line for line in again.stdout.splitlines() if line.startswith("::warning")]
+    assert "helper venv rebuilt" in warning
+    assert ("manifest is missing" if layer == "planted" else "sitecustomize.py") in warning
+    assert not support.exists()
+    assert _outputs(tmp_path)["cache-hit"] == "false"
+
+
+@pytest.mark.parametrize(
+    ("args", "value", "message"),
+    [((), "yes", "CURSOR_AGENT_ACTION_HELPER_SCHEMA must be 'true' or 'false'."),
+     (("gh",), "true", "(CURSOR_AGENT_ACTION_HELPER_SCHEMA) is for the run set only")],
+)  # fmt: skip
+def test_the_schema_switch_is_checked(
+    tmp_path: Path, args: tuple[str, ...], value: str, message: str
+) -> None:
+    result = _setup(tmp_path, *args, CURSOR_AGENT_ACTION_HELPER_SCHEMA=value)
+    assert result.returncode == 3
+    assert message in result.stdout
+    assert not (tmp_path / "tool_cache").exists()
+
+
+def test_action_yml_asks_for_the_schema_support_exactly_with_the_inputs_that_need_it() -> None:
+    """output-schema, output-schema-file and mcp-config are the inputs whose parsing imports
+    jsonschema or PyYAML (agent/structured.py, agent/mcp.py)."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    (step,) = [s for s in action["runs"]["steps"] if s.get("id") == "helper"]
+    wanted = step["env"]["CURSOR_AGENT_ACTION_HELPER_SCHEMA"]
+    named = set(re.findall(r"inputs\.([a-z-]+) != ''", wanted))
+    assert named == {"output-schema", "output-schema-file", "mcp-config"}
+    assert wanted.count("||") == 2

@@ -298,5 +298,5 @@ def json_input(text: str, label: str, *, limit: int, hint: str) -> Any:
         raise UsageError(f"{label} is over {limit // 1024} KiB.", hint)
     try:
         return json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise UsageError(f"{label} is not JSON: {exc}.", hint) from exc

@@ -365,8 +365,14 @@ def seed_helper_venv(repo: Path, tool_cache: Path) -> Path:
         # would change the manifest under another job that uses the same venv meanwhile).
         subprocess.run([str(venv / "bin" / "python"), "-I", "-m", "compileall", "-q", "-j", "0",
                         str(Path(purelib, "cursor_agent_action"))], check=True)
-        # As setup-helper.sh finishes a build: the manifest, then the completion marker.
+        # As setup-helper.sh finishes a build: the manifest, then the completion marker. The
+        # run venv's schema support (jsonschema, PyYAML: from this dev venv too) as well.
         manifest = repo / "scripts" / "venv_manifest.py"
+        if set_name == "run":
+            (venv / "extras" / "schema").mkdir(parents=True)
+            subprocess.run([base_python(), "-I", str(manifest), "write",
+                            str(venv / "extras" / "schema")], check=True)  # fmt: skip
+            (venv / "extras" / "schema" / ".complete").touch()
         subprocess.run([base_python(), "-I", str(manifest), "write", str(venv)], check=True)
         (venv / ".complete").touch()
     return found[0]

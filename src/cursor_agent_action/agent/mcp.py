@@ -1,8 +1,9 @@
 """``mcp-config``: MCP servers configured by the workflow, and only by the workflow.
 
-The value is the CLI's own ``mcp.json`` format (``{"mcpServers": {name: server}}``). It is
-checked here (against :data:`SCHEMA` with ``jsonschema``), then written as the user-level
-``~/.cursor/mcp.json`` of the agent's private home for this run alone, and the run gets
+The value is the CLI's own ``mcp.json`` format (``{"mcpServers": {name: server}}``), written
+as JSON or YAML. It is checked here (against :data:`SCHEMA` with ``jsonschema``), then written
+as JSON, as the user-level ``~/.cursor/mcp.json`` of the agent's private home for this run
+alone, and the run gets
 ``--approve-mcps`` so the CLI starts exactly these servers. A repository's own
 ``.cursor/mcp.json`` stays set aside; a file an earlier run's agent left in the home is removed
 before every run, with or without ``mcp-config``.
@@ -21,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cursor_agent_action.agent import json_yaml
 from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.agent.structured import describe, sorted_errors
 from cursor_agent_action.errors import UsageError
-from cursor_agent_action.options import json_input
 
 HOME_FILE = ".cursor/mcp.json"
 """Where the CLI reads user-level MCP servers, relative to its HOME."""
@@ -71,9 +72,10 @@ def parse_mcp_config(text: str, pass_env: Sequence[str]) -> McpConfig | None:
     """The checked config, or None for an empty input. Raises :class:`UsageError`."""
     if not text.strip():
         return None
-    config = json_input(text, "mcp-config", limit=CONFIG_LIMIT, hint=(
-        'Give the CLI\'s mcp.json format, only the servers this run needs: {"mcpServers": '
-        '{"name": {"command": "...", "args": [...]}}}.'))
+    json_yaml.require_schema_support("mcp-config")
+    config = json_yaml.load(text, "mcp-config", limit=CONFIG_LIMIT, hint=(
+        'Give the CLI\'s mcp.json format (as JSON or YAML), only the servers this run needs: '
+        '{"mcpServers": {"name": {"command": "...", "args": [...]}}}.'))
     from jsonschema import Draft202012Validator  # noqa: PLC0415 - lazy: ~60 ms, only with a schema
 
     errors = sorted_errors(Draft202012Validator(SCHEMA), config)

@@ -120,16 +120,17 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--agent-user", default=DEFAULT_AGENT_USER,
                help="the unprivileged user a contained agent runs as (created if missing)")
     add_option(parser, "--output-schema", default="", metavar="JSON",
-               help="a JSON Schema: the agent's answer must end with a JSON value matching it "
-               "(set as structured-output; asked again once if it does not match)")
+               help="a JSON Schema (JSON or YAML): the agent's answer must end with a JSON "
+               "value matching it (set as structured-output; asked again once if it does not "
+               "match)")
     add_option(parser, "--output-schema-file", default="", metavar="PATH",
                help="the JSON Schema in a file, instead of --output-schema")
     add_number(parser, "--max-tool-calls", default=0, integer=True, maximum=1_000_000,
                help="stop the agent when it starts more tool calls than this (conclusion "
                "budget); 0 for no limit")
     add_option(parser, "--mcp-config", default="", metavar="JSON",
-               help="MCP servers for this run, in the CLI's mcp.json format; their secrets "
-               "as ${env:NAME} with NAME in --pass-env")
+               help="MCP servers for this run, in the CLI's mcp.json format (JSON or YAML); "
+               "their secrets as ${env:NAME} with NAME in --pass-env")
     add_option(parser, "--network", default="restricted", choices=NETWORK_MODES,
                help="a contained agent's network: restricted (out by name only: Cursor's "
                "domains, --allowed-domains and mcp-config's URL hosts) or open (the runner's "

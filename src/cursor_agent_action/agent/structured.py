@@ -1,5 +1,5 @@
 """Structured output: one JSON value from the agent's answer, checked against the workflow's
-JSON Schema (``output-schema`` / ``output-schema-file``).
+JSON Schema (``output-schema`` / ``output-schema-file``, written as JSON or YAML).
 
 The schema is checked when the run is requested (a bad schema never starts the agent). The
 prompt gets a short instruction asking for the value in a ```` ```json ```` block at the end of
@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from cursor_agent_action.agent import json_yaml
 from cursor_agent_action.errors import UsageError
-from cursor_agent_action.options import json_input, read_input_file
+from cursor_agent_action.options import read_input_file
 
 SCHEMA_LIMIT = 256 * 1024
 """Bytes of schema accepted: it goes into the prompt."""
@@ -62,15 +63,17 @@ def load_schema(inline: str, file: str) -> OutputSchema | None:
     source, text = "output-schema", inline
     if file.strip():
         source = "output-schema-file"
-        text = read_input_file(file, source, "UTF-8 JSON")
+        text = read_input_file(file, source, "UTF-8 JSON or YAML")
     if not text.strip():
         return None
-    schema = json_input(text, source, limit=SCHEMA_LIMIT, hint="Give a small JSON Schema as "
-                        "JSON (YAML is not read here): it is sent to the agent with the prompt.")
+    json_yaml.require_schema_support(source)
+    schema = json_yaml.load(text, source, limit=SCHEMA_LIMIT, hint="Give a small JSON Schema as "
+                            "JSON or YAML: it is sent to the agent with the prompt.")
     if not isinstance(schema, dict):
         raise UsageError(f"{source} must be a JSON object (a JSON Schema), not "
                          f"{type(schema).__name__}.",
-                         'Give e.g. {"type": "object", "properties": {...}}.')
+                         'Give e.g. {"type": "object", "properties": {...}}, or in YAML '
+                         '"type: object" and "properties:" on lines of their own.')
     from jsonschema.exceptions import SchemaError  # noqa: PLC0415 - lazy: ~60 ms, only with a schema
 
     try:
