@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.act import ROOT, base_python, copy_project, seed_helper_venv
 from tests.support.agent_run import API_KEY, make_workspace
 from tests.support.standin import make_standin

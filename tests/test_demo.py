@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.cli import main
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "cursor_agent_action" / "data"

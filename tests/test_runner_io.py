@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.redact import Redactor
 from cursor_agent_action.runner_io import (
     SUMMARY_LIMIT_BYTES,
@@ -17,7 +18,6 @@ from cursor_agent_action.runner_io import (
     escape_data,
     escape_property,
     format_output,
-    parse_output_file,
 )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.stream import FIXTURES, processed_commands, summarize
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.cli import main
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.box import SESSION, TOKEN, Box
 from tests.support.box import agent as _agent
 from tests.support.box import run as _run

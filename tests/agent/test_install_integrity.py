@@ -18,7 +18,7 @@ from cursor_agent_action.agent.install import MARKER, InstallResult, detect_plat
 from cursor_agent_action.agent.pins import DEFAULT_CLI_VERSION, PINNED_SHA256
 from cursor_agent_action.cli import main
 from cursor_agent_action.errors import InstallError, UsageError
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.download_server import (
     DownloadServer,
     Entry,

@@ -17,7 +17,7 @@ from cursor_agent_action.agent.permissions import (
 from cursor_agent_action.cli import main
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.globs import glob_to_regex
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 
 REQUIRED_FLOOR = (
     "Write(**/.github/**)",

@@ -20,7 +20,7 @@ from cursor_agent_action.agent import cli_sandbox
 from cursor_agent_action.agent.permissions import build_policy
 from cursor_agent_action.agent.plan import SHARE_VARIABLE
 from cursor_agent_action.cli import main
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.agent_run import (
     API_KEY,
     CREDENTIALS,

@@ -13,7 +13,7 @@ import pytest
 from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
 from cursor_agent_action.gh.ci_context import Tail, clean
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import TOKEN, GitHubServer, error_line
 
 T = "2026-11-22T01:00:{:02d}.1234567Z "

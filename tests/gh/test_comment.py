@@ -12,7 +12,7 @@ import pytest
 from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
 from cursor_agent_action.gh.api import COMMENT_LIMIT
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import READ_ONLY_TOKEN, GitHubServer, error_line
 
 SESSION = "0b5c3f0e-1111-4222-8333-444455556666"

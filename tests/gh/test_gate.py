@@ -14,7 +14,7 @@ import pytest
 
 from cursor_agent_action import cli
 from cursor_agent_action.gh.gate import parse_command
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import GitHubServer, error_line
 
 REPO = "octo/widgets"

@@ -12,7 +12,7 @@ import pytest
 
 from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_USAGE
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import GitHubServer, error_line
 
 ROOT = Path(__file__).resolve().parents[2]

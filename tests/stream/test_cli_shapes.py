@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.runner_io import Runner, parse_output_file
+from cursor_agent_action.output_file import parse_output_file
+from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import process_stream
 from cursor_agent_action.stream.report import report
 from cursor_agent_action.stream.summary import render_summary

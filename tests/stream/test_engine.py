@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.errors import SetupError
-from cursor_agent_action.runner_io import AGENT_MARK, Runner, parse_output_file
+from cursor_agent_action.output_file import parse_output_file
+from cursor_agent_action.runner_io import AGENT_MARK, Runner
 from cursor_agent_action.stream import engine as pipeline
 from cursor_agent_action.stream import events
 from cursor_agent_action.stream import livelog as logrender

@@ -10,7 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from cursor_agent_action.runner_io import Runner, parse_output_file
+from cursor_agent_action.output_file import parse_output_file
+from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.report import report
 from tests.stream.test_engine import OUTPUT_NAMES

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.markdown import utf8_len
-from cursor_agent_action.runner_io import Runner, parse_output_file
+from cursor_agent_action.output_file import parse_output_file
+from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream import network
 from cursor_agent_action.stream.record import RunRecord
 from cursor_agent_action.stream.report import report

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.runner_io import Runner, parse_output_file
+from cursor_agent_action.output_file import parse_output_file
+from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import process_stream
 from cursor_agent_action.stream.events import InteractionEvent, SystemEvent, parse_line
 from cursor_agent_action.stream.notices import INTERACTIONS_KEPT, Interaction

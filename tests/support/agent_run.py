@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cursor_agent_action.cli import main
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.standin import make_standin, runs
 
 SESSION = "5e55a0b1-0000-4000-8000-00000000c0de"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.cli import main
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from tests.support.standin import processes_of
 from tests.support.users import TEST_AGENT_USER
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursor_agent_action.cli import main
-from cursor_agent_action.runner_io import parse_output_file
+from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.stream.aggregate import Aggregator
 from cursor_agent_action.stream.events import parse_line
 from cursor_agent_action.stream.record import RunRecord

@@ -41,8 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action import changeset
-from cursor_agent_action.agent.box import gitconfig, home, limits, tree, world
+from cursor_agent_action.agent.box import gitconfig, home, limits, storage, tree, world
 from cursor_agent_action.agent.box.net import netns, notices
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
 from cursor_agent_action.agent.box.net.policy import NetPolicy
@@ -55,7 +54,6 @@ EXIT_SETUP = 125
 STATUS_BYTES = 256 * 1024
 """The status file's size, made and filled by the helper before the box starts."""
 _POLL_S = 0.2
-_LISTED = 50
 
 
 class SetupError(Exception):
@@ -274,93 +272,6 @@ def _returncode(status: int) -> int:
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
-def _prepare(spec: dict[str, Any], agent: AgentUser) -> tuple[world.World, tree.Copy]:
-    """In this program's own mount namespace: the box's storage, the copy, the home."""
-    caps = spec["limits"]
-    area = Path(spec["box_dir"])
-    area.mkdir(mode=0o700, exist_ok=True)
-    os.chown(area, 0, 0)
-    os.chmod(area, 0o700)
-    world.make_private()
-    world.tmpfs(str(area), size=str(caps["max_total_bytes"] + caps["write_bytes"]), mode=0o700)
-    (area / "tree").mkdir()
-    copy = tree.copy_tree(spec["repo_root"], str(area / "tree"), agent.uid, agent.gid,
-                          max_file_bytes=caps["max_file_bytes"],
-                          max_total_bytes=caps["max_total_bytes"])
-    masked = area / "git-config"
-    masked.mkdir(mode=0o700)
-    for index, git_dir in enumerate(copy.git_dirs):
-        source, target = Path(spec["repo_root"]) / git_dir, area / "tree" / git_dir
-        fd = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
-        try:
-            world.bind(fd, str(target), read_only=True)
-        finally:
-            os.close(fd)
-        for name in gitconfig.CONFIG_NAMES:
-            config = target / name
-            if config.is_file() and not config.is_symlink():
-                replacement = masked / f"{index}-{name}"
-                replacement.write_text(gitconfig.mask(config).text, encoding="utf-8")
-                replacement.chmod(0o644)
-                fd = os.open(replacement, os.O_PATH)
-                try:
-                    world.bind(fd, str(config), read_only=True)
-                finally:
-                    os.close(fd)
-    if spec.get("git", True):  # what the tree lacked when copied is no deletion of the agent's
-        with contextlib.suppress(changeset.ChangesetError):
-            known = {**changeset.head_tree(area / "tree"),
-                     **{path: tuple(state) for path, state in spec.get("dirty", {}).items()}}
-            copy.absent = [path for path, (mode, _) in known.items()
-                           if mode not in ("160000", changeset.ABSENT_MODE)
-                           and path not in copy.stats]  # fmt: skip
-    store = Path(spec["chats_store"])
-    home.make_home(area / "home", agent, spec.get("home_files", {}),
-                   store if store.is_dir() else None)
-    view = world.World(
-        tree=str(area / "tree"), tree_target=spec["repo_root"], home=str(area / "home"),
-        home_target=spec["home"], masks=spec["masks"], tmp_size=str(caps["tmp_bytes"]),
-        reveals=spec.get("reveals", []), shares=spec.get("shares", []),
-        files=spec.get("files", {}),
-    )  # fmt: skip
-    return view, copy
-
-
-def _finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
-    """After the run: the patch of the copy, the chats kept; what the status reports."""
-    area = Path(spec["box_dir"])
-    result: dict[str, Any] = {"left_out": copy.left_out[:_LISTED],
-                              "left_out_count": len(copy.left_out)}
-    with contextlib.suppress(OSError, home.HomeError):
-        home.keep_chats(area / "home", Path(spec["chats_store"]))
-    if not spec.get("git", True):
-        return result
-    copied = area / "tree"
-    dirty = {path: (mode, oid) for path, (mode, oid) in spec.get("dirty", {}).items()}
-    before = changeset.Baseline(dict(copy.stats), dirty)
-    try:
-        (area / "objects").mkdir()
-        with changeset.separate_objects(area / "objects", copied / ".git" / "objects"):
-            changes = changeset.compute(copied, before, left_out=copy.left_out,
-                                        absent=copy.absent,
-                                        max_file_bytes=spec["limits"]["max_file_bytes"])
-            kept = [entry.path for entry in changes.entries if tree.protected(entry.path)]
-            changes.entries = [e for e in changes.entries if not tree.protected(e.path)]
-            patch = Path(spec["patch_file"])
-            changeset.write_patch(copied, changes, patch)
-        os.chown(patch, *spec["owner"])
-        result.update(
-            patch=str(patch), changed=len(changes.entries),
-            protected=kept[:_LISTED], protected_count=len(kept),
-            too_large=changes.too_large[:_LISTED], too_large_count=len(changes.too_large),
-            skipped=changes.skipped[:_LISTED], skipped_count=len(changes.skipped),
-            left_behind=changes.ignored,
-        )  # fmt: skip
-    except (changeset.ChangesetError, OSError, ValueError) as exc:
-        result["patch_error"] = str(exc)
-    return result
-
-
 def run(spec: dict[str, Any], status: Status) -> int:
     """Prepare, run and finish (see the module docstring); the exit code of this program."""
     box_limits: limits.Limits | None = None
@@ -368,7 +279,7 @@ def run(spec: dict[str, Any], status: Status) -> int:
     try:
         agent = agent_user(spec["user"])
         _check(_libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
-        view, copy = _prepare(spec, agent)
+        view, copy = storage.prepare(spec, agent)
         box_limits = limits.create(f"caa-box-{os.getpid()}", spec["limits"]["memory_bytes"])
         net = _enter_network(spec)
     except (SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
@@ -422,7 +333,7 @@ def run(spec: dict[str, Any], status: Status) -> int:
         result["returncode"] = -signal.SIGKILL
     else:
         result["error"] = answer.strip() or "the agent's namespace ended without a status"
-    result.update(_finish(spec, copy))
+    result.update(storage.finish(spec, copy))
     status.write(result)
     return 0
 

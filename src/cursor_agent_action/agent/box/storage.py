@@ -1,0 +1,105 @@
+"""The box's storage, in the root side's own mount namespace: made before the agent starts (the
+private copy, the real ``.git`` shown read-only with masked config, the fresh home) and read
+after it ended (the patch, the chats kept for ``--resume``). Everything here is gone with that
+namespace when the root side exits."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from cursor_agent_action import changeset
+from cursor_agent_action.agent.box import gitconfig, home, tree, world
+from cursor_agent_action.agent.box.user import AgentUser
+
+_LISTED = 50
+"""How many paths of a kind the status lists (the counts are whole)."""
+
+
+def prepare(spec: dict[str, Any], agent: AgentUser) -> tuple[world.World, tree.Copy]:
+    """In this program's own mount namespace: the box's storage, the copy, the home."""
+    caps = spec["limits"]
+    area = Path(spec["box_dir"])
+    area.mkdir(mode=0o700, exist_ok=True)
+    os.chown(area, 0, 0)
+    os.chmod(area, 0o700)
+    world.make_private()
+    world.tmpfs(str(area), size=str(caps["max_total_bytes"] + caps["write_bytes"]), mode=0o700)
+    (area / "tree").mkdir()
+    copy = tree.copy_tree(spec["repo_root"], str(area / "tree"), agent.uid, agent.gid,
+                          max_file_bytes=caps["max_file_bytes"],
+                          max_total_bytes=caps["max_total_bytes"])
+    masked = area / "git-config"
+    masked.mkdir(mode=0o700)
+    for index, git_dir in enumerate(copy.git_dirs):
+        source, target = Path(spec["repo_root"]) / git_dir, area / "tree" / git_dir
+        fd = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            world.bind(fd, str(target), read_only=True)
+        finally:
+            os.close(fd)
+        for name in gitconfig.CONFIG_NAMES:
+            config = target / name
+            if config.is_file() and not config.is_symlink():
+                replacement = masked / f"{index}-{name}"
+                replacement.write_text(gitconfig.mask(config).text, encoding="utf-8")
+                replacement.chmod(0o644)
+                fd = os.open(replacement, os.O_PATH)
+                try:
+                    world.bind(fd, str(config), read_only=True)
+                finally:
+                    os.close(fd)
+    if spec.get("git", True):  # what the tree lacked when copied is no deletion of the agent's
+        with contextlib.suppress(changeset.ChangesetError):
+            known = {**changeset.head_tree(area / "tree"),
+                     **{path: tuple(state) for path, state in spec.get("dirty", {}).items()}}
+            copy.absent = [path for path, (mode, _) in known.items()
+                           if mode not in ("160000", changeset.ABSENT_MODE)
+                           and path not in copy.stats]  # fmt: skip
+    store = Path(spec["chats_store"])
+    home.make_home(area / "home", agent, spec.get("home_files", {}),
+                   store if store.is_dir() else None)
+    view = world.World(
+        tree=str(area / "tree"), tree_target=spec["repo_root"], home=str(area / "home"),
+        home_target=spec["home"], masks=spec["masks"], tmp_size=str(caps["tmp_bytes"]),
+        reveals=spec.get("reveals", []), shares=spec.get("shares", []),
+        files=spec.get("files", {}),
+    )  # fmt: skip
+    return view, copy
+
+
+def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
+    """After the run: the patch of the copy, the chats kept; what the status reports."""
+    area = Path(spec["box_dir"])
+    result: dict[str, Any] = {"left_out": copy.left_out[:_LISTED],
+                              "left_out_count": len(copy.left_out)}
+    with contextlib.suppress(OSError, home.HomeError):
+        home.keep_chats(area / "home", Path(spec["chats_store"]))
+    if not spec.get("git", True):
+        return result
+    copied = area / "tree"
+    dirty = {path: (mode, oid) for path, (mode, oid) in spec.get("dirty", {}).items()}
+    before = changeset.Baseline(dict(copy.stats), dirty)
+    try:
+        (area / "objects").mkdir()
+        with changeset.separate_objects(area / "objects", copied / ".git" / "objects"):
+            changes = changeset.compute(copied, before, left_out=copy.left_out,
+                                        absent=copy.absent,
+                                        max_file_bytes=spec["limits"]["max_file_bytes"])
+            kept = [entry.path for entry in changes.entries if tree.protected(entry.path)]
+            changes.entries = [e for e in changes.entries if not tree.protected(e.path)]
+            patch = Path(spec["patch_file"])
+            changeset.write_patch(copied, changes, patch)
+        os.chown(patch, *spec["owner"])
+        result.update(
+            patch=str(patch), changed=len(changes.entries),
+            protected=kept[:_LISTED], protected_count=len(kept),
+            too_large=changes.too_large[:_LISTED], too_large_count=len(changes.too_large),
+            skipped=changes.skipped[:_LISTED], skipped_count=len(changes.skipped),
+            left_behind=changes.ignored,
+        )  # fmt: skip
+    except (changeset.ChangesetError, OSError, ValueError) as exc:
+        result["patch_error"] = str(exc)
+    return result
