@@ -315,3 +315,34 @@ def test_a_working_tree_over_the_cap_fails_before_the_agent_starts_without_a_fal
     assert code != 0
     assert "Make the working tree smaller" in log
     assert _starts(box) == []
+
+
+# -- what does come back, comes back whole ---------------------------------------------------
+
+
+def test_the_checked_patch_brings_back_every_kind_of_change_and_applies_on_a_fresh_clone(
+    box: Box, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (box.workspace / "run.sh").write_text("#!/bin/sh\n")
+    (box.workspace / "gone.txt").write_text("bye\n")
+    _commit(box, "run.sh", "gone.txt")
+    body = ("chmod +x run.sh; rm gone.txt; printf '\\000\\001\\377binary' > blob.bin; "
+            "ln -s src/app.py link; printf x > \"$(printf 'odd\\nname')\"; "
+            "printf y > \"$(printf 'bad\\377byte')\"; echo changed >> README.md")
+    out = _run(box, capsys, body, "--preset", "edit")
+    assert out["conclusion"] == "success", out["log"]
+    work = box.workspace
+    assert os.access(work / "run.sh", os.X_OK)
+    assert not (work / "gone.txt").exists()
+    assert (work / "blob.bin").read_bytes() == b"\0\1\377binary"
+    assert os.readlink(work / "link") == "src/app.py"
+    assert (work / "odd\nname").read_text() == "x"
+    assert (work / os.fsdecode(b"bad\xffbyte")).read_text() == "y"
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(work), str(clone)], check=True)
+    subprocess.run(["git", "apply", "--binary", out["patch-file"]], cwd=clone, check=True)
+    for path in ("run.sh", "blob.bin", "README.md", "odd\nname", os.fsdecode(b"bad\xffbyte")):
+        assert (clone / path).read_bytes() == (work / path).read_bytes(), path
+    assert os.access(clone / "run.sh", os.X_OK)
+    assert not (clone / "gone.txt").exists()
+    assert os.readlink(clone / "link") == "src/app.py"

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from cursor_agent_action.agent import cli_sandbox
 from tests.support.agent_run import API_KEY, INIT, RESULT, SAY, SESSION, run, tool
 
 pytestmark = pytest.mark.usefixtures("run_env")
@@ -254,3 +255,21 @@ def test_a_secret_in_the_json_answer_is_redacted_and_the_value_stays_json(
     for text in (result.outputs["structured-output"], saved, result.summary):
         assert API_KEY not in text
         assert encoded not in text
+
+
+@pytest.mark.parametrize("available", [True, False])
+def test_the_clis_own_sandbox_mode_is_passed_and_a_sandbox_that_cannot_start_is_run_once_more_off(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, available: bool,
+) -> None:
+    """Where the check finds the CLI's sandbox can start, the run passes --sandbox enabled; if
+    the CLI then says "Sandbox mode is enabled but not available" (before any event), the run
+    is started once more with --sandbox disabled, and succeeds. Where the check says no, the
+    first start already passes disabled."""
+    monkeypatch.setattr(cli_sandbox, "probe",
+                        lambda: cli_sandbox.SandboxSupport(available, "" if available else "no"))
+    result = run(tmp_path, workspace, capsys, {"sandbox_unavailable": True})
+    assert result.outputs["conclusion"] == "success", result.log
+    modes = [entry["argv"][entry["argv"].index("--sandbox") + 1] for entry in result.runs]
+    assert modes == (["enabled", "disabled"] if available else ["disabled"])
+    assert ("running once more with --sandbox disabled" in result.log) is available

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,6 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             skipped=changes.skipped[:_LISTED], skipped_count=len(changes.skipped),
             left_behind=changes.ignored,
         )  # fmt: skip
-    except (changeset.ChangesetError, OSError, ValueError) as exc:
+    except (changeset.ChangesetError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
         result["patch_error"] = str(exc)
     return result
