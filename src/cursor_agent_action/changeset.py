@@ -22,6 +22,7 @@ import contextlib
 import contextvars
 import os
 import stat
+import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -105,6 +106,8 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
         done = safegit.run(args, repo, env={**_OBJECTS.get(), **(env or {})}, input=input)
     except (OSError, safegit.GitNotFound) as exc:
         raise ChangesetError(f"cannot run git: {exc}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ChangesetError(f"git {args[0]} did not finish within {exc.timeout:g} s") from exc
     if done.returncode != 0:
         words = " ".join(done.stderr.decode("utf-8", "replace").split())[:400]
         raise ChangesetError(f"git {args[0]} failed: {words or done.returncode}")
@@ -224,8 +227,8 @@ def _hash(repo: Path, paths: list[str], tree: dict[str, os.stat_result]) -> dict
                 copy = Path(tmp) / str(index)
                 copy.write_bytes((repo / path).read_bytes())
                 sources.append(os.fsencode(str(copy)))
-            else:
-                sources.append(_encode(path))
+            else:  # "./": a line that starts with a quote is unquoted by git ("\057etc...")
+                sources.append(b"./" + _encode(path))
         out = _git(repo, "hash-object", "-w", "--no-filters", "--stdin-paths",
                    input=b"\n".join(sources) + b"\n")
     oids = out.decode().split()
@@ -239,8 +242,11 @@ def _ignored(repo: Path, paths: Iterable[str]) -> set[str]:
     listed = [_encode(path) for path in paths]
     if not listed:
         return set()
-    done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], repo, env=_OBJECTS.get(),
-                       input=b"\0".join(listed) + b"\0")
+    try:
+        done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], repo,
+                           env=_OBJECTS.get(), input=b"\0".join(listed) + b"\0")
+    except (OSError, safegit.GitNotFound, subprocess.TimeoutExpired) as exc:
+        raise ChangesetError(f"git check-ignore failed: {exc}") from exc
     if done.returncode not in (0, 1):
         raise ChangesetError("git check-ignore failed")
     return {_decode(raw) for raw in done.stdout.split(b"\0") if raw}

@@ -346,3 +346,94 @@ def test_the_checked_patch_brings_back_every_kind_of_change_and_applies_on_a_fre
     assert os.access(clone / "run.sh", os.X_OK)
     assert not (clone / "gone.txt").exists()
     assert os.readlink(clone / "link") == "src/app.py"
+
+
+# -- round three: what a tester found in this box, and holds now -------------------------------
+
+
+def _quoted(path: str) -> str:
+    """A file name git's --stdin-paths would have read as ``path`` (C-quoted, no slash)."""
+    return '"' + path.replace("/", "\\057") + '"'
+
+
+def test_a_quoted_file_name_never_makes_roots_git_read_another_file(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``"\\057etc\\057shadow".md`` was hashed by root as /etc/shadow: its bytes became a new
+    file in the patch and the real tree. Each path now reaches git as ``./path``."""
+    canary = box.base.parent / "root-only"
+    canary.write_text("root-only-canary\n")
+    canary.chmod(0o600)
+    name = _quoted(str(canary)) + ".md"
+    out = _run(box, capsys, f"printf agent > '{name}'", "--preset", "docs")
+    assert out["conclusion"] == "success", out["log"]
+    assert (box.workspace / name).read_text() == "agent"
+    assert "root-only-canary" not in Path(out["patch-file"]).read_text(errors="replace")
+
+
+def test_a_committed_quoted_name_puts_no_runner_file_in_the_objects_the_box_reads(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = "ghs_committed_quoted_name_token_0123456789"
+    with (box.workspace / ".git" / "config").open("a") as handle:
+        handle.write(f'[http "https://github.com/"]\n\textraheader = basic {token}\n')
+    (box.workspace / _quoted(".git/config")).write_text("decoy\n")
+    _commit(box, _quoted(".git/config"))
+    (box.workspace / _quoted(".git/config")).write_text("decoy changed\n")  # hashed before
+    search = ("import glob, zlib, sys\nfor p in glob.glob('.git/objects/??/*'):\n"
+              "    d = zlib.decompress(open(p, 'rb').read())\n"
+              f"    print('found' if b'{token}' in d else '', end='')\n")
+    (box.base / "search.py").write_text(search)
+    out = _run(box, capsys, f"{SYSTEM_PYTHON or 'python3'} {box.base / 'search.py'} > $SEEN/found")
+    assert out["conclusion"] == "success", out["log"]
+    assert _seen(box, "found") == ""
+
+
+def test_a_submodules_persisted_token_is_masked_too(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = "ghs_submodule_persisted_token_0123456789"
+    module = box.workspace / ".git" / "modules" / "lib"
+    module.mkdir(parents=True)
+    (module / "config").write_text(
+        f'[core]\n\tbare = false\n[http "https://github.com/"]\n\textraheader = basic {token}\n')
+    out = _run(box, capsys, "cat .git/modules/lib/config > $SEEN/config 2>&1")
+    assert out["conclusion"] == "success", out["log"]
+    assert token not in _seen(box, "config")
+    assert "bare" in _seen(box, "config")
+    assert ".git/modules/lib" in out["log"] or "extraheader" in out["log"]  # the warning
+
+
+def test_the_agent_has_no_kernel_keyring_to_read_or_leave_a_key_in(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not SYSTEM_PYTHON:
+        pytest.skip("needs a system Python")
+    probe = ("import ctypes, platform\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+             "nr = {'x86_64': 248, 'aarch64': 217}[platform.machine()]\n"
+             "r = libc.syscall(nr, b'user', b'planted', b'v', 1, ctypes.c_long(-4))\n"
+             "print(r, ctypes.get_errno())\n")
+    (box.base / "keys.py").write_text(probe)
+    out = _run(box, capsys, f"{SYSTEM_PYTHON} {box.base / 'keys.py'} > $SEEN/keys 2>&1")
+    assert out["conclusion"] == "success", out["log"]
+    assert _seen(box, "keys").split() == ["-1", str(38)]  # ENOSYS
+
+
+def test_chat_directories_carried_to_the_next_run_are_bounded(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plant = "mkdir -p $HOME/.cursor/chats && cd $HOME/.cursor/chats && seq 1 3000 | xargs mkdir"
+    assert _run(box, capsys, plant)["conclusion"] == "success"
+    out = _run(box, capsys, "ls $HOME/.cursor/chats | wc -l > $SEEN/count")
+    assert out["conclusion"] == "success", out["log"]
+    assert 0 < int(_seen(box, "count")) <= 2000
+
+
+def test_a_quoted_name_of_a_fifo_neither_hangs_nor_crashes_the_box(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started = time.monotonic()
+    out = _run(box, capsys, "mkfifo pipe; printf x > '\"pipe\"'", "--preset", "edit")
+    assert time.monotonic() - started < 60
+    assert out["conclusion"] == "success", out["log"]
+    assert (box.workspace / '"pipe"').read_text() == "x"

@@ -62,6 +62,7 @@ class ChangeTracker:
         self.repo = changeset.repository_root(workspace)
         self.baseline: changeset.Baseline | None = None
         self.problem = ""
+        self.applied_box = False  # a box's patch was applied to this tree
         if self.repo is not None:
             try:
                 changeset.head_commit(self.repo)
@@ -118,6 +119,7 @@ class ChangeTracker:
         if self.repo is None or not isinstance(patch, str) or not status.get("changed"):
             return Applied(refused, notes, refused_count=count)
         done = safegit.run(["apply", "--binary", "--whitespace=nowarn", patch], self.repo)
+        self.applied_box = True  # tried: the tree may have changed, the check must hold
         if done.returncode != 0:
             words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
             return Applied([], notes, f"git apply failed: {words or done.returncode}")

@@ -376,9 +376,13 @@ def run_agent_process(
     finally:
         # Whatever happened, nothing the agent started outlives the run.
         _stop(proc, jail, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            # The jail gives the workspace back before it exits: wait for that too.
+        try:  # contained: the box makes the patch before it exits; wait for that too
             proc.wait(timeout=kill_grace_s if jail is None else JAIL_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            if jail is not None:  # the box is late: ended (sudo passes SIGTERM on to it)
+                proc.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=kill_grace_s)
         if proc.stdin is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()

@@ -297,6 +297,8 @@ def execute(
     handoff = tracker.finish(record, options.state_dir, ignore)
     if handoff.message:
         runner.log(one_line(handoff.message, 4000))
+        if tracker.applied_box:  # what came back from the box could not be checked: fail
+            fail_run(record, f"{handoff.message} Fix: review the working tree before using it.")
     for warning in check_policy(record, options.policy):
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
     _describe(record, options)

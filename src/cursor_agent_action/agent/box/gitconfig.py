@@ -15,6 +15,7 @@ agent's own git commands read it. Parsing goes through our hardened git (``git c
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,11 +95,31 @@ def mask(path: Path) -> Masked:
     return Masked("\n".join(lines) + "\n", tuple(removed))
 
 
+def config_files(git_dir: Path, limit: int = 1000) -> list[Path]:
+    """Every config file of ``git_dir``: its own, and those of its submodules
+    (``modules/**``) and worktrees (``worktrees/*``), where ``actions/checkout`` persists the
+    token too; at most ``limit``. Links are not followed."""
+    found = [git_dir / name for name in CONFIG_NAMES]
+    pending = [git_dir / "modules", git_dir / "worktrees"]
+    while pending and len(found) < limit:
+        directory = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and entry.name != "objects":
+                pending.append(Path(entry.path))
+            elif entry.name in CONFIG_NAMES and entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+    return found[:limit]
+
+
 def persisted_credentials(git_dir: Path) -> list[str]:
-    """The keys of ``git_dir``'s own config files that hold or bring in a credential."""
+    """The keys of ``git_dir``'s config files (its submodules' and worktrees' too) that hold or
+    bring in a credential."""
     found: list[str] = []
-    for name in CONFIG_NAMES:
-        path = git_dir / name
+    for path in config_files(git_dir):
         if path.is_file() and not path.is_symlink():
             try:
                 found += [key for key in mask(path).removed if key not in found]

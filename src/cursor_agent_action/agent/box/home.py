@@ -30,8 +30,8 @@ class HomeError(Exception):
 
 def carry(source: str, target: str, uid: int, gid: int) -> int:
     """Copy the directories and regular files below ``source`` into the new ``target``, owned
-    by ``uid``:``gid`` (0600/0700); bounded by :data:`MAX_KEPT_FILES` and
-    :data:`MAX_KEPT_BYTES` (what is over is dropped). The number of files copied."""
+    by ``uid``:``gid`` (0600/0700); bounded by :data:`MAX_KEPT_FILES` (directories and files)
+    and :data:`MAX_KEPT_BYTES` (what is over is dropped). The number of entries copied."""
     copied = total = 0
     pending = [""]
     os.makedirs(target, mode=0o700, exist_ok=True)
@@ -47,7 +47,8 @@ def carry(source: str, target: str, uid: int, gid: int) -> int:
             path = os.path.join(relative, name)
             src, dst = os.path.join(source, path), os.path.join(target, path)
             info = os.lstat(src)
-            if stat.S_ISDIR(info.st_mode) and len(path) < 1024:
+            if stat.S_ISDIR(info.st_mode) and len(path) < 1024 and copied < MAX_KEPT_FILES:
+                copied += 1  # a directory counts as a file against the bound
                 os.mkdir(dst, 0o700)
                 os.chown(dst, uid, gid)
                 pending.append(path)

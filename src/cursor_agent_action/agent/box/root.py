@@ -41,7 +41,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.agent.box import gitconfig, home, limits, storage, tree, world
+from cursor_agent_action.agent.box import (
+    gitconfig,
+    home,
+    limits,
+    seccomp,
+    storage,
+    tree,
+    world,
+)
 from cursor_agent_action.agent.box.net import netns, notices
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
 from cursor_agent_action.agent.box.net.policy import NetPolicy
@@ -51,6 +59,8 @@ from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 EXIT_SETUP = 125
+FINISH_LIMIT_S = 240
+"""The patch and the chats after the run, at most (the helper waits 300 s for the box)."""
 STATUS_BYTES = 256 * 1024
 """The status file's size, made and filled by the helper before the box starts."""
 _POLL_S = 0.2
@@ -102,6 +112,7 @@ def _exec_agent(spec: dict[str, Any], agent: AgentUser, box_limits: limits.Limit
         ):
             raise SetupError("the agent's identity could not be set")
         _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+        seccomp.install(_libc())  # no kernel keyrings (they are not namespaced)
         os.umask(0o022)
         os.chdir(spec["cwd"])
         os.execve(spec["argv"][0], spec["argv"], spec["env"])  # noqa: S606 - no shell wanted
@@ -255,6 +266,46 @@ def _read_init(report: int, timeout_s: float = 30.0) -> tuple[int | None, bytes]
     return None, answer
 
 
+def _finish_bounded(spec: dict[str, Any], copy: tree.Copy,
+                    box_limits: limits.Limits) -> dict[str, Any]:
+    """:func:`storage.finish` (the patch, the chats) in a child process inside the box's
+    cgroup (its memory limit holds for our git too) and within :data:`FINISH_LIMIT_S`: what it
+    reports, or why it could not."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - a forked child, reported through the pipe
+        try:
+            os.close(read_end)
+            os.setpgid(0, 0)
+            with contextlib.suppress(OSError):
+                box_limits.enter(os.getpid())
+            signal.alarm(FINISH_LIMIT_S)
+            data = json.dumps(storage.finish(spec, copy)).encode()
+            while data:
+                data = data[os.write(write_end, data):]
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    answer = b""
+    while chunk := os.read(read_end, 65536):
+        answer += chunk
+    os.close(read_end)
+    _, code = os.waitpid(child, 0)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child, signal.SIGKILL)  # git it started, if it was cut short
+    try:
+        value = json.loads(answer)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        return value
+    how = (f"signal {os.WTERMSIG(code)}" if os.WIFSIGNALED(code) else
+           f"code {os.WEXITSTATUS(code)}")  # fmt: skip
+    return {"patch_error": f"making the patch ended with {how} (over {FINISH_LIMIT_S} s, or "
+                           "out of the box's memory)", "left_out": copy.left_out[:50],
+            "left_out_count": len(copy.left_out)}
+
+
 def _enter_network(spec: dict[str, Any]) -> BoxNetwork | None:
     """With a network policy in the spec: this thread in the box's new network namespace, the
     wall's sockets bound there, its first refusals reported live into ``network_events``."""
@@ -319,10 +370,10 @@ def run(spec: dict[str, Any], status: Status) -> int:
     for fd in (1, 2):  # the agent's output ends here: the helper need not wait for the patch
         os.dup2(null, fd)
     os.close(null)
-    box_limits.remove()
     network = net.finish() if net is not None else None
     words = answer.split()
     if "started" not in words:
+        box_limits.remove()
         reason = answer.partition("setup ")[2].strip() or answer.strip()
         status.write({"error": reason or "the agent's namespace ended early", "started": False})
         return EXIT_SETUP
@@ -333,7 +384,8 @@ def run(spec: dict[str, Any], status: Status) -> int:
         result["returncode"] = -signal.SIGKILL
     else:
         result["error"] = answer.strip() or "the agent's namespace ended without a status"
-    result.update(storage.finish(spec, copy))
+    result.update(_finish_bounded(spec, copy, box_limits))
+    box_limits.remove()
     status.write(result)
     return 0
 

@@ -16,6 +16,8 @@ from cursor_agent_action.agent.box import gitconfig, home, tree, world
 from cursor_agent_action.agent.box.user import AgentUser
 
 _LISTED = 50
+MAX_PATCH_SOURCE_BYTES = 256 << 20
+"""What the changed files may hold in all: a larger change is no patch a review can read."""
 """How many paths of a kind the status lists (the counts are whole)."""
 
 
@@ -41,10 +43,9 @@ def prepare(spec: dict[str, Any], agent: AgentUser) -> tuple[world.World, tree.C
             world.bind(fd, str(target), read_only=True)
         finally:
             os.close(fd)
-        for name in gitconfig.CONFIG_NAMES:
-            config = target / name
+        for number, config in enumerate(gitconfig.config_files(target)):
             if config.is_file() and not config.is_symlink():
-                replacement = masked / f"{index}-{name}"
+                replacement = masked / f"{index}-{number}"
                 replacement.write_text(gitconfig.mask(config).text, encoding="utf-8")
                 replacement.chmod(0o644)
                 fd = os.open(replacement, os.O_PATH)
@@ -91,6 +92,11 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
                                         max_file_bytes=spec["limits"]["max_file_bytes"])
             kept = [entry.path for entry in changes.entries if tree.protected(entry.path)]
             changes.entries = [e for e in changes.entries if not tree.protected(e.path)]
+            size = sum(os.lstat(copied / e.path).st_size for e in changes.entries
+                       if not e.deleted)  # fmt: skip
+            if size > MAX_PATCH_SOURCE_BYTES:
+                raise ValueError(f"the changed files hold {size >> 20} MiB, over the "
+                                 f"{MAX_PATCH_SOURCE_BYTES >> 20} MiB a patch may carry")
             patch = Path(spec["patch_file"])
             changeset.write_patch(copied, changes, patch)
         os.chown(patch, *spec["owner"])
