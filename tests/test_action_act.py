@@ -307,10 +307,10 @@ def test_every_declared_output_is_set(scenario_run: tuple[ActRun, Path]) -> None
     outputs = run.outputs("success", "agent")
     assert set(outputs) == declared
     unset = {name for name, value in outputs.items() if value == ""}
-    # The install step is skipped with cli-path; no output-schema, no structured output; no
-    # network wall around this run, so no count of its refusals.
-    assert unset == {"cli-version", "cache-hit", "structured-output", "structured-output-file",
-                     "network-denials"}
+    # The install step is skipped with cli-path; no output-schema, no structured output. The
+    # run is contained (act runs as root here), so the wall counts its refusals: none.
+    assert unset == {"cli-version", "cache-hit", "structured-output", "structured-output-file"}
+    assert outputs["network-denials"] == "0"
     assert Path(outputs["transcript-file"]).name == "transcript.jsonl"
     assert (outputs["request-id"], outputs["model"], outputs["duration-ms"]) == (
         "req-1",

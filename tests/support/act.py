@@ -258,8 +258,10 @@ def run_workflow(
         argv += ["--local-repository", f"{ref}={local}"]
     # --env (not act's own environment): these also override act's defaults such as
     # GITHUB_API_URL, in the env and in the github context.
-    # A contained agent runs as the suite's test user (removed after the session).
-    env = {"CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER, **(env or {})}
+    # A contained agent runs as the suite's test user (removed after the session), and shares
+    # with the test only the stand-in's directory (its scenario and records: make_standin).
+    env = {"CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
+           "CURSOR_AGENT_ACTION_BOX_SHARE": str(cache_dir.parent / "standin"), **(env or {})}
     for name, value in env.items():
         argv += ["--env", f"{name}={value}"]
     if job:
