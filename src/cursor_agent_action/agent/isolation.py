@@ -47,9 +47,11 @@ STATUS_BYTES = 256 * 1024
 """The status file's size (as :data:`cursor_agent_action.agent.box.root.STATUS_BYTES`)."""
 
 MISSING_PROTECTIONS = (
-    "the agent runs as the runner's own user: whatever its shell starts can read this job's "
-    "files and the helper's process, write ~/.gitconfig, ~/.bashrc, .git/ and the runner's "
-    "files for later steps, and keep running after the step (the helper kills what it can find)"
+    "the agent runs as the runner's own user, on the real working tree: whatever its shell "
+    "starts can read this job's files (RUNNER_TEMP, the runner's home, a token the checkout "
+    "left in .git/config) and the helper's process, write .git/, ~/.gitconfig, ~/.bashrc, "
+    "/tmp and git-ignored files that later steps run, use all the runner's memory, and keep "
+    "running after the step (the helper kills what it can find)"
 )
 
 
