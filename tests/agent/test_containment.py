@@ -321,6 +321,13 @@ def test_a_runner_user_with_passwordless_sudo_gets_the_agent_contained(
     assert int(_seen(box, "uid")) not in (0, runner_uid)
     owners = {p.lstat().st_uid for p in box.workspace.rglob("*")}
     assert owners == {runner_uid}  # the runner's again, not root's, not the agent's
+    # Nothing the box left in RUNNER_TEMP (its empty mount point, the chats it keeps for
+    # --resume) is beyond the runner's own clean-up.
+    user = ensure_user(sudoer)
+    cleanup = subprocess.run(["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+                              "--clear-groups", "rm", "-rf", str(box.base / "runner-temp")],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert cleanup.returncode == 0, cleanup.stderr
 
 
 def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) -> None:

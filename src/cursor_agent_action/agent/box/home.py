@@ -101,9 +101,10 @@ def _agent_dirs(home: Path, relative: Path, agent: AgentUser) -> None:
             os.chown(current, agent.uid, agent.gid)
 
 
-def keep_chats(home: Path, store: Path) -> None:
+def keep_chats(home: Path, store: Path, owner: tuple[int, int]) -> None:
     """After the run (no agent process left): the chats of ``home`` replace those in
-    ``store`` (root's, 0700)."""
+    ``store``, made anew by root and then given to ``owner`` (the runner's user, 0700: it
+    cleans its temporary directory; the agent never sees the store)."""
     if store.exists():
         shutil.rmtree(store)
     store.mkdir(mode=0o700, parents=True)
@@ -115,3 +116,6 @@ def keep_chats(home: Path, store: Path) -> None:
                              if str(p) != ".")  # fmt: skip
             if parents_ok:
                 carry(str(source), str(store / kept), 0, 0)
+    for directory, dirs, files in os.walk(store):  # our own files, just made
+        for name in [directory, *(os.path.join(directory, n) for n in [*dirs, *files])]:
+            os.lchown(name, *owner)

@@ -78,7 +78,8 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
     result: dict[str, Any] = {"left_out": copy.left_out[:_LISTED],
                               "left_out_count": len(copy.left_out)}
     with contextlib.suppress(OSError, home.HomeError):
-        home.keep_chats(area / "home", Path(spec["chats_store"]))
+        home.keep_chats(area / "home", Path(spec["chats_store"]),
+                        (int(spec["owner"][0]), int(spec["owner"][1])))
     if not spec.get("git", True):
         return result
     copied = area / "tree"
