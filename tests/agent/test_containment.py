@@ -285,7 +285,8 @@ def _as_runner(
     agent = _agent(box, "echo ran > $SEEN/ran; id -u > $SEEN/uid")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(box.home),
            "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_fallback_1234",
-           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER}
+           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
+           "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen)}
     return subprocess.run(
         ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
          str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",

@@ -617,7 +617,7 @@ def test_replays_the_docs_update_fixture_with_real_file_changes(
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "docs-update.jsonl"
     scenario = {"transcript": str(fixture), "apply_tool_writes": True}
     result = run(tmp_path, workspace, capsys, scenario, "--preset", "docs")
-    assert result.code == 0
+    assert result.code == 0, result.log
     assert json.loads(result.outputs["files-changed"]) == [
         "README.md", "docs/index.md", "docs/upgrading.md", "docs/usage.md"]
     assert result.outputs["permission-denials"] == "1"

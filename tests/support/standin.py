@@ -28,6 +28,14 @@ def make_standin(tmp_path: Path, scenario: dict[str, Any], name: str = "cursor-a
     directory = tmp_path / "standin"
     directory.mkdir(exist_ok=True)
     directory.chmod(0o1777)
+    transcript = scenario.get("transcript")
+    if isinstance(transcript, str) and os.path.isabs(transcript):
+        # A contained stand-in sees only this directory of the test's: the transcript it
+        # replays goes there (relative paths resolve in it).
+        copy = directory / f"{name}.{Path(transcript).name}"
+        copy.write_bytes(Path(transcript).read_bytes())
+        copy.chmod(0o644)
+        scenario = {**scenario, "transcript": copy.name}
     scenario_file = directory / f"{name}.scenario.json"
     scenario_file.write_text(json.dumps(scenario), encoding="utf-8")
     scenario_file.chmod(0o644)
