@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,3 +88,28 @@ def test_the_box_has_no_interface_but_its_own_loopback(
     assert interfaces == ["lo"]
     assert "nameserver 127." in _seen(box, "resolv")
     assert json.loads(json.dumps(out["network-denials"])) is not None
+
+
+def test_the_hosts_unix_sockets_under_run_are_out_of_reach(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A network namespace does not cover unix sockets on the file system, and connect()
+    needs no write to it: /run, where the host's services keep theirs, is empty in the box."""
+    path = Path(f"/run/caa-test-{os.getpid()}.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(path))
+        path.chmod(0o777)
+        server.listen(1)
+        server.settimeout(0.1)
+        probe = (f"import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n"
+                 f"    s.connect('{path}'); print('connected')\nexcept OSError as e: print(e)\n")
+        (box.base / "probe.py").write_text(probe)
+        out = _run(box, capsys, f"python3 {box.base / 'probe.py'} > $SEEN/unix 2>&1")
+        assert out["conclusion"] == "success", out["log"]
+        assert "connected" not in _seen(box, "unix")
+        with pytest.raises(TimeoutError):
+            server.accept()
+    finally:
+        server.close()
+        path.unlink(missing_ok=True)

@@ -136,6 +136,10 @@ def _namespace_init(spec: dict[str, Any], view: world.World, agent: AgentUser,
         _check(_libc().unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare (mount namespace)")
         world.make_private()
         if net_files is not None:  # the box's own resolver; no resolver outside the wall
+            # nor the host's services: /run holds their unix sockets, which a network
+            # namespace does not cover (connect() needs no write to the file system)
+            if os.path.isdir("/run") and not os.path.islink("/run"):
+                world.tmpfs("/run", size="16m", mode=0o755)
             netns.mount_resolver_files(Wall.resolv_conf_text(), HOSTS_TEXT, net_files)
         world.build(view)
     except BaseException as exc:

@@ -36,7 +36,9 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 _FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
           "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}  # fmt: skip
 TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108 - they are made private here
-_SPECIAL = ("/proc", "/sys", "/dev")
+_SPECIAL = ("/proc", "/sys")
+"""Left as they are (the kernel's views). /dev is remounted read-only too (device nodes work
+on a read-only mount; /dev/mqueue, a sticky 1777 directory on most runners, does not)."""
 
 
 class WorldError(Exception):
@@ -208,7 +210,7 @@ def build(world: World) -> None:
     finally:
         for fd, *_ in [*shown, *private]:
             os.close(fd)
-    writable = [world.tree_target, world.home_target, *TMP_DIRS, *world.shares]
+    writable = [world.tree_target, world.home_target, *TMP_DIRS, *world.shares, "/dev/pts"]
     for point, options in _mountinfo():
         if "ro" in options or _under(point, _SPECIAL) or _under(point, writable):
             continue
