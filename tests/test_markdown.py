@@ -68,6 +68,11 @@ def test_code_cell_examples() -> None:
         ("mail a@b.example", "a@b"),
         ("**bold** _it_", "**bold**"),
         ("a\nb", "\n"),
+        ("$\\color{red}{pwned}$", "$\\color"),  # GitHub's inline math
+        ("`code` $$a$$", "$$a"),
+        ("fixes #123", "#123"),  # an issue reference (a back-reference on the issue)
+        ("see octo/other#5", "#5"),
+        ("see GH-12", "GH-12"),
     ],
 )
 def test_inline_neutralises_markup(text: str, absent: str) -> None:

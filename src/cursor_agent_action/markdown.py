@@ -23,9 +23,13 @@ _MD_META = re.compile(r"([\\`*_{}\[\]#!|~])")
 # "-", "+" and "1." / "1)" only mean something at the start of a line (list items).
 _LIST_START = re.compile(r"^([-+]|\d+(?=[.)]))")
 # GFM's autolink extension links bare URLs, www. hosts and e-mail addresses
-# (https://github.github.com/gfm/#autolinks-extension-); a zero-width space defeats it.
-_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+# (https://github.github.com/gfm/#autolinks-extension-), and GitHub links (and notifies) @names
+# and references to issues (#12, GH-12, owner/repo#12, which also leave a back-reference on
+# the issue named); a zero-width space defeats each.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)|(?<=#)(?=\d)|(?<=\bGH)(?=-\d)",
+                       re.IGNORECASE)
 _ZWSP = "\u200b"
+_MATH = re.compile(r"\$")  # GitHub renders $...$ and $$...$$ as math
 NEWLINE_MARK = "⏎"
 # Characters that show as nothing or change how their neighbours show: Unicode's format
 # characters (Cf: bidi embeddings, overrides and isolates, zero-width space and joiners, the
@@ -103,12 +107,13 @@ def code_cell(text: str, limit: int = 200, *, in_table: bool = True) -> str:
 
 
 def inline(text: str, limit: int = 500) -> str:
-    """One line of prose that renders as the characters of ``text`` (plus zero-width spaces)."""
+    """One line of prose that renders as the characters of ``text`` (plus zero-width spaces):
+    no Markdown, HTML, math, autolink, mention or issue reference."""
     flat = shorten(" ".join(escape_invisible(text).split()), limit)
     broken = _AUTOLINK.sub(_ZWSP, flat)
     escaped = _LIST_START.sub(
         lambda m: m.group(1) + "\\" if m.group(1)[0].isdigit() else "\\" + m.group(1),
-        _MD_META.sub(r"\\\1", broken),
+        _MATH.sub(r"\\$", _MD_META.sub(r"\\\1", broken)),
     )
     return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -137,13 +142,11 @@ def cut_utf8(text: str, max_bytes: int) -> str:
     return text[:max_bytes].encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
 
 
-_MATH = re.compile(r"\$")
-
-
 def escape(text: str) -> str:
     """``text`` (one line) with every Markdown/HTML meta character escaped, autolinks and
     @mentions broken and ``$`` (GitHub's math) escaped; spaces kept, nothing shortened. What
-    starts a line (list markers, setext underlines) is the caller's to handle."""
-    broken = _AUTOLINK.sub(_ZWSP, text)
+    starts a line (list markers, setext underlines) is the caller's to handle. Invisible
+    characters are shown escaped, as everywhere else."""
+    broken = _AUTOLINK.sub(_ZWSP, escape_invisible(text))
     escaped = _MATH.sub(r"\\$", _MD_META.sub(r"\\\1", broken))
     return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

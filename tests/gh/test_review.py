@@ -154,8 +154,22 @@ def test_a_suggestion_becomes_a_suggestion_only_inside_one_hunk(env: Env) -> Non
     assert "not offered as a suggestion: lines 4-22 span more than one hunk" in across["body"]
     assert "```suggestion" not in comments["old side"]["body"]
     assert "```suggestion" not in comments["bidi"]["body"]
-    assert "direction or control characters" in comments["bidi"]["body"]
+    assert "direction, control or other invisible characters" in comments["bidi"]["body"]
     assert out["comments-posted"] == "4"
+
+
+@pytest.mark.parametrize("char", ["\ufe0f", "\u200b", "\ufeff", "\u00ad", "\u115f"])
+def test_a_suggestion_with_an_invisible_character_is_never_offered_altered(
+    env: Env, char: str
+) -> None:
+    """Shown escaped (\\ufe0f), a one-click suggestion would commit other text than the agent
+    wrote: it is shown as plain code instead, saying why."""
+    code, _, _ = env.review(answer(finding(line=3, suggestion=f'WARN = "x{char}"')))
+    assert code == 0
+    (comment,) = env.posted()[0]["comments"]
+    assert "```suggestion" not in comment["body"]
+    assert "other invisible characters" in comment["body"]
+    assert f"\\u{ord(char):04x}" in comment["body"]  # shown, escaped, as plain code
 
 
 def test_two_hundred_findings_are_capped_by_max_comments_in_one_request(env: Env) -> None:
@@ -292,6 +306,22 @@ def test_a_rerun_minimizes_the_earlier_comments_and_keeps_a_finding_that_still_h
     assert old["still holds"]["_minimized"] == "OUTDATED"
     assert all(c["_minimized"] == "OUTDATED" for c in env.comments(second["review-id"]))
     assert env.comments(third["review-id"])[0]["_minimized"] == ""
+
+
+def test_the_superseded_tag_quoted_by_the_agent_does_not_keep_its_review_from_being_replaced(
+    env: Env,
+) -> None:
+    """Our tag in the agent's own text (a code span, a fenced block) is not the tag we write
+    under the marker: the earlier review is still marked as replaced."""
+    tag = "<!-- cursor-agent-action:superseded -->"
+    code, first, _ = env.review(answer(
+        finding(line=3), summary=f"see `{tag}`\n\n```\n{tag}\n```"))
+    assert code == 0
+    code, second, _ = env.review(answer(finding(line=22)))
+    assert code == 0
+    earlier = env.gh.state.reviews[int(first["review-id"])]
+    assert "replaced by [a newer one]" in earlier["body"]
+    assert second["review-url"] in earlier["body"]
 
 
 def test_a_finding_whose_line_went_outdated_is_posted_again(env: Env) -> None:

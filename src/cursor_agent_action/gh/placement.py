@@ -64,6 +64,7 @@ def _place(finding: Finding, diff: DiffMap) -> Placed | Outside:
         elif not one_hunk:
             refusal = f"lines {first}-{finding.line} span more than one hunk of the diff"
         elif has_controls(finding.suggestion):
-            refusal = "it holds direction or control characters"
+            refusal = ("it holds direction, control or other invisible characters, which are "
+                       "shown escaped: accepting it would commit other text than shown")
     return Placed(finding, first if one_hunk else None,
                   finding.suggestion is not None and not refusal, refusal, note)

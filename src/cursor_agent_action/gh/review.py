@@ -36,10 +36,10 @@ from cursor_agent_action.gh.diffmap import DiffMap, parse_patch, unreadable
 from cursor_agent_action.gh.findings import SEVERITIES, Answer
 from cursor_agent_action.gh.placement import Outside, Placed, place
 from cursor_agent_action.gh.reviewbody import (
-    SUPERSEDED_TAG,
     BodyParts,
     comment_body,
     fingerprint_of,
+    is_superseded,
     live_ids,
     review_body,
     superseded_body,
@@ -132,7 +132,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     for comment in gone:
         _minimize(gh, comment, runner)
     for old in earlier.reviews:
-        if SUPERSEDED_TAG not in (old.body or ""):
+        if not is_superseded(old.body or "", head):
             _supersede(gh, number, old, head, str(review["html_url"]))
     posted = len(inline) if review["_inline"] else 0
     runner.set_outputs({

@@ -140,6 +140,12 @@ def _quote(markdown: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in markdown.split("\n"))
 
 
+def is_superseded(body: str, head: str) -> bool:
+    """``body`` is one of ours that a newer review already replaced: the tag is its second
+    line, right under the marker (a tag quoted in the agent's text further down is not it)."""
+    return (body or "").startswith(f"{head}\n{SUPERSEDED_TAG}\n")
+
+
 def superseded_body(head: str, url: str) -> str:
     return (f"{head}\n{SUPERSEDED_TAG}\n*This review was replaced by [a newer one]({url}); "
             "its comments are hidden as outdated.*")

@@ -5,20 +5,24 @@ agent wrote stays literal text. What survives:
 
 - paragraphs and line breaks; bullet items (``- `` or ``* `` at the start of a line);
 - inline code (`` `x` ``) and fenced code blocks (re-fenced by us, so they cannot be closed
-  early; an info string other than a plain word, and ``suggestion``, becomes ``text``);
+  early; an info string other than a plain word, and the ones GitHub renders as something
+  else (``suggestion``, ``math``, ``mermaid``, ``geojson``, ``topojson``, ``stl``), becomes
+  ``text``);
 - links whose target lies in this repository on this GitHub (``[text](SERVER/OWNER/REPO/...)``).
 
 Everything else renders as the characters typed: HTML and comments, images, other links (bare
-URLs included), headings, tables, quotes, emphasis, math, @mentions (no notification) and
-setext underlines. Direction controls (bidi) are shown as ``⟨U+202E⟩``, other control
-characters as ``�``. A suggestion is code inside a ``suggestion`` block we write.
+URLs included), headings, tables, quotes, emphasis, math, @mentions and issue references
+(#12, GH-12, owner/repo#12: no notification, no back-reference), thematic breaks and setext
+underlines. Direction controls (bidi) are shown as ``⟨U+202E⟩``, other control characters as
+``�``, other invisible characters escaped (``\u200b``). A suggestion is code inside a
+``suggestion`` block we write, offered only when it holds no such character.
 """
 
 from __future__ import annotations
 
 import re
 
-from cursor_agent_action.markdown import code_cell, escape, fence, inline, shorten
+from cursor_agent_action.markdown import INVISIBLE, code_cell, escape, fence, inline, shorten
 
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -29,12 +33,17 @@ _URL_REST = re.compile(r"[A-Za-z0-9._~/?#&=+%:@,;!*'-]*")
 _BULLET = re.compile(r"^[-*+] +(?=\S)")
 _ORDERED = re.compile(r"^(\d{1,9})([.)])")
 _INFO = re.compile(r"[A-Za-z0-9_+.-]{1,30}")
+# Info strings GitHub renders as something other than code (a formula, a diagram, a map, a
+# 3D model, a one-click change): such a block is shown as text.
+RENDERED_INFO = frozenset({"suggestion", "math", "mermaid", "geojson", "topojson", "stl"})
 MAX_LINES = 400
 
 
 def has_controls(text: str) -> bool:
-    """Direction or other control characters (a suggestion holding one is refused)."""
-    return bool(_BIDI.search(text) or _CONTROL.search(text.replace("\r", "")))
+    """Direction, control or other invisible characters: a suggestion holding one is refused,
+    since it could only be shown escaped (accepting it would commit other text than shown)."""
+    return bool(_BIDI.search(text) or INVISIBLE.search(text)
+                or _CONTROL.search(text.replace("\r", "")))
 
 
 def clean(text: str) -> str:
@@ -72,7 +81,8 @@ class Prose:
                     i += 1
                 i += 1  # the closing fence (or the end)
                 word = info.split()[0] if info.split() else ""
-                kind = word if _INFO.fullmatch(word) and word != "suggestion" else "text"
+                plain = _INFO.fullmatch(word) and word.casefold() not in RENDERED_INFO
+                kind = word if plain else "text"
                 out.append(fence("\n".join(body), kind).rstrip("\n"))
                 continue
             out.append(self.line(lines[i]))
@@ -86,9 +96,13 @@ class Prose:
         if not text:
             return ""
         bullet = _BULLET.match(text)
-        if bullet:
-            return "- " + self._inline(text[bullet.end():])
-        rendered = self._inline(text)
+        if bullet:  # one level of bullet; what follows it starts nothing more
+            return "- " + self._lead(self._inline(text[bullet.end():]))
+        return self._lead(self._inline(text))
+
+    @staticmethod
+    def _lead(rendered: str) -> str:
+        """A list marker, thematic break or setext underline at the start made literal."""
         if rendered[:1] in ("-", "+", "="):
             return "\\" + rendered
         return _ORDERED.sub(r"\1\\\2", rendered)
