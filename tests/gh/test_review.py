@@ -15,6 +15,7 @@ import pytest
 from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_RUN_FAILED, EXIT_USAGE
 from cursor_agent_action.gh import review
+from cursor_agent_action.gh.reviewtext import Prose
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import GitHubServer, error_line
 
@@ -269,6 +270,32 @@ def test_hostile_text_stays_inert(env: Env) -> None:
         assert "www\u200b.evil" in text
     assert "pwned" not in log
     assert "::error file=x" not in log
+
+
+@pytest.mark.parametrize("info", ["math", "mermaid", "geojson", "topojson", "stl", "Mermaid",
+                                  "suggestion"])
+def test_a_block_github_would_render_as_a_picture_or_a_change_is_shown_as_text(
+    info: str,
+) -> None:
+    rendered = Prose("https://github.example/octo/widgets").render(f"```{info}\ngraph TD\n```")
+    assert rendered.startswith("```text\n")
+
+
+@pytest.mark.parametrize("text", ["- - -", "- ---", "* ***", "- 1. x", "+ + +", "- ===",
+                                  "- # heading", "- > quote"])
+def test_what_follows_a_bullet_starts_no_other_block(text: str) -> None:
+    rendered = Prose("https://github.example/octo/widgets").render(text)
+    assert rendered.startswith("- ")
+    assert re.match(r"[-*+=#>]|\d+[.)]", rendered[2:]) is None, rendered
+
+
+def test_invisible_characters_in_a_body_are_shown_escaped() -> None:
+    rendered = Prose("https://github.example/octo/widgets").render(
+        "safe\u200bword \ufeff \u00ad line1\u2028line2")
+    for char in "\u200b\ufeff\u00ad\u2028":
+        assert char not in rendered
+    assert "\\u200b" in rendered
+    assert "\\u2028" in rendered
 
 
 def test_a_rerun_minimizes_the_earlier_comments_and_keeps_a_finding_that_still_holds(
