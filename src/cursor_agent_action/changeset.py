@@ -89,11 +89,17 @@ _OBJECTS: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def separate_objects(objects: Path, alternate: Path) -> Iterator[None]:
+def separate_objects(objects: Path, alternate: Path, *, git_dir: Path | None = None,
+                     work_tree: Path | None = None) -> Iterator[None]:
     """Inside: new objects go to ``objects`` (``alternate``, the repository's own object store,
-    is only read). For a repository whose ``.git`` is read-only, as in the agent's box."""
-    token = _OBJECTS.set({"GIT_OBJECT_DIRECTORY": str(objects),
-                          "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(alternate)})
+    is only read). For a repository whose ``.git`` is read-only, as in the agent's box. With
+    ``git_dir`` and ``work_tree``, git uses that repository for that tree and never looks for a
+    ``.git`` in the tree (where the agent could have put one of its own)."""
+    env = {"GIT_OBJECT_DIRECTORY": str(objects),
+           "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(alternate)}
+    if git_dir is not None and work_tree is not None:
+        env.update(GIT_DIR=str(git_dir), GIT_WORK_TREE=str(work_tree))
+    token = _OBJECTS.set(env)
     try:
         yield
     finally:
@@ -237,14 +243,30 @@ def _hash(repo: Path, paths: list[str], tree: dict[str, os.stat_result]) -> dict
     return dict(zip(paths, oids, strict=True))
 
 
-def _ignored(repo: Path, paths: Iterable[str]) -> set[str]:
+def git_dirs(repo: Path) -> tuple[Path, Path]:
+    """The absolute git directory and common directory (where the objects are) of the work
+    tree ``repo`` (they differ for a linked worktree)."""
+    out = _git(repo, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir")
+    git_dir, common = (_decode(line) for line in out.splitlines()[:2])
+    return Path(git_dir), Path(common)
+
+
+def ignored_in(repo: Path, paths: Iterable[str]) -> set[str]:
+    """Which of ``paths`` the ignore rules of the work tree ``repo`` as it is (its own
+    ``.gitignore`` files, ``info/exclude``) ignore: for the box, the real tree's rules, which
+    the agent never had in its hands."""
+    return _ignored(repo, paths, env={})
+
+
+def _ignored(repo: Path, paths: Iterable[str], env: dict[str, str] | None = None) -> set[str]:
     """Which of the new ``paths`` ``.gitignore`` files ignore."""
     listed = [_encode(path) for path in paths]
     if not listed:
         return set()
     try:
         done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], repo,
-                           env=_OBJECTS.get(), input=b"\0".join(listed) + b"\0")
+                           env=_OBJECTS.get() if env is None else env,
+                           input=b"\0".join(listed) + b"\0")
     except (OSError, safegit.GitNotFound, subprocess.TimeoutExpired) as exc:
         raise ChangesetError(f"git check-ignore failed: {exc}") from exc
     if done.returncode not in (0, 1):
@@ -253,14 +275,16 @@ def _ignored(repo: Path, paths: Iterable[str]) -> set[str]:
 
 
 def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = (),
-            absent: Iterable[str] = (), max_file_bytes: int | None = None) -> Changeset:
+            absent: Iterable[str] = (), max_file_bytes: int | None = None,
+            ignore_as: Path | None = None) -> Changeset:
     """What differs between HEAD and the work tree of ``repo`` (its top directory).
 
     ``left_out``: paths never in this tree (left out of the box's copy): not read, not counted
     as deleted. ``absent``: paths the tree lacked from the start (set aside before the copy):
     their absence is no deletion, a file there is new. A file over ``max_file_bytes`` (its
     apparent size: sparse files too) is not read: it is listed in ``too_large`` and stays out
-    of the changes."""
+    of the changes. ``ignore_as``: another work tree whose ignore rules also keep new files
+    out (the box's real tree: the copy's own ``.gitignore`` files are the agent's to change)."""
     head = head_commit(repo)
     base = head_tree(repo)
     overlay = {} if before is None else dict(before.dirty)
@@ -296,6 +320,8 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
             entries.append(Entry(path, mode, oid, ABSENT_MODE, "0" * len(oid)))
     new = [entry.path for entry in entries if entry.old_mode == ABSENT_MODE]
     ignored = _ignored(repo, new)
+    if ignore_as is not None:
+        ignored |= ignored_in(ignore_as, [path for path in new if path not in ignored])
     entries = sorted((e for e in entries if e.path not in ignored), key=lambda e: e.path)
     return Changeset(head, entries, sorted(skipped), overlay, too_large, len(ignored))
 

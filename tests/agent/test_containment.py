@@ -153,8 +153,9 @@ def test_the_workspace_stays_the_runners_and_changes_the_policy_refuses_stay_in_
             " mkdir -p .cursor/rules && echo evil > .cursor/rules/x.mdc")
     out = _run(box, capsys, body, "--preset", "docs")
     assert out["conclusion"] == "failure", out["log"]
-    assert "They stayed in the box" in out["log"]
-    assert (box.workspace / "docs" / "new.md").read_text() == "new\n"
+    assert "every other change of this run, stayed in the box" in out["log"]
+    # A protected change fails the run, and nothing of the run comes back, not even docs/.
+    assert not (box.workspace / "docs" / "new.md").exists()
     assert (box.workspace / ".github" / "ci.yml").read_text() == "on: push\n"
     assert not (box.workspace / ".cursor" / "rules").exists()
     owners = {p.lstat().st_uid for p in box.workspace.rglob("*")} | {box.workspace.stat().st_uid}
@@ -178,7 +179,7 @@ def test_repository_hooks_are_invisible_during_the_run_and_restored(
     out = _run(box, capsys, body)
     # The copy is the agent's to write, but nothing a read-only run writes comes back.
     assert out["conclusion"] == "failure", out["log"]
-    assert "They stayed in the box" in out["log"]
+    assert "stayed in the box" in out["log"]
     listing = _seen(box, "listing")
     assert "settings.json" not in listing
     assert "hooks.json" not in listing

@@ -106,7 +106,8 @@ class ChangeTracker:
 
     def apply_box(self, status: dict[str, object]) -> Applied:
         """Apply the patch the box made (our hardened git, as the runner's user) to the real
-        tree (protected paths are not in it: ``box.tree.protected``, they stay in the box);
+        tree (protected paths are not in it: ``box.tree.protected``, they stay in the box, and
+        when there were any, nothing is applied: the run fails);
         what the box left behind is said in the notes. What the policy does not allow is
         applied and fails the run (:func:`check_policy`), as for an uncontained run."""
         notes = _left_behind(status)
@@ -116,7 +117,8 @@ class ChangeTracker:
                    if isinstance(path, str)] if isinstance(raw, list) and self.repo else []
         count = status.get("protected_count")
         count = count if isinstance(count, int) else 0
-        if self.repo is None or not isinstance(patch, str) or not status.get("changed"):
+        if (self.repo is None or not isinstance(patch, str) or not status.get("changed")
+                or count):  # a protected change fails the run: nothing of it comes back
             return Applied(refused, notes, refused_count=count)
         done = safegit.run(["apply", "--binary", "--whitespace=nowarn", patch], self.repo)
         self.applied_box = True  # tried: the tree may have changed, the check must hold

@@ -50,8 +50,9 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
     if applied.refused:
         fail_run(record, (
             f"The agent changed {applied.refused_count} protected file(s) (the CLI's, git's or "
-            f"the workflows' configuration): {listing(applied.refused)}. They stayed in the "
-            "box: neither the working tree nor the patch has them. Fix: review what the agent "
+            f"the workflows' configuration): {listing(applied.refused)}. They, and every other "
+            "change of this run, stayed in the box: the working tree and the patch have none of "
+            "them. Fix: review what the agent "
             "ran (the transcript); such files are changed by people, not by the agent."))
 
 

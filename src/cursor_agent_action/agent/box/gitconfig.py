@@ -8,9 +8,10 @@ the runner's temporary directory that ``.git/config`` includes. Other places a c
 
 The contained agent sees ``.git`` read-only, with every config file replaced by a masked copy:
 the same settings without those keys, without ``include``/``includeIf`` (which read files outside
-the repository) and with the user part of every URL removed. The copy is written by us; the
-agent's own git commands read it. Parsing goes through our hardened git (``git config --list
---null --file``), never through a hand-written parser of git's format.
+the repository), with the user part of every URL value removed and without any setting whose
+section names a URL with a user part (``url."https://x:TOKEN@host/".insteadOf``). The copy is
+written by us; the agent's own git commands read it. Parsing goes through our hardened git
+(``git config --list --null --file``), never through a hand-written parser of git's format.
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ def mask(path: Path) -> Masked:
             removed.append(key)
         section, _, rest = key.partition(".")
         subsection, _, name = rest.rpartition(".")
-        if "\n" in subsection or "\0" in subsection:
+        # A URL in a section's name holds a credential too: url."https://x:TOKEN@host/".insteadOf
+        if ("\n" in subsection or "\0" in subsection
+                or _URL_USERINFO.sub(r"\1", subsection) != subsection):
             removed.append(key)
             continue
         where = (section, subsection if subsection else None)

@@ -82,15 +82,23 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
                         (int(spec["owner"][0]), int(spec["owner"][1])))
     if not spec.get("git", True):
         return result
-    copied = area / "tree"
+    copied, real = area / "tree", Path(spec["repo_root"])
     dirty = {path: (mode, oid) for path, (mode, oid) in spec.get("dirty", {}).items()}
     before = changeset.Baseline(dict(copy.stats), dirty)
     try:
         (area / "objects").mkdir()
-        with changeset.separate_objects(area / "objects", copied / ".git" / "objects"):
+        # The real repository, named, never found through the copy: its top-level .git may be
+        # a file (a worktree's, a submodule's) that the agent replaced with a link to a git
+        # directory of its own making.
+        git_dir, common = changeset.git_dirs(real)
+        with changeset.separate_objects(area / "objects", common / "objects", git_dir=git_dir,
+                                        work_tree=copied):
+            # New files the real tree's rules ignore stay in the box too: the copy's own
+            # .gitignore files are the agent's to empty, negate or delete.
             changes = changeset.compute(copied, before, left_out=copy.left_out,
                                         absent=copy.absent,
-                                        max_file_bytes=spec["limits"]["max_file_bytes"])
+                                        max_file_bytes=spec["limits"]["max_file_bytes"],
+                                        ignore_as=real)
             kept = [entry.path for entry in changes.entries if tree.protected(entry.path)]
             changes.entries = [e for e in changes.entries if not tree.protected(e.path)]
             size = sum(os.lstat(copied / e.path).st_size for e in changes.entries
