@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ssl
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,23 +51,58 @@ def test_a_client_hello_split_over_two_records() -> None:
 
 def test_http_host_and_absolute_and_connect_forms() -> None:
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: A.example:80\r\n\r\n") == peek.Claim(
-        peek.DONE, "a.example")
+        peek.DONE, "a.example", http=True)
     assert peek.claim(b"GET http://b.example/x HTTP/1.1\r\nHost: b.example\r\n\r\n").name == (
         "b.example")
     assert peek.claim(b"GET http://b.example/ HTTP/1.1\r\nHost: c.example\r\n\r\n").status == (
         peek.BAD)  # two different claims
     assert peek.claim(b"CONNECT d.example:443 HTTP/1.1\r\nHost: d.example:443\r\n\r\n") == (
-        peek.Claim(peek.DONE, "d.example", proxy_port=443))
+        peek.Claim(peek.DONE, "d.example", proxy_port=443, http=True))
     assert peek.claim(b"CONNECT d.example HTTP/1.1\r\n\r\n").status == peek.BAD  # no port
     assert peek.claim(b"GET https://e.example/x HTTP/1.1\r\n\r\n").proxy_port == 443
     assert peek.claim(b"GET http://[::1]:8080/ HTTP/1.1\r\n\r\n") == peek.Claim(
-        peek.DONE, "::1", proxy_port=8080)
+        peek.DONE, "::1", proxy_port=8080, http=True)
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").status == peek.BAD
-    assert peek.claim(b"GET / HTTP/1.0\r\n\r\n") == peek.Claim(peek.DONE, "")
+    assert peek.claim(b"GET / HTTP/1.0\r\n\r\n") == peek.Claim(peek.DONE, "", http=True)
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: a").status == peek.MORE
     assert peek.claim(b"GE").status == peek.MORE
     assert peek.claim(b"SSH-2.0-OpenSSH_9.6\r\n").status == peek.OTHER
     assert peek.claim(b"GET " + b"x" * peek.MAX_PEEK).status == peek.BAD
+
+
+@pytest.mark.parametrize(("data", "name"), [
+    # HTTP is known by its shape: any method, empty lines first (servers skip them)
+    (b"\r\nCONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n",
+     "evil.example"),
+    (b"\r\n\r\nGET / HTTP/1.1\r\nHost: evil.example\r\n\r\n", "evil.example"),
+    (b"PROPFIND http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n", "evil.example"),
+    (b"X-ANY / HTTP/1.1\r\nHost: evil.example\r\n\r\n", "evil.example"),
+])
+def test_any_method_after_any_empty_lines_is_read_as_http(data: bytes, name: str) -> None:
+    claimed = peek.claim(data)
+    assert (claimed.status, claimed.name, claimed.http) == (peek.DONE, name, True)
+
+
+@pytest.mark.parametrize("data", [
+    b"\nCONNECT evil.example:443 HTTP/1.1\r\n\r\n",  # a bare LF before it
+    b"GET http://evil.example/\r\n\r\n",  # HTTP/0.9 to a proxy
+    b"PROPFIND http://evil.example/ HTTP/1.1\x00\r\n\r\n",
+    b"GET / HTTP/1.1\nHost: evil.example\n\n",  # bare LFs
+    b"GET / HTTP/1.1\r\nHost : evil.example\r\n\r\n",
+    b"GET / HTTP/1.1\r\nX: y\r\n folded\r\n\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+])
+def test_almost_http_is_refused(data: bytes) -> None:
+    assert peek.claim(data).status == peek.BAD
+
+
+@pytest.mark.parametrize("data", [
+    b"SSH-2.0-OpenSSH_9.6 Ubuntu-3\r\n",
+    b"0032git-upload-pack /project.git\x00host=example.com\x00",
+    b"\x00\x01binary",
+])
+def test_other_protocols_pass_unchecked(data: bytes) -> None:
+    assert peek.claim(data).status == peek.OTHER
 
 
 @settings(max_examples=500, deadline=None)
@@ -90,7 +126,8 @@ def test_how_many_bytes_to_wait_for_before_parsing_again() -> None:
     assert peek.claim(hello[:3]) == peek.Claim(peek.MORE, need=5)
     assert peek.claim(hello[:10]) == peek.Claim(peek.MORE, need=len(hello))
     assert peek.claim(b"GET / HTTP/1.1\r\n").need == peek.HEAD
-    assert peek.claim(b"PO").need == 3
+    assert peek.claim(b"GET / HTT").need == peek.LINE
+    assert peek.claim(b"PO").need == peek.LINE
 
 
 def test_a_client_hello_in_many_tiny_records_is_refused() -> None:

@@ -3,23 +3,30 @@
 The relay compares it with the name the agent resolved (the address it dialed): a client that
 dials an allowed name but asks the far end for another one (domain fronting, a shared CDN) is
 refused. Only the first flight is read, at most :data:`MAX_PEEK` bytes; a protocol that is
-neither TLS nor HTTP/1 passes unchecked (the name and port were checked already).
+neither TLS nor HTTP/1 passes unchecked (the name and port were checked already). HTTP is
+known by its shape, not a list of methods: empty lines first (servers skip them), any method,
+a target, ``HTTP/1.x``; a first line that is almost HTTP (a known method, ``HTTP/`` or a URL in
+it, but not a request line) is refused. The rest of a plain HTTP connection is read request by
+request by :mod:`.httpflow`.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from typing import NamedTuple
+
+from cursor_agent_action.agent.box.net import httpflow
 
 MAX_PEEK = 64 * 1024
 MORE = "more"  # not enough bytes yet: ``need`` says how many, or HEAD
 HEAD = -1  # ``need`` of an HTTP head: more bytes up to its blank line
+LINE = -2  # ``need`` of a first line that may be HTTP's: more bytes up to its line end
 MAX_RECORDS = 8  # a ClientHello in more TLS records than this is refused (real ones use 1-2)
 DONE = "done"  # read: ``name`` is the claimed name, or "" when none is claimed
 OTHER = "other"  # neither TLS nor HTTP/1: nothing to check
 BAD = "bad"  # claims to be TLS or HTTP/1 but is malformed (or too long): refuse
-_METHODS = (b"GET ", b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"PATCH ",
-            b"CONNECT ", b"TRACE ")  # fmt: skip
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class Claim(NamedTuple):
@@ -27,6 +34,7 @@ class Claim(NamedTuple):
     name: str = ""
     need: int = 0  # with MORE: parse again once this many bytes are in (HEAD: a blank line)
     proxy_port: int = 0  # a proxy request (CONNECT, absolute URL): the port it asks for
+    http: bool = False  # an HTTP/1 request: the rest is read by httpflow.Requests
 
 
 def claim(data: bytes) -> Claim:
@@ -35,11 +43,26 @@ def claim(data: bytes) -> Claim:
         return Claim(MORE, need=1)
     if data[0] == 0x16:
         return _tls(data)
-    if any(data.startswith(m) for m in _METHODS):
-        return _http(data)
-    if any(m.startswith(data) for m in _METHODS):
-        return Claim(MORE, need=len(data) + 1)
-    return Claim(OTHER)
+    rest = data.lstrip(b"\r\n")
+    shape = httpflow.looks_like_http(rest)
+    if shape is None:  # a word so far: a first line still open
+        return Claim(MORE, need=LINE)
+    if not shape:
+        return Claim(OTHER)
+    blank = data[: len(data) - len(rest)]
+    first = rest.split(b"\n", 1)[0]
+    method = first.split(b" ", 1)[0]
+    near_http = (method in httpflow.KNOWN_METHODS or b" HTTP/" in first or b"://" in first
+                 or bool(blank))
+    if _CONTROL.search(first):  # no HTTP server reads this line: another protocol
+        return Claim(BAD) if near_http else Claim(OTHER)
+    if b"\n" not in rest:
+        return Claim(BAD) if len(data) >= MAX_PEEK else Claim(MORE, need=LINE)
+    if httpflow.request_line(first.removesuffix(b"\r")) is None:
+        return Claim(BAD) if near_http else Claim(OTHER)
+    if blank != b"\r\n" * (len(blank) // 2) or b"\n" in rest.replace(b"\r\n", b""):
+        return Claim(BAD)  # lines that do not end in CRLF: a far end may read them otherwise
+    return _http(rest)
 
 
 def _host_only(authority: str) -> str:
@@ -57,29 +80,26 @@ def _http(data: bytes) -> Claim:
     if end < 0:
         return Claim(BAD) if len(data) >= MAX_PEEK else Claim(MORE, need=HEAD)
     try:
-        head = data[:end].decode("ascii")
-    except UnicodeDecodeError:
+        return http_claim(httpflow.parse_head(data[:end]))
+    except (httpflow.BadRequest, UnicodeDecodeError):
         return Claim(BAD)
-    request, *fields = head.split("\r\n")
-    parts = request.split(" ")
-    if len(parts) != 3:
-        return Claim(BAD)
-    method, target = parts[0], parts[1]
-    hosts = [value.strip() for name, sep, value in (f.partition(":") for f in fields)
-             if sep and name.strip().lower() == "host"]  # fmt: skip
-    claimed = {_host_only(h) for h in hosts}
+
+
+def http_claim(head: httpflow.Head) -> Claim:
+    """The name (and, through a proxy, the port) one request's head asks for."""
+    claimed = {_host_only(h) for h in head.hosts}
     proxy_port = 0
-    if method == "CONNECT":  # to a proxy: the tunnel's far end is the claim
-        claimed.add(_host_only(target))
-        proxy_port = _port(target, 0)
-    elif "://" in target:  # absolute form (to a proxy, or not): its authority is a claim too
-        scheme, rest = target.split("://", 1)
+    if head.method == "CONNECT":  # to a proxy: the tunnel's far end is the claim
+        claimed.add(_host_only(head.target))
+        proxy_port = _port(head.target, 0)
+    elif "://" in head.target:  # absolute form (to a proxy, or not): its authority is a claim
+        scheme, rest = head.target.split("://", 1)
         authority = rest.split("/", 1)[0]
         claimed.add(_host_only(authority))
         proxy_port = _port(authority, 443 if scheme.lower() == "https" else 80)
-    if len(hosts) > 1 or len(claimed) > 1 or proxy_port < 0:
+    if len(head.hosts) > 1 or len(claimed) > 1 or proxy_port < 0:
         return Claim(BAD)
-    return Claim(DONE, claimed.pop() if claimed else "", proxy_port=proxy_port)
+    return Claim(DONE, claimed.pop() if claimed else "", proxy_port=proxy_port, http=True)
 
 
 def _port(authority: str, default: int) -> int:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
-from cursor_agent_action.agent.box.net import peek
+from cursor_agent_action.agent.box.net import httpflow, peek, pumps
 from cursor_agent_action.agent.box.net.dns import Resolver
 from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.box.net.policy import NetPolicy
@@ -41,7 +41,6 @@ WATCH_PORTS = (22, 80, 443, 8080, 8443, 9418)
 HOSTS_TEXT = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 """The box's /etc/hosts: only localhost (an entry would reach an address without the wall's
 resolver; the runner's entries are nothing the agent needs)."""
-CHUNK = 64 * 1024
 Resolve = Callable[[str, int], list[str]]
 
 
@@ -242,7 +241,8 @@ class Wall:
             self._writers.discard(writer)
             writer.transport.abort()
 
-    async def _first_bytes(self, reader: asyncio.StreamReader, name: str) -> bytes:
+    async def _first_bytes(self, reader: asyncio.StreamReader,
+                           name: str) -> tuple[bytes, peek.Claim]:
         """The client's first bytes, read until their claim is clear; a TLS or HTTP claim of
         another name raises :class:`_Refused`. No bytes in time: another protocol, unchecked."""
         data = bytearray()
@@ -259,10 +259,14 @@ class Wall:
                 # Parse again only when it can tell more: one byte at a time costs no more.
                 if claim.need == peek.HEAD:
                     ready = b"\r\n\r\n" in data[-len(chunk) - 3 :] or len(data) >= peek.MAX_PEEK
+                elif claim.need == peek.LINE:
+                    ready = b"\n" in chunk or len(data) >= peek.MAX_PEEK
                 else:
                     ready = len(data) >= claim.need
                 if ready:
                     claim = peek.claim(bytes(data))
+                if claim.status == peek.MORE and claim.need == peek.LINE:
+                    return bytes(data), claim  # a first line still open: see pumps
                 if claim.status == peek.MORE and left > 0:
                     continue
             else:
@@ -271,12 +275,40 @@ class Wall:
                 raise _Refused("sni-mismatch", name, "an incomplete TLS ClientHello or HTTP head")
             if claim.status == peek.BAD:
                 raise _Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
-            if claim.status == peek.DONE and claim.name and claim.name != name and not (
-                    claim.proxy_port and self.policy.allows(claim.name, claim.proxy_port)):
-                # Through an allowed proxy only to an allowed name; otherwise: fronting.
-                raise _Refused("sni-mismatch", name, f"the connection asks for {claim.name}"
-                               f"{f':{claim.proxy_port}' if claim.proxy_port else ''}")
-            return bytes(data)
+            self._check_claim(name, claim)
+            return bytes(data), claim
+
+    def _check_claim(self, name: str, claim: peek.Claim) -> None:
+        """Raise :class:`_Refused` unless ``claim`` asks for the dialed ``name`` (or, through
+        an allowed proxy, for a name and port the rules allow)."""
+        if claim.status == peek.BAD:
+            raise _Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
+        if claim.status == peek.DONE and claim.name and claim.name != name and not (
+                claim.proxy_port and self.policy.allows(claim.name, claim.proxy_port)):
+            # Through an allowed proxy only to an allowed name; otherwise: fronting.
+            raise _Refused("sni-mismatch", name, f"the connection asks for {claim.name}"
+                           f"{f':{claim.proxy_port}' if claim.proxy_port else ''}")
+
+    async def _up_http(self, name: str, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter, flow: pumps.Flow, first: bytes, *,
+                       first_line: bool = False) -> None:
+        """The agent's side of a plain HTTP connection (or one whose first line may still be
+        HTTP's): every request checked like the first (a kept-alive connection to an allowed
+        proxy asks for any host in its next request)."""
+        def check(claim: peek.Claim) -> None:
+            self._check_claim(name, claim)
+
+        try:
+            if first_line:
+                await pumps.up_first_line(reader, writer, flow, first, check)
+            else:
+                await pumps.up_http(reader, writer, flow, first, check)
+        except _Refused as refusal:
+            self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
+            raise
+        except httpflow.BadRequest as exc:
+            self.ledger.refused("sni-mismatch", name, f"a malformed HTTP request ({exc})")
+            raise
 
     async def _connect(self, name: str, port: int) -> tuple[asyncio.StreamReader,
                                                            asyncio.StreamWriter]:
@@ -311,8 +343,7 @@ class Wall:
         peeking = asyncio.ensure_future(self._first_bytes(reader, name))
         tasks: set[asyncio.Future[Any]] = {connecting, peeking}
         up_writer: asyncio.StreamWriter | None = None
-        moved = [0, 0]
-        last = [time.monotonic()]
+        flow = pumps.Flow()
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if peeking in done:
@@ -320,14 +351,18 @@ class Wall:
             up_reader, up_writer = await connecting
             self._writers.add(up_writer)
             self.ledger.connected(destination)
-            down = asyncio.ensure_future(self._pump(up_reader, writer, moved, 1, last))
+            down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
             tasks.add(down)
-            first = await peeking
-            up_writer.write(first)
-            moved[0] += len(first)
-            up = asyncio.ensure_future(self._pump(reader, up_writer, moved, 0, last))
+            first, claim = await peeking
+            if claim.http or claim.status == peek.MORE:  # MORE: a first line still open
+                up = asyncio.ensure_future(self._up_http(
+                    name, reader, up_writer, flow, first, first_line=not claim.http))
+            else:
+                up_writer.write(first)
+                flow.moved[0] += len(first)
+                up = asyncio.ensure_future(pumps.copy(reader, up_writer, flow, 0))
             tasks.add(up)
-            await self._watch({up, down}, last)
+            await self._watch({up, down}, flow)
         finally:
             for task in tasks:
                 task.cancel()
@@ -336,24 +371,12 @@ class Wall:
             if up_writer is not None:
                 self._writers.discard(up_writer)
                 up_writer.transport.abort()
-            self.ledger.moved(destination, moved[0], moved[1])
+            self.ledger.moved(destination, flow.moved[0], flow.moved[1])
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    moved: list[int], index: int, last: list[float]) -> None:
-        """Copy until EOF (passed on as a half-close); ``drain`` waits while the other side
-        is slow, so at most about the buffer's worth is held per direction."""
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            moved[index] += len(data)
-            last[0] = time.monotonic()
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-
-    async def _watch(self, pumps: set[asyncio.Future[None]], last: list[float]) -> None:
+    async def _watch(self, directions: set[asyncio.Future[None]], flow: pumps.Flow) -> None:
         """Until both directions are done, an error, or the idle or total timeout."""
         started = time.monotonic()
-        pending = pumps
+        pending = directions
         tick = min(self.limits.idle_timeout_s, self.limits.total_timeout_s, 30.0) / 4
         try:
             while pending:
@@ -362,11 +385,11 @@ class Wall:
                 if any(not task.cancelled() and task.exception() is not None for task in done):
                     return
                 now = time.monotonic()
-                if (now - last[0] > self.limits.idle_timeout_s
+                if (now - flow.last > self.limits.idle_timeout_s
                         or now - started > self.limits.total_timeout_s):
                     return
         finally:
-            for task in pumps:
+            for task in directions:
                 task.cancel()
 
 

