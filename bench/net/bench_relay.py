@@ -10,7 +10,8 @@ each twice: directly from the runner's namespace, then from the box through the 
 
 - connect latency: connect, send one byte, read it back, close; the median and the 95th
   percentile of ``--connects`` sequential connections; "added" is relay minus direct.
-- throughput: ``--mib`` MiB in 1 MiB writes, upload (box to server) and download.
+- throughput: ``--mib`` MiB in 1 MiB writes, upload (box to server), the same as one plain
+  HTTP POST (the relay reads it request by request), and download.
 """
 
 from __future__ import annotations
@@ -34,14 +35,15 @@ BLOCK = b"\0" * (1 << 20)
 
 
 def _serve(listener: socket.socket) -> None:
-    """The server process: the first byte says what to do (e: echo one, u: swallow, d: send)."""
+    """The server process: the first byte says what to do (e: echo one, u or P, an HTTP POST:
+    swallow, d: send)."""
     while True:
         conn, _ = listener.accept()
         with conn:
             kind = conn.recv(1)
             if kind == b"e":
                 conn.sendall(b"e")
-            elif kind == b"u":
+            elif kind in (b"u", b"P"):
                 while conn.recv(1 << 20):
                     pass
                 conn.sendall(b"k")
@@ -75,6 +77,20 @@ def _upload(address: str, port: int, mib: int) -> float:
     return mib / (time.perf_counter() - started)
 
 
+def _http_upload(address: str, port: int, mib: int) -> float:
+    """One plain HTTP POST of ``mib`` MiB: the relay reads it request by request."""
+    started = time.perf_counter()
+    with socket.create_connection((address, port)) as sock:
+        sock.sendall(f"POST /up HTTP/1.1\r\nHost: {NAME}:{port}\r\nContent-Length: "
+                     f"{mib << 20}\r\n\r\n".encode())
+        for _ in range(mib):
+            sock.sendall(BLOCK)
+        sock.shutdown(socket.SHUT_WR)
+        if sock.recv(1) != b"k":
+            raise RuntimeError("upload not acknowledged")
+    return mib / (time.perf_counter() - started)
+
+
 def _download(address: str, port: int, mib: int) -> float:
     started = time.perf_counter()
     with socket.create_connection((address, port)) as sock:
@@ -94,6 +110,7 @@ def _measure(address: str, port: int, connects: int, mib: int) -> dict[str, floa
     return {"median_ms": statistics.median(times) * 1000,
             "p95_ms": statistics.quantiles(times, n=20)[-1] * 1000,
             "upload_mib_s": _upload(address, port, mib),
+            "http upload_mib_s": _http_upload(address, port, mib),
             "download_mib_s": _download(address, port, mib)}  # fmt: skip
 
 
@@ -168,7 +185,7 @@ def main() -> int:
     print(f"connect + 1-byte echo, median (p95): direct {direct['median_ms']:.3f} ms "
           f"({direct['p95_ms']:.3f}), relay {relayed['median_ms']:.3f} ms "
           f"({relayed['p95_ms']:.3f}); added {added:.3f} ms (target <= 2 ms)")
-    for what in ("upload", "download"):
+    for what in ("upload", "http upload", "download"):
         print(f"{what} {args.mib} MiB: direct {direct[f'{what}_mib_s']:,.0f} MiB/s, relay "
               f"{relayed[f'{what}_mib_s']:,.0f} MiB/s (target >= 200 MB/s = 191 MiB/s)")
     print(json.dumps(wall.report()["allowed"]))
