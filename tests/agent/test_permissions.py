@@ -135,7 +135,9 @@ def test_user_allow_and_deny_extend_the_preset_and_deny_wins() -> None:
 @pytest.mark.parametrize(
     "token",
     ["Shell(git)", "Shell(curl)", "Write(.github/**)", "Write(.github/workflows/ci.yml)",
-     "Read(.env)", "Read(config/prod.pem)", "Write(.cursor/cli.json)"],
+     "Read(.env)", "Read(config/prod.pem)", "Write(.cursor/cli.json)",
+     # a floor command by its path: the CLI would match the first word as written
+     "Shell(/usr/bin/curl)", "Shell(/usr/bin/git)", "Shell(./wget)", "Shell(bin/gh:pr*)"],
 )  # fmt: skip
 def test_user_allow_cannot_lift_the_floor(token: str) -> None:
     with pytest.raises(UsageError, match="hardened floor") as info:

@@ -167,8 +167,9 @@ def _floor_conflict(token: str) -> bool:
     if token in FLOOR:
         return True
     kind, arg = _split(token)
-    if kind == "Shell":  # Shell(git:status) is still git
-        return f"Shell({arg.partition(':')[0]})" in FLOOR
+    if kind == "Shell":  # Shell(git:status) is still git, and so are /usr/bin/git and ./git
+        command = arg.partition(":")[0].rsplit("/", 1)[-1]
+        return f"Shell({command})" in FLOOR
     # A literal path (no wildcard) inside a floor glob can never be allowed.
     if kind == "Write":  # a protected name written out in any component: Write(.github/**)
         named = "/".join("-" if _GLOB_META.search(part) else part for part in arg.split("/"))
