@@ -28,6 +28,9 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):
         if name in _INHERITED or name.startswith(_INHERITED_PREFIXES):
             monkeypatch.delenv(name)
+    # The suite plays a runner (its log is read as a runner reads it, masks included); a test
+    # of a run outside Actions unsets this.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
     # A contained agent runs as this user (created by the jail), removed after the session.
     monkeypatch.setenv("CURSOR_AGENT_ACTION_AGENT_USER", TEST_AGENT_USER)
     # The stand-in CLI records what it saw in tmp_path/standin: the one directory a contained

@@ -20,6 +20,7 @@ from cursor_agent_action.redact import MASK, PATTERNS, Redactor, base64_pieces, 
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.report import record_outputs
+from tests.support.runner import RUNNER_ENV
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SECRETS = st.text(string.ascii_letters + string.digits + "-_.~+/=!@#$%^&*", min_size=12,
@@ -72,7 +73,7 @@ def test_a_secret_cut_across_stream_chunks_never_reaches_the_transcript_or_log(
                                  f"{base64.b64encode(secret.encode()).decode()}"}]}})
     data = (line + "\n").encode() * 2
     log = io.StringIO()
-    runner = Runner(stdout=log, env={}, secrets=[secret])
+    runner = Runner(stdout=log, env=RUNNER_ENV, secrets=[secret])
     out = io.BytesIO()
     read, write = os.pipe()
     writer = TranscriptWriter(write, runner.redact)

@@ -19,13 +19,14 @@ from cursor_agent_action.runner_io import (
     escape_property,
     format_output,
 )
+from tests.support.runner import RUNNER_ENV
 
 
 def make_runner(tmp_path: Path, *secrets: str) -> tuple[Runner, io.StringIO]:
     out = io.StringIO()
     runner = Runner(
         stdout=out,
-        env={},
+        env=RUNNER_ENV,
         output_file=tmp_path / "output",
         summary_file=tmp_path / "summary.md",
         secrets=secrets,
@@ -68,6 +69,19 @@ def test_mask_is_printed_before_anything_else_and_redacts_every_line(tmp_path: P
     assert "key is ***" in out.getvalue()
     assert parse_output_file((tmp_path / "output").read_text()) == {"result": "***!"}
     assert (tmp_path / "summary.md").read_text() == "summary ***"
+
+
+def test_outside_actions_a_pipe_gets_no_mask_command_naming_the_secret(tmp_path: Path) -> None:
+    """Only a runner reads ::add-mask::; piped to a file on a laptop, the line would print the
+    key it means to hide. The secret is still redacted from everything written."""
+    out = io.StringIO()
+    runner = Runner(stdout=out, env={}, output_file=tmp_path / "output",
+                    secrets=["sk-secret-key-1234"])
+    runner.log("key is sk-secret-key-1234")
+    runner.flush()
+    assert "sk-secret-key-1234" not in out.getvalue()
+    assert "::add-mask::" not in out.getvalue()
+    assert "key is ***" in out.getvalue()
 
 
 def test_multiline_secret_masks_each_line() -> None:
@@ -156,7 +170,7 @@ def test_summary_is_cut_to_the_budget_with_a_visible_note(tmp_path: Path) -> Non
 
 def test_without_github_files_nothing_is_written_but_outputs_are_kept(tmp_path: Path) -> None:
     out = io.StringIO()
-    runner = Runner(stdout=out, env={})
+    runner = Runner(stdout=out, env=RUNNER_ENV)
     runner.set_outputs({"conclusion": "success"})
     assert runner.append_summary("# hi") is False
     assert runner.outputs == {"conclusion": "success"}
@@ -243,7 +257,7 @@ def test_a_terminal_gets_plain_text_no_workflow_commands_and_secrets_still_redac
 
 
 def test_a_runner_gets_no_readable_outputs_list(tmp_path: Path) -> None:
-    runner = Runner(stdout=io.StringIO(), env={}, output_file=tmp_path / "outputs.txt")
+    runner = Runner(stdout=io.StringIO(), env=RUNNER_ENV, output_file=tmp_path / "outputs.txt")
     runner.set_outputs({"conclusion": "success"})
     assert not (tmp_path / "outputs.readable.txt").exists()
 
@@ -252,7 +266,7 @@ def test_under_github_actions_a_terminal_still_gets_fenced_agent_text() -> None:
     """act (and a runner with a pseudo-terminal) sets GITHUB_ACTIONS: the agent's text stays
     inside stop-commands there, so it cannot act as a command however stdout looks."""
     out = _Terminal()
-    runner = Runner(stdout=out, env={"GITHUB_ACTIONS": "true"})
+    runner = Runner(stdout=out, env=RUNNER_ENV)
     runner.untrusted("::set-env name=BASH_ENV::/tmp/x")
     runner.flush()
     assert out.getvalue().startswith("::stop-commands::")

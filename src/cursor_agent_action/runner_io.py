@@ -195,6 +195,9 @@ class Runner:
         # plain text (no workflow command syntax), outputs also as a readable list.
         self.terminal = (env.get("GITHUB_ACTIONS") != "true" and _isatty(self._out)
                          if terminal is None else terminal)
+        # Only a runner reads ::add-mask::; anywhere else (a pipe, a file) the line would only
+        # print the secret it names.
+        self.masks_read = env.get("GITHUB_ACTIONS") == "true"
         output = output_file if output_file is not None else env.get("GITHUB_OUTPUT") or None
         summary = summary_file if summary_file is not None else env.get("GITHUB_STEP_SUMMARY")
         self.output_path: Path | None = Path(output) if output else None
@@ -294,7 +297,7 @@ class Runner:
         """Mask a secret in the job log (each line of it) and redact it everywhere we write."""
         self.flush()  # what was buffered before is redacted with the old list
         added = self.redact.add(value)
-        if self.terminal:  # redacted all the same; a terminal has no use for the command
+        if self.terminal or not self.masks_read:  # redacted all the same; no runner reads it
             return
         # Written at once and never through the redactor (it would mask the mask): nothing
         # printed later may reveal it.

@@ -11,11 +11,12 @@ from cursor_agent_action.agent.box.net import notices
 from cursor_agent_action.agent.box.net.ledger import Ledger
 from cursor_agent_action.agent.box.net.policy import build_policy
 from cursor_agent_action.runner_io import Runner
+from tests.support.runner import RUNNER_ENV
 
 
 def _runner() -> tuple[Runner, io.StringIO]:
     out = io.StringIO()
-    return Runner(stdout=out, env={}), out
+    return Runner(stdout=out, env=RUNNER_ENV), out
 
 
 def _log(runner: Runner, out: io.StringIO) -> str:

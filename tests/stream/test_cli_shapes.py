@@ -14,6 +14,7 @@ from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import process_stream
 from cursor_agent_action.stream.report import report
 from cursor_agent_action.stream.summary import render_summary
+from tests.support.runner import RUNNER_ENV
 from tests.support.stream import processed_commands
 
 
@@ -61,7 +62,8 @@ def test_every_refusal_shape_is_counted_once_where_it_belongs() -> None:
 
 def test_outputs_summary_and_log_show_the_shapes(tmp_path: Any) -> None:
     log = io.StringIO()
-    runner = Runner(stdout=log, env={}, output_file=tmp_path / "out", summary_file=tmp_path / "s")
+    runner = Runner(stdout=log, env=RUNNER_ENV, output_file=tmp_path / "out",
+                    summary_file=tmp_path / "s")
     record = process_stream(io.BytesIO(STREAM.encode()), runner)
     report(record, runner, result_dir=tmp_path)
     outputs = parse_output_file((tmp_path / "out").read_text())
@@ -131,7 +133,7 @@ def test_each_hook_refusal_shape_counts_as_a_hook_denial_with_the_hooks_own_word
     groups = record.grouped()
     assert [len(groups.hook_denied), len(groups.denied), len(groups.failed)] == [1, 0, 0]
     assert groups.hook_denied[0].detail == message  # the CLI's two notes left out
-    runner = Runner(stdout=io.StringIO(), env={}, output_file=tmp_path / "out",
+    runner = Runner(stdout=io.StringIO(), env=RUNNER_ENV, output_file=tmp_path / "out",
                     summary_file=tmp_path / "s")  # fmt: skip
     report(record, runner, result_dir=tmp_path)
     outputs = parse_output_file((tmp_path / "out").read_text())

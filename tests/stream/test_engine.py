@@ -19,6 +19,7 @@ from cursor_agent_action.stream import events
 from cursor_agent_action.stream import livelog as logrender
 from cursor_agent_action.stream.engine import StreamProcessor, load_record, process_stream
 from cursor_agent_action.stream.report import RESULT_OUTPUT_LIMIT, cap_text, report
+from tests.support.runner import RUNNER_ENV
 from tests.support.stream import FIXTURES, processed_commands
 
 OUTPUT_NAMES = [
@@ -32,7 +33,7 @@ SECRET = "sk-live-0123456789abcdef"
 
 def _runner(tmp_path: Path, *, secrets: tuple[str, ...] = ()) -> tuple[Runner, io.StringIO]:
     log = io.StringIO()
-    runner = Runner(stdout=log, env={}, output_file=tmp_path / "out",
+    runner = Runner(stdout=log, env=RUNNER_ENV, output_file=tmp_path / "out",
                     summary_file=tmp_path / "summary.md", secrets=secrets)  # fmt: skip
     return runner, log
 
@@ -255,7 +256,7 @@ def test_huge_tool_result_and_agent_text_are_read_whole() -> None:
 def test_unwritable_summary_warns_and_unwritable_outputs_fail_clearly(tmp_path: Path) -> None:
     """Everything that can still be written is; then a SetupError names the file."""
     log = io.StringIO()
-    runner = Runner(stdout=log, env={}, output_file=tmp_path / "no" / "out",
+    runner = Runner(stdout=log, env=RUNNER_ENV, output_file=tmp_path / "no" / "out",
                     summary_file=tmp_path)  # fmt: skip
     record = process_stream(io.BytesIO(b""), runner)
     with pytest.raises(SetupError, match="step outputs could not be written"):
@@ -374,7 +375,7 @@ def test_a_long_text_line_is_processed_holding_about_twice_its_size(
     transcript.write_bytes(json.dumps(event).encode() + b"\n")
     size = transcript.stat().st_size
     with open(os.devnull, "w") as null:
-        runner = Runner(stdout=null, env={}, output_file=tmp_path / "out",
+        runner = Runner(stdout=null, env=RUNNER_ENV, output_file=tmp_path / "out",
                         summary_file=tmp_path / "summary.md")  # fmt: skip
         tracemalloc.start()
         try:

@@ -15,6 +15,7 @@ from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.report import report
 from tests.stream.test_engine import OUTPUT_NAMES
+from tests.support.runner import RUNNER_ENV
 from tests.support.stream import processed_commands
 
 PROPERTY_SETTINGS = settings(
@@ -67,7 +68,7 @@ def _check_report(tmp_path: Path, data: bytes, cuts: list[int], budget_used: int
         path.unlink(missing_ok=True)
     summary.write_bytes(b"x" * budget_used)  # an earlier step's summary shares the limit
     log = io.StringIO()
-    runner = Runner(stdout=log, env={}, output_file=out, summary_file=summary,
+    runner = Runner(stdout=log, env=RUNNER_ENV, output_file=out, summary_file=summary,
                     secrets=["ghadelimiter_"])  # fmt: skip
     processor = StreamProcessor(runner)
     start = 0

@@ -19,6 +19,7 @@ from cursor_agent_action.runner_io import AGENT_MARK, Runner
 from cursor_agent_action.stream.aggregate import WHOLE_SEGMENT_LEN, Aggregator
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.events import parse_line
+from tests.support.runner import RUNNER_ENV
 from tests.support.stream import processed_commands
 
 API_KEY = "key_" + "Q7" * 20
@@ -42,7 +43,7 @@ def _log(events: list[dict[str, object]]) -> str:
     """The log of the stream, less the ``::add-mask::`` lines (which must name the secrets
     for the runner's own masking)."""
     out = io.StringIO()
-    runner = Runner(stdout=out, env={}, secrets=[API_KEY, GITHUB_TOKEN])
+    runner = Runner(stdout=out, env=RUNNER_ENV, secrets=[API_KEY, GITHUB_TOKEN])
     processor = StreamProcessor(runner)
     processor.feed(b"".join(json.dumps(event).encode() + b"\n" for event in events))
     processor.close()
@@ -126,7 +127,7 @@ def test_a_secret_that_is_not_utf8_printed_raw_by_the_agent_never_reaches_the_lo
     replaced by U+FFFD; that form is redacted too, in the log and in the record."""
     secret = "key\udcfflive-0123456789"
     out = io.StringIO()
-    runner = Runner(stdout=out, env={}, secrets=[secret])
+    runner = Runner(stdout=out, env=RUNNER_ENV, secrets=[secret])
     processor = StreamProcessor(runner)
     processor.feed(b"key\xfflive-0123456789 printed by the agent\n")
     processor.feed(b'{"type":"assistant","message":{"content":[{"type":"text",'

@@ -17,6 +17,7 @@ from cursor_agent_action.stream.notices import INTERACTIONS_KEPT, Interaction
 from cursor_agent_action.stream.report import report
 from cursor_agent_action.stream.summary import render_summary
 from tests.stream.test_summary import DANGEROUS, rendered_markup
+from tests.support.runner import RUNNER_ENV
 from tests.support.stream import processed_commands
 
 INIT = {"type": "system", "subtype": "init", "session_id": "s", "cwd": "/w"}
@@ -119,7 +120,8 @@ def test_a_run_with_a_question_a_timeout_and_cache_tokens_reads_right(tmp_path: 
                "cacheWriteTokens": 0},
     )  # fmt: skip
     log = io.StringIO()
-    runner = Runner(stdout=log, env={}, output_file=tmp_path / "out", summary_file=tmp_path / "s")
+    runner = Runner(stdout=log, env=RUNNER_ENV, output_file=tmp_path / "out",
+                    summary_file=tmp_path / "s")
     record = process_stream(io.BytesIO(data), runner)
     report(record, runner, result_dir=tmp_path)
     outputs = parse_output_file((tmp_path / "out").read_text())
@@ -136,7 +138,7 @@ def test_a_run_with_a_question_a_timeout_and_cache_tokens_reads_right(tmp_path: 
 
 def test_absent_or_empty_usage_leaves_every_token_output_empty(tmp_path: Path) -> None:
     for usage in (None, {}, {"inputTokens": None, "cacheReadTokens": "n/a"}):
-        runner = Runner(stdout=io.StringIO(), env={}, output_file=tmp_path / "out",
+        runner = Runner(stdout=io.StringIO(), env=RUNNER_ENV, output_file=tmp_path / "out",
                         summary_file=tmp_path / "s")  # fmt: skip
         record = process_stream(io.BytesIO(_stream(usage=usage)), runner)
         report(record, runner, result_dir=tmp_path)
@@ -159,7 +161,8 @@ def test_an_agent_question_cannot_inject_workflow_commands_or_markup(tmp_path: P
         {"type": "system", "subtype": "::warning::x", "status": evil},
     )
     log = io.StringIO()
-    runner = Runner(stdout=log, env={}, output_file=tmp_path / "out", summary_file=tmp_path / "s")
+    runner = Runner(stdout=log, env=RUNNER_ENV, output_file=tmp_path / "out",
+                    summary_file=tmp_path / "s")
     record = process_stream(io.BytesIO(data), runner)
     report(record, runner, result_dir=tmp_path)
     commands = processed_commands(log.getvalue())  # raises on any command we never emit
