@@ -6,6 +6,8 @@ import argparse
 
 import pytest
 
+from cursor_agent_action.agent.failures import explain_exit
+from cursor_agent_action.agent.process import AgentExit
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.options import (
     TakesDashValue,
@@ -16,6 +18,7 @@ from cursor_agent_action.options import (
     attach_dash_values,
     env_name,
     items,
+    number_text,
     parse_bool,
     parse_number,
 )
@@ -213,3 +216,18 @@ def test_an_option_of_the_command_is_never_taken_as_a_dash_value() -> None:
         "--extra-args", "--prompt", "p"]
     assert attach_dash_values(parser, ["--", "--extra-args", "--x"]) == [
         "--", "--extra-args", "--x"]
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (1e6, "1000000"), (1234567.0, "1234567"), (1234567.5, "1234567.5"), (1e-9, "0.000000001"),
+    (0.5, "0.5"), (99999999999.0, "99999999999"), (1e-05, "0.00001"), (2.0, "2"),
+])
+def test_numbers_in_messages_are_written_in_full(value: float, text: str) -> None:
+    """Never 1e+06, never 1.23457e+06 (a digit lost)."""
+    assert number_text(value) == text
+
+
+def test_the_timeout_failure_writes_the_timeout_in_full() -> None:
+    ended = AgentExit(ended_by="timeout", returncode=None, stderr="", pgid=0)
+    assert "within 1234567.5 minutes" in explain_exit(ended, 1234567.5)
+    assert "within 0.000000001 minutes" in explain_exit(ended, 1e-9)

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from cursor_agent_action import safegit
+from cursor_agent_action.options import number_text
 
 ABSENT_MODE = "000000"
 PATCH_HEADER = b"# cursor-agent-action patch (apply with: git apply --binary)\n"
@@ -113,7 +114,8 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
     except (OSError, safegit.GitNotFound) as exc:
         raise ChangesetError(f"cannot run git: {exc}") from exc
     except subprocess.TimeoutExpired as exc:
-        raise ChangesetError(f"git {args[0]} did not finish within {exc.timeout:g} s") from exc
+        raise ChangesetError(
+            f"git {args[0]} did not finish within {number_text(exc.timeout)} s") from exc
     if done.returncode != 0:
         words = " ".join(done.stderr.decode("utf-8", "replace").split())[:400]
         raise ChangesetError(f"git {args[0]} failed: {words or done.returncode}")

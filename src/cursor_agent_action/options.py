@@ -12,6 +12,7 @@ Stdlib only: every command imports this module.
 from __future__ import annotations
 
 import argparse
+import decimal
 import json
 import math
 import os
@@ -236,14 +237,19 @@ def parse_number(
                      f"not {raw!r}.", hint or f"Pass {_range(integer, minimum, maximum)}.")
 
 
-def _number(value: float) -> str:
-    """A bound as a person writes it: ``1000000``, ``0.5`` (never ``1e+06``)."""
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+def number_text(value: float) -> str:
+    """A number as a person writes it, every digit there: ``1000000``, ``0.5``,
+    ``1234567.5``, ``0.000000001`` (never ``1e+06`` or a rounded ``1.23457e+06``)."""
+    if not math.isfinite(value):
+        return str(value)
+    if float(value).is_integer():
+        return str(int(value))
+    return format(decimal.Decimal(repr(float(value))), "f")
 
 
 def _range(integer: bool, minimum: float, maximum: float, above: bool = False) -> str:
     kind = "a whole number" if integer else "a number"
-    low, high = _number(minimum), _number(maximum) if math.isfinite(maximum) else ""
+    low, high = number_text(minimum), number_text(maximum) if math.isfinite(maximum) else ""
     if above:
         return f"{kind} above {low}" + (f" and at most {high}" if high else "")
     return f"{kind} from {low} to {high}" if high else f"{kind} of at least {low}"
@@ -267,7 +273,7 @@ def add_number(
     was given, so a bad env var fails only when it is used. Out-of-range values raise
     :class:`UsageError`, which argparse lets through to ``cli.main``."""
     name = env or env_name(flag)
-    example = str(int(default)) if integer else f"{default:g}"
+    example = str(int(default)) if integer else number_text(default)
 
     def convert(raw: str) -> float:
         wanted = _range(integer, minimum, maximum, above_minimum)

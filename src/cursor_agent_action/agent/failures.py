@@ -9,6 +9,7 @@ import signal
 from dataclasses import dataclass
 
 from cursor_agent_action.agent.process import AgentExit
+from cursor_agent_action.options import number_text
 from cursor_agent_action.runner_io import one_line
 
 # -- known CLI failures ------------------------------------------------------------------------
@@ -123,7 +124,8 @@ def explain_exit(ended: AgentExit, timeout_minutes: float, max_tool_calls: int |
         )
     if ended.ended_by == "timeout":
         return (
-            f"The agent did not finish within {timeout_minutes:g} minutes and was stopped. "
+            f"The agent did not finish within {number_text(timeout_minutes)} minutes and was "
+            "stopped. "
             "Fix: raise timeout-minutes or give the agent a smaller task."
         )
     if ended.ended_by == "cancelled":

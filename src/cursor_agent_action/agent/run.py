@@ -70,6 +70,7 @@ from cursor_agent_action.agent.repo_config import PolicyGuard
 from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
 from cursor_agent_action.agent.structured import instruction
 from cursor_agent_action.errors import SetupError
+from cursor_agent_action.options import number_text
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.record import RunRecord
@@ -200,7 +201,7 @@ def execute(
         f"Running {shlex.join(argv[:-1])} <prompt: {len(options.prompt)} characters> in "
         f"{shlex.quote(str(options.workspace))} with the {options.policy.preset} policy "
         f"(writes {'allowed' if options.policy.allows_writes else 'denied'}), timeout "
-        f"{options.timeout_minutes:g} min.", 4000
+        f"{number_text(options.timeout_minutes)} min.", 4000
     ))
     safegit.git_executable.cache_clear()  # found now, before the agent can plant one on PATH
     with contextlib.suppress(safegit.GitNotFound):
@@ -258,7 +259,7 @@ def execute(
             break
         delay = min(options.retry_delay_s * 2 ** (attempt - 1), MAX_RETRY_DELAY_S)
         runner.warning(f"cursor-agent failed before any tool ran: {known.title}"
-                       f" ({_stderr_excerpt(ended.stderr)}). Retrying in {delay:g} s "
+                       f" ({_stderr_excerpt(ended.stderr)}). Retrying in {number_text(delay)} s "
                        f"(attempt {attempt + 1} of {attempts}).", title="transient failure")
         runner.flush()
         if stop.wait(delay):
