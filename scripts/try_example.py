@@ -18,6 +18,7 @@ network and no account is needed. See docs/local-testing.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -148,7 +149,10 @@ def _posted(world: World) -> list[str]:
             lines.append(f"labels: {request.body}")
         if body.get("body"):
             lines.append(str(body["body"]).rstrip())
-        for comment in body.get("comments") or []:  # a review's line comments
+        comments = body.get("comments") or []
+        if comments:  # a review's line comments, apart from its body
+            lines.append(f"-- its {len(comments)} line comment(s):")
+        for comment in comments:
             lines.append(f"[{comment.get('path')}:{comment.get('line')}] {comment.get('body')}")
         variables = body.get("variables", {}).get("input", {})  # GraphQL: a signed commit
         if isinstance(variables, dict) and variables.get("message"):
@@ -156,14 +160,53 @@ def _posted(world: World) -> list[str]:
     return lines
 
 
-def report(run: ActRun, world: World) -> list[str]:
-    """Per job its result and summary, then what was posted."""
-    jobs = sorted({str(r["jobID"]) for r in run.records if r.get("jobID")})
+def legs(run: ActRun) -> list[tuple[str, str, ActRun]]:
+    """The jobs that ran, in the order they started: (job id, label, its records), one per
+    matrix leg (the label names the leg's values)."""
+    found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in run.records:
+        if record.get("jobID"):
+            matrix = record.get("matrix") or {}
+            key = (str(record["jobID"]), json.dumps(matrix, sort_keys=True))
+            found.setdefault(key, []).append(record)
+    out = []
+    for (job, matrix), records in found.items():
+        values = json.loads(matrix)
+        label = job + (f" ({', '.join(f'{k}: {v}' for k, v in values.items())})" if values else "")
+        out.append((job, label, dataclasses.replace(run, records=records)))
+    return out
+
+
+def _act_errors(run: ActRun) -> list[str]:
+    """What act itself said went wrong (its own lines, not a job's)."""
+    said = [line for line in run.raw.splitlines()
+            if line.strip() and not line.startswith("{") and "error" in line.lower()]
+    said += [str(r.get("msg", "")) for r in run.records
+             if r.get("level") in ("error", "fatal") and not r.get("jobID")]
+    return [line.strip() for line in said if line.strip()][:10]
+
+
+def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
+    """Per job (and matrix leg) its result and summary, the jobs that did not run, then what
+    was posted."""
+    ran = legs(run)
     lines = [f"act exited with {run.returncode} in {run.duration_s:.0f} s"]
-    for job in jobs:
-        lines.append(f"\n== job {job}: {run.job_result(job) or 'not run'}")
-        summary = run.summary(job).strip()
+    if not ran and run.returncode != 0:
+        triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare on as true
+        names = ([triggers] if isinstance(triggers, str) else list(triggers or []))
+        lines += ["act ran no job:", *(f"  {line}" for line in _act_errors(run)),
+                  f"The workflow runs on: {', '.join(map(str, names)) or 'nothing'} "
+                  "(--event names one of them)."]
+        return lines
+    for job, label, records in ran:
+        lines.append(f"\n== job {label}: {records.job_result(job) or 'not run'}")
+        summary = records.summary(job).strip()
         lines.append(summary or "(no job summary)")
+    seen = {job for job, _, _ in ran}
+    for job in workflow.get("jobs") or {}:
+        if str(job) not in seen:
+            lines.append(f"\n== job {job}: skipped (its `if:` was false, or a job it needs did "
+                         "not succeed)")
     posted = _posted(world)
     lines.append("\n== what the jobs posted to the GitHub API"
                  + ("" if posted else ": nothing"))
@@ -171,7 +214,7 @@ def report(run: ActRun, world: World) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("example", nargs="?", choices=sorted(EXAMPLES),
                         help="an example of examples/, by name")
     parser.add_argument("--workflow", metavar="PATH", help="any workflow file instead")
@@ -211,14 +254,15 @@ def main(argv: list[str] | None = None) -> int:
             "answer": args.answer or answer, "writes": writes, "record": "record.jsonl"})
         made = _payload(world, event, workflow)
         run = world.run(source.name, event, made if payload is None else payload)
-        print("\n".join(report(run, world)))
+        print("\n".join(report(run, world, workflow)))
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
     else:
         print(f"\nThe world is kept in {base} (act's raw log: act-*/act.log)")
-    failed = [job for job in {str(r["jobID"]) for r in run.records if r.get("jobID")}
-              if run.job_result(job) not in ("success", None)]
-    return 1 if run.timed_out or failed else 0
+    ran = legs(run)
+    failed = [label for job, label, records in ran
+              if records.job_result(job) not in ("success", None)]
+    return 1 if run.timed_out or failed or (not ran and run.returncode != 0) else 0
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ def test_a_read_only_workflow_on_a_pull_request_gets_a_review_of_it(tmp_path: Pa
         "permissions: docs", "permissions: read-only"))
     done = _try("--workflow", str(workflow), "--event", "pull_request")
     assert "docs/usage.md still documents `--retries`" in done.stdout
-    assert "== job publish" not in done.stdout or "== job publish: not run" in done.stdout
+    assert "== job publish: skipped" in done.stdout  # nothing to publish: it did not run
 
 
 def test_an_event_file_is_the_payload_as_given(tmp_path: Path) -> None:
@@ -162,5 +162,34 @@ def test_an_event_file_is_the_payload_as_given(tmp_path: Path) -> None:
     done = _try("--workflow", str(ROOT / "examples" / "docs-update.yml"), "--event",
                 "pull_request", "--event-file", str(event))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "== job agent" not in done.stdout  # its `if:` is false: act does not start it
+    assert "== job agent: skipped" in done.stdout  # its `if:` is false: act does not start it
     assert done.stdout.rstrip().endswith("== what the jobs posted to the GitHub API: nothing")
+
+
+def test_a_workflow_that_does_not_run_on_the_event_fails_saying_why() -> None:
+    done = _try("--workflow", str(ROOT / "examples" / "code-review.yml"), "--event", "push")
+    assert done.returncode == 1, done.stdout
+    assert "act ran no job:" in done.stdout
+    assert "Could not find any stages to run" in done.stdout
+    assert "The workflow runs on: pull_request" in done.stdout
+
+
+def test_matrix_legs_are_told_apart_in_the_order_the_jobs_ran() -> None:
+    done = _try("monorepo-matrix")
+    assert done.returncode == 0, done.stdout[-3000:]
+    jobs = re.findall(r"^== job (.+): (\w+)$", done.stdout, re.M)
+    assert jobs[0] == ("packages", "success")
+    assert sorted(jobs[1:3]) == [("review (package: alpha)", "success"),
+                                 ("review (package: beta)", "success")]  # side by side
+    assert jobs[3:] == [("gather", "success")]
+
+
+def test_jobs_that_did_not_run_are_listed(tmp_path: Path) -> None:
+    """A draft pull request: the code-review example skips its jobs, and says so."""
+    event = tmp_path / "draft.json"
+    event.write_text(json.dumps({"pull_request": {
+        "number": 1, "draft": True, "head": {"repo": {"full_name": "octo-org/octo-repo"}},
+        "base": {"repo": {"full_name": "octo-org/octo-repo"}}}}))
+    done = _try("--workflow", str(ROOT / "examples" / "code-review.yml"), "--event",
+                "pull_request", "--event-file", str(event))
+    assert "== job review: skipped" in done.stdout, done.stdout[-3000:]
