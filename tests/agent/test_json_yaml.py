@@ -163,7 +163,10 @@ def test_merge_keys_are_refused() -> None:
      "but found another document (line 2, column 1)"),
     ("type: [object\nrequired: x", "neither JSON nor YAML"),
     ("a: \x07", "neither JSON nor YAML: unacceptable character #x0007: special characters"),
-    ('{"type": "object"', "output-schema is not JSON: Expecting ',' delimiter"),
+    ('{"type": "object"', "output-schema is not JSON (Expecting ',' delimiter"),
+    # YAML's flow style starts like JSON: both readers' words, the YAML one with its place
+    ("{type: [unclosed", "nor YAML (while parsing a flow sequence, expected ',' or ']', "
+                         "but got '<stream end>' (line 1, column 17))"),
     ("n: " + "9" * 5000, "neither JSON nor YAML: Exceeds the limit"),
 ])  # fmt: skip
 def test_broken_yaml_gets_one_line_naming_the_input_and_where(text: str, message: str) -> None:

@@ -75,8 +75,9 @@ def load(text: str, label: str, *, limit: int, hint: str) -> Any:
         except _Refused as exc:
             raise UsageError(f"{label} (YAML) {exc}.", hint) from exc
         except (yaml.YAMLError, ValueError) as exc:  # ValueError: an int over 4,300 digits
-            if text.lstrip()[:1] in ("{", "["):  # meant as JSON: its error is the clearer one
-                raise UsageError(f"{label} is not JSON: {json_error}.", hint) from json_error
+            if text.lstrip()[:1] in ("{", "["):  # JSON, or YAML's flow style: both errors
+                raise UsageError(f"{label} is not JSON ({json_error}) nor YAML "
+                                 f"({_yaml_problem(exc)}).", hint) from json_error
             raise UsageError(f"{label} is neither JSON nor YAML: {_yaml_problem(exc)}.",
                              hint) from exc
     problem = _measure(value, limit, from_yaml=from_yaml)
