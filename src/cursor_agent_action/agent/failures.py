@@ -152,7 +152,7 @@ def explain_exit(ended: AgentExit, timeout_minutes: float, max_tool_calls: int |
         )
     return (
         f"cursor-agent exited with code {code} without a final result event.{said} Fix: see "
-        "the stderr in the job summary and the transcript file."
+        "its stderr (quoted here and in the job summary) and the transcript file."
     )
 
 

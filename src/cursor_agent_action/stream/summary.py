@@ -46,7 +46,7 @@ def _headline(record: RunRecord, groups: CallGroups) -> str:
     if record.exit_code is not None:
         facts.append(f"**CLI exit code:** {exit_status(record.exit_code)}")
     if record.isolation:
-        facts.append(f"**Isolation:** {inline(record.isolation, 120)}")
+        facts.append(f"**Isolation:** {inline(record.isolation, 400)}")  # ours, whole
     if record.network:
         facts.append(f"**Network:** {network.headline(record.network)}")
     ids = [f"**Session:** {_code(record.session_id, 80)}"] if record.session_id else []
