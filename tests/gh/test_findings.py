@@ -101,3 +101,11 @@ def test_line_maps_agree_with_an_independent_parser(patch: str) -> None:
     mapped = {("RIGHT", n): h for n, h in ours.right.items()}
     mapped |= {("LEFT", n): h for n, h in ours.left.items()}
     assert mapped == theirs
+
+
+def test_a_huge_value_in_the_answer_makes_no_huge_error() -> None:
+    """A verdict of 3,000,000 characters: the error quotes a few hundred of them."""
+    with pytest.raises(UsageError) as info:
+        parse({"summary": "s", "verdict": "a" * 3_000_000, "findings": []}, "findings")
+    assert len(info.value.message) < 600
+    assert "verdict must be one of" in info.value.message

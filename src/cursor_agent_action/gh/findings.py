@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.gh.diffmap import LEFT, RIGHT, normalize_path
+from cursor_agent_action.markdown import shorten
 from cursor_agent_action.options import json_input, read_input_file
 
 SEVERITIES = ("critical", "major", "minor", "nit")
@@ -148,6 +149,7 @@ def _line(data: dict[str, Any], key: str, label: str, where: str, *,
 
 def _bad(label: str, where: str, problem: str) -> NoReturn:
     what = f"{label}: {where} " if where else f"{label} "
-    raise UsageError(f"{what}{problem}.",
+    # The agent's value is quoted in the problem: cut, so a huge one makes no huge log line.
+    raise UsageError(f"{what}{shorten(problem, 300)}.",
                      "The answer must match review/findings.schema.json: run the agent with "
                      "output-schema-file set to it and pass its structured-output.")
