@@ -109,3 +109,11 @@ def test_a_huge_value_in_the_answer_makes_no_huge_error() -> None:
         parse({"summary": "s", "verdict": "a" * 3_000_000, "findings": []}, "findings")
     assert len(info.value.message) < 600
     assert "verdict must be one of" in info.value.message
+
+
+def test_the_same_finding_twice_on_the_same_lines_is_kept_once() -> None:
+    again = {**GOOD, "body": "worded otherwise"}
+    elsewhere = {**GOOD, "line": 9}
+    answer = parse({"summary": "s", "verdict": "comment", "findings": [GOOD, again, elsewhere]},
+                   "findings")
+    assert [(f.line, f.body) for f in answer.findings] == [(3, "b"), (9, "b")]

@@ -92,7 +92,14 @@ def parse(data: Any, label: str) -> Answer:
     items = data.get("findings")
     if not isinstance(items, list):
         _bad(label, "", "findings must be a list")
-    findings = [_finding(item, index, label) for index, item in enumerate(items, 1)]
+    findings: list[Finding] = []
+    seen: set[tuple[str, int, int | None]] = set()
+    for index, item in enumerate(items, 1):
+        finding = _finding(item, index, label)
+        key = (finding.fingerprint, finding.line, finding.start_line)
+        if key not in seen:  # the same finding on the same lines twice is posted once
+            seen.add(key)
+            findings.append(finding)
     return Answer(summary or "", str(verdict), findings)
 
 
