@@ -152,7 +152,7 @@ def test_a_suggestion_becomes_a_suggestion_only_inside_one_hunk(env: Env) -> Non
     assert "start_line" not in across
     assert across["line"] == 22
     assert "```suggestion" not in across["body"]
-    assert "not offered as a suggestion: lines 4-22 span more than one hunk" in across["body"]
+    assert "not offered as a suggestion: lines 4-22 are not all in one hunk" in across["body"]
     assert "```suggestion" not in comments["old side"]["body"]
     assert "```suggestion" not in comments["bidi"]["body"]
     assert "direction, control or other invisible characters" in comments["bidi"]["body"]

@@ -62,7 +62,7 @@ def _place(finding: Finding, diff: DiffMap) -> Placed | Outside:
         if side == LEFT:
             refusal = "a suggestion changes the new file, and this finding is on the old one"
         elif not one_hunk:
-            refusal = f"lines {first}-{finding.line} span more than one hunk of the diff"
+            refusal = f"lines {first}-{finding.line} are not all in one hunk of the diff"
         elif has_controls(finding.suggestion):
             refusal = ("it holds direction, control or other invisible characters, which are "
                        "shown escaped: accepting it would commit other text than shown")

@@ -52,7 +52,8 @@ from cursor_agent_action.runner_io import Runner
 MAX_FILES = 3000
 """GitHub lists at most 3000 files of a pull request."""
 MAX_PATCH_CHARS = 8_000_000
-"""Patch text read in all; the files after it are not mapped (their findings go to the body)."""
+"""Patch text read in all; a file whose patch would pass it is not mapped (its findings go to
+the body), smaller files after it still are."""
 MAX_EARLIER = 1000
 """Earlier reviews and review comments read (each list)."""
 _EVENTS = {"approve": "APPROVE", "comment": "COMMENT", "request-changes": "REQUEST_CHANGES"}

@@ -148,4 +148,5 @@ def is_superseded(body: str, head: str) -> bool:
 
 def superseded_body(head: str, url: str) -> str:
     return (f"{head}\n{SUPERSEDED_TAG}\n*This review was replaced by [a newer one]({url}); "
-            "its comments are hidden as outdated.*")
+            "its comments that no longer hold are hidden as outdated, those that still hold are "
+            "listed there.*")
