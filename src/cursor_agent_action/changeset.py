@@ -79,6 +79,7 @@ class Changeset:
     overlay: dict[str, tuple[str, str]] = field(default_factory=dict)
     too_large: list[str] = field(default_factory=list)  # not read: over the size cap
     ignored: int = 0  # new files .gitignore keeps out
+    ignored_paths: list[str] = field(default_factory=list)  # which (for the protected check)
 
     @property
     def paths(self) -> list[str]:
@@ -325,7 +326,8 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
     if ignore_as is not None:
         ignored |= ignored_in(ignore_as, [path for path in new if path not in ignored])
     entries = sorted((e for e in entries if e.path not in ignored), key=lambda e: e.path)
-    return Changeset(head, entries, sorted(skipped), overlay, too_large, len(ignored))
+    return Changeset(head, entries, sorted(skipped), overlay, too_large, len(ignored),
+                     sorted(ignored))
 
 
 def build_tree(repo: Path, index: dict[str, str], head: str, entries: Iterable[Entry]) -> str:

@@ -143,3 +143,17 @@ def test_a_token_in_a_url_sections_name_is_masked_and_warned_about(
     assert token not in _seen(box, "config")
     assert "https://github.com/o/r" in _seen(box, "config")  # the rest is still there
     assert "persist-credentials: false" in out["log"]
+
+
+def test_a_protected_file_a_new_gitignore_hides_still_fails_the_run(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new .gitignore ignoring itself and a new .gitattributes: neither is in the patch, but
+    the run still fails and names them (second round of attacks; it succeeded before)."""
+    body = ("printf '.gitignore\\n.gitattributes\\n' > .gitignore; "
+            "printf 'src/app.py filter=x\\n' > .gitattributes; echo 'print(2)' > src/app.py")
+    out = _run(box, capsys, body, "--preset", "edit")
+    assert out["conclusion"] == "failure", out["log"]
+    assert ".gitattributes" in out["log"]
+    assert (box.workspace / "src/app.py").read_text() == "print('hi')\n"  # nothing applied
+    assert not (box.workspace / ".gitattributes").exists()

@@ -51,7 +51,8 @@ def test_a_client_hello_split_over_two_records() -> None:
 
 def test_http_host_and_absolute_and_connect_forms() -> None:
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: A.example:80\r\n\r\n") == peek.Claim(
-        peek.DONE, "a.example", http=True)
+        peek.DONE, "a.example", proxy_port=80, http=True)  # a port the Host names is checked
+    assert peek.claim(b"GET / HTTP/1.1\r\nHost: a.example\r\n\r\n").proxy_port == 0
     assert peek.claim(b"GET http://b.example/x HTTP/1.1\r\nHost: b.example\r\n\r\n").name == (
         "b.example")
     assert peek.claim(b"GET http://b.example/ HTTP/1.1\r\nHost: c.example\r\n\r\n").status == (
@@ -98,11 +99,41 @@ def test_almost_http_is_refused(data: bytes) -> None:
 
 @pytest.mark.parametrize("data", [
     b"SSH-2.0-OpenSSH_9.6 Ubuntu-3\r\n",
-    b"0032git-upload-pack /project.git\x00host=example.com\x00",
-    b"\x00\x01binary",
+    b"0032git-upload-pack /project.git\x00host=example.com\x00\n",
+    b"\x00\x01binary\n",
+    b"hello\r\n",
 ])
 def test_other_protocols_pass_unchecked(data: bytes) -> None:
     assert peek.claim(data).status == peek.OTHER
+
+
+@pytest.mark.parametrize("data", [b"\x00\x01binary", b"hello", b"ping 0", b"GET / HTTP/1.1"])
+def test_a_first_line_still_open_is_read_to_its_end(data: bytes) -> None:
+    """Its bytes go on as they come (the relay's first-line mode); its end decides."""
+    assert peek.claim(data) == peek.Claim(peek.MORE, need=peek.LINE)
+
+
+@pytest.mark.parametrize("data", [
+    # where URL readers end the host (/ ? # and WHATWG's \) before a user part
+    b"GET http://evil.example?@ok.example/ HTTP/1.1\r\nHost: ok.example\r\n\r\n",
+    b"GET http://evil.example#@ok.example/ HTTP/1.1\r\nHost: ok.example\r\n\r\n",
+    b"GET http://evil.example\\@ok.example/ HTTP/1.1\r\nHost: ok.example\r\n\r\n",
+    b"GET http://u:p@ok.example/ HTTP/1.1\r\nHost: ok.example\r\n\r\n",
+    b"GET http://ok%2eexample/ HTTP/1.1\r\n\r\n",
+    b"CONNECT evil.example:443?@ok.example:443 HTTP/1.1\r\nHost: ok.example:443\r\n\r\n",
+    b"CONNECT evil.example:443/@ok.example:443 HTTP/1.1\r\n\r\n",
+    b"CONNECT evil.example:443#@ok.example:443 HTTP/1.1\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: evil.example@ok.example\r\n\r\n",
+    # lines a lenient reader (Python's splits on any white space) takes for a request
+    b"GET\thttp://evil.example/\tHTTP/1.1\r\nHost: evil.example\r\n\r\n",
+    b" GET http://evil.example/ HTTP/1.1\r\n\r\n",
+    b"CONNECT\tevil.example:443\tHTTP/1.1\r\n\r\n",
+    b"GET\x0bhttp://evil.example/\x0bHTTP/1.1\r\n\r\n",
+    b"CONNECT evil.example:443 HTTP/1.1\r\r\n\r\n",  # a lone CR
+    b"FOO http://evil.example/\r\n\r\n",
+])
+def test_what_url_or_request_readers_could_read_otherwise_is_refused(data: bytes) -> None:
+    assert peek.claim(data).status == peek.BAD
 
 
 @settings(max_examples=500, deadline=None)
@@ -134,3 +165,11 @@ def test_a_client_hello_in_many_tiny_records_is_refused() -> None:
     body = client_hello("tiny.example")[5:]
     records = b"".join(b"\x16\x03\x01\x00\x01" + body[i : i + 1] for i in range(len(body)))
     assert peek.claim(records).status == peek.BAD
+
+
+def test_a_method_in_another_case_is_read_as_a_lenient_reader_would() -> None:
+    """``connect`` is CONNECT to some proxies: its target is the claim (the relay then refuses
+    it unless the rules allow it)."""
+    assert peek.claim(b"connect evil.example:443 HTTP/1.1\r\n\r\n") == peek.Claim(
+        peek.DONE, "evil.example", proxy_port=443, http=True)
+    assert peek.claim(b"FOO evil.example:443 HTTP/1.1\r\n\r\n").status == peek.BAD

@@ -12,8 +12,11 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 import time
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -166,3 +169,78 @@ def test_a_connect_the_proxy_accepts_opens_a_tunnel_both_ways() -> None:
     assert answer.startswith("HTTP/1.1 200 Connection established\r\n\r\nserver-first")
     assert echoed == "CONNECT evil.example:443 HTTP/1.1\r\n\r\n"
     assert run.report.get("refused", []) == []
+
+
+# -- against a real HTTP reader: Python's http.server as a forward proxy is written with it ----
+
+class _ReadingProxy(BaseHTTPRequestHandler):
+    """Reads requests as Python's http.server does (any white space between the parts) and
+    URLs as urllib does; records the host it would connect to, connects nowhere."""
+
+    protocol_version = "HTTP/1.1"
+    heard: ClassVar[list[str]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _answer(self, host: str | None) -> None:
+        self.heard.append(str(host))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def do_GET(self) -> None:
+        self._answer(urlsplit(self.path).hostname or self.headers.get("Host"))
+
+    def do_CONNECT(self) -> None:
+        self._answer(self.path.rpartition(":")[0])
+
+
+READER_CASES = {
+    "a ? before a user part": b"GET http://evil.example?@" + HOST + b"/ HTTP/1.1\r\nHost: "
+                              + HOST + b"\r\n\r\n",
+    "a # before a user part": b"GET http://evil.example#@" + HOST + b"/ HTTP/1.1\r\nHost: "
+                              + HOST + b"\r\n\r\n",
+    "tabs between the parts": b"GET\thttp://evil.example/\tHTTP/1.1\r\nHost: evil.example"
+                              b"\r\n\r\n",
+    "a space first": b" GET http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+    "CONNECT with tabs": b"CONNECT\tevil.example:443\tHTTP/1.1\r\n\r\n",
+    "vertical tabs": b"GET\x0bhttp://evil.example/\x0bHTTP/1.1\r\n\r\n",
+    "tabs, then a plain second request": b"GET\thttp://" + HOST + b"/\tHTTP/1.1\r\nHost: " + HOST
+    + b"\r\n\r\nGET http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(READER_CASES))
+def test_a_real_http_reader_behind_the_wall_never_reads_a_request_for_another_name(
+    case: str,
+) -> None:
+    """A second red-team round got these past the first fix: the relay read one host or no
+    request at all, Python's reader (and urllib) another. Each made the proxy hear
+    evil.example before this fix."""
+    _ReadingProxy.heard = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ReadingProxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        policy = build_policy([f"{PROXY}:{port}", f"{PROXY}:443"])
+        run_boxed(policy, send_flights(port, [READER_CASES[case]]),
+                  resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+        time.sleep(0.2)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not any("evil.example" in host for host in _ReadingProxy.heard), _ReadingProxy.heard
+
+
+def test_another_port_of_the_proxys_own_host_must_be_allowed_too() -> None:
+    with servers(recording_proxy) as (proxy,):
+        policy = build_policy([f"{PROXY}:{proxy.port}"])
+        run = run_boxed(policy, send_flights(proxy.port, [
+            b"CONNECT " + HOST + b":2222 HTTP/1.1\r\nHost: " + HOST + b":2222\r\n\r\n"]),
+                        resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+        time.sleep(0.2)
+        heard = bytes(proxy.received)
+    assert b"2222" not in heard
+    assert run.refused("sni-mismatch")[0]["first"] == f"the connection asks for {PROXY}:2222"

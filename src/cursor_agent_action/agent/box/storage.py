@@ -99,7 +99,10 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
                                         absent=copy.absent,
                                         max_file_bytes=spec["limits"]["max_file_bytes"],
                                         ignore_as=real)
-            kept = [entry.path for entry in changes.entries if tree.protected(entry.path)]
+            # A protected name fails the run even when a .gitignore (of the agent's own,
+            # ignoring itself) keeps it out of the patch.
+            kept = [path for path in [*changes.paths, *changes.ignored_paths]
+                    if tree.protected(path)]
             changes.entries = [e for e in changes.entries if not tree.protected(e.path)]
             size = sum(os.lstat(copied / e.path).st_size for e in changes.entries
                        if not e.deleted)  # fmt: skip

@@ -99,7 +99,11 @@ def parse_head(raw: bytes) -> Head:
     if len(lengths) > 1 or any(not n.isdigit() or len(n) > 18 for n in lengths):
         raise BadRequest("a Content-Length that is not one number")
     body = -1 if codings else int(lengths.pop()) if lengths else 0
-    return Head(method, target, tuple(hosts), method == "CONNECT" or upgrade, body)
+    connect = method.upper() == "CONNECT"  # a lenient reader may take any case
+    if not (connect or target.startswith("/") or "://" in target or target == "*"):
+        raise BadRequest("a request target of no known form")
+    return Head(method.upper() if connect else method, target, tuple(hosts), connect or upgrade,
+                body)
 
 
 def tunnel_opens(head: Head, status: int) -> bool:

@@ -26,7 +26,6 @@ MAX_RECORDS = 8  # a ClientHello in more TLS records than this is refused (real 
 DONE = "done"  # read: ``name`` is the claimed name, or "" when none is claimed
 OTHER = "other"  # neither TLS nor HTTP/1: nothing to check
 BAD = "bad"  # claims to be TLS or HTTP/1 but is malformed (or too long): refuse
-_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class Claim(NamedTuple):
@@ -44,35 +43,51 @@ def claim(data: bytes) -> Claim:
     if data[0] == 0x16:
         return _tls(data)
     rest = data.lstrip(b"\r\n")
-    shape = httpflow.looks_like_http(rest)
-    if shape is None:  # a word so far: a first line still open
-        return Claim(MORE, need=LINE)
-    if not shape:
-        return Claim(OTHER)
     blank = data[: len(data) - len(rest)]
-    first = rest.split(b"\n", 1)[0]
-    method = first.split(b" ", 1)[0]
-    near_http = (method in httpflow.KNOWN_METHODS or b" HTTP/" in first or b"://" in first
-                 or bool(blank))
-    if _CONTROL.search(first):  # no HTTP server reads this line: another protocol
-        return Claim(BAD) if near_http else Claim(OTHER)
-    if b"\n" not in rest:
-        return Claim(BAD) if len(data) >= MAX_PEEK else Claim(MORE, need=LINE)
-    if httpflow.request_line(first.removesuffix(b"\r")) is None:
-        return Claim(BAD) if near_http else Claim(OTHER)
-    if blank != b"\r\n" * (len(blank) // 2) or b"\n" in rest.replace(b"\r\n", b""):
+    ends = [i for i in (rest.find(b"\r"), rest.find(b"\n")) if i >= 0]
+    if not ends:  # a first line still open (a lenient reader may end it at a lone CR too)
+        if len(data) < MAX_PEEK:
+            return Claim(MORE, need=LINE)
+        return Claim(BAD) if _near_http(rest) else Claim(OTHER)
+    line = rest[: min(ends)]
+    strict = (httpflow.request_line(line) is not None and rest[len(line) : len(line) + 2] == b"\r\n"
+              and blank == b"\r\n" * (len(blank) // 2))
+    if not strict:
+        # Not a request line we read, but one a lenient server or proxy might (other blanks,
+        # a lone CR, HTTP/0.9): refused. Anything else is another protocol.
+        return Claim(BAD) if _near_http(line) or (blank and _near_http(rest)) else Claim(OTHER)
+    if b"\n" in rest.replace(b"\r\n", b""):
         return Claim(BAD)  # lines that do not end in CRLF: a far end may read them otherwise
     return _http(rest)
 
 
-def _host_only(authority: str) -> str:
-    """``host:port`` / ``[v6]:port`` / ``user@host`` -> host, lower case, no trailing dot."""
-    host = authority.rsplit("@", 1)[-1]
-    if host.startswith("["):
-        host = host[1 : host.find("]")] if "]" in host else host
-    elif host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    return host.strip().rstrip(".").lower()
+def _near_http(line: bytes) -> bool:
+    """Whether some HTTP reader could take ``line`` for a request (or a proxy request): it
+    names a version (``HTTP/``), a URL (``://``), or starts (after any white space, as
+    Python's reader splits it) with a method."""
+    text = line.decode("latin-1")
+    words = text.split()
+    return ("HTTP/" in text.upper() or "://" in text
+            or (bool(words) and words[0].upper() in _METHOD_NAMES))
+
+
+_METHOD_NAMES = frozenset(method.decode() for method in httpflow.KNOWN_METHODS)
+# host[:port]: a name or IPv4 address, or [IPv6]; nothing else (no user, no %, no \ or ?).
+_AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?")
+_ABSOLUTE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)(.*)", re.S)
+
+
+def _authority(text: str, default_port: int) -> tuple[str, int] | None:
+    """``(host, port)`` of an authority (lower case, no trailing dot, no brackets), or None
+    when it is anything but ``host[:port]`` (a user part, a percent sign, a backslash: the
+    forms URL readers disagree on)."""
+    match = _AUTHORITY.fullmatch(text)
+    if match is None:
+        return None
+    port = int(match.group(2)) if match.group(2) else default_port
+    if match.group(2) and not 0 < port < 65536:
+        return None
+    return match.group(1).strip("[]").rstrip(".").lower(), port
 
 
 def _http(data: bytes) -> Claim:
@@ -86,29 +101,36 @@ def _http(data: bytes) -> Claim:
 
 
 def http_claim(head: httpflow.Head) -> Claim:
-    """The name (and, through a proxy, the port) one request's head asks for."""
-    claimed = {_host_only(h) for h in head.hosts}
-    proxy_port = 0
+    """The name and port one request's head asks for: its ``Host``, a ``CONNECT`` target, an
+    absolute URL's authority (all the same name, or refused). The port is that of the target
+    or of a ``Host`` that names one (0: none named)."""
+    claimed: set[str] = set()
+    port = 0
+    for host in head.hosts:
+        found = _authority(host.strip(), 0)
+        if found is None:
+            return Claim(BAD)
+        claimed.add(found[0])
+        port = found[1] or port
     if head.method == "CONNECT":  # to a proxy: the tunnel's far end is the claim
-        claimed.add(_host_only(head.target))
-        proxy_port = _port(head.target, 0)
+        found = _authority(head.target, 0)
+        if found is None or not found[1]:
+            return Claim(BAD)
+        claimed.add(found[0])
+        port = found[1]
     elif "://" in head.target:  # absolute form (to a proxy, or not): its authority is a claim
-        scheme, rest = head.target.split("://", 1)
-        authority = rest.split("/", 1)[0]
-        claimed.add(_host_only(authority))
-        proxy_port = _port(authority, 443 if scheme.lower() == "https" else 80)
-    if len(head.hosts) > 1 or len(claimed) > 1 or proxy_port < 0:
+        absolute = _ABSOLUTE.fullmatch(head.target)
+        if absolute is None or "\\" in head.target:
+            return Claim(BAD)
+        scheme = absolute.group(1).lower()
+        found = _authority(absolute.group(2), 443 if scheme in ("https", "wss") else 80)
+        if found is None:
+            return Claim(BAD)
+        claimed.add(found[0])
+        port = found[1]
+    if len(head.hosts) > 1 or len(claimed) > 1:
         return Claim(BAD)
-    return Claim(DONE, claimed.pop() if claimed else "", proxy_port=proxy_port, http=True)
-
-
-def _port(authority: str, default: int) -> int:
-    """The port of ``host:port`` (``default`` without one; -1 when it is not a port)."""
-    tail = authority.rsplit("]", 1)[-1]
-    if ":" not in tail:
-        return default or -1
-    text = tail.rsplit(":", 1)[1]
-    return int(text) if text.isdigit() and 0 < int(text) < 65536 else -1
+    return Claim(DONE, claimed.pop() if claimed else "", proxy_port=port, http=True)
 
 
 def _tls(data: bytes) -> Claim:

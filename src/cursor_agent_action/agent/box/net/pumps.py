@@ -120,8 +120,9 @@ async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
     buffer = bytearray(first)
     sent = 0
     data = first
-    while True:
-        line_end = buffer.find(b"\n")
+    while True:  # the line ends at a CR or an LF: a lenient reader may take a lone CR
+        ends = [i for i in (buffer.find(b"\r"), buffer.find(b"\n")) if i >= 0]
+        line_end = min(ends) if ends else -1
         ready = line_end >= 0 or len(buffer) >= peek.MAX_PEEK
         keep = line_end if line_end >= 0 else len(buffer) if not ready else sent
         if keep > sent:
@@ -130,13 +131,16 @@ async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
             sent = keep
             await writer.drain()
         # Parsed again only when a line ended (a byte at a time costs no more).
-        reparse = ready and (b"\n" in data or len(buffer) >= peek.MAX_PEEK)
+        reparse = ready and (b"\n" in data or b"\r" in data or len(buffer) >= peek.MAX_PEEK)
         claim = peek.claim(bytes(buffer)) if reparse else None
         if claim is not None and claim.status != peek.MORE:
             break
         data = await reader.read(CHUNK)
-        if not data:  # the line or head never ended: what is held back stays here
-            check(peek.Claim(peek.BAD))
+        if not data:  # the end: what is held back (a line end, a head) stays here
+            if sent < len(buffer):
+                check(peek.Claim(peek.BAD))
+            if writer.can_write_eof():
+                writer.write_eof()
             return
         buffer += data
         flow.last = time.monotonic()

@@ -283,11 +283,14 @@ class Wall:
         an allowed proxy, for a name and port the rules allow)."""
         if claim.status == peek.BAD:
             raise _Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
-        if claim.status == peek.DONE and claim.name and claim.name != name and not (
-                claim.proxy_port and self.policy.allows(claim.name, claim.proxy_port)):
-            # Through an allowed proxy only to an allowed name; otherwise: fronting.
-            raise _Refused("sni-mismatch", name, f"the connection asks for {claim.name}"
-                           f"{f':{claim.proxy_port}' if claim.proxy_port else ''}")
+        if claim.status != peek.DONE or not claim.name:
+            return
+        asked = f"{claim.name}{f':{claim.proxy_port}' if claim.proxy_port else ''}"
+        # Another name only through an allowed proxy and to a name and port the rules allow
+        # (otherwise: fronting); a port named, even on the dialed host, must be allowed too.
+        if (claim.name != name and not claim.proxy_port) or (
+                claim.proxy_port and not self.policy.allows(claim.name, claim.proxy_port)):
+            raise _Refused("sni-mismatch", name, f"the connection asks for {asked}")
 
     async def _up_http(self, name: str, reader: asyncio.StreamReader,
                        writer: asyncio.StreamWriter, flow: pumps.Flow, first: bytes, *,
