@@ -117,23 +117,27 @@ def test_the_status_file_is_written_in_place_so_a_full_disk_cannot_starve_it(
 def test_links_the_agent_swaps_in_never_make_root_touch_what_they_point_at(
     box: Box, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Root restored modes through a directory the agent had swapped for a link; chained
-    with a second run, that became a setuid binary. No walk of root's follows the agent's
-    tree now: the canary outside keeps its mode and owner through two runs."""
+    """Root restored the mode of a nested repository's parent after the run, through a
+    directory above it that the agent owned and had swapped for a link: the mode landed on the
+    link's target (chained with a second run, a setuid binary). No walk of root's follows the
+    agent's tree now: the canary outside keeps its modes and owner through two runs."""
     canary = box.base / "canary"
-    canary.mkdir()
+    (canary / "nested").mkdir(parents=True)
+    (canary / "nested").chmod(0o700)  # root would restore nested's 0o775 onto it
     (canary / "tool").write_text("#!/bin/sh\n")
     (canary / "tool").chmod(0o700)
-    (box.workspace / "nested" / ".git").mkdir(parents=True)
-    (box.workspace / "nested" / "file.txt").write_text("x\n")
-    _commit(box, "nested/file.txt")
-    swap = (f"rm -rf nested; ln -s {canary} nested; chmod 4777 nested/tool 2>/dev/null;"
+    (box.workspace / "deep" / "nested" / ".git").mkdir(parents=True)
+    (box.workspace / "deep" / "nested").chmod(0o775)
+    (box.workspace / "deep" / "nested" / "file.txt").write_text("x\n")
+    _commit(box, "deep/nested/file.txt")
+    swap = (f"mv deep deep-old; ln -s {canary} deep; chmod 4777 deep/tool 2>/dev/null;"
             f" ln -s {canary}/tool tool-link")
     for _ in range(2):
         _run(box, capsys, swap, "--preset", "edit")
     info = (canary / "tool").stat()
     assert oct(info.st_mode & 0o7777) == "0o700"
     assert info.st_uid == os.getuid()
+    assert oct((canary / "nested").stat().st_mode & 0o7777) == "0o700"
 
 
 def test_a_hard_link_in_the_tree_changes_nothing_outside_it(
