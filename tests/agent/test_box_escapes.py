@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -157,3 +158,24 @@ def test_a_protected_file_a_new_gitignore_hides_still_fails_the_run(
     assert ".gitattributes" in out["log"]
     assert (box.workspace / "src/app.py").read_text() == "print('hi')\n"  # nothing applied
     assert not (box.workspace / ".gitattributes").exists()
+
+
+def test_a_submodule_whose_git_file_the_agent_deleted_gives_nothing_back(
+    box: Box, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The copy's submodule pointer is root's but sits in a directory the agent owns: deleted,
+    root's walk entered the submodule and new files landed in its checkout."""
+    source = tmp_path / "subsource"
+    source.mkdir()
+    subprocess.run([*GIT, "init", "-q"], cwd=source, check=True)
+    (source / "lib.py").write_text("x = 1\n")
+    subprocess.run([*GIT, "add", "."], cwd=source, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "s"], cwd=source, check=True)
+    subprocess.run([*GIT, "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                    str(source), "sub"], cwd=box.workspace, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "sub"], cwd=box.workspace, check=True)
+    out = _run(box, capsys, "rm -f sub/.git; echo EVIL > sub/conftest.py; echo ok > top.md",
+               "--preset", "edit")
+    assert not (box.workspace / "sub" / "conftest.py").exists(), out["log"]
+    assert (box.workspace / "top.md").read_text() == "ok\n"
+    assert "sub/conftest.py" in out["summary"]

@@ -141,7 +141,9 @@ def _left_behind(status: dict[str, object]) -> list[str]:
     if isinstance(behind, int) and behind:
         notes.append(f"{behind} new or changed file(s) that .gitignore ignores were left in the "
                      "box: they never reach the working tree or the patch.")
-    for key, what in (("too_large_count", "over 100 MiB (apparent size)"),
+    for key, what in (("skipped_count", "inside nested git repositories (a submodule's "
+                                        "checkout), or fifos or devices,"),
+                      ("too_large_count", "over 100 MiB (apparent size)"),
                       ("left_out_count", "not copied into the box (over 100 MiB, a path over "
                                          "3,072 bytes, a fifo, socket or device)")):
         count = status.get(key)

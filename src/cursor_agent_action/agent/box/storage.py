@@ -104,6 +104,11 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             kept = [path for path in [*changes.paths, *changes.ignored_paths]
                     if tree.protected(path)]
             changes.entries = [e for e in changes.entries if not tree.protected(e.path)]
+            # Nested repositories as copied (a submodule's .git file is the agent's to delete,
+            # which would make root's walk enter it): nothing inside them comes back.
+            inside = tuple(f"{path}/" for path in tree.nested_repositories(copy))
+            changes.skipped += [e.path for e in changes.entries if e.path.startswith(inside)]
+            changes.entries = [e for e in changes.entries if not e.path.startswith(inside)]
             size = sum(os.lstat(copied / e.path).st_size for e in changes.entries
                        if not e.deleted)  # fmt: skip
             if size > MAX_PATCH_SOURCE_BYTES:

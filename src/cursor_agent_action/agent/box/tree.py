@@ -61,6 +61,13 @@ class Copy:
     bytes: int = 0
 
 
+def nested_repositories(copy: Copy) -> list[str]:
+    """The directories below the top that held a repository when copied (a ``.git``
+    directory or a submodule's or worktree's ``.git`` file)."""
+    marks = [*copy.git_dirs, *(path for path in copy.stats if os.path.basename(path) == ".git")]
+    return sorted({os.path.dirname(path) for path in marks} - {""})
+
+
 def _copy_file(source: str, target: str, info: os.stat_result) -> None:
     src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
