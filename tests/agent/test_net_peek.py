@@ -58,7 +58,7 @@ def test_http_host_and_absolute_and_connect_forms() -> None:
     assert peek.claim(b"GET http://b.example/ HTTP/1.1\r\nHost: c.example\r\n\r\n").status == (
         peek.BAD)  # two different claims
     assert peek.claim(b"CONNECT d.example:443 HTTP/1.1\r\nHost: d.example:443\r\n\r\n") == (
-        peek.Claim(peek.DONE, "d.example", proxy_port=443, http=True))
+        peek.Claim(peek.DONE, "d.example", proxy_port=443, http=True, connect=True))
     assert peek.claim(b"CONNECT d.example HTTP/1.1\r\n\r\n").status == peek.BAD  # no port
     assert peek.claim(b"GET https://e.example/x HTTP/1.1\r\n\r\n").proxy_port == 443
     assert peek.claim(b"GET http://[::1]:8080/ HTTP/1.1\r\n\r\n") == peek.Claim(
@@ -171,5 +171,5 @@ def test_a_method_in_another_case_is_read_as_a_lenient_reader_would() -> None:
     """``connect`` is CONNECT to some proxies: its target is the claim (the relay then refuses
     it unless the rules allow it)."""
     assert peek.claim(b"connect evil.example:443 HTTP/1.1\r\n\r\n") == peek.Claim(
-        peek.DONE, "evil.example", proxy_port=443, http=True)
+        peek.DONE, "evil.example", proxy_port=443, http=True, connect=True)
     assert peek.claim(b"FOO evil.example:443 HTTP/1.1\r\n\r\n").status == peek.BAD

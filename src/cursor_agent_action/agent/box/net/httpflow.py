@@ -25,13 +25,21 @@ from dataclasses import dataclass
 MAX_HEAD = 64 * 1024
 MAX_LINE = 4096  # a chunk-size or trailer line
 _TCHAR = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]"
-_REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([^\x00-\x20\x7f]+) HTTP/(\d)\.(\d)")
+_REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([\x21-\x7e]+) HTTP/(\d)\.(\d)")
 _FIELD = re.compile(rb"(" + _TCHAR + rb"+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*")
 _STATUS_LINE = re.compile(rb"HTTP/\d\.\d (\d{3})(?: [^\x00-\x08\x0a-\x1f\x7f]*)?")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})(?:;[^\x00-\x08\x0a-\x1f\x7f]*)?")
 _METHOD_START = re.compile(rb"\A" + _TCHAR + rb"+ ")
-KNOWN_METHODS = frozenset({b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"CONNECT", b"OPTIONS",
-                           b"TRACE", b"PATCH"})
+_METHOD_NAMES = (
+    "GET HEAD POST PUT DELETE CONNECT OPTIONS TRACE PATCH COPY LOCK MKCOL MOVE PROPFIND "
+    "PROPPATCH SEARCH UNLOCK BIND REBIND UNBIND ACL REPORT MKACTIVITY CHECKOUT MERGE M-SEARCH "
+    "NOTIFY SUBSCRIBE UNSUBSCRIBE PURGE MKCALENDAR LINK UNLINK SOURCE PRI QUERY")
+KNOWN_METHODS = frozenset(name.encode() for name in _METHOD_NAMES.split(" "))
+"""Methods some HTTP reader knows (node's llhttp's list, WebDAV's, HTTP/2's preface): a first
+line starting with one is held back whole until it is read."""
+NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "DELETE", "CONNECT"})
+"""Methods whose body a far end may not read (Python's http.server never reads one by itself):
+a request of these with a body is refused, or its body would be read as the next request."""
 
 
 class BadRequest(Exception):
@@ -55,6 +63,20 @@ def request_line(line: bytes) -> tuple[str, str] | None:
     if match is None or match.group(3) != b"1":
         return None
     return match.group(1).decode(), match.group(2).decode("ascii")
+
+
+def may_be_request(line: bytes) -> bool:
+    """Whether the first line so far (no line end yet) may become a request some reader acts
+    on at the connection's end, before any line end: white space alone so far, or a first
+    word that is, or may still become, a method."""
+    text = line.decode("latin-1").lstrip(" \t\x0b\x0c")
+    if not text:
+        return True
+    word, *rest = text.split(maxsplit=1)
+    upper = word.upper().encode("latin-1", "replace")
+    if rest or text[len(word):]:  # the word is whole
+        return upper in KNOWN_METHODS
+    return any(method.startswith(upper) for method in KNOWN_METHODS)
 
 
 def looks_like_http(data: bytes) -> bool | None:
@@ -99,9 +121,13 @@ def parse_head(raw: bytes) -> Head:
     if len(lengths) > 1 or any(not n.isdigit() or len(n) > 18 for n in lengths):
         raise BadRequest("a Content-Length that is not one number")
     body = -1 if codings else int(lengths.pop()) if lengths else 0
+    if body and method.upper() in NO_BODY:
+        raise BadRequest(f"a body on {method.upper()}, which a far end may not read")
     connect = method.upper() == "CONNECT"  # a lenient reader may take any case
     if not (connect or target.startswith("/") or "://" in target or target == "*"):
         raise BadRequest("a request target of no known form")
+    if target.startswith("//") or "\\" in target:  # a URL's host to WHATWG readers (node)
+        raise BadRequest("a request target that URL readers take for another host")
     return Head(method.upper() if connect else method, target, tuple(hosts), connect or upgrade,
                 body)
 

@@ -34,6 +34,7 @@ class Claim(NamedTuple):
     need: int = 0  # with MORE: parse again once this many bytes are in (HEAD: a blank line)
     proxy_port: int = 0  # a proxy request (CONNECT, absolute URL): the port it asks for
     http: bool = False  # an HTTP/1 request: the rest is read by httpflow.Requests
+    connect: bool = False  # a CONNECT request
 
 
 def claim(data: bytes) -> Claim:
@@ -130,7 +131,8 @@ def http_claim(head: httpflow.Head) -> Claim:
         port = found[1]
     if len(head.hosts) > 1 or len(claimed) > 1:
         return Claim(BAD)
-    return Claim(DONE, claimed.pop() if claimed else "", proxy_port=port, http=True)
+    return Claim(DONE, claimed.pop() if claimed else "", proxy_port=port, http=True,
+                 connect=head.method == "CONNECT")
 
 
 def _tls(data: bytes) -> Claim:

@@ -26,6 +26,7 @@ class Flow:
         self.requests: httpflow.Requests | None = None
         self.decided = asyncio.Event()
         self.opened = False
+        self.refused = False  # the relay refused it: the far end gets a reset, not an end
 
     def awaits_answer(self) -> httpflow.Head | None:
         """The tunnel request whose answer is not read yet."""
@@ -113,10 +114,11 @@ async def up_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fl
 
 async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                         flow: Flow, first: bytes, check: Check) -> None:
-    """Agent to far end while the first line may still be an HTTP request's (a word, a space,
-    no line end yet): its bytes go on as they come (a far end acts on no request before its
-    line end), the line end and what follows only once the line is read: HTTP (checked, then
-    :func:`up_http`), another protocol (copied), or almost HTTP (refused by ``check``)."""
+    """Agent to far end while the first line is still open: its bytes go on as they come
+    unless it starts with (what may become) a method, the line end and what follows only once
+    the line is read: HTTP (checked, then :func:`up_http`), another protocol (copied), or
+    almost HTTP (refused by ``check``). A line starting with a method is held back whole (a
+    reader may act on a line the connection's end cuts short: Python's does)."""
     buffer = bytearray(first)
     sent = 0
     data = first
@@ -124,7 +126,11 @@ async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
         ends = [i for i in (buffer.find(b"\r"), buffer.find(b"\n")) if i >= 0]
         line_end = min(ends) if ends else -1
         ready = line_end >= 0 or len(buffer) >= peek.MAX_PEEK
-        keep = line_end if line_end >= 0 else len(buffer) if not ready else sent
+        line = bytes(buffer[: line_end if line_end >= 0 else len(buffer)])
+        if httpflow.may_be_request(line):
+            keep = sent  # a reader may act on it at the connection's end: held back whole
+        else:
+            keep = line_end if line_end >= 0 else len(buffer) if not ready else sent
         if keep > sent:
             writer.write(bytes(buffer[sent:keep]))
             flow.moved[0] += keep - sent

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -291,6 +292,8 @@ class Wall:
         if (claim.name != name and not claim.proxy_port) or (
                 claim.proxy_port and not self.policy.allows(claim.name, claim.proxy_port)):
             raise _Refused("sni-mismatch", name, f"the connection asks for {asked}")
+        if claim.connect and claim.name == name:  # a tunnel to the proxy itself, then anything
+            raise _Refused("sni-mismatch", name, f"a CONNECT to the proxy itself ({asked})")
 
     async def _up_http(self, name: str, reader: asyncio.StreamReader,
                        writer: asyncio.StreamWriter, flow: pumps.Flow, first: bytes, *,
@@ -307,9 +310,11 @@ class Wall:
             else:
                 await pumps.up_http(reader, writer, flow, first, check)
         except _Refused as refusal:
+            flow.refused = True
             self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
             raise
         except httpflow.BadRequest as exc:
+            flow.refused = True
             self.ledger.refused("sni-mismatch", name, f"a malformed HTTP request ({exc})")
             raise
 
@@ -373,6 +378,10 @@ class Wall:
                 up_writer = connecting.result()[1]
             if up_writer is not None:
                 self._writers.discard(up_writer)
+                if flow.refused:  # a reset: a reader must not take the end for a line end
+                    with contextlib.suppress(OSError, AttributeError):
+                        up_writer.get_extra_info("socket").setsockopt(
+                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 up_writer.transport.abort()
             self.ledger.moved(destination, flow.moved[0], flow.moved[1])
 
