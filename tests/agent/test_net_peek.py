@@ -64,7 +64,8 @@ def test_http_host_and_absolute_and_connect_forms() -> None:
     assert peek.claim(b"GET http://[::1]:8080/ HTTP/1.1\r\n\r\n") == peek.Claim(
         peek.DONE, "::1", proxy_port=8080, http=True)
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").status == peek.BAD
-    assert peek.claim(b"GET / HTTP/1.0\r\n\r\n") == peek.Claim(peek.DONE, "", http=True)
+    # No Host: a proxy would make one up (node reads "undefined"): refused (fourth round).
+    assert peek.claim(b"GET / HTTP/1.0\r\n\r\n").status == peek.BAD
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: a").status == peek.MORE
     assert peek.claim(b"GE").status == peek.MORE
     assert peek.claim(b"SSH-2.0-OpenSSH_9.6\r\n").status == peek.OTHER
@@ -173,3 +174,18 @@ def test_a_method_in_another_case_is_read_as_a_lenient_reader_would() -> None:
     assert peek.claim(b"connect evil.example:443 HTTP/1.1\r\n\r\n") == peek.Claim(
         peek.DONE, "evil.example", proxy_port=443, http=True, connect=True)
     assert peek.claim(b"FOO evil.example:443 HTTP/1.1\r\n\r\n").status == peek.BAD
+
+
+@pytest.mark.parametrize("data", [
+    # what ordinary clients send (a fourth red-team round found these refused)
+    b"POST / HTTP/1.1\r\nHost: a.example\r\nContent-Length: 13\r\n\r\n{\n  \"a\": 1\n}\n",
+    b"GET /login?next=http://a.example/home HTTP/1.1\r\nHost: a.example\r\n\r\n",
+])
+def test_what_ordinary_clients_send_is_read_as_they_mean_it(data: bytes) -> None:
+    claimed = peek.claim(data)
+    assert (claimed.status, claimed.name) == (peek.DONE, "a.example")
+
+
+def test_a_line_end_split_between_its_cr_and_lf_waits_for_the_lf() -> None:
+    assert peek.claim(b"GET / HTTP/1.1\r") == peek.Claim(peek.MORE, need=peek.LINE)
+    assert peek.claim(b"GET / HTTP/1.1\r\nHost: a.example\r\n\r\n").name == "a.example"

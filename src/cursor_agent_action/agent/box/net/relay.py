@@ -242,12 +242,16 @@ class Wall:
             self._writers.discard(writer)
             writer.transport.abort()
 
-    async def _first_bytes(self, reader: asyncio.StreamReader,
-                           name: str) -> tuple[bytes, peek.Claim]:
-        """The client's first bytes, read until their claim is clear; a TLS or HTTP claim of
-        another name raises :class:`_Refused`. No bytes in time: another protocol, unchecked."""
-        data = bytearray()
-        claim = peek.claim(b"")
+    async def _first_bytes(self, reader: asyncio.StreamReader, name: str,
+                           initial: bytes = b"") -> tuple[bytes, peek.Claim]:
+        """The client's first bytes (``initial``, then what it sends), read until their claim
+        is clear; a TLS or HTTP claim of another name raises :class:`_Refused`. No bytes in
+        time: another protocol, unchecked."""
+        data = bytearray(initial)
+        claim = peek.claim(initial)
+        if initial and (claim.status != peek.MORE or claim.need == peek.LINE):
+            self._check_claim(name, claim)
+            return initial, claim
         deadline = time.monotonic() + self.limits.peek_timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -304,11 +308,33 @@ class Wall:
         def check(claim: peek.Claim) -> None:
             self._check_claim(name, claim)
 
+        async def tunnel(request: httpflow.Head, rest: bytes) -> None:
+            """Inside an opened tunnel: the agent's bytes as a new connection's to the tunnel's
+            far end (its SNI or Host checked against it, plain HTTP read request by request; no
+            tunnel inside). A proxy's tunnel to an allowed port 80 could front another host."""
+            target = peek.http_claim(request).name
+            inner, claim = await self._first_bytes(reader, target, rest)
+
+            def check_inner(claim: peek.Claim) -> None:
+                self._check_claim(target, claim)
+
+            if claim.http or claim.status == peek.MORE:
+                if claim.http:
+                    await pumps.up_http(reader, writer, flow, inner, check_inner)
+                else:
+                    await pumps.up_first_line(reader, writer, flow, inner, check_inner,
+                                              tunnels=False)
+                return
+            writer.write(inner)
+            flow.moved[0] += len(inner)
+            await pumps.copy(reader, writer, flow, 0)
+
         try:
             if first_line:
-                await pumps.up_first_line(reader, writer, flow, first, check)
+                await pumps.up_first_line(reader, writer, flow, first, check, tunnels=True,
+                                          tunnel=tunnel)
             else:
-                await pumps.up_http(reader, writer, flow, first, check)
+                await pumps.up_http(reader, writer, flow, first, check, tunnel=tunnel)
         except _Refused as refusal:
             flow.refused = True
             self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
