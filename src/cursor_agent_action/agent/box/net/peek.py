@@ -51,14 +51,17 @@ def claim(data: bytes) -> Claim:
             return Claim(MORE, need=LINE)
         return Claim(BAD) if _near_http(rest) else Claim(OTHER)
     line = rest[: min(ends)]
-    if rest[len(line) :] == b"\r":  # its LF may come in the next write
+    if b"\n" not in rest and len(data) < MAX_PEEK and httpflow.may_be_request(line):
+        # A lone CR after white space or a method: a CRLF's first half, or a blank to a reader
+        # that reads up to the LF (Python's): the line is judged once its LF is in.
         return Claim(MORE, need=LINE)
+    to_lf = rest.split(b"\n", 1)[0]  # the line as Python's reader sees it (a CR is a blank)
     strict = (httpflow.request_line(line) is not None and rest[len(line) : len(line) + 2] == b"\r\n"
               and blank == b"\r\n" * (len(blank) // 2))
     if not strict:
         # Not a request line we read, but one a lenient server or proxy might (other blanks,
         # a lone CR, HTTP/0.9): refused. Anything else is another protocol.
-        return Claim(BAD) if _near_http(line) or (blank and _near_http(rest)) else Claim(OTHER)
+        return Claim(BAD) if _near_http(to_lf) or (blank and _near_http(rest)) else Claim(OTHER)
     head_end = rest.find(b"\r\n\r\n")
     head = rest if head_end < 0 else rest[:head_end]  # a body's bytes are the body's own
     if b"\n" in head.replace(b"\r\n", b""):

@@ -30,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
-from cursor_agent_action.agent.box.net import httpflow, peek, pumps
+from cursor_agent_action.agent.box.net import peek, pumps
+from cursor_agent_action.agent.box.net.checks import Checks, Refused
 from cursor_agent_action.agent.box.net.dns import Resolver
 from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.box.net.policy import NetPolicy
@@ -63,12 +64,6 @@ class Limits:
     resolver_threads: int = 8
 
 
-class _Refused(Exception):
-    def __init__(self, kind: str, destination: str, detail: str) -> None:
-        super().__init__(detail)
-        self.kind, self.destination, self.detail = kind, destination, detail
-
-
 class Wall:
     """The resolver and relay of one box (see the module docstring)."""
 
@@ -81,6 +76,7 @@ class Wall:
         self._resolve = resolve
         self._resolver = Resolver(policy)
         self.ledger = Ledger(policy.to_json(), on_event)
+        self.checks = Checks(policy, self.ledger, limits.peek_timeout_s)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -222,17 +218,17 @@ class Wall:
                 await self._dns_tcp(reader, writer)
                 return
             if self._clients > self.limits.max_connections:
-                raise _Refused("limit", f"{address}:{port}", f"over {self.limits.max_connections}"
+                raise Refused("limit", f"{address}:{port}", f"over {self.limits.max_connections}"
                                " connections at once")
             name = self._resolver.name_for(address)
             if name is None:
-                raise _Refused("ip-literal", f"{address}:{port}",
+                raise Refused("ip-literal", f"{address}:{port}",
                                "an address dialed without a name from the box's resolver")
             destination = f"{name}:{port}"
             if not self.policy.allows(name, port):
-                raise _Refused("port", destination, f"no rule allows port {port} for {name}")
+                raise Refused("port", destination, f"no rule allows port {port} for {name}")
             await self._relay(name, port, reader, writer)
-        except _Refused as refusal:
+        except Refused as refusal:
             self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
         except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError,
                 asyncio.CancelledError):  # cancelled: the wall stops (3.11 would log it)
@@ -241,108 +237,6 @@ class Wall:
             self._clients -= 1
             self._writers.discard(writer)
             writer.transport.abort()
-
-    async def _first_bytes(self, reader: asyncio.StreamReader, name: str,
-                           initial: bytes = b"") -> tuple[bytes, peek.Claim]:
-        """The client's first bytes (``initial``, then what it sends), read until their claim
-        is clear; a TLS or HTTP claim of another name raises :class:`_Refused`. No bytes in
-        time: another protocol, unchecked."""
-        data = bytearray(initial)
-        claim = peek.claim(initial)
-        if initial and (claim.status != peek.MORE or claim.need == peek.LINE):
-            self._check_claim(name, claim)
-            return initial, claim
-        deadline = time.monotonic() + self.limits.peek_timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                chunk = await asyncio.wait_for(reader.read(peek.MAX_PEEK - len(data)), left)
-            except asyncio.TimeoutError:
-                chunk = None
-            if chunk:
-                data += chunk
-                # Parse again only when it can tell more: one byte at a time costs no more.
-                if claim.need == peek.HEAD:
-                    ready = b"\r\n\r\n" in data[-len(chunk) - 3 :] or len(data) >= peek.MAX_PEEK
-                elif claim.need == peek.LINE:
-                    ready = b"\n" in chunk or len(data) >= peek.MAX_PEEK
-                else:
-                    ready = len(data) >= claim.need
-                if ready:
-                    claim = peek.claim(bytes(data))
-                if claim.status == peek.MORE and claim.need == peek.LINE:
-                    return bytes(data), claim  # a first line still open: see pumps
-                if claim.status == peek.MORE and left > 0:
-                    continue
-            else:
-                claim = peek.claim(bytes(data))
-            if claim.status == peek.MORE and data:
-                raise _Refused("sni-mismatch", name, "an incomplete TLS ClientHello or HTTP head")
-            if claim.status == peek.BAD:
-                raise _Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
-            self._check_claim(name, claim)
-            return bytes(data), claim
-
-    def _check_claim(self, name: str, claim: peek.Claim) -> None:
-        """Raise :class:`_Refused` unless ``claim`` asks for the dialed ``name`` (or, through
-        an allowed proxy, for a name and port the rules allow)."""
-        if claim.status == peek.BAD:
-            raise _Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
-        if claim.status != peek.DONE or not claim.name:
-            return
-        asked = f"{claim.name}{f':{claim.proxy_port}' if claim.proxy_port else ''}"
-        # Another name only through an allowed proxy and to a name and port the rules allow
-        # (otherwise: fronting); a port named, even on the dialed host, must be allowed too.
-        if (claim.name != name and not claim.proxy_port) or (
-                claim.proxy_port and not self.policy.allows(claim.name, claim.proxy_port)):
-            raise _Refused("sni-mismatch", name, f"the connection asks for {asked}")
-        if claim.connect and claim.name == name:  # a tunnel to the proxy itself, then anything
-            raise _Refused("sni-mismatch", name, f"a CONNECT to the proxy itself ({asked})")
-
-    async def _up_http(self, name: str, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter, flow: pumps.Flow, first: bytes, *,
-                       first_line: bool = False) -> None:
-        """The agent's side of a plain HTTP connection (or one whose first line may still be
-        HTTP's): every request checked like the first (a kept-alive connection to an allowed
-        proxy asks for any host in its next request)."""
-        def check(claim: peek.Claim) -> None:
-            self._check_claim(name, claim)
-
-        async def tunnel(request: httpflow.Head, rest: bytes) -> None:
-            """Inside an opened tunnel: the agent's bytes as a new connection's to the tunnel's
-            far end (its SNI or Host checked against it, plain HTTP read request by request; no
-            tunnel inside). A proxy's tunnel to an allowed port 80 could front another host."""
-            target = peek.http_claim(request).name
-            inner, claim = await self._first_bytes(reader, target, rest)
-
-            def check_inner(claim: peek.Claim) -> None:
-                self._check_claim(target, claim)
-
-            if claim.http or claim.status == peek.MORE:
-                if claim.http:
-                    await pumps.up_http(reader, writer, flow, inner, check_inner)
-                else:
-                    await pumps.up_first_line(reader, writer, flow, inner, check_inner,
-                                              tunnels=False)
-                return
-            writer.write(inner)
-            flow.moved[0] += len(inner)
-            await pumps.copy(reader, writer, flow, 0)
-
-        try:
-            if first_line:
-                await pumps.up_first_line(reader, writer, flow, first, check, tunnels=True,
-                                          tunnel=tunnel)
-            else:
-                await pumps.up_http(reader, writer, flow, first, check, tunnel=tunnel)
-        except _Refused as refusal:
-            flow.refused = True
-            self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
-            raise
-        except httpflow.BadRequest as exc:
-            flow.refused = True
-            self.ledger.refused("sni-mismatch", name, f"a malformed HTTP request ({exc})")
-            raise
 
     async def _connect(self, name: str, port: int) -> tuple[asyncio.StreamReader,
                                                            asyncio.StreamWriter]:
@@ -356,7 +250,7 @@ class Wall:
             raise
         allowed = [a for a in addresses if self.policy.address_allowed(a, name)]
         if not allowed:
-            raise _Refused("address", destination,
+            raise Refused("address", destination,
                            f"{name} resolves to {', '.join(addresses[:4]) or 'nothing'}")
         error: BaseException | None = None
         for address in allowed[:4]:
@@ -374,7 +268,7 @@ class Wall:
         protocol where the server speaks first), the agent's once their claim is checked."""
         destination = f"{name}:{port}"
         connecting = asyncio.ensure_future(self._connect(name, port))
-        peeking = asyncio.ensure_future(self._first_bytes(reader, name))
+        peeking = asyncio.ensure_future(self.checks.first_bytes(reader, name))
         tasks: set[asyncio.Future[Any]] = {connecting, peeking}
         up_writer: asyncio.StreamWriter | None = None
         flow = pumps.Flow()
@@ -389,7 +283,7 @@ class Wall:
             tasks.add(down)
             first, claim = await peeking
             if claim.http or claim.status == peek.MORE:  # MORE: a first line still open
-                up = asyncio.ensure_future(self._up_http(
+                up = asyncio.ensure_future(self.checks.up_agent(
                     name, reader, up_writer, flow, first, first_line=not claim.http))
             else:
                 up_writer.write(first)

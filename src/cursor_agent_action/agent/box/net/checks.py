@@ -1,0 +1,134 @@
+"""The relay's checks of what the agent sends: the first bytes of a connection (a TLS SNI, an
+HTTP head, a first line still open), every request of a plain HTTP connection, and what goes
+inside a tunnel, each against the name the agent dialed (:mod:`.relay` drives them; the
+framing is :mod:`.httpflow`'s, the copying :mod:`.pumps`')."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from cursor_agent_action.agent.box.net import httpflow, peek, pumps
+from cursor_agent_action.agent.box.net.ledger import Ledger
+from cursor_agent_action.agent.box.net.policy import NetPolicy
+
+
+class Refused(Exception):
+    """A connection the rules refuse: its kind, destination and why (for the ledger)."""
+
+    def __init__(self, kind: str, destination: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind, self.destination, self.detail = kind, destination, detail
+
+
+class Checks:
+    """The checks of one wall: its policy, its ledger of refusals, how long first bytes may
+    take."""
+
+    def __init__(self, policy: NetPolicy, ledger: Ledger, peek_timeout_s: float) -> None:
+        self.policy = policy
+        self.ledger = ledger
+        self.peek_timeout_s = peek_timeout_s
+
+    async def first_bytes(self, reader: asyncio.StreamReader, name: str,
+                           initial: bytes = b"") -> tuple[bytes, peek.Claim]:
+        """The client's first bytes (``initial``, then what it sends), read until their claim
+        is clear; a TLS or HTTP claim of another name raises :class:`Refused`. No bytes in
+        time: another protocol, unchecked."""
+        data = bytearray(initial)
+        claim = peek.claim(initial)
+        if initial and (claim.status != peek.MORE or claim.need == peek.LINE):
+            self.check_claim(name, claim)
+            return initial, claim
+        deadline = time.monotonic() + self.peek_timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                chunk = await asyncio.wait_for(reader.read(peek.MAX_PEEK - len(data)), left)
+            except asyncio.TimeoutError:
+                chunk = None
+            if chunk:
+                data += chunk
+                # Parse again only when it can tell more: one byte at a time costs no more.
+                if claim.need == peek.HEAD:
+                    ready = b"\r\n\r\n" in data[-len(chunk) - 3 :] or len(data) >= peek.MAX_PEEK
+                elif claim.need == peek.LINE:
+                    ready = b"\n" in chunk or len(data) >= peek.MAX_PEEK
+                else:
+                    ready = len(data) >= claim.need
+                if ready:
+                    claim = peek.claim(bytes(data))
+                if claim.status == peek.MORE and claim.need == peek.LINE:
+                    return bytes(data), claim  # a first line still open: see pumps
+                if claim.status == peek.MORE and left > 0:
+                    continue
+            else:
+                claim = peek.claim(bytes(data))
+            if claim.status == peek.MORE and data:
+                raise Refused("sni-mismatch", name, "an incomplete TLS ClientHello or HTTP head")
+            if claim.status == peek.BAD:
+                raise Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
+            self.check_claim(name, claim)
+            return bytes(data), claim
+
+    def check_claim(self, name: str, claim: peek.Claim) -> None:
+        """Raise :class:`Refused` unless ``claim`` asks for the dialed ``name`` (or, through
+        an allowed proxy, for a name and port the rules allow)."""
+        if claim.status == peek.BAD:
+            raise Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
+        if claim.status != peek.DONE or not claim.name:
+            return
+        asked = f"{claim.name}{f':{claim.proxy_port}' if claim.proxy_port else ''}"
+        # Another name only through an allowed proxy and to a name and port the rules allow
+        # (otherwise: fronting); a port named, even on the dialed host, must be allowed too.
+        if (claim.name != name and not claim.proxy_port) or (
+                claim.proxy_port and not self.policy.allows(claim.name, claim.proxy_port)):
+            raise Refused("sni-mismatch", name, f"the connection asks for {asked}")
+        if claim.connect and claim.name == name:  # a tunnel to the proxy itself, then anything
+            raise Refused("sni-mismatch", name, f"a CONNECT to the proxy itself ({asked})")
+
+    async def up_agent(self, name: str, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter, flow: pumps.Flow, first: bytes, *,
+                       first_line: bool = False) -> None:
+        """The agent's side of a plain HTTP connection (or one whose first line may still be
+        HTTP's): every request checked like the first (a kept-alive connection to an allowed
+        proxy asks for any host in its next request)."""
+        def check(claim: peek.Claim) -> None:
+            self.check_claim(name, claim)
+
+        async def tunnel(request: httpflow.Head, rest: bytes) -> None:
+            """Inside an opened tunnel: the agent's bytes as a new connection's to the tunnel's
+            far end (its SNI or Host checked against it, plain HTTP read request by request; no
+            tunnel inside). A proxy's tunnel to an allowed port 80 could front another host."""
+            target = peek.http_claim(request).name
+            inner, claim = await self.first_bytes(reader, target, rest)
+
+            def check_inner(claim: peek.Claim) -> None:
+                self.check_claim(target, claim)
+
+            if claim.http or claim.status == peek.MORE:
+                if claim.http:
+                    await pumps.up_http(reader, writer, flow, inner, check_inner)
+                else:
+                    await pumps.up_first_line(reader, writer, flow, inner, check_inner,
+                                              tunnels=False)
+                return
+            writer.write(inner)
+            flow.moved[0] += len(inner)
+            await pumps.copy(reader, writer, flow, 0)
+
+        try:
+            if first_line:
+                await pumps.up_first_line(reader, writer, flow, first, check, tunnels=True,
+                                          tunnel=tunnel)
+            else:
+                await pumps.up_http(reader, writer, flow, first, check, tunnel=tunnel)
+        except Refused as refusal:
+            flow.refused = True
+            self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
+            raise
+        except httpflow.BadRequest as exc:
+            flow.refused = True
+            self.ledger.refused("sni-mismatch", name, f"a malformed HTTP request ({exc})")
+            raise
+
