@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cursor_agent_action.agent.box.net import peek
+from cursor_agent_action.agent.box.net import httpflow, peek
 
 
 def client_hello(server_name: str | None) -> bytes:
@@ -210,3 +210,17 @@ def test_a_lone_cr_after_white_space_waits_for_the_lf_and_after_binary_does_not(
     for blank in (b" ", b"\t", b"\x1c", b"\x85", b"\xa0"):
         assert peek.claim(blank + b"\r") == peek.Claim(peek.MORE, need=peek.LINE), blank
     assert peek.claim(b"\x00\x01\r").status == peek.OTHER  # another protocol: no wait
+
+
+
+@pytest.mark.parametrize("data", [
+    # a sixth red-team round: RTSP's methods and versions, which node's reader takes for HTTP
+    b"DESCRIBE /?k=SECRET\r\nHost: evil.example\r\n\r\n",
+    b"GET_PARAMETER /?k=SECRET\r\nHost: evil.example\r\n\r\n",
+    b"ANNOUNCE /?k=SECRET RTSP/1.0\r\nHost: evil.example\r\n\r\n",
+    b"PLAY / RTSP/1.0\r\nHost: ok.example\r\nConnection: keep-alive\r\n\r\n",
+    b"SETUP / ICE/1.0\r\n\r\n",
+])
+def test_rtsp_shapes_node_reads_as_http_are_refused(data: bytes) -> None:
+    assert peek.claim(data).status == peek.BAD
+    assert httpflow.may_be_request(data.split(b" ")[0])

