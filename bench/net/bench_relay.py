@@ -65,10 +65,12 @@ def _latencies(address: str, port: int, count: int) -> list[float]:
     return times
 
 
-def _upload(address: str, port: int, mib: int) -> float:
+def _upload(address: str, port: int, mib: int, head: bytes = b"u") -> float:
+    """``mib`` MiB in 1 MiB writes after ``head`` (the server's "swallow" byte, or an HTTP
+    POST's head: the relay then reads it request by request)."""
     started = time.perf_counter()
     with socket.create_connection((address, port)) as sock:
-        sock.sendall(b"u")
+        sock.sendall(head)
         for _ in range(mib):
             sock.sendall(BLOCK)
         sock.shutdown(socket.SHUT_WR)
@@ -78,17 +80,9 @@ def _upload(address: str, port: int, mib: int) -> float:
 
 
 def _http_upload(address: str, port: int, mib: int) -> float:
-    """One plain HTTP POST of ``mib`` MiB: the relay reads it request by request."""
-    started = time.perf_counter()
-    with socket.create_connection((address, port)) as sock:
-        sock.sendall(f"POST /up HTTP/1.1\r\nHost: {NAME}:{port}\r\nContent-Length: "
-                     f"{mib << 20}\r\n\r\n".encode())
-        for _ in range(mib):
-            sock.sendall(BLOCK)
-        sock.shutdown(socket.SHUT_WR)
-        if sock.recv(1) != b"k":
-            raise RuntimeError("upload not acknowledged")
-    return mib / (time.perf_counter() - started)
+    """One plain HTTP POST of ``mib`` MiB."""
+    return _upload(address, port, mib, f"POST /up HTTP/1.1\r\nHost: {NAME}:{port}\r\n"
+                                       f"Content-Length: {mib << 20}\r\n\r\n".encode())
 
 
 def _download(address: str, port: int, mib: int) -> float:

@@ -110,8 +110,7 @@ class Checks:
                 if claim.http:
                     await pumps.up_http(reader, writer, flow, inner, check_inner)
                 else:
-                    await pumps.up_first_line(reader, writer, flow, inner, check_inner,
-                                              tunnels=False)
+                    await pumps.up_first_line(reader, writer, flow, inner, check_inner)
                 return
             writer.write(inner)
             flow.moved[0] += len(inner)
@@ -119,7 +118,7 @@ class Checks:
 
         try:
             if first_line:
-                await pumps.up_first_line(reader, writer, flow, first, check, tunnels=True,
+                await pumps.up_first_line(reader, writer, flow, first, check,
                                           tunnel=tunnel)
             else:
                 await pumps.up_http(reader, writer, flow, first, check, tunnel=tunnel)

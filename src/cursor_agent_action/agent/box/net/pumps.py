@@ -123,7 +123,7 @@ async def up_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fl
 
 
 async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        flow: Flow, first: bytes, check: Check, *, tunnels: bool,
+                        flow: Flow, first: bytes, check: Check, *,
                         tunnel: Tunnel | None = None) -> None:
     """Agent to far end while the first line is still open: its bytes go on as they come
     unless it starts with (what may become) a method, the line end and what follows only once
@@ -164,7 +164,7 @@ async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
     check(claim)
     if claim.http:
         await up_http(reader, writer, flow, bytes(buffer), check, skip=sent,
-                      tunnel=tunnel if tunnels else None)
+                      tunnel=tunnel)
         return
     writer.write(bytes(buffer[sent:]))
     flow.moved[0] += len(buffer) - sent
