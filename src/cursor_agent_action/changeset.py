@@ -78,12 +78,15 @@ class Changeset:
     skipped: list[str] = field(default_factory=list)  # nested repositories, fifos, devices
     overlay: dict[str, tuple[str, str]] = field(default_factory=dict)
     too_large: list[str] = field(default_factory=list)  # not read: over the size cap
-    ignored: int = 0  # new files .gitignore keeps out
-    ignored_paths: list[str] = field(default_factory=list)  # which (for the protected check)
+    ignored_paths: list[str] = field(default_factory=list)  # new files .gitignore keeps out
 
     @property
     def paths(self) -> list[str]:
         return [entry.path for entry in self.entries]
+
+    @property
+    def ignored(self) -> int:
+        return len(self.ignored_paths)
 
 
 _OBJECTS: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
@@ -254,15 +257,10 @@ def git_dirs(repo: Path) -> tuple[Path, Path]:
     return Path(git_dir), Path(common)
 
 
-def ignored_in(repo: Path, paths: Iterable[str]) -> set[str]:
-    """Which of ``paths`` the ignore rules of the work tree ``repo`` as it is (its own
-    ``.gitignore`` files, ``info/exclude``) ignore: for the box, the real tree's rules, which
-    the agent never had in its hands."""
-    return _ignored(repo, paths, env={})
-
-
 def _ignored(repo: Path, paths: Iterable[str], env: dict[str, str] | None = None) -> set[str]:
-    """Which of the new ``paths`` ``.gitignore`` files ignore."""
+    """Which of the new ``paths`` the ignore rules of the work tree ``repo`` ignore (its
+    ``.gitignore`` files, ``info/exclude``); ``env`` instead of the separate objects' (``{}``:
+    ``repo`` is a tree of its own, as the box's real tree)."""
     listed = [_encode(path) for path in paths]
     if not listed:
         return set()
@@ -324,10 +322,9 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
     new = [entry.path for entry in entries if entry.old_mode == ABSENT_MODE]
     ignored = _ignored(repo, new)
     if ignore_as is not None:
-        ignored |= ignored_in(ignore_as, [path for path in new if path not in ignored])
+        ignored |= _ignored(ignore_as, [path for path in new if path not in ignored], env={})
     entries = sorted((e for e in entries if e.path not in ignored), key=lambda e: e.path)
-    return Changeset(head, entries, sorted(skipped), overlay, too_large, len(ignored),
-                     sorted(ignored))
+    return Changeset(head, entries, sorted(skipped), overlay, too_large, sorted(ignored))
 
 
 def build_tree(repo: Path, index: dict[str, str], head: str, entries: Iterable[Entry]) -> str:

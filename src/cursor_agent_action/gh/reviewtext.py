@@ -42,8 +42,7 @@ MAX_LINES = 400
 def has_controls(text: str) -> bool:
     """Direction, control or other invisible characters: a suggestion holding one is refused,
     since it could only be shown escaped (accepting it would commit other text than shown)."""
-    return bool(_BIDI.search(text) or INVISIBLE.search(text)
-                or _CONTROL.search(text.replace("\r", "")))
+    return bool(INVISIBLE.search(text) or _CONTROL.search(text.replace("\r", "")))
 
 
 def clean(text: str) -> str:

@@ -29,7 +29,6 @@ _REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([\x21-\x7e]+) HTTP/(\d)\.(\d)
 _FIELD = re.compile(rb"(" + _TCHAR + rb"+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*")
 _STATUS_LINE = re.compile(rb"HTTP/\d\.\d (\d{3})(?: [^\x00-\x08\x0a-\x1f\x7f]*)?")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})(?:;[^\x00-\x08\x0a-\x1f\x7f]*)?")
-_METHOD_START = re.compile(rb"\A" + _TCHAR + rb"+ ")
 _METHOD_NAMES = (
     "GET HEAD POST PUT DELETE CONNECT OPTIONS TRACE PATCH COPY LOCK MKCOL MOVE PROPFIND "
     "PROPPATCH SEARCH UNLOCK BIND REBIND UNBIND ACL REPORT MKACTIVITY CHECKOUT MERGE M-SEARCH "
@@ -76,19 +75,15 @@ def may_be_request(line: bytes) -> bool:
     if not text:
         return True
     word, *rest = text.split(maxsplit=1)
-    upper = word.upper().encode("latin-1", "replace")
     if rest or text[len(word):]:  # the word is whole
-        return upper in KNOWN_METHODS
+        return is_method(word)
+    upper = word.upper().encode("latin-1", "replace")
     return any(method.startswith(upper) for method in KNOWN_METHODS)
 
 
-def looks_like_http(data: bytes) -> bool | None:
-    """Whether ``data`` (the start of a stream, past any empty lines) starts an HTTP request:
-    a method, a space. None: too few bytes to tell."""
-    if _METHOD_START.match(data):
-        return True
-    run = re.match(_TCHAR + rb"*", data)
-    return None if run is not None and run.end() == len(data) else False
+def is_method(word: str) -> bool:
+    """Whether some reader takes ``word`` (in any case) for a method."""
+    return word.upper().encode("latin-1", "replace") in KNOWN_METHODS
 
 
 def parse_head(raw: bytes) -> Head:

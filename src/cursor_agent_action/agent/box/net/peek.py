@@ -78,10 +78,9 @@ def _near_http(line: bytes) -> bool:
     words = text.split()
     upper = text.upper()
     return (any(version in upper for version in ("HTTP/", "RTSP/", "ICE/")) or "://" in text
-            or (bool(words) and words[0].upper() in _METHOD_NAMES))
+            or (bool(words) and httpflow.is_method(words[0])))
 
 
-_METHOD_NAMES = frozenset(method.decode() for method in httpflow.KNOWN_METHODS)
 # host[:port]: a name or IPv4 address, or [IPv6]; nothing else (no user, no %, no \ or ?).
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?")
 _ABSOLUTE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)(.*)", re.S)
