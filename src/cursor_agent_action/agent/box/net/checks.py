@@ -52,8 +52,6 @@ class Checks:
                 # Parse again only when it can tell more: one byte at a time costs no more.
                 if claim.need == peek.HEAD:
                     ready = b"\r\n\r\n" in data[-len(chunk) - 3 :] or len(data) >= peek.MAX_PEEK
-                elif claim.need == peek.LINE:
-                    ready = b"\n" in chunk or len(data) >= peek.MAX_PEEK
                 else:
                     ready = len(data) >= claim.need
                 if ready:
@@ -88,40 +86,15 @@ class Checks:
             raise Refused("sni-mismatch", name, f"a CONNECT to the proxy itself ({asked})")
 
     async def up_agent(self, name: str, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter, flow: pumps.Flow, first: bytes, *,
-                       first_line: bool = False) -> None:
-        """The agent's side of a plain HTTP connection (or one whose first line may still be
-        HTTP's): every request checked like the first (a kept-alive connection to an allowed
-        proxy asks for any host in its next request)."""
-        def check(claim: peek.Claim) -> None:
-            self.check_claim(name, claim)
-
-        async def tunnel(request: httpflow.Head, rest: bytes) -> None:
-            """Inside an opened tunnel: the agent's bytes as a new connection's to the tunnel's
-            far end (its SNI or Host checked against it, plain HTTP read request by request; no
-            tunnel inside). A proxy's tunnel to an allowed port 80 could front another host."""
-            target = peek.http_claim(request).name
-            inner, claim = await self.first_bytes(reader, target, rest)
-
-            def check_inner(claim: peek.Claim) -> None:
-                self.check_claim(target, claim)
-
-            if claim.http or claim.status == peek.MORE:
-                if claim.http:
-                    await pumps.up_http(reader, writer, flow, inner, check_inner)
-                else:
-                    await pumps.up_first_line(reader, writer, flow, inner, check_inner)
-                return
-            writer.write(inner)
-            flow.moved[0] += len(inner)
-            await pumps.copy(reader, writer, flow, 0)
-
+                       writer: asyncio.StreamWriter, flow: pumps.Flow,
+                       seen: tuple[bytes, peek.Claim]) -> None:
+        """The agent's side of a connection to ``name`` whose first bytes and their claim are
+        ``seen`` (:meth:`first_bytes`): plain HTTP read request by request (a kept-alive
+        connection to an allowed proxy asks for any host in its next request), a first line
+        still open read to its end, anything else copied. A refusal is recorded and the far
+        end gets a reset."""
         try:
-            if first_line:
-                await pumps.up_first_line(reader, writer, flow, first, check,
-                                          tunnel=tunnel)
-            else:
-                await pumps.up_http(reader, writer, flow, first, check, tunnel=tunnel)
+            await self._pass_on(name, reader, writer, flow, seen, tunnels=True)
         except Refused as refusal:
             flow.refused = True
             self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
@@ -131,3 +104,28 @@ class Checks:
             self.ledger.refused("sni-mismatch", name, f"a malformed HTTP request ({exc})")
             raise
 
+    async def _pass_on(self, name: str, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter, flow: pumps.Flow,
+                       seen: tuple[bytes, peek.Claim], *, tunnels: bool) -> None:
+        first, claim = seen
+
+        def check(claim: peek.Claim) -> None:
+            self.check_claim(name, claim)
+
+        async def tunnel(request: httpflow.Head, rest: bytes) -> None:
+            """Inside an opened tunnel: the agent's bytes as a new connection's to the tunnel's
+            far end (its SNI or Host checked against it; no tunnel inside). A proxy's tunnel
+            to an allowed port 80 could front another host."""
+            target = peek.http_claim(request).name
+            inner = await self.first_bytes(reader, target, rest)
+            await self._pass_on(target, reader, writer, flow, inner, tunnels=False)
+
+        opened = tunnel if tunnels else None
+        if claim.http:
+            await pumps.up_http(reader, writer, flow, first, check, tunnel=opened)
+        elif claim.status == peek.MORE:  # a first line still open
+            await pumps.up_first_line(reader, writer, flow, first, check, tunnel=opened)
+        else:
+            writer.write(first)
+            flow.moved[0] += len(first)
+            await pumps.copy(reader, writer, flow, 0)

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
-from cursor_agent_action.agent.box.net import peek, pumps
+from cursor_agent_action.agent.box.net import pumps
 from cursor_agent_action.agent.box.net.checks import Checks, Refused
 from cursor_agent_action.agent.box.net.dns import Resolver
 from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
@@ -281,14 +281,8 @@ class Wall:
             self.ledger.connected(destination)
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
             tasks.add(down)
-            first, claim = await peeking
-            if claim.http or claim.status == peek.MORE:  # MORE: a first line still open
-                up = asyncio.ensure_future(self.checks.up_agent(
-                    name, reader, up_writer, flow, first, first_line=not claim.http))
-            else:
-                up_writer.write(first)
-                flow.moved[0] += len(first)
-                up = asyncio.ensure_future(pumps.copy(reader, up_writer, flow, 0))
+            up = asyncio.ensure_future(self.checks.up_agent(name, reader, up_writer, flow,
+                                                            await peeking))
             tasks.add(up)
             await self._watch({up, down}, flow)
         finally:
