@@ -152,6 +152,7 @@ class Requests:
         self._buffer = bytearray()
         self._state = "head"
         self._left = 0  # body bytes or chunk bytes still to pass
+        self._scanned = 0  # how far an unfinished head was searched
         self.requests = 0
         self.tunnel: Head | None = None  # a tunnel request was sent: nothing more is read
 
@@ -218,12 +219,20 @@ class Requests:
         blank = 0  # empty lines before a request are ignored by servers: pass them on
         while self._buffer[blank : blank + 2] == b"\r\n":
             blank += 2
-        end = self._buffer.find(b"\r\n\r\n", blank)
+        # Only what came since the last look is searched (a byte at a time stays linear).
+        start = max(blank, self._scanned - 3)
+        end = self._buffer.find(b"\r\n\r\n", start)
         if end < 0:
-            if len(self._buffer) > MAX_HEAD or b"\n" in self._buffer[blank:].replace(
-                    b"\r\n", b""):
-                raise BadRequest("a request head over 64 KiB or with a bare LF")
+            lf = self._buffer.find(b"\n", max(blank, self._scanned))
+            while lf >= 0:
+                if lf == blank or self._buffer[lf - 1] != 0x0D:
+                    raise BadRequest("a request head with a bare LF")
+                lf = self._buffer.find(b"\n", lf + 1)
+            if len(self._buffer) > MAX_HEAD:
+                raise BadRequest("a request head over 64 KiB")
+            self._scanned = len(self._buffer)
             return None
+        self._scanned = 0
         head = parse_head(bytes(self._buffer[blank:end]))
         if head.tunnel and self.requests:
             raise BadRequest("a tunnel request after another request on the connection")

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from cursor_agent_action.agent.box.net import httpflow, peek
 
 CHUNK = 64 * 1024
+_DECIDES = 512
+"""How much of a first line :func:`httpflow.may_be_request` reads."""
 Check = Callable[[peek.Claim], None]
 """Raises to refuse what a request (or the first bytes) claims."""
 
@@ -131,13 +133,17 @@ async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
     almost HTTP (refused by ``check``). A line starting with a method is held back whole (a
     reader may act on a line the connection's end cuts short: Python's does)."""
     buffer = bytearray(first)
-    sent = 0
+    sent = scanned = 0
+    line_end = -1
     data = first
     while True:  # the line ends at a CR or an LF: a lenient reader may take a lone CR
-        ends = [i for i in (buffer.find(b"\r"), buffer.find(b"\n")) if i >= 0]
-        line_end = min(ends) if ends else -1
+        if line_end < 0:  # only the new bytes are searched (a byte at a time stays linear)
+            ends = [i for i in (buffer.find(b"\r", scanned), buffer.find(b"\n", scanned))
+                    if i >= 0]
+            line_end, scanned = (min(ends) if ends else -1), len(buffer)
         ready = line_end >= 0 or len(buffer) >= peek.MAX_PEEK
-        line = bytes(buffer[: line_end if line_end >= 0 else len(buffer)])
+        # A method is a short word: its first bytes tell (a long blank run is held anyway).
+        line = bytes(buffer[: min(line_end if line_end >= 0 else len(buffer), _DECIDES)])
         if httpflow.may_be_request(line):
             keep = sent  # a reader may act on it at the connection's end: held back whole
         else:
