@@ -110,12 +110,10 @@ def inline(text: str, limit: int = 500) -> str:
     """One line of prose that renders as the characters of ``text`` (plus zero-width spaces):
     no Markdown, HTML, math, autolink, mention or issue reference."""
     flat = shorten(" ".join(escape_invisible(text).split()), limit)
-    broken = _AUTOLINK.sub(_ZWSP, flat)
-    escaped = _LIST_START.sub(
+    return _LIST_START.sub(
         lambda m: m.group(1) + "\\" if m.group(1)[0].isdigit() else "\\" + m.group(1),
-        _MATH.sub(r"\\$", _MD_META.sub(r"\\\1", broken)),
+        escape(flat),
     )
-    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 _PIECE_CHARS = 1024 * 1024
