@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,6 +46,21 @@ def recording_proxy(conn: socket.socket, server: Any) -> None:
         server.record(data)
         status = b"407 Proxy Authentication Required" if b"CONNECT" in data else b"200 OK"
         conn.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\n\r\nok")
+
+
+def answering(answer: bytes, *, echo: bool = False) -> Callable[[socket.socket, Any], None]:
+    """A far end that reads one head, sends ``answer``, then records (and echoes) the rest."""
+    def serve(conn: socket.socket, server: Any) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += conn.recv(65536)
+        server.record(head)
+        conn.sendall(answer)
+        while data := conn.recv(65536):
+            server.record(data)
+            if echo:
+                conn.sendall(data)
+    return serve
 
 
 def send_flights(port: int, flights: list[bytes]) -> Any:
@@ -149,16 +165,8 @@ def test_a_connect_the_proxy_accepts_opens_a_tunnel_both_ways_and_what_goes_in_i
     """Inside the tunnel the agent's bytes are a new connection's to the tunnel's far end: a
     ClientHello for that name goes through; plain HTTP for another host does not (a fourth
     red-team round: a tunnel to an allowed port 80 fronted any host, unchecked)."""
-    def tunnel_proxy(conn: socket.socket, server: Any) -> None:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += conn.recv(65536)
-        server.record(head)
-        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\nserver-first")
-        while data := conn.recv(65536):  # then an echo: the tunnel's far end
-            server.record(data)
-            conn.sendall(data)
-
+    tunnel_proxy = answering(b"HTTP/1.1 200 Connection established\r\n\r\nserver-first",
+                             echo=True)  # then an echo: the tunnel's far end
     hello = client_hello("api2.cursor.sh")
     with servers(tunnel_proxy) as (proxy,):
         policy = build_policy([f"{PROXY}:{proxy.port}", "api2.cursor.sh", "plain.example:80"])
@@ -196,15 +204,7 @@ def test_a_connect_the_proxy_accepts_opens_a_tunnel_both_ways_and_what_goes_in_i
 def test_an_answer_that_opens_no_tunnel_reaches_the_agent_whole() -> None:
     """A 200 to an upgrade the far end did not make (curl --http2 to an HTTP/1.1 server): the
     answer's body too; after it the agent's side sends nothing more on that connection."""
-    def no_upgrade(conn: socket.socket, server: Any) -> None:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += conn.recv(65536)
-        server.record(head)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789")
-        while data := conn.recv(65536):
-            server.record(data)
-
+    no_upgrade = answering(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789")
     with servers(no_upgrade) as (web,):
         policy = build_policy([f"{PROXY}:{web.port}"])
 
