@@ -22,7 +22,6 @@ import contextlib
 import contextvars
 import os
 import stat
-import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +29,6 @@ from pathlib import Path
 from types import MappingProxyType
 
 from cursor_agent_action import safegit
-from cursor_agent_action.options import number_text
 
 ABSENT_MODE = "000000"
 PATCH_HEADER = b"# cursor-agent-action patch (apply with: git apply --binary)\n"
@@ -39,8 +37,9 @@ MAX_PATH_BYTES = 3072
 """Longer relative paths are not read (Linux takes 4096 bytes for a whole path)."""
 
 
-class ChangesetError(Exception):
-    """git failed, or the tree is not a repository with a commit."""
+ChangesetError = safegit.GitFailed
+"""git failed, or the tree is not a repository with a commit: git's one error, by the name the
+callers of this module know it."""
 
 
 @dataclass(frozen=True)
@@ -113,17 +112,7 @@ def separate_objects(objects: Path, alternate: Path, *, git_dir: Path | None = N
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
          input: bytes | None = None) -> bytes:
-    try:
-        done = safegit.run(args, repo, env={**_OBJECTS.get(), **(env or {})}, input=input)
-    except (OSError, safegit.GitNotFound) as exc:
-        raise ChangesetError(f"cannot run git: {exc}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ChangesetError(
-            f"git {args[0]} did not finish within {number_text(exc.timeout)} s") from exc
-    if done.returncode != 0:
-        words = " ".join(done.stderr.decode("utf-8", "replace").split())[:400]
-        raise ChangesetError(f"git {args[0]} failed: {words or done.returncode}")
-    return done.stdout
+    return safegit.git(args, repo, env={**_OBJECTS.get(), **(env or {})}, input=input).stdout
 
 
 def _decode(raw: bytes) -> str:
@@ -137,17 +126,13 @@ def _encode(path: str) -> bytes:
 def repository_root(path: Path) -> Path | None:
     """The top of the work tree ``path`` is in, or None (not a repository, or no git)."""
     try:
-        done = safegit.run(["rev-parse", "--show-toplevel"], path)
-    except (OSError, safegit.GitNotFound):
+        return safegit.toplevel(path)
+    except safegit.GitFailed:
         return None
-    if done.returncode != 0:
-        return None
-    return Path(_decode(done.stdout.strip()))
 
 
-def head_commit(repo: Path) -> str:
-    out = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    return out.decode().strip()
+head_commit = safegit.head_commit
+"""The commit checked out (:func:`cursor_agent_action.safegit.head_commit`)."""
 
 
 def head_tree(repo: Path) -> dict[str, tuple[str, str]]:
@@ -245,7 +230,8 @@ def _hash(repo: Path, paths: list[str], tree: dict[str, os.stat_result]) -> dict
                    input=b"\n".join(sources) + b"\n")
     oids = out.decode().split()
     if len(oids) != len(paths):
-        raise ChangesetError("git hash-object did not hash every file")
+        raise safegit.GitFailed("git hash-object did not hash every file",
+                                command="git hash-object")
     return dict(zip(paths, oids, strict=True))
 
 
@@ -264,14 +250,9 @@ def _ignored(repo: Path, paths: Iterable[str], env: dict[str, str] | None = None
     listed = [_encode(path) for path in paths]
     if not listed:
         return set()
-    try:
-        done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], repo,
-                           env=_OBJECTS.get() if env is None else env,
-                           input=b"\0".join(listed) + b"\0")
-    except (OSError, safegit.GitNotFound, subprocess.TimeoutExpired) as exc:
-        raise ChangesetError(f"git check-ignore failed: {exc}") from exc
-    if done.returncode not in (0, 1):
-        raise ChangesetError("git check-ignore failed")
+    done = safegit.git(["check-ignore", "--no-index", "-z", "--stdin"], repo,
+                       env=_OBJECTS.get() if env is None else env,
+                       input=b"\0".join(listed) + b"\0", ok=(0, 1))
     return {_decode(raw) for raw in done.stdout.split(b"\0") if raw}
 
 
@@ -286,7 +267,7 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
     apparent size: sparse files too) is not read: it is listed in ``too_large`` and stays out
     of the changes. ``ignore_as``: another work tree whose ignore rules also keep new files
     out (the box's real tree: the copy's own ``.gitignore`` files are the agent's to change)."""
-    head = head_commit(repo)
+    head = safegit.head_commit(repo)
     base = head_tree(repo)
     overlay = {} if before is None else dict(before.dirty)
     for path, state in overlay.items():  # the tree as it was before the run
