@@ -38,7 +38,7 @@ from cursor_agent_action.agent.isolation import (
     decide,
     fallback_warning,
 )
-from cursor_agent_action.agent.mcp import unreachable_servers
+from cursor_agent_action.agent.mcp import announce_servers
 from cursor_agent_action.agent.options import RunOptions, add_run_options, options_from_args
 from cursor_agent_action.agent.outcome import (
     conclude_box,
@@ -226,7 +226,8 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
             "Use a CLI version with --trust: leave cli-version unset (the version this release "
             "is tested with) or set it to latest; a preset that allows writes also works (the "
             "action then passes --force, which trusts the workspace).")
-    _mcp_checks(options, runner, environ)
+    if options.mcp_config is not None:
+        announce_servers(options.mcp_config, options.policy, runner, environ)
     prompt = options.prompt + (instruction(options.output_schema) if options.output_schema else "")
     argv = build_argv(options, prompt_argument(prompt, options.state_dir), trust=trust,
                       sandbox=sandbox)
@@ -367,27 +368,6 @@ def _report(run: Run, record: RunRecord, ended: AgentExit) -> RunRecord:
                           "patch-file": handoff.patch_file,
                           "changed": "true" if handoff.changed else "false", **structured})
     return record
-
-
-def _mcp_checks(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> None:
-    """Mask the secrets the MCP servers get; warn about servers the agent cannot call."""
-    config = options.mcp_config
-    if config is None:
-        return
-    for name in config.env_names:
-        if value := environ.get(name, ""):
-            runner.mask(value)
-        else:
-            runner.warning(f"mcp-config refers to ${{env:{name}}}, but {name} is not set on "
-                           "this step. Fix: set it with env: (from a secret).",
-                           title="MCP secret not set")
-    if missing := unreachable_servers(config, options.policy):
-        runner.warning(f"mcp-config starts {', '.join(missing)}, but no allow token names "
-                       f"{'it' if len(missing) == 1 else 'them'}, so every one of "
-                       f"{'its' if len(missing) == 1 else 'their'} tools is denied. Fix: allow "
-                       f"the tools the agent needs, e.g. Mcp({missing[0]}:TOOL_NAME).",
-                       title="MCP server not allowed")
-    runner.log(f"MCP servers from mcp-config: {', '.join(config.servers)}.")
 
 
 def _ask_again(run: Run, launch: Launch, *, first: RunRecord, prompt: str) -> RunRecord:
