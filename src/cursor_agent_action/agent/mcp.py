@@ -107,6 +107,7 @@ def announce_servers(config: McpConfig, policy: Policy, runner: Runner,
                      environ: Mapping[str, str]) -> None:
     """Before the run: mask the secrets the servers get; warn about a secret that is not set
     and about servers the agent cannot call; name the servers in the log."""
+    missing = unreachable_servers(config, policy)
     for name in config.env_names:
         if value := environ.get(name, ""):
             runner.mask(value)
@@ -114,7 +115,7 @@ def announce_servers(config: McpConfig, policy: Policy, runner: Runner,
             runner.warning(f"mcp-config refers to ${{env:{name}}}, but {name} is not set on "
                            "this step. Fix: set it with env: (from a secret).",
                            title="MCP secret not set")
-    if missing := unreachable_servers(config, policy):
+    if missing:
         runner.warning(f"mcp-config starts {', '.join(missing)}, but no allow token names "
                        f"{'it' if len(missing) == 1 else 'them'}, so every one of "
                        f"{'its' if len(missing) == 1 else 'their'} tools is denied. Fix: allow "
