@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cursor_agent_action import safegit
-from cursor_agent_action.agent import cli_sandbox
+from cursor_agent_action.agent import cli_sandbox, sandbox
 from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
 from cursor_agent_action.agent.attempts import Ended, Next, next_step, retry_delay
 from cursor_agent_action.agent.box.net import notices as net_notices
@@ -89,10 +89,10 @@ def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None
     guard = PolicyGuard(options.workspace, options.policy,
                         instructions=options.repo_instructions)
     with guard:
+        jail = box.jail(options, argv, tracker.repo, tracker.dirty)
         ended = run_agent_process(
-            argv, cwd=options.workspace, env=box.env, sink=processor, runner=runner,
-            transcript=options.transcript, stop=run.stop,
-            jail=box.jail(options, argv, tracker.repo, tracker.dirty),
+            sandbox.for_run(jail, argv, options.workspace, box.env), sink=processor,
+            runner=runner, transcript=options.transcript, stop=run.stop,
             timeout_s=options.timeout_minutes * 60 if timeout_s is None else timeout_s,
             append=append,
         )
