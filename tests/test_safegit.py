@@ -111,3 +111,13 @@ def test_publish_git_keeps_text_modes_line_ends(tmp_path: Path) -> None:
     body = gitops.git(["log", "-1", "--format=%B", sha], repo).stdout
     assert "\r" not in body
     assert body.startswith("subject\n")
+
+
+def test_publish_git_sends_text_that_is_not_utf8_as_text_mode_did(tmp_path: Path) -> None:
+    """A commit message from an environment variable with bytes that are not UTF-8 (Python reads
+    them as surrogates) is sent with ``?`` for them, not refused."""
+    repo = _repo(tmp_path / "r")
+    tree = gitops.git(["rev-parse", "HEAD^{tree}"], repo).stdout.strip()
+    sha = gitops.commit_tree(repo, tree, safegit.head_commit(repo), message="fix \udcff bug\n",
+                             author_name="t", author_email="t@example.com")
+    assert gitops.git(["log", "-1", "--format=%B", sha], repo).stdout.startswith("fix ? bug")

@@ -36,9 +36,9 @@ def git(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``git args`` in ``cwd``; raise GitHubError (with git's own words) on failure."""
     what = doing or f"git {args[0]}"
+    data = None if input is None else input.encode("utf-8", "replace")  # as text mode did
     try:
-        done = safegit.git(args, cwd, env=env, input=None if input is None else input.encode(),
-                           timeout=_TIMEOUT_S, ok=None)
+        done = safegit.git(args, cwd, env=env, input=data, timeout=_TIMEOUT_S, ok=None)
     except safegit.GitFailed as exc:
         raise explain(exc, what, cwd) from exc
     # A file name need not be UTF-8 (the agent can create any): shown with U+FFFD.
