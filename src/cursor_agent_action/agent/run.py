@@ -63,10 +63,14 @@ from cursor_agent_action.errors import SetupError
 from cursor_agent_action.options import number_text
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import Conclusion, RunRecord
 from cursor_agent_action.stream.report import report
 
 # -- the run -----------------------------------------------------------------------------------
+
+STOPPED: dict[str, Conclusion] = {"timeout": "timeout", "cancelled": "cancelled",
+                                  "budget": "budget"}
+"""How the agent was stopped (``AgentExit.ended_by``) -> the run's conclusion."""
 
 
 @dataclass
@@ -132,8 +136,8 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
     if ended.transcript_error:
         record.notes.append(f"Writing the transcript file failed ({ended.transcript_error}); it "
                             "is incomplete. The log and this summary cover the whole run.")
-    if ended.ended_by in ("timeout", "cancelled", "budget"):
-        record.conclusion = ended.ended_by
+    if (stopped := STOPPED.get(ended.ended_by)) is not None:
+        record.conclusion = stopped
         record.failure_reason = explain_exit(ended, options.timeout_minutes,
                                              options.max_tool_calls)
     elif not record.has_result:
