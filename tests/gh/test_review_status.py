@@ -15,7 +15,7 @@ from cursor_agent_action.gh import status as status_mod
 from cursor_agent_action.gh.findings import parse
 from cursor_agent_action.output_file import parse_output_file
 from tests.gh.test_review import Env, answer, finding, open_env
-from tests.support.github_server import TOKEN, error_line
+from tests.support.github_server import READ_ONLY_TOKEN, TOKEN, error_line
 
 CONTEXT = "cursor-agent-action/review"
 API_HEAD = "c" * 40  # the pull request's head as the API gives it (see open_env)
@@ -218,3 +218,30 @@ def test_github_refusing_the_status_is_a_clear_error(env: Env) -> None:
     assert f"No commit found for SHA: {API_HEAD}" in error_line(log)
     assert env.posted() == []
 
+
+
+def test_a_fork_pull_request_run_says_why_its_token_may_not_set_the_status(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The example skips forks; a workflow that runs review for one anyway gets GitHub's
+    read-only token: one error naming the permission and the fork, nothing posted."""
+    path = tmp_path / "fork.json"
+    path.write_text(json.dumps({"pull_request": {
+        "number": env.number, "head": {"sha": "a" * 40, "repo": {"full_name": "evil/fork"}}}}))
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(path))
+    monkeypatch.setenv("GITHUB_TOKEN", READ_ONLY_TOKEN)
+    code, _, log = env.review(answer(finding()))
+    assert code == EXIT_GITHUB
+    line = error_line(log)
+    assert "`permissions: statuses: write`" in line
+    assert "pull request from the fork evil/fork" in line
+    assert env.posted() == []
+    assert env.gh.state.statuses == []
+
+
+def test_a_rate_limit_on_the_status_is_waited_out(env: Env) -> None:
+    env.gh.rate_limit("POST", r"/statuses/", primary=False, reset_in=0)
+    code, _, log = env.review(answer(finding()))
+    assert code == EXIT_OK
+    assert "GitHub answered 429; waiting 0 s" in log
+    assert [s for s, _ in states(env, API_HEAD)] == ["pending", "success"]

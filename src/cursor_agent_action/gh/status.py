@@ -111,5 +111,7 @@ def set_status(gh: GitHub, context: str, status: Status) -> None:
                                              context=context, **link),
                 permission=PERMISSION)
     except GitHubError as exc:
+        if "GitHub answered 403" not in exc.message:
+            raise
         raise GitHubError(exc.message, exc.hint + " Or set status-context: none to set no "
                           "commit status.") from None
