@@ -245,3 +245,16 @@ def test_a_rate_limit_on_the_status_is_waited_out(env: Env) -> None:
     assert code == EXIT_OK
     assert "GitHub answered 429; waiting 0 s" in log
     assert [s for s, _ in states(env, API_HEAD)] == ["pending", "success"]
+
+
+def test_the_status_is_set_once_the_review_is_posted_even_if_tidying_up_then_fails(
+    env: Env,
+) -> None:
+    """Replacing the earlier review's body comes after the status: its failure fails the
+    step, but the posted review's status is already the last word."""
+    assert env.review(answer(finding(severity="minor")))[0] == EXIT_OK
+    env.gh.fail("PUT", r"/reviews/\d+$", 403)
+    code, _, _ = env.review(answer(finding(severity="critical")), "--fail-on", "major")
+    assert code == EXIT_GITHUB
+    assert len(env.posted()) == 2
+    assert states(env, API_HEAD)[-1][0] == "failure"

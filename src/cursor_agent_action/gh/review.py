@@ -128,9 +128,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                          f"Give the login the token acts as (GITHUB_TOKEN: {DEFAULT_AUTHOR}).")
     token = read_token(args.token_env, ctx, runner)
     gh = GitHub(ctx, token, log=runner.log)
-    pull = gh.repo.get_pull(number)
-    head_sha = gh.call(f"reading pull request #{number}", lambda: str(pull.head.sha),
-                       permission="pull-requests: read")
+    pull, head_sha = _head(gh, number)
     reviewed = reviewed or head_sha
     if context:  # before anything is posted: a token that may not set it fails here
         status_mod.set_status(gh, context, status_mod.pending(reviewed, ctx.run_url,
@@ -152,18 +150,18 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                       {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES})
     review = _post(gh, number, head_sha, parts, inline, prose=prose, event=event,
                    runner=runner)
+    final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),
+                               str(review["html_url"]))
+    if context:  # the review is posted: what follows only tidies the earlier one
+        status_mod.set_status(gh, context, final)
+        runner.log(f"commit status {context} on {reviewed}: {final.state} "
+                   f"({final.description})")
     for comment in gone:
         _minimize(gh, comment, runner)
     for old in earlier.reviews:
         if not is_superseded(old.body or "", head):
             _supersede(gh, number, old, head, str(review["html_url"]))
     posted = len(inline) if review["_inline"] else 0
-    final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),
-                               str(review["html_url"]))
-    if context:
-        status_mod.set_status(gh, context, final)
-        runner.log(f"commit status {context} on {reviewed}: {final.state} "
-                   f"({final.description})")
     runner.set_outputs({
         "review-id": str(review["id"]), "review-url": str(review["html_url"]),
         "comments-posted": str(posted), "outside-diff": str(len(outside)),
@@ -193,13 +191,18 @@ def _mark_pending(args: argparse.Namespace, ctx: Context, *, number: int, contex
                          "mark-pending step.")
     gh = GitHub(ctx, read_token(args.token_env, ctx, runner), log=runner.log)
     if not reviewed:  # not a pull request event: the pull request's head now
-        pull = gh.repo.get_pull(number)
-        reviewed = gh.call(f"reading pull request #{number}", lambda: str(pull.head.sha),
-                           permission="pull-requests: read")
+        reviewed = _head(gh, number)[1]
     status_mod.set_status(gh, context, status_mod.pending(reviewed, ctx.run_url, waiting=True))
     runner.set_outputs({"status-state": "pending", "status-sha": reviewed})
     runner.log(f"commit status {context} on {reviewed}: pending until the review finishes")
     return 0
+
+
+def _head(gh: GitHub, number: int) -> tuple[Any, str]:
+    """The pull request and its head commit now."""
+    pull = gh.repo.get_pull(number)
+    return pull, gh.call(f"reading pull request #{number}", lambda: str(pull.head.sha),
+                         permission="pull-requests: read")
 
 
 def read_diff(gh: GitHub, pull: Any, number: int) -> DiffMap:
