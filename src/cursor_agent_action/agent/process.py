@@ -17,16 +17,14 @@ descendant that called ``setsid()`` and whose parent exited is not found.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import selectors
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import IO, Protocol, cast
 
 from cursor_agent_action.agent.box.net import notices
@@ -78,20 +76,6 @@ class AgentExit:
     box_error: str = ""  # contained: why the box ended without a proper status (fails closed)
 
 
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
-    """Turn SIGTERM/SIGINT (job cancelled) into an event the run loop checks; restore after."""
-    stop = threading.Event()
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield stop
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def _write_all(fd: int, data: bytes | bytearray) -> None:
@@ -232,6 +216,9 @@ def run_agent_process(
                 kill_at = min(kill_at or float("inf"), now + kill_grace_s)
             if kill_at is not None and now >= kill_at:
                 break
+            if sandbox.ends_when_output_closes and not selector.get_map():
+                break  # the box closes the agent's output once its namespace is gone: what
+                # is left is the box's finish, which sandbox.wait waits for (or stops)
             timers = [t - now for t in (term_at, kill_at) if t is not None]
             if not ended_by:
                 timers.append(deadline - now)
@@ -259,7 +246,7 @@ def run_agent_process(
     finally:
         # Whatever happened, nothing the agent started outlives the run.
         sandbox.stop(proc, signal.SIGKILL)
-        sandbox.wait(proc, kill_grace_s)
+        sandbox.wait(proc, kill_grace_s, stop)
         sandbox.close(proc)
         selector.close()
         stdout.close()

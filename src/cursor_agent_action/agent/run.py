@@ -25,6 +25,7 @@ from cursor_agent_action.agent import cli_sandbox, sandbox
 from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
 from cursor_agent_action.agent.attempts import Ended, Next, next_step, retry_delay
 from cursor_agent_action.agent.box.net import notices as net_notices
+from cursor_agent_action.agent.cancel import interruptible, stop_on_signals
 from cursor_agent_action.agent.changes import (
     Applied,
     ChangeTracker,
@@ -55,7 +56,7 @@ from cursor_agent_action.agent.plan import (
     make_box,
     prompt_argument,
 )
-from cursor_agent_action.agent.process import AgentExit, run_agent_process, stop_on_signals
+from cursor_agent_action.agent.process import AgentExit, run_agent_process
 from cursor_agent_action.agent.repo_config import PolicyGuard
 from cursor_agent_action.agent.runnerfiles import Restored, file_command_paths
 from cursor_agent_action.agent.structured import instruction
@@ -167,7 +168,9 @@ def execute(
     of their own for each start (:func:`_attempt`), so every start gets the policy afresh."""
     launch = _prepare(options, runner, environ)
     started = time.monotonic()
-    run = Run(options, runner, environ, stop, started, ChangeTracker(options.workspace))
+    with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
+        tracker = ChangeTracker(options.workspace)
+    run = Run(options, runner, environ, stop, started, tracker)
     warn_persisted_credentials(run.tracker, runner, launch.box.isolation.contained)
     with contextlib.ExitStack() as guards:
         file_commands = guards.enter_context(Restored(file_command_paths(environ)))

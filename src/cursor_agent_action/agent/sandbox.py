@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,8 +56,14 @@ class Sandbox(Protocol):
     def network_events(self) -> list[dict[str, Any]]:
         """The wall's reports since the last call (none without a wall)."""
 
-    def wait(self, proc: subprocess.Popen[bytes], kill_grace_s: float) -> None:
-        """After the kill: wait for the process (bounded)."""
+    @property
+    def ends_when_output_closes(self) -> bool:
+        """Its end of the agent's output means the agent is gone (what is left is the
+        sandbox's own finish, which :meth:`wait` waits for)."""
+
+    def wait(self, proc: subprocess.Popen[bytes], kill_grace_s: float,
+             stop: threading.Event) -> None:
+        """After the kill: wait for the process (bounded; ``stop``: the job was cancelled)."""
 
     def close(self, proc: subprocess.Popen[bytes]) -> None:
         """After the wait: nothing the agent started outlives the run."""
@@ -105,7 +112,10 @@ class Uncontained:
     def network_events(self) -> list[dict[str, Any]]:
         return []
 
-    def wait(self, proc: subprocess.Popen[bytes], kill_grace_s: float) -> None:
+    ends_when_output_closes = False  # a descendant may hold the output after the CLI exits
+
+    def wait(self, proc: subprocess.Popen[bytes], kill_grace_s: float,
+             stop: threading.Event) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=kill_grace_s)
 
@@ -139,10 +149,25 @@ class Contained:
     def network_events(self) -> list[dict[str, Any]]:
         return self.jail.network_events()
 
-    def wait(self, proc: subprocess.Popen[bytes], kill_grace_s: float) -> None:
-        try:  # the box makes the patch before it exits: wait for that too
-            proc.wait(timeout=JAIL_EXIT_WAIT_S)
-        except subprocess.TimeoutExpired:  # the box is late: ended (sudo passes SIGTERM on)
+    ends_when_output_closes = True  # the box closes it once the agent's namespace is gone
+
+    def wait(self, proc: subprocess.Popen[bytes], kill_grace_s: float,
+             stop: threading.Event) -> None:
+        """Until the box is gone: it makes the patch before it exits. A cancelled job
+        (``stop``, now or while we wait) closes the box's control pipe: the box drops its patch
+        and ends within moments; one that is late past its limit is terminated."""
+        deadline = time.monotonic() + JAIL_EXIT_WAIT_S
+        cancelled = False
+        while proc.poll() is None:
+            if not cancelled and stop.is_set():
+                cancelled = True
+                self.close(proc)
+                deadline = min(deadline, time.monotonic() + kill_grace_s)
+            if time.monotonic() >= deadline:
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.05)
+        if proc.poll() is None:  # late: ended (sudo passes SIGTERM on to it)
             proc.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=kill_grace_s)
