@@ -134,8 +134,10 @@ def repository_root(path: Path) -> Path | None:
         return None
 
 
-head_commit = safegit.head_commit
-"""The commit checked out (:func:`cursor_agent_action.safegit.head_commit`)."""
+def head_commit(repo: Path) -> str:
+    """The commit checked out in ``repo``; inside :func:`separate_objects`, of the repository
+    it names (never of a ``.git`` the agent put in the tree)."""
+    return safegit.head_commit(repo, env=_OBJECTS.get())
 
 
 def head_tree(repo: Path) -> dict[str, tuple[str, str]]:
@@ -262,7 +264,7 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
     apparent size: sparse files too) is not read: it is listed in ``too_large`` and stays out
     of the changes. ``ignore_as``: another work tree whose ignore rules also keep new files
     out (the box's real tree: the copy's own ``.gitignore`` files are the agent's to change)."""
-    head = safegit.head_commit(repo)
+    head = head_commit(repo)
     base = head_tree(repo)
     overlay = {} if before is None else dict(before.dirty)
     for path, state in overlay.items():  # the tree as it was before the run

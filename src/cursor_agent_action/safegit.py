@@ -155,9 +155,11 @@ def git(
     return done
 
 
-def head_commit(repo: Path) -> str:
-    """The commit checked out in ``repo``; :class:`GitFailed` when there is none."""
-    return git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo).stdout.decode().strip()
+def head_commit(repo: Path, *, env: Mapping[str, str] | None = None) -> str:
+    """The commit checked out in ``repo`` (``env``: e.g. the ``GIT_DIR`` that names the
+    repository instead of a ``.git`` in the tree); :class:`GitFailed` when there is none."""
+    found = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo, env=env).stdout
+    return found.decode().strip()
 
 
 def toplevel(path: Path) -> Path:
