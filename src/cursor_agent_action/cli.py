@@ -29,7 +29,7 @@ from cursor_agent_action.errors import (
     ActionError,
     UsageError,
 )
-from cursor_agent_action.markdown import inline
+from cursor_agent_action.markdown import inline, prose
 from cursor_agent_action.options import attach_dash_values
 from cursor_agent_action.runner_io import Runner
 
@@ -186,10 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _summarize_error(runner: Runner, exc: ActionError) -> None:
     """The error in the job summary too, with its fix: the page a reader opens first."""
-    fix = f"\n\n**Fix:** {inline(exc.hint, 1000)}" if exc.hint else ""
+    fix = f"\n\n**Fix:** {prose(exc.hint, 1000)}" if exc.hint else ""
     with contextlib.suppress(OSError):
         runner.append_summary(f"## ❌ cursor-agent-action: {inline(exc.title, 80)}\n\n"
-                              f"{inline(exc.message, 2000)}{fix}\n\n")
+                              f"{prose(exc.message, 2000)}{fix}\n\n")
 
 
 def _internal_error(runner: Runner, exc: BaseException) -> int:

@@ -225,7 +225,8 @@ def execute(
             if (options.isolation != "auto" or not box.isolation.contained or agent_ran
                     or exc.cap):
                 raise
-            box = _uncontained(options, runner, environ, Isolation(False, why_not=exc.reason))
+            box = _uncontained(options, runner, environ, Isolation(
+                False, why_not=f"the box could not be set up ({exc.reason})"))
             runner.log(f"Isolation: {box.isolation.label}.")
             attempt -= 1
             continue

@@ -1,0 +1,127 @@
+"""Runner kinds, said plainly: before choosing, a throwaway process tries the box's namespaces
+and mounts; when it cannot, the warning names the real cause and a fix that works there.
+
+A container job (root without CAP_SYS_ADMIN, the default of ``container:`` jobs and of most
+Kubernetes pods) is played by ``capsh --drop=cap_sys_admin``: the helper runs as root, the
+capability gone from its bounding set. The other rows of docs/security.md's table: GitHub-hosted
+(passwordless sudo) and self-hosted without sudo are in tests/agent/test_containment.py; a
+non-Linux runner is the platform check below.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.agent import isolation
+from cursor_agent_action.agent.boxprobe import ProbeResult
+from cursor_agent_action.errors import SetupError
+from cursor_agent_action.output_file import parse_output_file
+from tests.support.box import Box
+from tests.support.box import agent as _agent
+from tests.support.box import seen as _seen
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="plays root runners")
+CAPSH = shutil.which("capsh") or shutil.which("capsh", path="/usr/sbin:/sbin") or ""
+needs_capsh = pytest.mark.skipif(not CAPSH, reason="needs capsh (libcap2-bin)")
+
+
+def _in_container(box: Box, *args: str) -> subprocess.CompletedProcess[str]:
+    """The helper as root without CAP_SYS_ADMIN, as in a container job."""
+    agent = _agent(box, "echo ran > $SEEN/ran; id -u > $SEEN/uid")
+    helper = [sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
+              str(agent), "--working-directory", str(box.workspace), "--prompt", "x",
+              "--output-file", str(box.base / "outputs.txt"), "--summary-file",
+              str(box.base / "summary.md"), "--timeout-minutes", "1", *args]  # fmt: skip
+    return subprocess.run(
+        [CAPSH, "--drop=cap_sys_admin", "--", "-c", shlex.join(helper)],
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"},
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+@ROOT_ONLY
+def test_the_probe_makes_the_box_s_namespaces_as_root() -> None:
+    assert isolation.probe_box(via_sudo=False).ok
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_the_probe_fails_without_cap_sys_admin_at_the_first_namespace() -> None:
+    done = subprocess.run([CAPSH, "--drop=cap_sys_admin", "--", "-c",
+                           f"{shlex.quote(sys.executable)} -I -m "
+                           "cursor_agent_action.agent.boxprobe"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    found = ProbeResult.from_json(done.stdout)
+    assert not found.ok
+    assert found.step == "unshare (mount namespace)"
+    assert found.errno == 1  # EPERM
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_a_container_job_is_named_with_a_fix_that_works_there(box: Box) -> None:
+    """Before: the run tried the box, failed inside it and warned 'run ... as root in a
+    container job', the very place it failed."""
+    done = _in_container(box)
+    assert done.returncode == 0, done.stdout + done.stderr
+    warning = next(line for line in done.stdout.splitlines()
+                   if line.startswith("::warning title=agent not contained::"))
+    assert "without CAP_SYS_ADMIN: a container job" in warning
+    assert "--cap-add SYS_ADMIN" in warning
+    assert "no container:" in warning
+    assert "as root in a container" not in warning
+    assert "The agent is not contained" not in warning  # the title says it once
+    assert (box.seen / "ran").exists()
+    summary = (box.base / "summary.md").read_text()
+    assert "the box cannot be made here: unshare (mount namespace) failed" in summary
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_a_container_job_with_isolation_user_fails_before_the_agent_with_that_fix(
+    box: Box,
+) -> None:
+    done = _in_container(box, "--isolation", "user")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "cannot be contained here: the box cannot be made here" in done.stdout
+    assert "--cap-add SYS_ADMIN" in done.stdout
+    assert _seen(box, "ran") == ""
+    outputs = box.base / "outputs.txt"
+    assert not outputs.exists() or "conclusion" not in parse_output_file(outputs.read_text())
+
+
+def test_a_runner_that_is_not_linux_is_named_with_a_linux_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    chosen = isolation.decide("auto")
+    assert not chosen.contained
+    assert "this runner is darwin" in chosen.why_not
+    assert "runs-on: ubuntu-latest" in chosen.fix
+    with pytest.raises(SetupError, match="cannot be contained here") as caught:
+        isolation.decide("user")
+    assert "ubuntu-latest" in caught.value.hint
+
+
+def test_a_box_refused_despite_cap_sys_admin_blames_the_profile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(isolation, "has_cap_sys_admin", lambda: True)
+    why, fix = isolation.box_failure(ProbeResult(False, "unshare (mount namespace)", 1,
+                                                 "unshare (mount namespace) failed"))
+    assert "unshare (mount namespace) failed" in why
+    assert "seccomp=unconfined" in fix
+    assert "--cap-add" not in fix
+
+
+def test_the_fallback_warning_does_not_stutter() -> None:
+    text = isolation.fallback_warning(isolation.Isolation(False, why_not="a reason", fix="do X"))
+    assert text.startswith("Running the agent without the box, because a reason.")
+    assert "Fix: do X;" in text
