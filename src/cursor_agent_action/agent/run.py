@@ -54,6 +54,7 @@ from cursor_agent_action.agent.outcome import (
     conclude_box,
     fail_run,
     limits_label,
+    warn_missing_key,
     warn_persisted_credentials,
 )
 from cursor_agent_action.agent.plan import (
@@ -175,9 +176,7 @@ def execute(
         box = make_box(options, environ, isolation)
     else:
         box = _uncontained(options, runner, environ, isolation)
-    if not box.env.get("CURSOR_API_KEY"):
-        runner.warning("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless it "
-                       "is logged in on this machine: set it to your key.", title="no API key")
+    warn_missing_key(runner, environ)
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
     help_output = cli_help(options.agent_bin, probe_env, options.state_dir)
