@@ -23,7 +23,7 @@ from cursor_agent_action.agent import isolation
 from cursor_agent_action.agent.boxprobe import ProbeResult
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.output_file import parse_output_file
-from tests.support.box import Box
+from tests.support.box import TOKEN, Box
 from tests.support.box import agent as _agent
 from tests.support.box import seen as _seen
 
@@ -32,16 +32,22 @@ CAPSH = shutil.which("capsh") or shutil.which("capsh", path="/usr/sbin:/sbin") o
 needs_capsh = pytest.mark.skipif(not CAPSH, reason="needs capsh (libcap2-bin)")
 
 
-def _in_container(box: Box, *args: str) -> subprocess.CompletedProcess[str]:
-    """The helper as root without CAP_SYS_ADMIN, as in a container job."""
-    agent = _agent(box, "echo ran > $SEEN/ran; id -u > $SEEN/uid")
+def _in_container(box: Box, *args: str, body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid",
+                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The helper as root without CAP_SYS_ADMIN, as in a container job (the test's directories
+    passable by others, as a runner's work directory is)."""
+    for path in [box.base, *box.base.parents]:
+        if path != Path("/"):
+            path.chmod(path.stat().st_mode | 0o001)
+    agent = _agent(box, body)
     helper = [sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
               str(agent), "--working-directory", str(box.workspace), "--prompt", "x",
               "--output-file", str(box.base / "outputs.txt"), "--summary-file",
               str(box.base / "summary.md"), "--timeout-minutes", "1", *args]  # fmt: skip
     return subprocess.run(
         [CAPSH, "--drop=cap_sys_admin", "--", "-c", shlex.join(helper)],
-        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"},
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin",
+             **(env or {})},
         capture_output=True, text=True, timeout=120, check=False,
     )
 
@@ -68,19 +74,81 @@ def test_the_probe_fails_without_cap_sys_admin_at_the_first_namespace() -> None:
 @needs_capsh
 def test_a_container_job_is_named_with_a_fix_that_works_there(box: Box) -> None:
     """Before: the run tried the box, failed inside it and warned 'run ... as root in a
-    container job', the very place it failed."""
+    container job', the very place it failed. Now: the probe's cause, a fix that works there,
+    and the agent under Landlock as its own user."""
     done = _in_container(box)
     assert done.returncode == 0, done.stdout + done.stderr
     warning = next(line for line in done.stdout.splitlines()
-                   if line.startswith("::warning title=agent not contained::"))
+                   if line.startswith("::warning title=agent under Landlock%2C no box::"))
     assert "without CAP_SYS_ADMIN: a container job" in warning
     assert "--cap-add SYS_ADMIN" in warning
     assert "no container:" in warning
+    assert "no network wall" in warning
     assert "as root in a container" not in warning
     assert "The agent is not contained" not in warning  # the title says it once
-    assert (box.seen / "ran").exists()
+    assert int(_seen(box, "uid")) not in (0, os.getuid())  # its own user
     summary = (box.base / "summary.md").read_text()
+    assert "**Isolation:** landlock (user" in summary
     assert "the box cannot be made here: unshare (mount namespace) failed" in summary
+    assert "no network wall" in summary
+
+
+SECRET_PLACES = {
+    "home": "runner-home/.credentials", "temp": "runner-temp/_runner_file_commands/set_env",
+    "root": "/root/.caa-t36b-probe", "gitconfig": "work/repo/.git/config",
+}
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_under_landlock_the_agent_cannot_read_the_runner_s_home_temp_or_tokens(
+    box: Box, tmp_path: Path,
+) -> None:
+    """The attack: the agent reads the runner's home, RUNNER_TEMP (the file commands), a file
+    of root's and the checkout's .git/config with a persisted token, then writes into the
+    runner's home. Each fails; its own change in its copy comes back as the patch. (Proved:
+    with the Landlock tier taken out, the same run as root read every one of them.)"""
+    places = {name: (Path(where) if where.startswith("/") else tmp_path / where)
+              for name, where in SECRET_PLACES.items()}
+    for name, path in places.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name == "gitconfig":
+            with path.open("a") as handle:
+                handle.write('[http "https://github.com/"]\n\textraheader = AUTHORIZATION: '
+                             f'basic {TOKEN}\n')
+        else:
+            path.write_text(f"{name}-{TOKEN}\n")
+            path.chmod(0o644)
+    try:
+        reads = "; ".join(f"cat {shlex.quote(str(path))} > $SEEN/{name} 2>/dev/null"
+                          for name, path in places.items())
+        body = (f"{reads}; echo planted > {shlex.quote(str(places['home'].parent))}/planted "
+                "2>/dev/null; echo landlocked >> README.md; id -u > $SEEN/uid")
+        done = _in_container(box, "--preset", "edit", body=body)
+    finally:
+        places["root"].unlink(missing_ok=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    leaked = {name: _seen(box, name) for name in places if TOKEN in _seen(box, name)}
+    assert leaked == {}
+    assert not (places["home"].parent / "planted").exists()
+    assert int(_seen(box, "uid")) != 0
+    assert (box.workspace / "README.md").read_text().endswith("landlocked\n")
+    outputs = parse_output_file((box.base / "outputs.txt").read_text())
+    assert outputs["files-changed"] == '["README.md"]'
+
+
+@ROOT_ONLY
+def test_without_landlock_a_root_helper_runs_the_agent_uncontained_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(isolation, "probe_box", lambda via_sudo: ProbeResult(
+        False, "unshare (mount namespace)", 1, "unshare (mount namespace) failed"))
+    monkeypatch.setattr(isolation.landlock, "abi", lambda: 0)
+    chosen = isolation.decide("auto")
+    assert not chosen.contained
+    assert "unshare (mount namespace) failed" in chosen.why_not
+    monkeypatch.setattr(isolation.landlock, "abi", lambda: 7)
+    assert isolation.decide("auto").landlock
 
 
 @ROOT_ONLY
@@ -125,3 +193,16 @@ def test_the_fallback_warning_does_not_stutter() -> None:
     text = isolation.fallback_warning(isolation.Isolation(False, why_not="a reason", fix="do X"))
     assert text.startswith("Running the agent without the box, because a reason.")
     assert "Fix: do X;" in text
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_under_landlock_nothing_the_agent_starts_outlives_the_run(box: Box) -> None:
+    """No PID namespace here: a double-forked, setsid sleeper is killed by the agent's user id
+    after the run (the box fixture checks no process of that user is left)."""
+    body = ('(setsid sh -c "sleep 300 & echo \\$! > $SEEN/sleeper" &); sleep 0.3; '
+            "id -u > $SEEN/uid")
+    done = _in_container(box, body=body)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sleeper = int(_seen(box, "sleeper"))
+    assert not Path(f"/proc/{sleeper}").exists()

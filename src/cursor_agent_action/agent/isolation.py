@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from cursor_agent_action.agent import landlock
 from cursor_agent_action.agent.box import limits
 from cursor_agent_action.agent.box.net.notices import UNCONTAINED_NOTE, EventLines
 from cursor_agent_action.agent.boxprobe import ProbeResult, has_cap_sys_admin
@@ -68,10 +69,20 @@ class Isolation:
     why_not: str = ""
     agent_user: str = DEFAULT_AGENT_USER
     fix: str = ""  # uncontained: what would contain the agent on this runner
+    landlock: bool = False  # contained by Landlock, not the box (agent.lockdown)
+
+    @property
+    def walled(self) -> bool:
+        """In the box, behind its network wall (Landlock has none)."""
+        return self.contained and not self.landlock
 
     @property
     def label(self) -> str:
         """For the log and the job summary."""
+        if self.landlock:
+            return (f"landlock (user {self.agent_user}; a private copy of the repository, home "
+                    f"and /tmp; no access to {HIDDEN}; not held: {LANDLOCK_LACKS}; "
+                    f"{self.why_not})")
         if self.contained:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
                     "private copy of the repository, home and /tmp)")
@@ -145,6 +156,8 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
         if found.ok:
             return Isolation(True, via_sudo=not root, agent_user=agent_user)
         why, fix = box_failure(found)
+        if root and requested == "auto" and landlock.abi() >= 1:
+            return Isolation(True, agent_user=agent_user, why_not=why, fix=fix, landlock=True)
     else:
         why = ("the helper is not root and 'sudo -n' does not work (no passwordless sudo for "
                "the runner's user: a self-hosted runner)")
@@ -156,6 +169,21 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
                          f"{fix[0].upper()}{fix[1:]}; or set isolation to auto (run "
                          "uncontained, with a warning) or none.")
     return Isolation(False, why_not=why, fix=fix)
+
+
+HIDDEN = "the runner's home, RUNNER_TEMP, the tool cache, /root or the helper's state"
+LANDLOCK_LACKS = ("no PID namespace (what it leaves running is killed by its user id), no "
+                  "network wall (it has the runner's network), no IPC namespace")
+
+
+def landlock_warning(isolation: Isolation) -> str:
+    """The warning for ``auto`` under Landlock: what holds, what does not, the fix."""
+    return (f"Running the agent under Landlock instead of the box, because "
+            f"{isolation.why_not}. It runs as its own user on a private copy, with no access "
+            f"to {HIDDEN} (Landlock); "
+            f"not held: {LANDLOCK_LACKS}: it can reach anything the runner can (the cloud "
+            "metadata address, services on the runner's loopback, any host). Fix: "
+            f"{isolation.fix}; set isolation: user to fail instead.")
 
 
 def fallback_warning(isolation: Isolation) -> str:
@@ -217,8 +245,9 @@ class Jail:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump({**self.spec, "status_file": str(self.status_file),
                        "patch_file": str(self.patch_file)}, handle)
-        argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.box.root",
-                str(self.spec_file)]
+        program = ("cursor_agent_action.agent.lockdown" if self.isolation.landlock
+                   else "cursor_agent_action.agent.box.root")
+        argv = [sys.executable, "-I", "-m", program, str(self.spec_file)]
         return ["sudo", "-n", "--", *argv] if self.isolation.via_sudo else argv
 
     def network_events(self) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ from cursor_agent_action.agent.isolation import (
     Isolation,
     decide,
     fallback_warning,
+    landlock_warning,
 )
 from cursor_agent_action.agent.mcp import unreachable_servers
 from cursor_agent_action.agent.options import (
@@ -171,9 +172,11 @@ def execute(
     """Run the agent (with retries), then write the summary, outputs and annotation."""
     isolation = decide(options.isolation, options.agent_user)
     net_notices.announce(runner, options.net_policy, network=options.network,
-                         contained=isolation.contained)
+                         contained=isolation.walled)
     if isolation.contained:
         box = make_box(options, environ, isolation)
+        if isolation.landlock:
+            runner.warning(landlock_warning(isolation), title="agent under Landlock, no box")
     else:
         box = _uncontained(options, runner, environ, isolation)
     warn_missing_key(runner, environ)
@@ -231,9 +234,9 @@ def execute(
             continue
         agent_ran = True
         record, ended = done.record, done.ended
-        if record.network is None and (not box.isolation.contained or options.network == "open"):
+        if record.network is None and (not box.isolation.walled or options.network == "open"):
             record.network = net_notices.unwalled_report(
-                "open" if box.isolation.contained else "uncontained", box.isolation.why_not)
+                "open" if box.isolation.walled else "uncontained", box.isolation.why_not)
         record.isolation = box.isolation.label + limits_label(ended)
         known = classify(ended.stderr)
         # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.
