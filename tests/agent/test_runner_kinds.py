@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent import isolation
+from cursor_agent_action.agent import isolation, landlock
 from cursor_agent_action.agent.boxprobe import ProbeResult
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.output_file import parse_output_file
@@ -143,11 +143,11 @@ def test_without_landlock_a_root_helper_runs_the_agent_uncontained_and_says_why(
 ) -> None:
     monkeypatch.setattr(isolation, "probe_box", lambda via_sudo: ProbeResult(
         False, "unshare (mount namespace)", 1, "unshare (mount namespace) failed"))
-    monkeypatch.setattr(isolation.landlock, "abi", lambda: 0)
+    monkeypatch.setattr(landlock, "abi", lambda: 0)
     chosen = isolation.decide("auto")
     assert not chosen.contained
     assert "unshare (mount namespace) failed" in chosen.why_not
-    monkeypatch.setattr(isolation.landlock, "abi", lambda: 7)
+    monkeypatch.setattr(landlock, "abi", lambda: 7)
     assert isolation.decide("auto").landlock
 
 
