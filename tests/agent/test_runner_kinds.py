@@ -33,15 +33,18 @@ needs_capsh = pytest.mark.skipif(not CAPSH, reason="needs capsh (libcap2-bin)")
 
 
 def _in_container(box: Box, *args: str, body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid",
-                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+                  env: dict[str, str] | None = None, closed: bool = False, prompt: str = "x",
+                  ) -> subprocess.CompletedProcess[str]:
     """The helper as root without CAP_SYS_ADMIN, as in a container job (the test's directories
     passable by others, as a runner's work directory is)."""
     for path in [box.base, *box.base.parents]:
         if path != Path("/"):
             path.chmod(path.stat().st_mode | 0o001)
+    if closed:  # the CLI in a directory others cannot enter
+        box.base.chmod(box.base.stat().st_mode & ~0o001)
     agent = _agent(box, body)
     helper = [sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
-              str(agent), "--working-directory", str(box.workspace), "--prompt", "x",
+              str(agent), "--working-directory", str(box.workspace), "--prompt", prompt,
               "--output-file", str(box.base / "outputs.txt"), "--summary-file",
               str(box.base / "summary.md"), "--timeout-minutes", "1", *args]  # fmt: skip
     return subprocess.run(
@@ -206,3 +209,30 @@ def test_under_landlock_nothing_the_agent_starts_outlives_the_run(box: Box) -> N
     assert done.returncode == 0, done.stdout + done.stderr
     sleeper = int(_seen(box, "sleeper"))
     assert not Path(f"/proc/{sleeper}").exists()
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_under_landlock_a_long_prompt_is_read_from_its_own_copy(box: Box) -> None:
+    """A prompt over the command line's limit goes to a file in the helper's state, which the
+    agent cannot reach: it gets a copy of its own, named in its instruction."""
+    body = ('path=$(printf "%s" "$*" | grep -o "[^ ]*prompt\\.md" | head -n 1); '
+            'echo "$path" > $SEEN/path; head -c 9 "$path" > $SEEN/head')
+    done = _in_container(box, body=body, prompt="ninebytes" * 12_000)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "/files/" in _seen(box, "path")
+    assert _seen(box, "head") == "ninebytes"
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_under_landlock_a_cli_the_agent_user_cannot_run_falls_back_before_it_starts(
+    box: Box,
+) -> None:
+    """Said before the agent starts (so auto may still run it another way), not as a failed
+    start."""
+    done = _in_container(box, body="echo ran > $SEEN/ran", closed=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cannot run the CLI at" in done.stdout
+    assert "Running the agent without the box" in done.stdout
+    assert _seen(box, "ran") == "ran\n"

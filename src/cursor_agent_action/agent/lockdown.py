@@ -96,10 +96,28 @@ class Prepared:
             readable=[*spec.get("reveals", []), str(files)],
         )  # fmt: skip
         self.ruleset = landlock.make_ruleset(rules, landlock.abi())
+        if not _can_run(agent, self.argv[0]):  # said now, while another way is still open
+            raise OSError(f"the agent's user {agent.name} cannot run the CLI at "
+                          f"{self.argv[0]} (a directory on its way is closed to other users)")
 
     def remove(self) -> None:
         """The area, copy and all (rmtree works on descriptors: no link it holds is followed)."""
         shutil.rmtree(self.area, ignore_errors=True)
+
+
+def _can_run(agent: AgentUser, program: str) -> bool:
+    """Whether ``agent`` may execute ``program`` (asked as that user, in a child)."""
+    child = os.fork()
+    if child == 0:  # pragma: no cover - a forked child, answering by its exit code
+        try:
+            os.setgroups([])
+            os.setresgid(agent.gid, agent.gid, agent.gid)
+            os.setresuid(agent.uid, agent.uid, agent.uid)
+            os._exit(0 if os.access(program, os.X_OK) else 1)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(child, 0)
+    return status == 0
 
 
 def _rehome(value: str, old: str, new: str) -> str:
