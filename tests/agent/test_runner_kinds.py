@@ -15,6 +15,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,23 +25,32 @@ from cursor_agent_action.agent import isolation, landlock
 from cursor_agent_action.agent.boxprobe import ProbeResult
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.output_file import parse_output_file
-from tests.support.box import TOKEN, Box
+from tests.support.box import TOKEN, Box, make_box
 from tests.support.box import agent as _agent
 from tests.support.box import seen as _seen
+from tests.support.users import TEST_AGENT_USER
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="plays root runners")
 CAPSH = shutil.which("capsh") or shutil.which("capsh", path="/usr/sbin:/sbin") or ""
 needs_capsh = pytest.mark.skipif(not CAPSH, reason="needs capsh (libcap2-bin)")
 
 
+@pytest.fixture
+def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
+    """The box world in a directory others may pass through, as a runner's work directory
+    (pytest's own base directory is 0700, and other sessions make it so again at any time)."""
+    where = Path(tempfile.mkdtemp(prefix=f"{TEST_AGENT_USER}-kinds-"))
+    where.chmod(0o711)
+    try:
+        yield from make_box(where, monkeypatch)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
 def _in_container(box: Box, *args: str, body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid",
                   env: dict[str, str] | None = None, closed: bool = False, prompt: str = "x",
                   ) -> subprocess.CompletedProcess[str]:
-    """The helper as root without CAP_SYS_ADMIN, as in a container job (the test's directories
-    passable by others, as a runner's work directory is)."""
-    for path in [box.base, *box.base.parents]:
-        if path != Path("/"):
-            path.chmod(path.stat().st_mode | 0o001)
+    """The helper as root without CAP_SYS_ADMIN, as in a container job."""
     if closed:  # the CLI in a directory others cannot enter
         box.base.chmod(box.base.stat().st_mode & ~0o001)
     agent = _agent(box, body)
@@ -105,13 +116,13 @@ SECRET_PLACES = {
 @ROOT_ONLY
 @needs_capsh
 def test_under_landlock_the_agent_cannot_read_the_runner_s_home_temp_or_tokens(
-    box: Box, tmp_path: Path,
+    box: Box,
 ) -> None:
     """The attack: the agent reads the runner's home, RUNNER_TEMP (the file commands), a file
     of root's and the checkout's .git/config with a persisted token, then writes into the
     runner's home. Each fails; its own change in its copy comes back as the patch. (Proved:
     with the Landlock tier taken out, the same run as root read every one of them.)"""
-    places = {name: (Path(where) if where.startswith("/") else tmp_path / where)
+    places = {name: (Path(where) if where.startswith("/") else box.base.parent / where)
               for name, where in SECRET_PLACES.items()}
     for name, path in places.items():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -220,7 +231,7 @@ def test_under_landlock_a_long_prompt_is_read_from_its_own_copy(box: Box) -> Non
             'echo "$path" > $SEEN/path; head -c 9 "$path" > $SEEN/head')
     done = _in_container(box, body=body, prompt="ninebytes" * 12_000)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "/files/" in _seen(box, "path")
+    assert "/files/" in _seen(box, "path"), done.stdout
     assert _seen(box, "head") == "ninebytes"
 
 

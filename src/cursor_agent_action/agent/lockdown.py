@@ -43,6 +43,8 @@ from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 
 EXIT_SETUP = 125
 KILL_WAIT_S = 5.0
+FINISH_LIMIT_S = 240
+PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
 
 
@@ -137,6 +139,8 @@ def _exec_agent(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits)
         os.setresuid(agent.uid, agent.uid, agent.uid)
         if os.getuid() != agent.uid or os.geteuid() != agent.uid:
             raise OSError("the agent's identity could not be set")
+        # After the change of identity (which clears it): the CLI dies if we do.
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         landlock.restrict_self(prepared.ruleset)  # sets no_new_privs first
         seccomp.install(ctypes.CDLL(None, use_errno=True))
         os.closerange(3, 65536)
@@ -233,7 +237,9 @@ def run(spec: dict[str, Any], status: Status) -> int:
     }  # fmt: skip
     if not gone:
         result["error"] = "processes of the agent's user were still running after the run"
+    signal.alarm(FINISH_LIMIT_S)  # the patch, bounded: past it we die and the helper fails
     result.update(storage.finish(spec, prepared.copy))
+    signal.alarm(0)
     box_limits.remove()
     prepared.remove()
     status.write(result)
