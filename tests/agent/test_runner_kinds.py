@@ -105,6 +105,8 @@ def test_a_container_job_is_named_with_a_fix_that_works_there(box: Box) -> None:
     assert "**Isolation:** landlock (user" in summary
     assert "the box cannot be made here: unshare (mount namespace) failed" in summary
     assert "no network wall" in summary
+    assert "No network wall: the agent ran under Landlock, not in the box" in summary
+    assert "**Network:** no wall (Landlock, not the box)" in summary
 
 
 SECRET_PLACES = {

@@ -77,6 +77,11 @@ class Isolation:
         return self.contained and not self.landlock
 
     @property
+    def wall_mode(self) -> str:
+        """The record's network mode when there is no wall."""
+        return "landlock" if self.landlock else "uncontained"
+
+    @property
     def label(self) -> str:
         """For the log and the job summary."""
         if self.landlock:

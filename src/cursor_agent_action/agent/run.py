@@ -236,7 +236,7 @@ def execute(
         record, ended = done.record, done.ended
         if record.network is None and (not box.isolation.walled or options.network == "open"):
             record.network = net_notices.unwalled_report(
-                "open" if box.isolation.walled else "uncontained", box.isolation.why_not)
+                "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
         record.isolation = box.isolation.label + limits_label(ended)
         known = classify(ended.stderr)
         # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.
