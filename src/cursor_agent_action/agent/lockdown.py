@@ -75,13 +75,16 @@ class Prepared:
         tmp = self.area / "tmp"
         tmp.mkdir(mode=0o700)
         os.chown(tmp, agent.uid, agent.gid)
-        files = self.area / "files"
-        files.mkdir(mode=0o755)
+        os.chmod(self.area / "tree", 0o700)  # the agent's alone, as its home and /tmp
+        files = self.area / "files"  # root's, readable by the agent's group only
+        files.mkdir(mode=0o750)
+        os.chown(files, 0, agent.gid)
         moved: dict[str, str] = {}
         for index, source in enumerate(spec.get("files", {})):
             copied = files / f"{index}-{Path(source).name}"
             shutil.copyfile(source, copied, follow_symlinks=False)
-            copied.chmod(0o644)
+            os.chown(copied, 0, agent.gid)
+            copied.chmod(0o640)
             moved[source] = str(copied)
         inside = os.path.relpath(spec["cwd"], real)
         self.cwd = str(self.area / "tree" / ("" if inside == "." else inside))
