@@ -122,8 +122,9 @@ def test_under_landlock_the_agent_cannot_read_the_runner_s_home_temp_or_tokens(
 ) -> None:
     """The attack: the agent reads the runner's home, RUNNER_TEMP (the file commands), a file
     of root's and the checkout's .git/config with a persisted token, then writes into the
-    runner's home. Each fails; its own change in its copy comes back as the patch. (Proved:
-    with the Landlock tier taken out, the same run as root read every one of them.)"""
+    runner's home, a file command, the real .git's hooks and the real tree. Each fails; its
+    own change in its copy comes back as the patch. (Proved: with the Landlock tier taken out,
+    the same run as root read every one of them.)"""
     places = {name: (Path(where) if where.startswith("/") else box.base.parent / where)
               for name, where in SECRET_PLACES.items()}
     for name, path in places.items():
@@ -138,8 +139,11 @@ def test_under_landlock_the_agent_cannot_read_the_runner_s_home_temp_or_tokens(
     try:
         reads = "; ".join(f"cat {shlex.quote(str(path))} > $SEEN/{name} 2>/dev/null"
                           for name, path in places.items())
-        body = (f"{reads}; echo planted > {shlex.quote(str(places['home'].parent))}/planted "
-                "2>/dev/null; echo landlocked >> README.md; id -u > $SEEN/uid")
+        hook = box.workspace / ".git" / "hooks" / "post-checkout"
+        writes = "; ".join(f"echo planted >> {shlex.quote(str(path))} 2>/dev/null" for path in (
+            places["home"].parent / "planted", places["temp"], hook,
+            box.workspace / "src" / "app.py"))
+        body = f"{reads}; {writes}; echo landlocked >> README.md; id -u > $SEEN/uid"
         done = _in_container(box, "--preset", "edit", body=body)
     finally:
         places["root"].unlink(missing_ok=True)
@@ -147,6 +151,9 @@ def test_under_landlock_the_agent_cannot_read_the_runner_s_home_temp_or_tokens(
     leaked = {name: _seen(box, name) for name in places if TOKEN in _seen(box, name)}
     assert leaked == {}
     assert not (places["home"].parent / "planted").exists()
+    assert "planted" not in places["temp"].read_text()  # no BASH_ENV for later steps
+    assert not hook.exists()  # nothing planted in the real .git
+    assert (box.workspace / "src" / "app.py").read_text() == "print('hi')\n"
     assert int(_seen(box, "uid")) != 0
     assert (box.workspace / "README.md").read_text().endswith("landlocked\n")
     outputs = parse_output_file((box.base / "outputs.txt").read_text())
