@@ -4,6 +4,7 @@ old run-* folders pruned without following links or touching another user's fold
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from cursor_agent_action.agent import statedir
 from cursor_agent_action.errors import SetupError
+from tests.support.standin import SYSTEM_PYTHON
 
 OTHER_UID = 54_321  # no such user: a directory another user left
 
@@ -69,14 +71,31 @@ def test_a_directory_open_to_others_is_made_private(systemp: Path) -> None:
     assert (os.stat(root).st_mode & 0o777) == 0o700
 
 
-def test_an_unwritable_parent_names_its_owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                              ) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root writes anywhere")
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o500)
-    with pytest.raises(SetupError, match="Permission denied"):
-        statedir.new_state_dir({"RUNNER_TEMP": str(locked)})
+@pytest.mark.skipif(os.geteuid() != 0 or not SYSTEM_PYTHON,
+                    reason="plays a second OS user (root makes the directory, nobody runs)")
+def test_a_second_user_meets_a_root_owned_parent_and_is_told_whose_it_is(tmp_path: Path) -> None:
+    """As the issue met it: an earlier root run left a directory; another user runs. The
+    error names the owner and the user, not 'check that it is writable'."""
+    tmp_path.chmod(0o755)
+    for path in tmp_path.parents:
+        if path != Path("/"):
+            path.chmod(path.stat().st_mode | 0o001)
+    locked = tmp_path / "runner-temp"
+    locked.mkdir(mode=0o755)  # root's, as a root run leaves it
+    source = Path(statedir.__file__).resolve().parents[2]
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from cursor_agent_action.agent import statedir; "
+            "from cursor_agent_action.errors import SetupError\n"
+            "try:\n    statedir.new_state_dir({'RUNNER_TEMP': sys.argv[2]})\n"
+            "except SetupError as exc:\n    print(exc.message); print(exc.hint)")
+    done = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                           SYSTEM_PYTHON, "-I", "-c", code, str(source), str(locked)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    message, hint = done.stdout.splitlines()[:2]
+    assert message.startswith(f"cannot create a state directory under {locked}/cursor-agent-")
+    assert f"({locked} belongs to root (uid 0), you are nobody (uid 65534))" in message
+    assert f"Make {locked} writable for you" in hint
 
 
 def _aged(path: Path, days: float) -> Path:
