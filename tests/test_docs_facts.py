@@ -420,3 +420,7 @@ def test_the_message_finder_finds_each_kind_of_message() -> None:
                for kind, text in found)  # fail_run
     assert not any(text == "… failed: …" for _, text in found)  # box/root.py's own SetupError
     assert len(found) > 100
+    shell = {(m.module, m.text) for m in messages.shell_messages()}
+    assert ("scripts/setup-helper.sh", "The helper needs Python >= 3.10, but '…' is ….") in shell
+    assert ("action.yml", "job-summary must be 'true' or 'false'.") in shell
+    assert ("scripts/setup-helper.sh", "The cached helper venv … …; building it again.") in shell

@@ -7,7 +7,8 @@ Found by the shape of the code, not by a list kept by hand:
   subclass of it (any module's), the message first: raised there, or returned to be raised;
 - ``runner.warning(message, ...)`` and ``runner.error(message, ...)``;
 - ``fail_run(record, message)`` (a run that fails after the agent ran);
-- what a function named ``*_warning`` returns (a warning built in one place, printed in another).
+- what a function named ``*_warning`` returns (a warning built in one place, printed in another);
+- and the action's shell steps (:func:`shell_messages`).
 
 A message is shown from its start up to its first sentence's end (at most 160 characters), a
 value the code formats in as ``…``. A message made elsewhere and passed in by name (a variable)
@@ -17,6 +18,7 @@ is not listed: it is listed where it is made.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,10 +115,50 @@ def messages() -> list[Message]:
     return sorted(found)
 
 
+ROOT = PACKAGE.parents[1]
+_SHELL = re.compile(
+    r'\bfail "((?:[^"\\]|\\.)+)"'  # setup-helper.sh: fail "text"
+    r'|::(error|warning) title=[^:]*::([^"\n]+)'  # a workflow command with its text
+    r'|^\s*message="([^"]+)"',  # action.yml: message="text", printed as ::error::$message
+    re.M,
+)
+
+
+def _commands_out(text: str) -> str:
+    """``text`` with each ``$( ... )`` (parentheses and quotes inside) as HOLE."""
+    out, i = [], 0
+    while (start := text.find("$(", i)) >= 0:
+        depth, j = 0, start + 1
+        while j < len(text):
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        out += [text[i:start], HOLE]
+        i = j + 1
+    return "".join([*out, text[i:]])
+
+
+def shell_messages() -> list[Message]:
+    """What the action's shell steps print: setup-helper.sh's ``fail "..."`` and the
+    ``::error``/``::warning`` lines of the action files (a shell variable shown as ``…``)."""
+    found: set[Message] = set()
+    for path in [ROOT / "action.yml", *sorted(ROOT.glob("*/action.yml")),
+                 ROOT / "scripts" / "setup-helper.sh"]:
+        for match in _SHELL.finditer(_commands_out(path.read_text(encoding="utf-8"))):
+            text = match[1] or match[3] or match[4]
+            kind = match[2] or "error"
+            text = text.split("\\n")[0]  # a printf format's line end, and what follows it
+            text = re.sub(r"\$\{?\w+\}?|%s", HOLE, text).replace('\\"', '"')
+            if text.strip(HOLE + " "):
+                found.add(Message(str(path.relative_to(ROOT)), kind, shown(text)))
+    return sorted(found)
+
+
 def render() -> str:
     """The generated list of docs/troubleshooting.md."""
     rows = ["| Message (its start) | Kind | Printed by |", "|---|---|---|"]
-    for message in messages():
+    for message in [*messages(), *shell_messages()]:
         text = message.text.replace("|", "\\|").replace("`", "'")
         rows.append(f"| `{text}` | {message.kind} | `{message.module}` |")
     return "\n".join(rows) + "\n"
