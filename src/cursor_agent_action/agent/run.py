@@ -228,7 +228,8 @@ def execute(
                     or exc.cap):
                 raise
             box = _uncontained(options, runner, environ, Isolation(
-                False, why_not=f"the box could not be set up ({exc.reason})"))
+                False, why_not=f"the box could not be set up ({exc.reason})",
+                fix=box.isolation.fix))
             runner.log(f"Isolation: {box.isolation.label}.")
             attempt -= 1
             continue
