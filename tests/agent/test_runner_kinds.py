@@ -251,8 +251,10 @@ def test_under_landlock_a_cli_the_agent_user_cannot_run_falls_back_before_it_sta
 ) -> None:
     """Said before the agent starts (so auto may still run it another way), not as a failed
     start."""
+    areas = set(Path(tempfile.gettempdir()).glob("caa-lockdown-*"))
     done = _in_container(box, body="echo ran > $SEEN/ran", closed=True)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert set(Path(tempfile.gettempdir()).glob("caa-lockdown-*")) <= areas  # none left
     assert "cannot run the CLI at" in done.stdout
     warning = next(line for line in done.stdout.splitlines()
                    if line.startswith("::warning title=agent not contained::"))

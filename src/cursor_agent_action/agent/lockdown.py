@@ -53,6 +53,13 @@ class Prepared:
 
     def __init__(self, spec: dict[str, Any], agent: AgentUser) -> None:
         self.area = Path(tempfile.mkdtemp(prefix="caa-lockdown-"))
+        try:
+            self._prepare(spec, agent)
+        except BaseException:
+            self.remove()
+            raise
+
+    def _prepare(self, spec: dict[str, Any], agent: AgentUser) -> None:
         # The agent passes through to its own directories only.
         os.chmod(self.area, 0o711)  # noqa: S103
         spec["box_dir"] = str(self.area)  # where storage.finish finds the copy and the home
