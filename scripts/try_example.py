@@ -46,6 +46,7 @@ from tests.support.example_world import (  # noqa: E402
     HEAD_REF,
     TEST_AFTER,
     USAGE_AFTER,
+    CliPackageError,
     World,
     add_failed_run,
     add_review_pull,
@@ -378,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
             made = _payload(world, event, workflow, pull, log=log, failure=failure)
             run = world.run(source.name, event, made if payload is None else payload)
             print("\n".join(report(run, world, workflow)))
-    except WorldError as exc:
+    except (WorldError, CliPackageError) as exc:
         parser.error(str(exc))
     finally:
         if not args.keep:

@@ -155,3 +155,14 @@ def test_a_checkout_of_the_actions_own_repository_is_pinned_too(
     assert workflow.read_text() == text.replace(
         "action\n          ref: COMMIT_SHA", f"action\n          ref: {sha} # main", 1).replace(
         "cursor-agent-action@COMMIT_SHA", f"cursor-agent-action@{sha} # main")
+
+
+@pytest.mark.parametrize("source", ["--upload-pack=touch {mark};", "ext::sh -c touch% {mark}"])
+def test_a_source_is_never_an_option_or_a_command(tmp_path: Path, source: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """--source is a repository to ask, nothing else: not an option of git ls-remote (which
+    would run its command), not git's ext:: transport."""
+    mark = tmp_path / "ran"
+    code, text = _pin(tmp_path, "--ref", "main", f"--source={source.format(mark=mark)}")
+    assert (code, text) == (4, WORKFLOW), capsys.readouterr().out
+    assert not mark.exists()

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.agent.standin import copy_package
 from tests.support.act import ROOT
+from tests.support.standin import SYSTEM_PYTHON
 
 pytestmark = pytest.mark.act
 
@@ -159,3 +161,33 @@ def test_your_repository_errors_are_one_line_each(tmp_path: Path) -> None:
     key = _try(repo, "--workflow", ".github/workflows/code-review.yml", "--cli-path",
                sys.executable, "--head", "feature/punctuation")
     assert "--cli-path runs the real agent: set CURSOR_API_KEY to your key" in key.stderr
+
+
+def test_cli_path_runs_that_cli_with_your_key(tmp_path: Path) -> None:
+    """--cli-path: the CLI installed from its own directory (a launcher and what it runs, as
+    the vendor's package is), given the user's CURSOR_API_KEY, instead of the stand-in. Here
+    that CLI is a self-contained copy of the stand-in answering something of its own."""
+    repo = _project(tmp_path)
+    cli = tmp_path / "my-cli" / "versions" / "1"
+    copy_package(cli / "pkg")
+    (cli / "scenario.json").write_text(json.dumps({"answer": "Answered by the CLI you gave."}))
+    launcher = cli / "cursor-agent"
+    loader = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+              "from cursor_agent_action.agent.standin import main; sys.exit(main())")
+    launcher.write_text(f'#!/bin/sh\nhere=$(dirname "$(readlink -f "$0")")\n'
+                        f'exec {SYSTEM_PYTHON} -I -B -c "{loader}" "$here/pkg" '
+                        '--scenario "$here/scenario.json" "$@"\n')
+    launcher.chmod(0o755)
+    for path in [cli, *cli.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o755 if path.is_dir() else path.stat().st_mode | 0o644)
+    link = tmp_path / "bin" / "cursor-agent"
+    link.parent.mkdir()
+    link.symlink_to(launcher)  # as ~/.local/bin/cursor-agent is
+    env = {**os.environ, "CURSOR_API_KEY": "crsr-yours-0123456789"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "try_example.py"), "--workflow",
+         str(ROOT / "examples" / "docs-update.yml"), "--cli-path", str(link)],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=400, check=False)
+    assert done.stdout.splitlines()[0].endswith(f"the real CLI ({link}).")
+    assert "Answered by the CLI you gave." in done.stdout, done.stdout[-3000:]
+    assert "crsr-yours-0123456789" not in done.stdout

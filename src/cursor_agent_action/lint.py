@@ -45,7 +45,7 @@ def check(text: str) -> list[Finding]:
     """
     inputs = declared_inputs()
     findings = []
-    jobs = _mapping(yaml.compose(text)).get("jobs", (None, None))[1]
+    jobs = _mapping(yaml.compose(text, Loader=yaml.SafeLoader)).get("jobs", (None, None))[1]
     for _, job in _mapping(jobs).values():
         steps = _mapping(job).get("steps", (None, None))[1]
         for step in steps.value if isinstance(steps, yaml.SequenceNode) else []:

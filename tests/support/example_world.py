@@ -127,16 +127,40 @@ def serve_standin_cli(downloads: DownloadServer, base: Path, scenario: dict[str,
     )
 
 
+MAX_CLI_FILES = 20000
+MAX_CLI_BYTES = 1 << 30
+
+
+class CliPackageError(Exception):
+    """The directory of ``--cli-path`` is not a CLI package that can be served."""
+
+
 def serve_cli(downloads: DownloadServer, cli_path: Path) -> None:
-    """The CLI package the action installs: its ``cursor-agent`` runs the one at ``cli_path``
-    (the real CLI, with your API key)."""
-    wrapper = f"#!/bin/sh\nexec '{cli_path.absolute()}' \"$@\"\n".encode()
-    downloads.files[package_path(DEFAULT_CLI_VERSION)] = make_archive(
-        [
-            Entry("dist-package", kind="dir", mode=0o755),
-            Entry("dist-package/cursor-agent", wrapper, mode=0o755),
-        ]
-    )
+    """The CLI package the action installs: the directory of the ``cursor-agent`` at
+    ``cli_path`` (links followed: ~/.local/bin/cursor-agent leads to its version's directory,
+    launcher, node and code, the package the vendor ships), as ``dist-package/``."""
+    launcher = cli_path.resolve()
+    root = launcher.parent
+    entries = [Entry("dist-package", kind="dir", mode=0o755)]
+    size = 0
+    for path in sorted(root.rglob("*")):
+        name = "dist-package/" + path.relative_to(root).as_posix()
+        if len(entries) > MAX_CLI_FILES or size > MAX_CLI_BYTES:
+            raise CliPackageError(
+                f"{root} holds more than {MAX_CLI_FILES} files or {MAX_CLI_BYTES >> 20} MiB: "
+                "--cli-path names the cursor-agent of an installed CLI, whose directory is "
+                "its package (e.g. ~/.local/bin/cursor-agent).")
+        if path.is_symlink():
+            entries.append(Entry(name, kind="symlink", target=str(path.readlink())))
+        elif path.is_dir():
+            entries.append(Entry(name, kind="dir", mode=0o755))
+        elif path.is_file():
+            data = path.read_bytes()
+            size += len(data)
+            entries.append(Entry(name, data, mode=path.stat().st_mode & 0o777))
+    if launcher.name != "cursor-agent":  # the action runs dist-package/cursor-agent
+        entries.append(Entry("dist-package/cursor-agent", kind="symlink", target=launcher.name))
+    downloads.files[package_path(DEFAULT_CLI_VERSION)] = make_archive(entries)
 
 
 @contextlib.contextmanager
