@@ -285,7 +285,7 @@ def _parser() -> argparse.ArgumentParser:
     yours.add_argument("--sample", action="store_true",
                        help="run in the sample repository even when started in yours")
     yours.add_argument("--base", metavar="BRANCH", help="the pull request's base (default: "
-                       "the default branch: origin/HEAD, else main or master)")
+                       "the default branch: origin/HEAD, else main, master, trunk or develop)")
     yours.add_argument("--head", metavar="BRANCH", help="the pull request's head (default: "
                        "the current branch)")
     yours.add_argument("--log", metavar="FILE", help="the failed CI job's log (a "

@@ -85,8 +85,8 @@ def _default_branch(repo: Path) -> str:
         if _git(repo, "rev-parse", "-q", "--verify", f"refs/heads/{name}^{{commit}}",
                 check=False).returncode == 0:
             return name
-    raise WorldError(f"cannot tell the default branch of {repo} (no origin/HEAD, no main or "
-                     "master): give the pull request's base with --base BRANCH.")
+    raise WorldError(f"cannot tell the default branch of {repo} (no origin/HEAD, none of main, "
+                     "master, trunk or develop): give the pull request's base with --base BRANCH.")
 
 
 def _repository(repo: Path) -> str:
