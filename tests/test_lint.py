@@ -80,8 +80,9 @@ def test_the_command_warns_per_key_and_exits_2(tmp_path: Path,
     good.write_text((ROOT / "examples" / "docs-update.yml").read_text())
     assert main(["lint", str(bad), str(good)]) == 2
     out = capsys.readouterr().out
-    assert out.count("::warning title=lint::") == 5
-    assert f"::warning title=lint::{bad}:12: `permision` is not an input" in out
+    assert out.count("::warning title=lint,file=") == 5
+    assert (f"::warning title=lint,file={bad},line=12::{bad}:12: `permision` is not an input"
+            in out)
     assert "lint: 5 problem(s) in 2 workflow file(s)." in out
     assert main(["lint", str(good)]) == 0
     assert "is an input of the action it is given to" in capsys.readouterr().out

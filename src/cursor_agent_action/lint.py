@@ -105,7 +105,9 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     count = 0
     for path in paths:
         for finding in check_file(path):
-            runner.warning(f"{path}:{finding.line}: {finding.message}", title="lint")
+            # file and line: GitHub shows it on the workflow's line (lint run in a job)
+            runner.command("warning", f"{path}:{finding.line}: {finding.message}",
+                           title="lint", file=str(path), line=str(finding.line))
             count += 1
     if count:
         runner.log(f"lint: {count} problem(s) in {len(paths)} workflow file(s).")
