@@ -213,17 +213,19 @@ def _act_errors(run: ActRun) -> list[str]:
 
 
 def _job_errors(run: ActRun, job: str) -> list[str]:
-    """What act and the job's steps said went wrong in ``job`` (its last such lines)."""
-    said = []
-    for record in run.records:
-        if record.get("jobID") != job:
-            continue
-        for line in str(record.get("msg", "")).splitlines():
-            text = line.strip()
-            if text and (record.get("level") in ("error", "fatal")
-                         or any(w in text.lower() for w in ("error", "fatal", "failed"))):
-                said.append(text[:300])
-    return list(dict.fromkeys(said))[-12:]
+    """What act and the job's steps said went wrong in ``job``: each failed step with the last
+    lines it printed, and act's own error lines."""
+    records = [r for r in run.records if r.get("jobID") == job]
+    said: list[str] = []
+    for index, record in enumerate(records):
+        if record.get("stepResult") == "failure":
+            printed = [line.strip() for r in records[:index]
+                       if r.get("raw_output") and r.get("stepID") == record.get("stepID")
+                       for line in str(r.get("msg", "")).splitlines() if line.strip()]
+            said += [str(record.get("msg", "")).strip(), *(f"  {x}" for x in printed[-6:])]
+        elif record.get("level") in ("error", "fatal"):
+            said.append(str(record.get("msg", "")).strip())
+    return [line[:300] for line in dict.fromkeys(said) if line.strip()][-16:]
 
 
 def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
