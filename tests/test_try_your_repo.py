@@ -191,3 +191,24 @@ def test_cli_path_runs_that_cli_with_your_key(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[0].endswith(f"the real CLI ({link}).")
     assert "Answered by the CLI you gave." in done.stdout, done.stdout[-3000:]
     assert "crsr-yours-0123456789" not in done.stdout
+
+
+def test_a_base_that_is_only_origins_branch_is_found(tmp_path: Path) -> None:
+    """The usual clone: main only as origin/main (origin/HEAD), which has moved on since the
+    feature branch left it; no local main."""
+    upstream = _project(tmp_path)
+    _git(upstream, "checkout", "-q", "main")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(upstream), str(clone)], check=True)
+    _git(clone, "checkout", "-qb", "feature/docs")
+    (clone / "README.md").write_text("# greeter\n\nSays hello, politely.\n")
+    _git(clone, "commit", "-qam", "Politely")
+    _git(clone, "branch", "-D", "main")
+    (upstream / "greeter" / "later.py").write_text("LATER = 1\n")
+    _git(upstream, "add", "-A")
+    _git(upstream, "commit", "-qm", "later")
+    _git(clone, "fetch", "-q")
+    done = _try(clone, "--workflow", str(ROOT / "examples" / "code-review.yml"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "a pull request feature/docs -> main, 1 file(s) changed" in done.stdout
+    assert "[README.md:3] " in done.stdout
