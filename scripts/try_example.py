@@ -358,10 +358,14 @@ def main(argv: list[str] | None = None) -> int:
     for finding in check(text):  # as `cursor-agent-action lint` says it
         print(f"warning: {source}:{finding.line}: {finding.message}")
     print(f"Running {source} on {event} under act, offline, in {base} ...")
-    failure = read_failure(log.decode("utf-8", "replace")) if log else Failure(
-        "Run the tests", "Error: no --log given (the stand-in's made-up failure)")
-    log = log or (b"##[group]Run the tests\nError: no --log given (the stand-in's made-up "
-                  b"failure)\n##[error]Process completed with exit code 1.\n")
+    if pull is None:  # the sample's failed run: its test of the renamed flag
+        log, failure = FAILED_LOG, Failure("Run pytest", FAILED_LOG.decode().split(" ", 1)[1])
+    elif log is None:
+        failure = Failure("Run the tests", "Error: no --log given (the stand-in's made-up "
+                          "failure)")
+        log = f"##[group]{failure.step}\n{failure.line}\n##[error]Process completed.\n".encode()
+    else:
+        failure = read_failure(log.decode("utf-8", "replace"))
     try:
         world_of = (build_world(base) if pull is None else
                     build_your_world(base, pull, source.name, text, api_key=api_key))
@@ -370,7 +374,6 @@ def main(argv: list[str] | None = None) -> int:
                 (world.repo / ".github" / "workflows" / source.name).write_text(
                     text, encoding="utf-8")
                 answer, writes = ANSWERS[_kind(workflow, event)]
-                log = FAILED_LOG if not args.log else log
             else:
                 answer, writes = answers(pull, world.repo, failure)[_kind(workflow, event)]
             if args.cli_path:
