@@ -50,6 +50,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "write or print the restricted-autonomy .cursor/cli.json",
     ),
     "demo": ("cursor_agent_action.demo", "run the whole pipeline on a bundled sample"),
+    "lint": (
+        "cursor_agent_action.lint",
+        "warn for every with: key a workflow gives this action that it does not declare",
+    ),
+    "pin": (
+        "cursor_agent_action.pin",
+        "pin this action's uses: lines in workflow files to a ref's full commit SHA",
+    ),
     "publish": (
         "cursor_agent_action.gh.publish",
         "commit the agent's changes to a branch and open or update a pull request",
