@@ -56,7 +56,8 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None, doing: str) 
         return safegit.git(args, repo, env=env).stdout
     except safegit.GitFailed as exc:
         if exc.timed_out:
-            raise GitHubError(f"{doing}: {exc}.",
+            raise GitHubError(f"{doing}: {exc.command} did not finish within "
+                              f"{safegit.TIMEOUT_S} s.",
                               "Re-run the job; a busy runner can be slow.") from exc
         if exc.returncode is None:
             raise GitHubError(f"{doing}: cannot run git ({exc}).",
