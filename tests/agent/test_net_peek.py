@@ -108,10 +108,18 @@ def test_other_protocols_pass_unchecked(data: bytes) -> None:
     assert peek.claim(data).status == peek.OTHER
 
 
-@pytest.mark.parametrize("data", [b"\x00\x01binary", b"hello", b"ping 0", b"GET / HTTP/1.1"])
+@pytest.mark.parametrize("data", [b"hello", b"ping 0", b"GET / HTTP/1.1", b" \x85"])
 def test_a_first_line_still_open_is_read_to_its_end(data: bytes) -> None:
-    """Its bytes go on as they come (the relay's first-line mode); its end decides."""
+    """A line that may start a request is held back until its end decides."""
     assert peek.claim(data) == peek.Claim(peek.MORE, need=peek.LINE)
+
+
+@pytest.mark.parametrize("data", [b"\x00\x01binary", b"\x00\x00\x00\x08\x04\xd2\x16\x2f", b"*1"])
+def test_a_first_byte_no_http_reader_starts_a_request_with_is_another_protocol(
+        data: bytes) -> None:
+    """No method starts with it and no reader skips it: its bytes go on at once (a client
+    such as PostgreSQL's sends a line without an end and waits for the answer)."""
+    assert peek.claim(data) == peek.Claim(peek.OTHER)
 
 
 @pytest.mark.parametrize("data", [

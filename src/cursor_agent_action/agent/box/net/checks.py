@@ -6,9 +6,8 @@ framing is :mod:`.httpflow`'s, the copying :mod:`.pumps`')."""
 from __future__ import annotations
 
 import asyncio
-import time
 
-from cursor_agent_action.agent.box.net import httpflow, peek, pumps
+from cursor_agent_action.agent.box.net import httpflow, peek, pumps, tls
 from cursor_agent_action.agent.box.net.ledger import Ledger
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 
@@ -22,58 +21,49 @@ class Refused(Exception):
 
 
 class Checks:
-    """The checks of one wall: its policy, its ledger of refusals, how long first bytes may
-    take."""
+    """The checks of one wall: its policy and its ledger of refusals."""
 
-    def __init__(self, policy: NetPolicy, ledger: Ledger, peek_timeout_s: float) -> None:
+    def __init__(self, policy: NetPolicy, ledger: Ledger) -> None:
         self.policy = policy
         self.ledger = ledger
-        self.peek_timeout_s = peek_timeout_s
 
     async def first_bytes(self, reader: asyncio.StreamReader, name: str,
-                           initial: bytes = b"") -> tuple[bytes, peek.Claim]:
+                          initial: bytes = b"") -> tuple[bytes, peek.Claim]:
         """The client's first bytes (``initial``, then what it sends), read until their claim
-        is clear; a TLS or HTTP claim of another name raises :class:`Refused`. No bytes in
-        time: another protocol, unchecked."""
+        is clear however late they come (the idle timeout bounds the wait); a TLS or HTTP
+        claim of another name raises :class:`Refused`. Nothing before the agent's end:
+        nothing to check."""
         data = bytearray(initial)
         claim = peek.claim(initial)
-        if initial and (claim.status != peek.MORE or claim.need == peek.LINE):
-            self.check_claim(name, claim)
-            return initial, claim
-        deadline = time.monotonic() + self.peek_timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                chunk = await asyncio.wait_for(reader.read(peek.MAX_PEEK - len(data)), left)
-            except asyncio.TimeoutError:
-                chunk = None
-            if chunk:
-                data += chunk
-                # Parse again only when it can tell more: one byte at a time costs no more.
-                if claim.need == peek.HEAD:
-                    ready = b"\r\n\r\n" in data[-len(chunk) - 3 :] or len(data) >= peek.MAX_PEEK
-                else:
-                    ready = len(data) >= claim.need
-                if ready:
-                    claim = peek.claim(bytes(data))
-                if claim.status == peek.MORE and claim.need == peek.LINE:
-                    return bytes(data), claim  # a first line still open: see pumps
-                if claim.status == peek.MORE and left > 0:
-                    continue
+        while claim.status == peek.MORE:
+            chunk = await reader.read(peek.MAX_PEEK - len(data))
+            if not chunk:
+                break
+            data += chunk
+            # Parse again only when it can tell more: one byte at a time costs no more.
+            if claim.need == peek.HEAD:
+                ready = b"\r\n\r\n" in data[-len(chunk) - 3 :]
+            elif claim.need == peek.LINE:
+                ready = b"\n" in chunk or b"\r" in chunk
             else:
+                ready = len(data) >= claim.need
+            if ready or len(data) >= peek.MAX_PEEK:
                 claim = peek.claim(bytes(data))
-            if claim.status == peek.MORE and data:
+        if claim.status == peek.MORE and data:  # the agent ended its side first
+            if claim.need != peek.LINE or peek.near_http(bytes(data)):
                 raise Refused("sni-mismatch", name, "an incomplete TLS ClientHello or HTTP head")
-            if claim.status == peek.BAD:
-                raise Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
-            self.check_claim(name, claim)
-            return bytes(data), claim
+            claim = peek.Claim(peek.OTHER)
+        self.check_claim(name, claim)
+        return bytes(data), claim
 
     def check_claim(self, name: str, claim: peek.Claim) -> None:
         """Raise :class:`Refused` unless ``claim`` asks for the dialed ``name`` (or, through
         an allowed proxy, for a name and port the rules allow)."""
         if claim.status == peek.BAD:
             raise Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
+        if claim.ech:
+            raise Refused("sni-mismatch", name, "a TLS ClientHello with encrypted_client_hello"
+                           " (the name it asks for is hidden)")
         if claim.status != peek.DONE or not claim.name:
             return
         asked = f"{claim.name}{f':{claim.proxy_port}' if claim.proxy_port else ''}"
@@ -103,6 +93,10 @@ class Checks:
             flow.refused = True
             self.ledger.refused("sni-mismatch", name, f"a malformed HTTP request ({exc})")
             raise
+        except tls.BadTls as exc:
+            flow.refused = True
+            self.ledger.refused("sni-mismatch", name, f"a TLS handshake refused ({exc})")
+            raise
 
     async def _pass_on(self, name: str, reader: asyncio.StreamReader,
                        writer: asyncio.StreamWriter, flow: pumps.Flow,
@@ -121,10 +115,10 @@ class Checks:
             await self._pass_on(target, reader, writer, flow, inner, tunnels=False)
 
         opened = tunnel if tunnels else None
-        if claim.http:
+        if first[:1] == b"\x16":
+            await pumps.up_tls(reader, writer, flow, first, check)
+        elif claim.http:
             await pumps.up_http(reader, writer, flow, first, check, tunnel=opened)
-        elif claim.status == peek.MORE:  # a first line still open
-            await pumps.up_first_line(reader, writer, flow, first, check, tunnel=opened)
         else:
             writer.write(first)
             flow.moved[0] += len(first)

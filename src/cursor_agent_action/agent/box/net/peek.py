@@ -35,6 +35,7 @@ class Claim(NamedTuple):
     proxy_port: int = 0  # a proxy request (CONNECT, absolute URL): the port it asks for
     http: bool = False  # an HTTP/1 request: the rest is read by httpflow.Requests
     connect: bool = False  # a CONNECT request
+    ech: bool = False  # a ClientHello with encrypted_client_hello: its inner name is hidden
 
 
 def claim(data: bytes) -> Claim:
@@ -43,13 +44,15 @@ def claim(data: bytes) -> Claim:
         return Claim(MORE, need=1)
     if data[0] == 0x16:
         return _tls(data)
+    if data[0] not in _MAY_START:  # no HTTP reader takes it for a request's start
+        return Claim(OTHER)
     rest = data.lstrip(b"\r\n")
     blank = data[: len(data) - len(rest)]
     ends = [i for i in (rest.find(b"\r"), rest.find(b"\n")) if i >= 0]
     if not ends:  # a first line still open (a lenient reader may end it at a lone CR too)
         if len(data) < MAX_PEEK:
             return Claim(MORE, need=LINE)
-        return Claim(BAD) if _near_http(rest) else Claim(OTHER)
+        return Claim(BAD) if near_http(rest) else Claim(OTHER)
     line = rest[: min(ends)]
     if b"\n" not in rest and len(data) < MAX_PEEK and httpflow.may_be_request(line):
         # A lone CR after white space or a method: a CRLF's first half, or a blank to a reader
@@ -61,7 +64,7 @@ def claim(data: bytes) -> Claim:
     if not strict:
         # Not a request line we read, but one a lenient server or proxy might (other blanks,
         # a lone CR, HTTP/0.9): refused. Anything else is another protocol.
-        return Claim(BAD) if _near_http(to_lf) or (blank and _near_http(rest)) else Claim(OTHER)
+        return Claim(BAD) if near_http(to_lf) or (blank and near_http(rest)) else Claim(OTHER)
     head_end = rest.find(b"\r\n\r\n")
     head = rest if head_end < 0 else rest[:head_end]  # a body's bytes are the body's own
     if b"\n" in head.replace(b"\r\n", b""):
@@ -69,7 +72,13 @@ def claim(data: bytes) -> Claim:
     return _http(rest)
 
 
-def _near_http(line: bytes) -> bool:
+_MAY_START = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0")
+"""A first byte that may start a request to some HTTP reader (a letter of a method, or white
+space Python's reader skips); a connection starting with another is another protocol."""
+
+
+def near_http(line: bytes) -> bool:
     """Whether some HTTP reader could take ``line`` for a request (or a proxy request): it
     names a version (``HTTP/``, or ``RTSP/`` and ``ICE/``, which node's reader takes too), a
     URL (``://``), or starts (after any white space, as Python's reader splits it) with a
@@ -164,14 +173,19 @@ def _tls(data: bytes) -> Claim:
             if need > MAX_PEEK:
                 return Claim(BAD)
             if len(handshake) >= need:
-                return _sni(handshake[4:need])
+                return hello_claim(handshake[4:need])
         if len(record) < length:
             return Claim(MORE, need=offset)
     return Claim(BAD)
 
 
-def _sni(hello: bytes) -> Claim:
-    """The server name of a ClientHello body ("" without the extension)."""
+ECH = 0xFE0D
+"""The encrypted_client_hello extension: the name the far end serves is inside, unread."""
+
+
+def hello_claim(hello: bytes) -> Claim:
+    """The server name of a ClientHello body ("" without the extension); with
+    encrypted_client_hello, ``ech`` is set (the relay refuses it)."""
     try:
         pos = 2 + 32  # version, random
         pos += 1 + hello[pos]  # session id
@@ -184,15 +198,17 @@ def _sni(hello: bytes) -> Claim:
             return Claim(BAD)
         pos += 2
         names: list[str] = []
+        ech = False
         while pos + 4 <= end:
             kind, length = struct.unpack_from("!HH", hello, pos)
             body = hello[pos + 4 : pos + 4 + length]
             pos += 4 + length
             if kind == 0:
                 names += _server_names(body)
+            ech = ech or kind == ECH
         if pos != end or len(names) > 1:
             return Claim(BAD)
-        return Claim(DONE, names[0] if names else "")
+        return Claim(DONE, names[0] if names else "", ech=ech)
     except (IndexError, struct.error, UnicodeDecodeError):
         return Claim(BAD)
 

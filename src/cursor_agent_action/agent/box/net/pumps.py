@@ -9,11 +9,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from cursor_agent_action.agent.box.net import httpflow, peek
+from cursor_agent_action.agent.box.net import httpflow, peek, tls
 
 CHUNK = 64 * 1024
-_DECIDES = 512
-"""How much of a first line :func:`httpflow.may_be_request` reads."""
 Check = Callable[[peek.Claim], None]
 """Raises to refuse what a request (or the first bytes) claims."""
 
@@ -29,6 +27,8 @@ class Flow:
         self.decided = asyncio.Event()
         self.opened = False
         self.refused = False  # the relay refused it: the far end gets a reset, not an end
+        self.tls: tls.Handshake | None = None  # a TLS connection's handshake, followed
+        self.answered = asyncio.Event()  # the far end's TLS answer changed
 
     def awaits_answer(self) -> httpflow.Head | None:
         """The tunnel request whose answer is not read yet."""
@@ -61,6 +61,8 @@ async def down(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flow:
     while data := await reader.read(CHUNK):
         flow.moved[1] += len(data)
         flow.last = time.monotonic()
+        if flow.tls is not None and flow.tls.down(data):
+            flow.answered.set()
         tunnel = flow.awaits_answer()
         if tunnel is not None:
             head += data
@@ -80,8 +82,45 @@ async def down(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flow:
         writer.write(data)
         await writer.drain()
     flow.decide(False)
+    if flow.tls is not None:
+        flow.tls.ended()
+        flow.answered.set()
     if writer.can_write_eof():
         writer.write_eof()
+
+
+async def up_tls(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flow: Flow,
+                 first: bytes, check: Check) -> None:
+    """Agent to far end on a TLS connection: its records read until the handshake is decided
+    (every ClientHello through ``check``, see :mod:`.tls`), then copied. Raises
+    :class:`tls.BadTls` on bytes that are not the TLS a server would read."""
+    handshake = flow.tls = tls.Handshake(check)
+    data = first
+    while True:
+        try:
+            out = handshake.up(data)
+        except tls.NoServer:  # the far end gave up: nothing more goes to it
+            if writer.can_write_eof():
+                writer.write_eof()
+            return
+        if out:
+            writer.write(out)
+            flow.moved[0] += len(out)
+            await writer.drain()
+        if handshake.passing:
+            break
+        if handshake.waiting():  # a change of cipher before the far end's answer
+            flow.answered.clear()
+            await flow.answered.wait()
+            data = b""
+            continue
+        data = await reader.read(CHUNK)
+        if not data:
+            if writer.can_write_eof():
+                writer.write_eof()
+            return
+        flow.last = time.monotonic()
+    await copy(reader, writer, flow, 0)
 
 
 Tunnel = Callable[[httpflow.Head, bytes], Awaitable[None]]
@@ -122,56 +161,3 @@ async def up_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fl
         flow.last = time.monotonic()
     if writer.can_write_eof():
         writer.write_eof()
-
-
-async def up_first_line(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        flow: Flow, first: bytes, check: Check, *,
-                        tunnel: Tunnel | None = None) -> None:
-    """Agent to far end while the first line is still open: its bytes go on as they come
-    unless it starts with (what may become) a method, the line end and what follows only once
-    the line is read: HTTP (checked, then :func:`up_http`), another protocol (copied), or
-    almost HTTP (refused by ``check``). A line starting with a method is held back whole (a
-    reader may act on a line the connection's end cuts short: Python's does)."""
-    buffer = bytearray(first)
-    sent = scanned = 0
-    line_end = -1
-    data = first
-    while True:  # the line ends at a CR or an LF: a lenient reader may take a lone CR
-        if line_end < 0:  # only the new bytes are searched (a byte at a time stays linear)
-            ends = [i for i in (buffer.find(b"\r", scanned), buffer.find(b"\n", scanned))
-                    if i >= 0]
-            line_end, scanned = (min(ends) if ends else -1), len(buffer)
-        ready = line_end >= 0 or len(buffer) >= peek.MAX_PEEK
-        # A method is a short word: its first bytes tell (a long blank run is held anyway).
-        line = bytes(buffer[: min(line_end if line_end >= 0 else len(buffer), _DECIDES)])
-        if httpflow.may_be_request(line):
-            keep = sent  # a reader may act on it at the connection's end: held back whole
-        else:
-            keep = line_end if line_end >= 0 else len(buffer) if not ready else sent
-        if keep > sent:
-            writer.write(bytes(buffer[sent:keep]))
-            flow.moved[0] += keep - sent
-            sent = keep
-            await writer.drain()
-        # Parsed again only when a line ended (a byte at a time costs no more).
-        reparse = ready and (b"\n" in data or b"\r" in data or len(buffer) >= peek.MAX_PEEK)
-        claim = peek.claim(bytes(buffer)) if reparse else None
-        if claim is not None and claim.status != peek.MORE:
-            break
-        data = await reader.read(CHUNK)
-        if not data:  # the end: what is held back (a line end, a head) stays here
-            if sent < len(buffer):
-                check(peek.Claim(peek.BAD))
-            if writer.can_write_eof():
-                writer.write_eof()
-            return
-        buffer += data
-        flow.last = time.monotonic()
-    check(claim)
-    if claim.http:
-        await up_http(reader, writer, flow, bytes(buffer), check, skip=sent,
-                      tunnel=tunnel)
-        return
-    writer.write(bytes(buffer[sent:]))
-    flow.moved[0] += len(buffer) - sent
-    await copy(reader, writer, flow, 0)

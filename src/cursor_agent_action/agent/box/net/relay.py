@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
-from cursor_agent_action.agent.box.net import pumps
+from cursor_agent_action.agent.box.net import peek, pumps
 from cursor_agent_action.agent.box.net.checks import Checks, Refused
 from cursor_agent_action.agent.box.net.dns import Resolver
 from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
@@ -57,7 +57,7 @@ class Limits:
     max_connections: int = 1024
     connect_timeout_s: float = 10.0
     resolve_timeout_s: float = 10.0
-    peek_timeout_s: float = 10.0  # for the first bytes of a TLS ClientHello or HTTP head
+    peek_timeout_s: float = 10.0  # for each query of a DNS-over-TCP connection
     idle_timeout_s: float = 900.0  # no byte either way for this long: closed
     total_timeout_s: float = 6 * 3600.0  # a job lasts at most 6 hours on GitHub's runners
     buffer_bytes: int = 256 * 1024  # per direction, before the sender is made to wait
@@ -76,7 +76,7 @@ class Wall:
         self._resolve = resolve
         self._resolver = Resolver(policy)
         self.ledger = Ledger(policy.to_json(), on_event)
-        self.checks = Checks(policy, self.ledger, limits.peek_timeout_s)
+        self.checks = Checks(policy, self.ledger)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -281,8 +281,7 @@ class Wall:
             self.ledger.connected(destination)
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
             tasks.add(down)
-            up = asyncio.ensure_future(self.checks.up_agent(name, reader, up_writer, flow,
-                                                            await peeking))
+            up = asyncio.ensure_future(self._up(name, reader, up_writer, flow, peeking))
             tasks.add(up)
             await self._watch({up, down}, flow)
         finally:
@@ -298,6 +297,18 @@ class Wall:
                             socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 up_writer.transport.abort()
             self.ledger.moved(destination, flow.moved[0], flow.moved[1])
+
+    async def _up(self, name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                  flow: pumps.Flow, peeking: asyncio.Future[tuple[bytes, peek.Claim]]) -> None:
+        """The agent's side once its first bytes are read (however late: the idle timeout
+        bounds the wait)."""
+        try:
+            seen = await peeking
+        except Refused as refusal:
+            flow.refused = True
+            self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
+            raise
+        await self.checks.up_agent(name, reader, writer, flow, seen)
 
     async def _watch(self, directions: set[asyncio.Future[None]], flow: pumps.Flow) -> None:
         """Until both directions are done, an error, or the idle or total timeout."""
