@@ -599,3 +599,29 @@ def test_a_client_hello_with_encrypted_client_hello_is_refused_and_reported() ->
         run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK))
     assert bytes(web.received) == b""
     assert "encrypted_client_hello" in run.refused("sni-mismatch")[0]["first"]
+
+
+def test_dns_over_tcp_counts_toward_the_connection_cap() -> None:
+    """The first finding: DNS-over-TCP connections were never refused (4,150 were held)."""
+    policy = build_policy([WEB])
+
+    def client(emit: Emit) -> Any:
+        held = [socket.create_connection(("127.0.0.1", 53), timeout=5) for _ in range(8)]
+        answered = 0
+        for sock in held:
+            query = dns_query(WEB)
+            try:
+                sock.sendall(len(query).to_bytes(2, "big") + query)
+                answered += len(sock.recv(4096)) > 2
+            except OSError:
+                pass
+        for sock in held:
+            sock.close()
+        return answered
+
+    run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK),
+                    limits=Limits(max_connections=5))
+    assert run.result == 5
+    [limit] = run.refused("limit")
+    assert limit["count"] == 3
+    assert limit["first"] == "over 5 connections at once"

@@ -3,8 +3,10 @@ a resolver of ours that answers allowed names only, and a relay that takes every
 by name (see docs/network.md).
 
 - :mod:`.policy`: which names and ports are allowed, which addresses they may resolve to.
+- :mod:`.addresses`: our table of address ranges (IPv4 inside IPv6 unpacked).
 - :mod:`.dns`: the DNS wire format, parsed and answered from the policy (never forwarded).
 - :mod:`.peek`: the name a connection's first bytes claim (TLS SNI, HTTP Host).
+- :mod:`.tls`: a TLS connection followed until its handshake is decided (every ClientHello).
 - :mod:`.httpflow`: plain HTTP framed request by request, strictly (what each request asks for).
 - :mod:`.checks`: the checks of what the agent sends (first bytes, every request, inside a
   tunnel) against the name it dialed.

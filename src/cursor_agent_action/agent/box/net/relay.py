@@ -214,12 +214,12 @@ class Wall:
         self._clients += 1
         try:
             address, port = writer.get_extra_info("sockname")[:2]
+            if self._clients > self.limits.max_connections:  # DNS over TCP counts too
+                raise Refused("limit", f"{address}:{port}", f"over {self.limits.max_connections}"
+                               " connections at once")
             if address == DNS_ADDRESS and port == DNS_PORT:
                 await self._dns_tcp(reader, writer)
                 return
-            if self._clients > self.limits.max_connections:
-                raise Refused("limit", f"{address}:{port}", f"over {self.limits.max_connections}"
-                               " connections at once")
             name = self._resolver.name_for(address)
             if name is None:
                 raise Refused("ip-literal", f"{address}:{port}",
