@@ -462,9 +462,10 @@ def test_a_client_hello_sent_a_byte_at_a_time_is_still_read_and_checked() -> Non
     assert [r["destination"] for r in run.refused("sni-mismatch")] == [WEB]
 
 
-def test_through_an_allowed_proxy_only_to_allowed_names() -> None:
-    """A self-hosted runner's proxy, listed in allowed-domains: CONNECT to an allowed name
-    passes, to any other name it is refused before the proxy hears of it."""
+def test_a_connect_from_the_agent_is_refused_even_to_an_allowed_name() -> None:
+    """Nothing in the box is a proxy: a ``CONNECT`` to an allowed name (a listed proxy) is
+    refused and reported like one to any other name, before the far end hears of it (the
+    runner's own proxy is the relay's to use, see docs/network.md)."""
     proxy = f"{PREFIX}proxy.example"
 
     def proxy_server(conn: socket.socket, server: Any) -> None:
@@ -477,22 +478,23 @@ def test_through_an_allowed_proxy_only_to_allowed_names() -> None:
 
         def client(emit: Emit) -> Any:
             answers = []
-            for target in ("api2.cursor.sh:443", "evil.example:443", "api2.cursor.sh:22"):
+            for target in ("api2.cursor.sh:443", "evil.example:443"):
                 with connect_by_name(proxy, web.port) as sock:
                     sock.settimeout(5)
                     sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-                    answers.append(sock.recv(100).decode())
+                    try:
+                        answers.append(sock.recv(100).decode())
+                    except ConnectionResetError:
+                        answers.append("reset")
             return answers
 
         run = run_boxed(policy, client, resolve=fixed_resolver({proxy: ["127.0.0.1"]}))
-    allowed, evil, wrong_port = run.result
-    assert allowed.startswith("HTTP/1.1 200")
-    assert evil == ""
-    assert wrong_port == ""
-    assert bytes(web.received).count(b"CONNECT") == 1
-    refused = [r["first"] for r in run.refused("sni-mismatch")]
-    assert refused == ["the connection asks for evil.example:443"]  # first attempt only
-    assert run.refused("sni-mismatch")[0]["count"] == 2
+    assert set(run.result) <= {"", "reset"}
+    assert bytes(web.received) == b""
+    [refused] = run.refused("sni-mismatch")
+    assert refused["first"] == ("an HTTP request refused (a CONNECT: nothing in the box is a "
+                                "proxy)")
+    assert refused["count"] == 2
 
 
 def test_connections_over_the_limit_are_refused_and_reported() -> None:

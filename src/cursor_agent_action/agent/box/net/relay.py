@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
-from cursor_agent_action.agent.box.net import peek, pumps
-from cursor_agent_action.agent.box.net.checks import Checks, Refused
+from cursor_agent_action.agent.box.net import peek, plainhttp, pumps
+from cursor_agent_action.agent.box.net.checks import Agent, Checks, Refused
 from cursor_agent_action.agent.box.net.dns import Resolver
 from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.box.net.policy import NetPolicy
@@ -276,12 +276,20 @@ class Wall:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if peeking in done:
                 peeking.result()  # a refusal: raised before the far end hears anything
-            up_reader, up_writer = await connecting
+            far = await connecting
+            up_reader, up_writer = far
             self._writers.add(up_writer)
             self.ledger.connected(destination)
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
             tasks.add(down)
-            up = asyncio.ensure_future(self._up(name, reader, up_writer, flow, peeking))
+
+            async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+                """For plain HTTP: the relay reads the far end's answer itself."""
+                down.cancel()
+                return far
+
+            agent = Agent(name, port, reader, writer, up_writer)
+            up = asyncio.ensure_future(self._up(agent, flow, peeking, connect))
             tasks.add(up)
             await self._watch({up, down}, flow)
         finally:
@@ -298,8 +306,9 @@ class Wall:
                 up_writer.transport.abort()
             self.ledger.moved(destination, flow.moved[0], flow.moved[1])
 
-    async def _up(self, name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                  flow: pumps.Flow, peeking: asyncio.Future[tuple[bytes, peek.Claim]]) -> None:
+    async def _up(self, agent: Agent, flow: pumps.Flow,
+                  peeking: asyncio.Future[tuple[bytes, peek.Claim]],
+                  connect: plainhttp.Connect) -> None:
         """The agent's side once its first bytes are read (however late: the idle timeout
         bounds the wait)."""
         try:
@@ -308,7 +317,7 @@ class Wall:
             flow.refused = True
             self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
             raise
-        await self.checks.up_agent(name, reader, writer, flow, seen)
+        await self.checks.up_agent(agent, flow, seen, connect)
 
     async def _watch(self, directions: set[asyncio.Future[None]], flow: pumps.Flow) -> None:
         """Until both directions are done, an error, or the idle or total timeout."""
