@@ -33,8 +33,19 @@ _ORIGIN_FORM = re.compile(rb"/(?!/)[\x21-\x5b\x5d-\x7e]*")
 """A path and query of visible ASCII; not ``//`` first nor a backslash anywhere (WHATWG URL
 readers, node's, take ``//host`` and ``/\\host`` for a URL with a host)."""
 _AUTHORITY = re.compile(rb"([A-Za-z0-9._-]+)(?::(\d{1,5}))?")
-Connect = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
-"""The relay's connection to the far end (made when the agent's connection came)."""
+@dataclass(frozen=True)
+class Upstream:
+    """The relay's connection for the request: to the far end, or to the runner's HTTP proxy
+    (then the target gets ``prefix``, absolute form, and ``authorization`` is the proxy's)."""
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    prefix: bytes = b""
+    authorization: bytes = b""
+
+
+Connect = Callable[[], Awaitable[Upstream]]
+"""The relay's connection for the request (made when the agent's connection came)."""
 
 
 class BadRequest(Exception):
@@ -79,13 +90,17 @@ def check_request(request: h11.Request, name: str, port: int) -> bytes:
     return default.encode()
 
 
-def compose(request: h11.Request, host: bytes) -> h11.Request:
+def compose(request: h11.Request, host: bytes, prefix: bytes = b"",
+            authorization: bytes = b"") -> h11.Request:
     """The relay's own request for the agent's ``request`` (checked): its method, target and
-    end-to-end fields, the dialed ``host``, ``Connection: close``; h11 frames its body."""
+    end-to-end fields, the dialed ``host``, ``Connection: close``; h11 frames its body. To the
+    runner's proxy: the target after ``prefix`` (absolute form), its ``authorization``."""
     headers = [*_forwarded(list(request.headers)), (b"host", host), (b"connection", b"close")]
+    if authorization:
+        headers.append((b"proxy-authorization", authorization))
     if any(field == b"transfer-encoding" for field, _ in request.headers):
         headers.append((b"transfer-encoding", b"chunked"))  # h11 read no other coding
-    return h11.Request(method=request.method, target=request.target, headers=headers)
+    return h11.Request(method=request.method, target=prefix + request.target, headers=headers)
 
 
 def _forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -123,9 +138,16 @@ class Exit:
 class Far:
     """One connection of the relay's to the far end, and the h11 reading it."""
 
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
+    upstream: Upstream
     http: h11.Connection
+
+    @property
+    def reader(self) -> asyncio.StreamReader:
+        return self.upstream.reader
+
+    @property
+    def writer(self) -> asyncio.StreamWriter:
+        return self.upstream.writer
 
 
 async def serve(exit_: Exit, first: bytes, connect: Connect, flow: Flow) -> None:
@@ -141,9 +163,8 @@ async def serve(exit_: Exit, first: bytes, connect: Connect, flow: Flow) -> None
         if not isinstance(request, h11.Request):
             raise BadRequest("not a request")
         host = check_request(request, exit_.name, exit_.port)
-        up_reader, up_writer = await connect()
-        far = Far(up_reader, up_writer, h11.Connection(h11.CLIENT,
-                                                       max_incomplete_event_size=MAX_HEAD))
+        upstream = await connect()
+        far = Far(upstream, h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD))
         await _exchange(agent, exit_, request, host=host, far=far, flow=flow)
     except h11.RemoteProtocolError as exc:
         raise BadRequest(f"not an HTTP/1.1 request h11 reads ({exc})") from None
@@ -156,7 +177,8 @@ async def _exchange(agent: h11.Connection, exit_: Exit, request: h11.Request, *,
                     host: bytes, far: Far, flow: Flow) -> None:
     """One request composed anew to the far end, its answer back."""
     reader, writer = exit_.reader, exit_.writer
-    data = far.http.send(compose(request, host))
+    data = far.http.send(compose(request, host, far.upstream.prefix,
+                                 far.upstream.authorization))
     if agent.they_are_waiting_for_100_continue:  # the far end hears no Expect: we answer
         writer.write(agent.send(h11.InformationalResponse(status_code=100, headers=[])))
     far.writer.write(data or b"")

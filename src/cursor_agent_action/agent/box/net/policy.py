@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cursor_agent_action.agent.box.net import addresses
+from cursor_agent_action.agent.box.net.upstream import RunnerProxy
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.options import setting
 
@@ -113,6 +114,7 @@ class NetPolicy:
 
     rules: tuple[Rule, ...]
     unreachable: tuple[str, ...] = field(default=())
+    proxy: RunnerProxy | None = None  # the runner's own, used by the relay (not the agent)
 
     def allows_name(self, name: str) -> bool:
         """Some rule matches ``name`` (on some port): the resolver answers it."""
@@ -143,13 +145,15 @@ class NetPolicy:
     def to_json(self) -> dict[str, Any]:
         return {"rules": [{"pattern": r.pattern, "ports": list(r.ports), "source": r.source}
                           for r in self.rules],
-                "unreachable": list(self.unreachable)}  # fmt: skip
+                "unreachable": list(self.unreachable),
+                "proxy": self.proxy.to_json() if self.proxy else None}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NetPolicy:
         rules = tuple(Rule(str(r["pattern"]), tuple(int(p) for p in r["ports"]), str(r["source"]))
                       for r in data["rules"])  # fmt: skip
-        return cls(rules, tuple(str(url) for url in data.get("unreachable", ())))
+        return cls(rules, tuple(str(url) for url in data.get("unreachable", ())),
+                   RunnerProxy.from_json(data.get("proxy")))
 
 
 def _bad(line: str, why: str) -> UsageError:

@@ -30,11 +30,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
-from cursor_agent_action.agent.box.net import peek, plainhttp, pumps
+from cursor_agent_action.agent.box.net import peek, plainhttp, pumps, upstream
 from cursor_agent_action.agent.box.net.checks import Agent, Checks, Refused
 from cursor_agent_action.agent.box.net.dns import Resolver
 from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.box.net.policy import NetPolicy
+from cursor_agent_action.agent.box.net.upstream import RunnerProxy
 
 DNS_ADDRESS = "127.0.0.1"
 DNS_PORT = 53
@@ -238,37 +239,86 @@ class Wall:
             self._writers.discard(writer)
             writer.transport.abort()
 
-    async def _connect(self, name: str, port: int) -> tuple[asyncio.StreamReader,
-                                                           asyncio.StreamWriter]:
+    async def _addresses(self, name: str, port: int, *, report: bool = True) -> list[str]:
+        """The addresses of ``name`` the rules let the relay connect to; raises
+        :class:`Refused` when there are none (``report``: a failed resolution too)."""
         loop = asyncio.get_running_loop()
         destination = f"{name}:{port}"
         try:
             addresses = await asyncio.wait_for(loop.run_in_executor(
                 None, self._resolve, name, port), self.limits.resolve_timeout_s)
         except (OSError, asyncio.TimeoutError, UnicodeError) as exc:
-            self.ledger.failed(destination, f"{name} did not resolve: {exc}")
+            if report:
+                self.ledger.failed(destination, f"{name} did not resolve: {exc}")
             raise
         allowed = [a for a in addresses if self.policy.address_allowed(a, name)]
         if not allowed:
             raise Refused("address", destination,
                            f"{name} resolves to {', '.join(addresses[:4]) or 'nothing'}")
+        return allowed
+
+    async def _open(self, destination: str, addresses: list[str],
+                    port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         error: BaseException | None = None
-        for address in allowed[:4]:
+        for address in addresses[:4]:
             try:
                 return await asyncio.wait_for(asyncio.open_connection(
                     address, port, limit=self.limits.buffer_bytes), self.limits.connect_timeout_s)
             except (OSError, asyncio.TimeoutError) as exc:
                 error = exc
-        self.ledger.failed(destination, f"connecting to {', '.join(allowed[:4])} failed: {error}")
+        self.ledger.failed(destination, f"connecting to {', '.join(addresses[:4])} failed: "
+                           f"{error}")
         raise ConnectionError(str(error))
+
+    async def _connect(self, name: str, port: int) -> plainhttp.Upstream:
+        """A connection to ``name:port``, direct."""
+        addresses = await self._addresses(name, port)
+        return plainhttp.Upstream(*await self._open(f"{name}:{port}", addresses, port))
+
+    async def _via(self, name: str, port: int, via: RunnerProxy,
+                   peeking: asyncio.Future[tuple[bytes, peek.Claim]]) -> plainhttp.Upstream:
+        """A connection to ``name:port`` through the runner's proxy, once the agent's first
+        bytes tell which: plain HTTP is forwarded to the HTTP proxy (absolute form), the rest
+        tunnelled through the HTTPS proxy (``CONNECT``). A name the runner resolves is
+        refused as it would be direct (its addresses are checked)."""
+        destination = f"{name}:{port}"
+        _, claim = await peeking
+        proxy = via.http if claim.http else via.https
+        if proxy is None:
+            return await self._connect(name, port)
+        with contextlib.suppress(OSError, asyncio.TimeoutError, UnicodeError):
+            await self._addresses(name, port, report=False)  # Refused: its addresses are
+        loop = asyncio.get_running_loop()
+        try:
+            found = await asyncio.wait_for(loop.run_in_executor(
+                None, system_resolve, proxy.host, proxy.port), self.limits.resolve_timeout_s)
+        except (OSError, asyncio.TimeoutError, UnicodeError) as exc:
+            self.ledger.failed(destination, f"the runner's proxy {proxy.host} did not "
+                               f"resolve: {exc}")
+            raise
+        reader, writer = await self._open(destination, found, proxy.port)
+        if claim.http:
+            return plainhttp.Upstream(reader, writer, upstream.forward_prefix(name, port),
+                                      proxy.authorization.encode())
+        try:
+            await asyncio.wait_for(upstream.tunnel(reader, writer, proxy, name, port),
+                                   self.limits.connect_timeout_s)
+        except (OSError, asyncio.TimeoutError) as exc:
+            writer.transport.abort()
+            self.ledger.failed(destination, str(exc) or "the runner's proxy did not answer")
+            raise
+        return plainhttp.Upstream(reader, writer)
 
     async def _relay(self, name: str, port: int, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
         """Connect and peek at once; the far end's bytes flow as soon as it is connected (a
         protocol where the server speaks first), the agent's once their claim is checked."""
         destination = f"{name}:{port}"
-        connecting = asyncio.ensure_future(self._connect(name, port))
         peeking = asyncio.ensure_future(self.checks.first_bytes(reader, name))
+        via = self.policy.proxy
+        connecting = asyncio.ensure_future(
+            self._connect(name, port) if via is None or via.direct(name)
+            else self._via(name, port, via, peeking))
         tasks: set[asyncio.Future[Any]] = {connecting, peeking}
         up_writer: asyncio.StreamWriter | None = None
         flow = pumps.Flow()
@@ -277,13 +327,13 @@ class Wall:
             if peeking in done:
                 peeking.result()  # a refusal: raised before the far end hears anything
             far = await connecting
-            up_reader, up_writer = far
+            up_reader, up_writer = far.reader, far.writer
             self._writers.add(up_writer)
             self.ledger.connected(destination)
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
             tasks.add(down)
 
-            async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            async def connect() -> plainhttp.Upstream:
                 """For plain HTTP: the relay reads the far end's answer itself."""
                 down.cancel()
                 return far
@@ -296,7 +346,7 @@ class Wall:
             for task in tasks:
                 task.cancel()
             if connecting.done() and not connecting.cancelled() and not connecting.exception():
-                up_writer = connecting.result()[1]
+                up_writer = connecting.result().writer
             if up_writer is not None:
                 self._writers.discard(up_writer)
                 if flow.refused:  # a reset: a reader must not take the end for a line end
