@@ -70,7 +70,8 @@ def through(data: bytes, name: str = "ok.example", port: int = 80) -> bytes | No
                 far = h11.Connection(h11.CLIENT)
                 out += far.send(plainhttp.compose(
                     event, plainhttp.check_request(event, name, port))) or b""
-            elif isinstance(event, (h11.ConnectionClosed, type(h11.NEED_DATA))):
+            elif isinstance(event, (h11.ConnectionClosed, type(h11.NEED_DATA))) or (
+                    event is h11.PAUSED):
                 return out
             elif isinstance(event, h11.EndOfMessage) and agent.their_state is h11.DONE:
                 agent.start_next_cycle() if agent.our_state is h11.DONE else None
@@ -102,6 +103,11 @@ def test_http_the_far_end_reads_only_the_relays_request() -> None:
     assert through(b"GET / HTTP/1.1\r\nHost: ok.example\r\nHost: ok.example\r\n\r\n") is None
     assert through(b"GET / HTTP/1.1\r\nHost: ok.example\r\nUpgrade: websocket\r\n"
                    b"Connection: Upgrade\r\n\r\n") is None
+    h2c = through(b"GET / HTTP/1.1\r\nHost: ok.example\r\nConnection: Upgrade, HTTP2-Settings"
+                  b"\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQ\r\n\r\n") or b""
+    assert h2c.startswith(b"GET / HTTP/1.1\r\n")  # curl --http2: served as HTTP/1.1
+    assert b"upgrade" not in h2c.lower()
+    assert b"http2-settings" not in h2c.lower()
     # No Host (HTTP/1.0): the relay names the dialed host itself.
     assert peek.claim(b"GET / HTTP/1.1\r\nHost: a").http
     assert peek.claim(b"GE").status == peek.MORE

@@ -72,7 +72,9 @@ def check_request(request: h11.Request, name: str, port: int) -> bytes:
             raise BadRequest("an absolute-form request: nothing in the box is a proxy")
         raise BadRequest("a request target that is not a plain path (a byte outside visible "
                          "ASCII, a backslash, or // first)")
-    if any(field == b"upgrade" for field, _ in request.headers):
+    upgrades = {token.strip().lower() for field, value in request.headers if field == b"upgrade"
+                for token in value.split(b",")}  # fmt: skip
+    if upgrades - {b"h2c"}:  # h2c (curl --http2) is left out: the answer is HTTP/1.1's
         raise BadRequest("a protocol upgrade on plain HTTP (use TLS: wss://, https://)")
     hosts = [value for field, value in request.headers if field == b"host"]
     if len(hosts) > 1:
