@@ -11,8 +11,10 @@ A connection from the box: the address the agent dialed names the destination (t
 gave each allowed name its own pool address; any other address is an IP literal: refused); the
 name and port are checked; the runner's system resolver resolves the name (in a small thread
 pool) and each address is checked (:meth:`~.policy.NetPolicy.address_allowed`); the relay
-connects and copies bytes both ways, the agent's first bytes only once their TLS SNI or HTTP
-Host (if any) names the same host. Bounded: concurrent connections, connect, idle and total
+connects (direct, or through the runner's proxy: :mod:`.upstream`) and copies bytes both ways
+once the agent's first bytes tell what they are (:mod:`.checks`): TLS followed until its
+handshake is decided, plain HTTP terminated (the far end reads only the relay's requests),
+other protocols copied. Bounded: concurrent connections, connect, idle and total
 time per connection, bytes buffered per direction (backpressure). If the relay thread ends for
 any reason, every listener and connection is closed: the box fails closed.
 """
