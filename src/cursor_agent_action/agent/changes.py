@@ -11,13 +11,15 @@ against the policy.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent.permissions import Policy
+from cursor_agent_action.docfiles import usually_executed
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.worktree import MAX_PATH_BYTES
 
 PATCH_NAME = "changes.patch"
 
@@ -52,6 +54,8 @@ class Applied:
     notes: list[str]
     error: str = ""  # the patch could not be applied (nothing was)
     refused_count: int = 0
+    links_refused: list[str] = field(default_factory=list)  # "path -> target (why)"
+    links_refused_count: int = 0
 
 
 class ChangeTracker:
@@ -90,11 +94,24 @@ class ChangeTracker:
         skip = {os.path.relpath(path, self.repo) for path in ignore
                 if path.is_relative_to(self.repo)}  # fmt: skip
         changes.entries = [entry for entry in changes.entries if entry.path not in skip]
-        if changes.skipped:
-            record.notes.append(
-                f"{len(changes.skipped)} path(s) are not in the patch: nested git repositories, "
-                f"fifos or devices: {listing([_shown(p) for p in changes.skipped])}.")
+        for paths, what in ((changes.skipped, "nested git repositories (a submodule's "
+                                              "checkout)"),
+                            (changes.special, "fifos, sockets or devices (never opened)"),
+                            (changes.too_long, f"paths longer than {MAX_PATH_BYTES:,} "
+                                               "bytes")):
+            if paths:
+                record.notes.append(f"{len(paths)} path(s) are not in the patch: {what}: "
+                                    f"{listing([_shown(p) for p in paths])}.")
         _cross_check(record, {self._relative(self.repo, entry.path) for entry in changes.entries})
+        try:
+            links_refused, links_kept = changeset.links(self.repo, changes)
+        except changeset.ChangesetError as exc:
+            links_refused, links_kept = [f"(the links could not be read: {exc})"], []
+        if links_kept:
+            record.notes.append(_links_note(links_kept))
+        if links_refused:
+            _fail(record, links_failure(links_refused, len(links_refused),
+                                        contained=self.applied_box))
         patch = patch_dir / PATCH_NAME
         changeset.write_patch(self.repo, changes, patch)
         return Handoff(str(patch), bool(changes.entries))
@@ -117,9 +134,13 @@ class ChangeTracker:
                    if isinstance(path, str)] if isinstance(raw, list) and self.repo else []
         count = status.get("protected_count")
         count = count if isinstance(count, int) else 0
+        links_refused = _strings(status.get("links_refused"))
+        links_count = status.get("links_refused_count")
+        links_count = links_count if isinstance(links_count, int) else 0
         if (self.repo is None or not isinstance(patch, str) or not status.get("changed")
-                or count):  # a protected change fails the run: nothing of it comes back
-            return Applied(refused, notes, refused_count=count)
+                or count or links_count):  # a protected change or a link out fails the run:
+            return Applied(refused, notes, refused_count=count,  # nothing of it comes back
+                           links_refused=links_refused, links_refused_count=links_count)
         done = safegit.run(["apply", "--binary", "--whitespace=nowarn", patch], self.repo)
         self.applied_box = True  # tried: the tree may have changed, the check must hold
         if done.returncode != 0:
@@ -133,6 +154,15 @@ class ChangeTracker:
         return _shown(os.path.relpath(full, self.workspace).replace(os.sep, "/"))
 
 
+def _strings(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _links_note(kept: list[str]) -> str:
+    return (f"{len(kept)} symbolic link(s) in the change, each staying inside the repository: "
+            f"{listing(kept)}.")
+
+
 def _left_behind(status: dict[str, object]) -> list[str]:
     """The box's notes on what stayed in it: ignored files, files over the size cap, paths
     never copied."""
@@ -142,7 +172,9 @@ def _left_behind(status: dict[str, object]) -> list[str]:
         notes.append(f"{behind} new or changed file(s) that .gitignore ignores were left in the "
                      "box: they never reach the working tree or the patch.")
     for key, what in (("skipped_count", "inside nested git repositories (a submodule's "
-                                        "checkout), or fifos or devices,"),
+                                        "checkout)"),
+                      ("special_count", "that are fifos, sockets or devices (never opened)"),
+                      ("too_long_count", "with paths longer than 3,072 bytes"),
                       ("too_large_count", "over 100 MiB (apparent size)"),
                       ("left_out_count", "not copied into the box (over 100 MiB, a path over "
                                          "3,072 bytes, a fifo, socket or device)")):
@@ -192,10 +224,17 @@ def check_policy(record: RunRecord, policy: Policy) -> list[str]:
         if not path.startswith("/") and not policy.permits_write(path)
     ]
     if denied:
+        executed = usually_executed(denied) if policy.preset == "docs" else []
+        fix = ("Fix: review and revert them before publishing, or allow them explicitly with the "
+               "allow input (e.g. Write(src/**)).")
+        if executed:
+            fix = (f"{listing(executed)}: builds, test runs or docs toolchains execute such "
+                   "files, and the docs preset never writes them. Fix: review and revert them "
+                   "before publishing; for a task that must change them, use permissions: edit "
+                   "with allow tokens naming them.")
         _fail(record, (
             f"The agent changed {len(denied)} file(s) that the {policy.preset} policy does not "
-            f"allow writing: {listing(denied)}. Fix: review and revert them before publishing, "
-            "or allow them explicitly with the allow input (e.g. Write(src/**))."
+            f"allow writing: {listing(denied)}. {fix}"
         ))
     outside = [path for path in record.files_changed if path.startswith("/")]
     if outside:
@@ -210,6 +249,19 @@ def check_policy(record: RunRecord, policy: Policy) -> list[str]:
             record.notes.append(message)
             warnings.append(message)
     return warnings
+
+
+def links_failure(refused: list[str], count: int, *, contained: bool) -> str:
+    """The run's failure for links that leave the repository or lead into ``.git``."""
+    where = ("They, and every other change of this run, stayed in the box: the working tree and "
+             "the patch have none of them." if contained else
+             "The agent ran uncontained, so they are in the working tree now: remove them before "
+             "any later step reads it.")
+    return (f"The agent made {count} symbolic link(s) that leave the repository or lead into "
+            f".git: {listing(refused)}. A later step reading the tree (a docs build, an "
+            f"upload, a comment) would read the runner's files through them. {where} Fix: "
+            "review what the agent ran (the transcript); links must stay inside the "
+            "repository.")
 
 
 def _fail(record: RunRecord, message: str) -> None:

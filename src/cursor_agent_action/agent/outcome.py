@@ -4,8 +4,10 @@ box, what stayed there; and the failures that outweigh the agent's own conclusio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from cursor_agent_action.agent.box.gitconfig import persisted_credentials
-from cursor_agent_action.agent.changes import Applied, ChangeTracker
+from cursor_agent_action.agent.changes import Applied, ChangeTracker, links_failure
 from cursor_agent_action.agent.process import AgentExit
 from cursor_agent_action.runner_io import Runner, listing
 from cursor_agent_action.stream.record import RunRecord
@@ -37,10 +39,14 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
         return
     status = ended.box.status if ended.box is not None else {}
     if isinstance(status.get("patch_error"), str):
-        fail_run(record, (
-            f"The agent's changes could not be computed in its box ({status['patch_error']}); "
-            "none were brought back. Fix: is the working directory a git work tree with a "
-            "commit? A read-only run needs none."))
+        error = status["patch_error"]
+        fix = ("Fix: is the working directory a git work tree with a commit? A read-only run "
+               "needs none." if "git" in error else
+               "Fix: a change that large, or that many files, needs a smaller task." if "over "
+               in error else "")
+        fail_run(record, " ".join(filter(None, (
+            f"The agent's changes could not be computed in its box ({error}); none were "
+            "brought back.", fix))))
     if applied is None:
         return
     record.notes.extend(applied.notes)
@@ -54,6 +60,9 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
             "change of this run, stayed in the box: the working tree and the patch have none of "
             "them. Fix: review what the agent "
             "ran (the transcript); such files are changed by people, not by the agent."))
+    if applied.links_refused_count:
+        fail_run(record, links_failure(applied.links_refused, applied.links_refused_count,
+                                       contained=True))
 
 
 def limits_label(ended: AgentExit) -> str:
@@ -74,3 +83,13 @@ def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained
     runner.warning(f"The checkout left a credential in .git/config ({listing(found)}): {what}. "
                    "Fix: set persist-credentials: false on actions/checkout.",
                    title="credential in .git/config")
+
+
+def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:
+    """The same warning for an API key that is unset, empty or only blanks."""
+    value = environ.get("CURSOR_API_KEY")
+    if value is not None and value.strip():
+        return
+    how = "is not set" if value is None else "is set but empty"
+    runner.warning(f"CURSOR_API_KEY {how}: the CLI will fail to authenticate unless it is "
+                   "logged in on this machine: set it to your key.", title="no API key")

@@ -24,6 +24,7 @@ from cursor_agent_action import safegit
 from cursor_agent_action.agent import cli_sandbox
 from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
 from cursor_agent_action.agent.box.net import notices as net_notices
+from cursor_agent_action.agent.cancel import interruptible, stop_on_signals
 from cursor_agent_action.agent.changes import (
     Applied,
     ChangeTracker,
@@ -42,6 +43,7 @@ from cursor_agent_action.agent.isolation import (
     Isolation,
     decide,
     fallback_warning,
+    landlock_warning,
 )
 from cursor_agent_action.agent.mcp import unreachable_servers
 from cursor_agent_action.agent.options import (
@@ -54,6 +56,7 @@ from cursor_agent_action.agent.outcome import (
     conclude_box,
     fail_run,
     limits_label,
+    warn_missing_key,
     warn_persisted_credentials,
 )
 from cursor_agent_action.agent.plan import (
@@ -65,7 +68,7 @@ from cursor_agent_action.agent.plan import (
     make_box,
     prompt_argument,
 )
-from cursor_agent_action.agent.process import AgentExit, run_agent_process, stop_on_signals
+from cursor_agent_action.agent.process import AgentExit, run_agent_process
 from cursor_agent_action.agent.repo_config import PolicyGuard
 from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
 from cursor_agent_action.agent.structured import instruction
@@ -170,14 +173,14 @@ def execute(
     """Run the agent (with retries), then write the summary, outputs and annotation."""
     isolation = decide(options.isolation, options.agent_user)
     net_notices.announce(runner, options.net_policy, network=options.network,
-                         contained=isolation.contained)
+                         contained=isolation.walled)
     if isolation.contained:
         box = make_box(options, environ, isolation)
+        if isolation.landlock:
+            runner.warning(landlock_warning(isolation), title="agent under Landlock, no box")
     else:
         box = _uncontained(options, runner, environ, isolation)
-    if not box.env.get("CURSOR_API_KEY"):
-        runner.warning("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless it "
-                       "is logged in on this machine: set it to your key.", title="no API key")
+    warn_missing_key(runner, environ)
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
     help_output = cli_help(options.agent_bin, probe_env, options.state_dir)
@@ -207,7 +210,8 @@ def execute(
     with contextlib.suppress(safegit.GitNotFound):
         safegit.git_executable()
     started = time.monotonic()
-    tracker = ChangeTracker(options.workspace)
+    with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
+        tracker = ChangeTracker(options.workspace)
     warn_persisted_credentials(tracker, runner, box.isolation.contained)
     file_commands = snapshot_file_commands(environ)
     git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
@@ -225,15 +229,17 @@ def execute(
             if (options.isolation != "auto" or not box.isolation.contained or agent_ran
                     or exc.cap):
                 raise
-            box = _uncontained(options, runner, environ, Isolation(False, why_not=exc.reason))
+            box = _uncontained(options, runner, environ, Isolation(
+                False, why_not=f"the box could not be set up ({exc.reason})",
+                fix=box.isolation.fix))
             runner.log(f"Isolation: {box.isolation.label}.")
             attempt -= 1
             continue
         agent_ran = True
         record, ended = done.record, done.ended
-        if record.network is None and (not box.isolation.contained or options.network == "open"):
+        if record.network is None and (not box.isolation.walled or options.network == "open"):
             record.network = net_notices.unwalled_report(
-                "open" if box.isolation.contained else "uncontained", box.isolation.why_not)
+                "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
         record.isolation = box.isolation.label + limits_label(ended)
         known = classify(ended.stderr)
         # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.

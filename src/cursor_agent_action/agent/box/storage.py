@@ -109,6 +109,9 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             inside = tuple(f"{path}/" for path in tree.nested_repositories(copy))
             changes.skipped += [e.path for e in changes.entries if e.path.startswith(inside)]
             changes.entries = [e for e in changes.entries if not e.path.startswith(inside)]
+            # A link that leaves the repository (or leads into .git) fails the run: a later
+            # step reading the real tree would read the runner's files through it.
+            links_refused, _ = changeset.links(copied, changes)
             size = sum(os.lstat(copied / e.path).st_size for e in changes.entries
                        if not e.deleted)  # fmt: skip
             if size > MAX_PATCH_SOURCE_BYTES:
@@ -122,7 +125,10 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             protected=kept[:_LISTED], protected_count=len(kept),
             too_large=changes.too_large[:_LISTED], too_large_count=len(changes.too_large),
             skipped=changes.skipped[:_LISTED], skipped_count=len(changes.skipped),
-            left_behind=changes.ignored,
+            special=changes.special[:_LISTED], special_count=len(changes.special),
+            too_long=changes.too_long[:_LISTED], too_long_count=len(changes.too_long),
+            left_behind=changes.ignored, links_refused=links_refused[:_LISTED],
+            links_refused_count=len(links_refused),
         )  # fmt: skip
     except (changeset.ChangesetError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
         result["patch_error"] = str(exc)
