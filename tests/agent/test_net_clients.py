@@ -1,6 +1,7 @@
 """Ordinary clients through the wall, as the agent's tools run them (the box's resolver files
 mounted, names resolved by the box's resolver): curl over http, https and ``--http2``,
-Python's urllib, httpx, git over https (a dumb HTTP server), node's fetch; a websocket over
+Python's urllib, httpx, git over https (a dumb HTTP server), pip (a simple index), npm (a
+package tarball), node's fetch; a websocket over
 TLS (``wss://``) passes, one over plain HTTP (``ws://``) is refused. Each with the relay
 going direct and through a real runner's proxy (proxy.py) on loopback.
 
@@ -14,12 +15,16 @@ import base64
 import contextlib
 import hashlib
 import http.server
+import io
+import json
 import os
 import shutil
 import ssl
 import subprocess
 import sys
+import tarfile
 import threading
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,7 +72,30 @@ def _site(root: Path) -> Path:
                    check=True, env=env)
     subprocess.run([*GIT, "-C", str(site / "repo.git"), "update-server-info"], check=True,
                    env=env)
+    _packages(site)
     return site
+
+
+def _packages(site: Path) -> None:
+    """A wheel behind a simple index (pip) and a package tarball (npm)."""
+    wheel = site / "tinypkg_caa-0.1-py3-none-any.whl"
+    info = "tinypkg_caa-0.1.dist-info"
+    files = {"tinypkg_caa/__init__.py": "",
+             f"{info}/METADATA": "Metadata-Version: 2.1\nName: tinypkg-caa\nVersion: 0.1\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+    record = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in {**files, f"{info}/RECORD": record}.items():
+            archive.writestr(name, text)
+    index = site / "simple" / "tinypkg-caa"
+    index.mkdir(parents=True)
+    (index / "index.html").write_text(f'<a href="../../{wheel.name}">{wheel.name}</a>\n')
+    package = json.dumps({"name": "tinypkg-caa", "version": "0.1.0"}).encode()
+    with tarfile.open(site / "tinypkg-caa-0.1.0.tgz", "w:gz") as archive:
+        entry = tarfile.TarInfo("package/package.json")
+        entry.size = len(package)
+        archive.addfile(entry, io.BytesIO(package))
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -154,12 +182,20 @@ def _matrix(tmp_path: Path, policy: NetPolicy) -> dict[str, tuple[int, str]]:
             "httpx": [*python, f"import httpx; print(httpx.get('{https}/hello.txt', "
                       f"verify='{cert}').text)"],
             "git https": [*GIT, "clone", "-q", f"{https}/repo.git", str(tmp_path / "clone")],
+            "pip": [sys.executable, "-I", "-m", "pip", "download", "-q", "--no-deps",
+                    "--no-cache-dir", "--disable-pip-version-check", "--cert", str(cert),
+                    "--index-url", f"{https}/simple/", "-d", str(tmp_path / "pip"),
+                    "tinypkg-caa"],
             "wss": [*python, _WSS.format(port=secure, name=NAME, cert=cert, tls=True)],
             "ws": [*python, _WSS.format(port=plain, name=NAME, cert=cert, tls=False)],
         }
         if shutil.which("node"):
             commands["node fetch"] = ["node", "-e", f"fetch('{https}/hello.txt')"
                                       ".then(r => r.text()).then(t => process.stdout.write(t))"]
+        if shutil.which("npm"):
+            commands["npm"] = ["npm", "install", "--silent", "--no-audit", "--no-fund",
+                               "--prefix", str(tmp_path / "npm"), "--cafile", str(cert),
+                               "--registry", f"{https}/", f"{https}/tinypkg-caa-0.1.0.tgz"]
 
         def client(emit: Emit) -> Any:
             return {label: _in_box(files, command, env) for label, command in commands.items()}
@@ -168,6 +204,9 @@ def _matrix(tmp_path: Path, policy: NetPolicy) -> dict[str, tuple[int, str]]:
     results: dict[str, tuple[int, str]] = {k: tuple(v) for k, v in run.result.items()}
     results["git clone"] = (0, (tmp_path / "clone" / "README").read_text()) if (
         tmp_path / "clone" / "README").exists() else (1, "no clone")
+    results["pip file"] = (0, "") if list((tmp_path / "pip").glob("*.whl")) else (1, "none")
+    installed = tmp_path / "npm" / "node_modules" / "tinypkg-caa" / "package.json"
+    results["npm file"] = (0, "") if installed.exists() or "npm" not in results else (1, "none")
     results["refused"] = (0, repr(run.report.get("refused")))
     return results
 
@@ -194,7 +233,8 @@ print(sock.recv(100)[2:].decode())
 """
 
 EXPECTED_OK = ("curl http", "curl https", "curl --http2 http", "curl --http2 https", "urllib",
-               "httpx", "git https", "wss", "node fetch")
+               "httpx", "git https", "wss", "node fetch", "pip", "npm")
+QUIET = ("wss", "git https", "pip", "npm")
 
 
 def _check(results: dict[str, tuple[int, str]]) -> None:
@@ -203,9 +243,11 @@ def _check(results: dict[str, tuple[int, str]]) -> None:
             continue
         code, out = results[label]
         assert code == 0, (label, out)
-        assert "wss" in label or "git" in label or "hello through the wall" in out, (label, out)
+        assert label in QUIET or "hello through the wall" in out, (label, out)
     assert results["wss"][1].strip() == "ping"
     assert results["git clone"] == (0, "cloned\n")
+    assert results["pip file"][0] == 0
+    assert results["npm file"][0] == 0
     assert results["ws"][0] != 0  # a plain-HTTP upgrade is refused
     assert "protocol upgrade" in results["refused"][1]
 
