@@ -451,3 +451,28 @@ def test_white_space_and_a_lone_cr_never_make_the_rest_unchecked(flights: list[b
     protocol" to the relay and a request to Python's reader (a CR is a blank to it)."""
     heard, _ = _through_reader(flights)
     assert not any("evil.example" in host for host in heard), heard
+
+
+def test_an_answer_before_the_body_ends_reaches_the_agent_at_once() -> None:
+    """A far end that answers (413) without reading a large body: the answer comes back and
+    the connection ends, the relay does not wait for the rest of the body."""
+    too_large = answering(b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 3\r\n\r\nbig")
+    with servers(too_large) as (web,):
+        policy = build_policy([f"{PROXY}:{web.port}"])
+
+        def client(emit: Emit) -> Any:
+            with connect_by_name(PROXY, web.port) as sock:
+                sock.settimeout(5)
+                sock.sendall(b"POST /up HTTP/1.1\r\nHost: " + HOST + b"\r\nContent-Length: "
+                             b"1000000\r\n\r\n" + b"x" * 1000)
+                started = time.monotonic()
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+                return [answer.decode("latin-1"), time.monotonic() - started]
+
+        run = run_boxed(policy, client, resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+    answer, waited = run.result
+    assert answer.startswith("HTTP/1.1 413")
+    assert answer.endswith("\r\n\r\nbig")
+    assert waited < 3

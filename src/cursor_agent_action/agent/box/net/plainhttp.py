@@ -188,10 +188,11 @@ async def _exchange(agent: h11.Connection, exit_: Exit, request: h11.Request, *,
     body = asyncio.ensure_future(_body(agent, reader, far, flow))
     answer = asyncio.ensure_future(_answer(far, agent, writer, flow))
     try:
-        done, _ = await asyncio.wait({body, answer}, return_when=asyncio.FIRST_EXCEPTION)
+        # The answer may come before the body ends (a 413): then the connection ends there.
+        done, _ = await asyncio.wait({body, answer}, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             task.result()  # a refusal or an error raises here
-        if not answer.done():
+        if answer not in done:
             await answer
     finally:
         for task in (body, answer):
