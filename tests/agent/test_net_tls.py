@@ -130,6 +130,14 @@ def test_a_far_end_that_answers_no_server_hello_ends_the_agents_side() -> None:
     assert handshake.answer == tls.OTHER
     with pytest.raises(tls.NoServer):
         handshake.up(CCS)
+    # Nor a handshake record carrying a request: nothing more goes to a far end that is no
+    # TLS server (a lenient HTTP reader might skip the hello's bytes and read on).
+    smuggled = b"GET http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n"
+    handshake = tls.Handshake(check)
+    handshake.up(hello(ALLOWED))
+    handshake.down(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    with pytest.raises(tls.NoServer):
+        handshake.up(record(tls.HANDSHAKE, message(16, smuggled)))
 
 
 Side = tuple[ssl.SSLObject, ssl.MemoryBIO, ssl.MemoryBIO]

@@ -90,6 +90,8 @@ class Handshake:
         message is whole, or until the far end answers). Raises :class:`BadTls`, or what
         the check raises."""
         self._up += data
+        if self.answer == OTHER and len(self._up) > self._read and not self.passing:
+            raise NoServer("the far end did not answer as a TLS server")
         while not self.passing and not self.waiting():
             found = _record(self._up[self._read :])
             if found is None:
