@@ -33,6 +33,8 @@ _ORIGIN_FORM = re.compile(rb"/(?!/)[\x21-\x5b\x5d-\x7e]*")
 """A path and query of visible ASCII; not ``//`` first nor a backslash anywhere (WHATWG URL
 readers, node's, take ``//host`` and ``/\\host`` for a URL with a host)."""
 _AUTHORITY = re.compile(rb"([A-Za-z0-9._-]+)(?::(\d{1,5}))?")
+
+
 @dataclass(frozen=True)
 class Upstream:
     """The relay's connection for the request: to the far end, or to the runner's HTTP proxy
