@@ -248,3 +248,16 @@ def test_git_is_found_in_the_system_directories_first(
         safegit.git_executable.cache_clear()
     assert found != str(planted)
     assert os.path.dirname(found) in safegit.SYSTEM_DIRS
+
+
+def test_the_size_cap_is_checked_before_a_byte_is_hashed(repo: Path) -> None:
+    """Sparse files cost the agent nothing and root's git everything (it died of SIGBUS in a
+    full tmpfs): their apparent sizes are summed from lstat first."""
+    before = changeset.baseline(repo)
+    for index in range(3):
+        with (repo / f"pad{index}.md").open("wb") as handle:
+            handle.truncate(50 << 20)
+    start = time.monotonic()
+    with pytest.raises(changeset.ChangesetError, match="over the 100 MiB a patch may carry"):
+        changeset.compute(repo, before, max_changed_bytes=100 << 20)
+    assert time.monotonic() - start < 2

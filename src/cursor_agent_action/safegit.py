@@ -150,8 +150,9 @@ def git(
                         timed_out=True) from exc
     if ok is not None and done.returncode not in ok:
         detail = words(done.stderr) or words(done.stdout)
-        raise GitFailed(f"{command} failed: {detail[:DETAIL_CHARS] or done.returncode}",
-                        command=command, detail=detail, returncode=done.returncode)
+        message = (f"{command} was killed by signal {-done.returncode}" if done.returncode < 0
+                   else f"{command} failed: {detail[:DETAIL_CHARS] or done.returncode}")
+        raise GitFailed(message, command=command, detail=detail, returncode=done.returncode)
     return done
 
 

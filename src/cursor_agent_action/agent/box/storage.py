@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,15 @@ def prepare(spec: dict[str, Any], agent: AgentUser) -> tuple[world.World, tree.C
 
 
 def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
-    """After the run: the patch of the copy, the chats kept; what the status reports."""
+    """After the run: the patch of the copy, the chats kept; what the status reports.
+
+    Every temporary file of ours and of our git (a rule file read for the ignore check, a file
+    whose name holds a newline, hashed from a copy) is made in the box's own storage: charged to
+    its cap, and gone with it however the finish ends (never the runner's /tmp)."""
     area = Path(spec["box_dir"])
+    scratch = tempfile.mkdtemp(prefix="finish-", dir=area)  # new, root's, 0700
+    tempfile.tempdir = scratch
+    os.environ["TMPDIR"] = scratch
     result: dict[str, Any] = {"left_out": copy.left_out[:_LISTED],
                               "left_out_count": len(copy.left_out)}
     with contextlib.suppress(OSError, home.HomeError):
@@ -98,7 +106,8 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             changes = changeset.compute(copied, before, left_out=copy.left_out,
                                         absent=copy.absent,
                                         max_file_bytes=spec["limits"]["max_file_bytes"],
-                                        ignore_as=real)
+                                        ignore_as=real,
+                                        max_changed_bytes=MAX_PATCH_SOURCE_BYTES)
             # A protected name fails the run even when a .gitignore (of the agent's own,
             # ignoring itself) keeps it out of the patch.
             kept = [path for path in [*changes.paths, *changes.ignored_paths]
@@ -112,11 +121,8 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             # A link that leaves the repository (or leads into .git) fails the run: a later
             # step reading the real tree would read the runner's files through it.
             links_refused, _ = changeset.links(copied, changes)
-            size = sum(os.lstat(copied / e.path).st_size for e in changes.entries
-                       if not e.deleted)  # fmt: skip
-            if size > MAX_PATCH_SOURCE_BYTES:
-                raise ValueError(f"the changed files hold {size >> 20} MiB, over the "
-                                 f"{MAX_PATCH_SOURCE_BYTES >> 20} MiB a patch may carry")
+            # So does a docs page that would make a later build read the runner's files.
+            reads = changeset.includes_outside(copied, changes)
             patch = Path(spec["patch_file"])
             changeset.write_patch(copied, changes, patch)
         os.chown(patch, *spec["owner"])
@@ -128,7 +134,7 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             special=changes.special[:_LISTED], special_count=len(changes.special),
             too_long=changes.too_long[:_LISTED], too_long_count=len(changes.too_long),
             left_behind=changes.ignored, links_refused=links_refused[:_LISTED],
-            links_refused_count=len(links_refused),
+            links_refused_count=len(links_refused), includes_refused=reads[:_LISTED],
         )  # fmt: skip
     except (changeset.ChangesetError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
         result["patch_error"] = str(exc)
