@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.agent.box.contract import BoxStatus
 from cursor_agent_action.agent.isolation import STATUS_BYTES, Jail, decide, jail_for
 from cursor_agent_action.cli import main
 from tests.support.box import Box
@@ -106,7 +107,7 @@ def test_the_status_file_is_written_in_place_so_a_full_disk_cannot_starve_it(
     jail.command()
     assert jail.status_file.stat().st_size == STATUS_BYTES
     fd = os.open(jail.status_file, os.O_WRONLY)
-    os.pwrite(fd, json.dumps({"returncode": 3, "started": True}).encode(), 0)
+    os.pwrite(fd, json.dumps(BoxStatus(True, returncode=3).to_json()).encode(), 0)
     os.close(fd)
     assert jail.result(0, stopped=False).returncode == 3
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
+from cursor_agent_action.agent.box.contract import BoxStatus, Listed
 from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.record import RunRecord
@@ -104,23 +105,21 @@ class ChangeTracker:
         """Paths already unlike HEAD before the run: the base the box's patch is made on."""
         return dict(self.baseline.dirty) if self.baseline is not None else {}
 
-    def apply_box(self, status: dict[str, object]) -> Applied:
+    def apply_box(self, status: BoxStatus) -> Applied:
         """Apply the patch the box made (our hardened git, as the runner's user) to the real
         tree (protected paths are not in it: ``box.tree.protected``, they stay in the box, and
         when there were any, nothing is applied: the run fails);
         what the box left behind is said in the notes. What the policy does not allow is
         applied and fails the run (:func:`check_policy`), as for an uncontained run."""
         notes = _left_behind(status)
-        patch = status.get("patch")
-        raw = status.get("protected")
-        refused = [self._relative(self.repo, path) for path in raw
-                   if isinstance(path, str)] if isinstance(raw, list) and self.repo else []
-        count = status.get("protected_count")
-        count = count if isinstance(count, int) else 0
-        if (self.repo is None or not isinstance(patch, str) or not status.get("changed")
+        refused = ([self._relative(self.repo, path) for path in status.protected.paths]
+                   if self.repo else [])  # fmt: skip
+        count = status.protected.count
+        if (self.repo is None or not status.patch or not status.changed
                 or count):  # a protected change fails the run: nothing of it comes back
             return Applied(refused, notes, refused_count=count)
-        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", patch], self.repo)
+        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", status.patch],
+                           self.repo)
         self.applied_box = True  # tried: the tree may have changed, the check must hold
         if done.returncode != 0:
             words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
@@ -133,24 +132,23 @@ class ChangeTracker:
         return _shown(os.path.relpath(full, self.workspace).replace(os.sep, "/"))
 
 
-def _left_behind(status: dict[str, object]) -> list[str]:
+def _left_behind(status: BoxStatus) -> list[str]:
     """The box's notes on what stayed in it: ignored files, files over the size cap, paths
     never copied."""
     notes = []
-    behind = status.get("left_behind")
-    if isinstance(behind, int) and behind:
-        notes.append(f"{behind} new or changed file(s) that .gitignore ignores were left in the "
-                     "box: they never reach the working tree or the patch.")
-    for key, what in (("skipped_count", "inside nested git repositories (a submodule's "
-                                        "checkout), or fifos or devices,"),
-                      ("too_large_count", "over 100 MiB (apparent size)"),
-                      ("left_out_count", "not copied into the box (over 100 MiB, a path over "
-                                         "3,072 bytes, a fifo, socket or device)")):
-        count = status.get(key)
-        listed = status.get(key.replace("_count", ""))
-        if isinstance(count, int) and count and isinstance(listed, list):
-            notes.append(f"{count} file(s) {what} are not in the patch: "
-                         f"{listing([_shown(str(p)) for p in listed])}.")
+    if status.left_behind:
+        notes.append(f"{status.left_behind} new or changed file(s) that .gitignore ignores were "
+                     "left in the box: they never reach the working tree or the patch.")
+    kinds: tuple[tuple[Listed, str], ...] = (
+        (status.skipped, "inside nested git repositories (a submodule's checkout), or fifos or "
+                         "devices,"),
+        (status.too_large_files, "over 100 MiB (apparent size)"),
+        (status.left_out, "not copied into the box (over 100 MiB, a path over 3,072 bytes, a "
+                          "fifo, socket or device)"))
+    for listed, what in kinds:
+        if listed.count:
+            notes.append(f"{listed.count} file(s) {what} are not in the patch: "
+                         f"{listing([_shown(p) for p in listed.paths])}.")
     return notes
 
 

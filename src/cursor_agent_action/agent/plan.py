@@ -89,8 +89,8 @@ class Box:
                         argv=[str(agent), *argv[1:]], env=self.env, masks=self.masks,
                         reveals=[_cli_install(agent)], shares=_shares(), files=files,
                         dirty=dirty, git=repo_root is not None,
-                        network=options.net_policy.to_json()
-                        if walled and options.net_policy is not None else None)  # fmt: skip
+                        network=options.net_policy if walled else None,
+                        storage=os.environ.get(STORAGE_VARIABLE, "") or "auto")
 
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
@@ -118,6 +118,11 @@ def _cli_install(agent: Path) -> Path:
 SHARE_VARIABLE = "CURSOR_AGENT_ACTION_BOX_SHARE"
 """For tests: one directory the contained agent shares with the runner, read-write (the
 stand-in CLI records what it saw there). Never set in a workflow."""
+
+
+STORAGE_VARIABLE = "CURSOR_AGENT_ACTION_BOX_STORAGE"
+"""For tests: ``copy`` forces the box's copy of the tree where the overlay would be used (the
+fallback's own tests). Never set in a workflow."""
 
 
 def _shares() -> list[Path]:

@@ -108,7 +108,7 @@ def _attempt(
             append=append,
         )
         # Inside the guard: a change of the policy files comes back as tampering.
-        if ended.box is not None and not ended.box_error:
+        if ended.box is not None and ended.box.status is not None and not ended.box_error:
             applied = tracker.apply_box(ended.box.status)
     record = processor.close()
     if guard.changes:

@@ -9,35 +9,33 @@ import contextlib
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from cursor_agent_action import changeset
 from cursor_agent_action.agent.box import gitconfig, home, tree, world
+from cursor_agent_action.agent.box.contract import BoxSpec, Finished, Listed
 from cursor_agent_action.agent.box.user import AgentUser
 
-_LISTED = 50
 MAX_PATCH_SOURCE_BYTES = 256 << 20
 """What the changed files may hold in all: a larger change is no patch a review can read."""
-"""How many paths of a kind the status lists (the counts are whole)."""
 
 
-def prepare(spec: dict[str, Any], agent: AgentUser) -> tuple[world.World, tree.Copy]:
+def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
     """In this program's own mount namespace: the box's storage, the copy, the home."""
-    caps = spec["limits"]
-    area = Path(spec["box_dir"])
+    caps = spec.limits
+    area = Path(spec.box_dir)
     area.mkdir(mode=0o700, exist_ok=True)
     os.chown(area, 0, 0)
     os.chmod(area, 0o700)
     world.make_private()
-    world.tmpfs(str(area), size=str(caps["max_total_bytes"] + caps["write_bytes"]), mode=0o700)
+    world.tmpfs(str(area), size=str(caps.max_total_bytes + caps.write_bytes), mode=0o700)
     (area / "tree").mkdir()
-    copy = tree.copy_tree(spec["repo_root"], str(area / "tree"), agent.uid, agent.gid,
-                          max_file_bytes=caps["max_file_bytes"],
-                          max_total_bytes=caps["max_total_bytes"])
+    copy = tree.copy_tree(spec.repo_root, str(area / "tree"), agent.uid, agent.gid,
+                          max_file_bytes=caps.max_file_bytes,
+                          max_total_bytes=caps.max_total_bytes)
     masked = area / "git-config"
     masked.mkdir(mode=0o700)
     for index, git_dir in enumerate(copy.git_dirs):
-        source, target = Path(spec["repo_root"]) / git_dir, area / "tree" / git_dir
+        source, target = Path(spec.repo_root) / git_dir, area / "tree" / git_dir
         fd = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
             world.bind(fd, str(target), read_only=True)
@@ -53,38 +51,33 @@ def prepare(spec: dict[str, Any], agent: AgentUser) -> tuple[world.World, tree.C
                     world.bind(fd, str(config), read_only=True)
                 finally:
                     os.close(fd)
-    if spec.get("git", True):  # what the tree lacked when copied is no deletion of the agent's
+    if spec.git:  # what the tree lacked when copied is no deletion of the agent's
         with contextlib.suppress(changeset.ChangesetError):
             known = {**changeset.head_tree(area / "tree"),
-                     **{path: tuple(state) for path, state in spec.get("dirty", {}).items()}}
+                     **spec.dirty}
             copy.absent = [path for path, (mode, _) in known.items()
                            if mode not in ("160000", changeset.ABSENT_MODE)
                            and path not in copy.stats]  # fmt: skip
-    store = Path(spec["chats_store"])
-    home.make_home(area / "home", agent, spec.get("home_files", {}),
+    store = Path(spec.chats_store)
+    home.make_home(area / "home", agent, dict(spec.home_files),
                    store if store.is_dir() else None)
     view = world.World(
-        tree=str(area / "tree"), tree_target=spec["repo_root"], home=str(area / "home"),
-        home_target=spec["home"], masks=spec["masks"], tmp_size=str(caps["tmp_bytes"]),
-        reveals=spec.get("reveals", []), shares=spec.get("shares", []),
-        files=spec.get("files", {}),
-    )  # fmt: skip
+        tree=str(area / "tree"), tree_target=spec.repo_root, home=str(area / "home"),
+        home_target=spec.home, masks=list(spec.masks), tmp_size=str(caps.tmp_bytes),
+        reveals=list(spec.reveals), shares=list(spec.shares), files=dict(spec.files))
     return view, copy
 
 
-def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
+def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
     """After the run: the patch of the copy, the chats kept; what the status reports."""
-    area = Path(spec["box_dir"])
-    result: dict[str, Any] = {"left_out": copy.left_out[:_LISTED],
-                              "left_out_count": len(copy.left_out)}
+    area = Path(spec.box_dir)
+    left_out = Listed.of(copy.left_out)
     with contextlib.suppress(OSError, home.HomeError):
-        home.keep_chats(area / "home", Path(spec["chats_store"]),
-                        (int(spec["owner"][0]), int(spec["owner"][1])))
-    if not spec.get("git", True):
-        return result
-    copied, real = area / "tree", Path(spec["repo_root"])
-    dirty = {path: (mode, oid) for path, (mode, oid) in spec.get("dirty", {}).items()}
-    before = changeset.Baseline(dict(copy.stats), dirty)
+        home.keep_chats(area / "home", Path(spec.chats_store), spec.owner)
+    if not spec.git:
+        return Finished(left_out=left_out)
+    copied, real = area / "tree", Path(spec.repo_root)
+    before = changeset.Baseline(dict(copy.stats), dict(spec.dirty))
     try:
         (area / "objects").mkdir()
         # The real repository, named, never found through the copy: its top-level .git may be
@@ -97,7 +90,7 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             # .gitignore files are the agent's to empty, negate or delete.
             changes = changeset.compute(copied, before, left_out=copy.left_out,
                                         absent=copy.absent,
-                                        max_file_bytes=spec["limits"]["max_file_bytes"],
+                                        max_file_bytes=spec.limits.max_file_bytes,
                                         ignore_as=real)
             # A protected name fails the run even when a .gitignore (of the agent's own,
             # ignoring itself) keeps it out of the patch.
@@ -114,16 +107,12 @@ def finish(spec: dict[str, Any], copy: tree.Copy) -> dict[str, Any]:
             if size > MAX_PATCH_SOURCE_BYTES:
                 raise ValueError(f"the changed files hold {size >> 20} MiB, over the "
                                  f"{MAX_PATCH_SOURCE_BYTES >> 20} MiB a patch may carry")
-            patch = Path(spec["patch_file"])
+            patch = Path(spec.patch_file)
             changeset.write_patch(copied, changes, patch)
-        os.chown(patch, *spec["owner"])
-        result.update(
-            patch=str(patch), changed=len(changes.entries),
-            protected=kept[:_LISTED], protected_count=len(kept),
-            too_large=changes.too_large[:_LISTED], too_large_count=len(changes.too_large),
-            skipped=changes.skipped[:_LISTED], skipped_count=len(changes.skipped),
-            left_behind=changes.ignored,
-        )  # fmt: skip
+        os.chown(patch, *spec.owner)
     except (changeset.ChangesetError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
-        result["patch_error"] = str(exc)
-    return result
+        return Finished(patch_error=str(exc), left_out=left_out)
+    return Finished(patch=str(patch), changed=len(changes.entries), protected=Listed.of(kept),
+                    too_large_files=Listed.of(changes.too_large),
+                    skipped=Listed.of(changes.skipped), left_out=left_out,
+                    left_behind=changes.ignored)
