@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cursor_agent_action import cli, errors
+from cursor_agent_action import cli, docfiles, errors
 from cursor_agent_action.agent import permissions
 from cursor_agent_action.agent.permissions import PRESETS, parse_tokens
 from cursor_agent_action.stream.summary import ICONS as CONCLUSIONS
@@ -83,6 +83,9 @@ def render_presets() -> str:
             what = f"`read-only` plus {_code(extra)}"
             if "Write(**)" in extra:
                 what += ": writes anywhere the floor does not protect"
+            if preset == "docs":
+                what += ("; never a file a build, a test run or a docs toolchain executes "
+                         "(the list below), even where a wider allow names it")
         name = f"`{preset}`" + (" (default)" if preset == permissions.DEFAULT_PRESET else "")
         rows.append(f"| {name} | {PRESET_USE[preset]} | {what} |")
     return "\n".join(rows) + "\n"
@@ -105,6 +108,17 @@ def render_floor() -> str:
     )
 
 
+def render_docs_files() -> str:
+    rows = ["| the `docs` preset writes | what |", "| --- | --- |"]
+    rows += [f"| {_code([f'*.{e}' for e in exts.split(',')])} | {what} |"
+             for exts, what in docfiles.DOC_TYPES]
+    rows.append(f"| {_code([f'*.{e}' for e in docfiles.IMAGE_TYPES.split(',')])} | images |")
+    rows += ["", "| never (in `docs`; publish warns when a change holds one) | why |",
+             "| --- | --- |"]
+    rows += [f"| `{pattern}` | {why} |" for pattern, why in docfiles.EXECUTED]
+    return "\n".join(rows) + "\n"
+
+
 def render_tokens() -> str:
     rows = ["| token | matches | e.g. |", "| --- | --- | --- |"]
     rows += [f"| `{form}` | {what} | {examples} |" for form, what, examples in TOKEN_FORMS]
@@ -113,6 +127,7 @@ def render_tokens() -> str:
 
 GENERATED: dict[str, Callable[[], str]] = {
     "presets": render_presets, "floor": render_floor, "tokens": render_tokens,
+    "docs-files": render_docs_files,
 }
 
 

@@ -293,7 +293,8 @@ def test_comment_command_runs_gates_and_publishes_a_signed_commit(world: World) 
     (entry,) = recorded(world, "record-command.jsonl")
     assert entry["argv"][-1] == task  # the comment reached the agent as data, whole
     assert "GITHUB_TOKEN" not in entry["env"]
-    assert "Write(**/*.md)" in json.dumps(json.loads(entry["cli_json"])["permissions"]["allow"])
+    assert "Write(**/*.{md,markdown,mdx,rst,adoc,asciidoc,txt})" in json.loads(
+        entry["cli_json"])["permissions"]["allow"]
     # publish: a commit GitHub made (and signed) on top of the PR's head, a PR into its branch.
     branch = f"cursor/pr-{number}"
     tip = git(world.bare, "rev-parse", f"refs/heads/{branch}")
@@ -503,3 +504,39 @@ def test_the_local_testing_script_runs_the_review_and_fix_examples(
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"== job {job}: success" in done.stdout
     assert write in done.stdout
+
+
+def test_docs_update_never_publishes_code_written_beside_a_docs_change(world: World) -> None:
+    """The attack of issue 38: beside a real docs change the agent writes docs/conf.py (Sphinx
+    runs it) and docs/conftest.py (pytest loads it). The docs preset fails the run naming both;
+    nothing is pushed."""
+    number = world.github.add_pull(HEAD_REF)
+    serve_standin_cli(world.downloads, world.base, {
+        "edits": {"docs/usage.md": USAGE_AFTER, "docs/conf.py": "import os\n",
+                  "docs/conftest.py": "import os\n"},
+        "record": "record-docs-code.jsonl"})
+    branch = f"refs/heads/cursor/docs/{HEAD_REF}"
+    before = subprocess.run(["git", "rev-parse", "--verify", "--quiet", branch], cwd=world.bare,
+                            capture_output=True, text=True, check=False).stdout
+    run = world.run("docs-update.yml", "pull_request", pull_request_event(world, number))
+    assert not run.timed_out, run.explain()
+    assert run.job_result("agent") == "failure", run.explain()
+    log = run.job_log("agent") + run.log
+    assert "docs/conf.py" in log
+    assert "docs/conftest.py" in log
+    assert run.job_result("publish") != "success"
+    after = subprocess.run(["git", "rev-parse", "--verify", "--quiet", branch], cwd=world.bare,
+                           capture_output=True, text=True, check=False).stdout
+    assert after == before
+
+
+def test_docs_update_publishes_a_docs_change_with_an_image(world: World) -> None:
+    number = world.github.add_pull(HEAD_REF)
+    serve_standin_cli(world.downloads, world.base, {
+        "edits": {"docs/usage.md": USAGE_AFTER, "docs/img/flow.png": "PNG stand-in\n"},
+        "record": "record-docs-image.jsonl"})
+    run = world.run("docs-update.yml", "pull_request", pull_request_event(world, number))
+    assert not run.timed_out, run.explain()
+    assert run.job_result("publish") == "success", run.explain()
+    tip = git(world.bare, "rev-parse", f"refs/heads/cursor/docs/{HEAD_REF}")
+    assert "docs/img/flow.png" in git(world.bare, "diff", "--name-only", f"{tip}^", tip)

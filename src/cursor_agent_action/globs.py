@@ -1,48 +1,135 @@
-"""Path globs as the permission tokens write them, shared by the policy and publish's checks."""
+"""Path globs as the permission tokens and publish's lists write them: one matcher for the run
+step's write check, the permission policy and publish.
+
+Syntax (minimatch's, which the CLI's own matcher follows): ``*`` and ``?`` stay within one path
+segment and match dot files too; ``**`` alone in a segment matches any number of directories
+(also none), elsewhere it is ``*``; ``{a,b}`` is either alternative (braces nest; an unclosed
+or comma-less brace is literal); ``[`` and ``\\`` are literal. A leading ``/`` anchors nothing
+more (every pattern is relative to the repository's top).
+
+Two ways to read a list, on purpose different:
+
+- an **allow-list** (:func:`names`: ``allowed-paths``, ``Write()`` allow tokens) names *files*:
+  ``**/*.md`` is every Markdown file and nothing below a directory called ``notes.md``; a
+  directory's contents are named by ``dir/`` (short for ``dir/**``) or ``dir/**``;
+- a **deny-list** (:func:`covers`: ``protected-paths``, deny tokens) covers what it names *and
+  everything below it*: ``secrets`` protects ``secrets/key`` too.
+"""
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
+
+MAX_ALTERNATIVES = 256
+"""Brace alternatives one pattern may expand to; more is an error, not a slow match."""
+
+
+class GlobError(ValueError):
+    """A pattern this matcher will not take (too many brace alternatives)."""
+
+
+def _brace_end(glob: str, start: int) -> tuple[int, list[str]] | None:
+    """For the ``{`` at ``start``: the index of its ``}`` and its top-level alternatives, or
+    None when it is literal (unclosed, or no comma at its own level)."""
+    depth = 0
+    parts: list[str] = []
+    begin = start + 1
+    for index in range(start, len(glob)):
+        char = glob[index]
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                parts.append(glob[begin:index])
+                return (index, parts) if len(parts) > 1 else None
+        elif char == "," and depth == 1:
+            parts.append(glob[begin:index])
+            begin = index + 1
+    return None
+
+
+def expand_braces(glob: str) -> list[str]:
+    """Every alternative of ``glob`` with its braces expanded, at most
+    :data:`MAX_ALTERNATIVES`. Raises :class:`GlobError` past that."""
+    for start, char in enumerate(glob):
+        if char != "{":
+            continue
+        found = _brace_end(glob, start)
+        if found is None:
+            continue
+        end, parts = found
+        head, tail = glob[:start], glob[end + 1:]
+        out: list[str] = []
+        for tail_part in expand_braces(tail):
+            for part in parts:
+                for inner in expand_braces(part):
+                    out.append(head + inner + tail_part)
+                    if len(out) > MAX_ALTERNATIVES:
+                        raise GlobError(f"the pattern {glob!r} expands to more than "
+                                        f"{MAX_ALTERNATIVES} alternatives")
+        return out
+    return [glob]
+
+
+def _segment(segment: str) -> str:
+    out: list[str] = []
+    index = 0
+    while index < len(segment):
+        char = segment[index]
+        if char == "*":
+            while index < len(segment) and segment[index] == "*":  # ** inside a segment is *
+                index += 1
+            out.append("[^/]*")
+            continue
+        out.append("[^/]" if char == "?" else re.escape(char))
+        index += 1
+    return "".join(out)
+
+
+def _one(glob: str) -> str:
+    """The regex of one brace-free glob."""
+    segments = glob.split("/")
+    out = ""
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            out += ".*" if last else "(?:[^/]*/)*"  # any directories, also none
+        else:
+            out += _segment(segment) + ("" if last else "/")
+    return out
 
 
 @functools.lru_cache(maxsize=1024)  # the same few globs, checked against every changed file
 def glob_to_regex(glob: str) -> re.Pattern[str]:
-    """A regex for a permission glob, with minimatch-style ``**``, ``*``, ``?`` and ``{a,b}``.
+    """The regex of a glob (see the module docstring), for a whole path (``fullmatch``)."""
+    alternatives = sorted(set(expand_braces(glob)))
+    return re.compile("|".join(f"(?:{_one(alt)})" for alt in alternatives), re.DOTALL)
 
-    ``**/`` matches any number of directories (also none), ``*`` and ``?`` stay within one path
-    segment. It is our conservative model of the CLI's matcher, used for our own checks.
-    """
-    out: list[str] = []
-    i = 0
-    depth = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif glob[i] == "{":
-            out.append("(?:")
-            depth += 1
-            i += 1
-        elif glob[i] == "}" and depth:
-            out.append(")")
-            depth -= 1
-            i += 1
-        elif glob[i] == "," and depth:
-            out.append("|")
-            i += 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    if depth:  # an unclosed brace is a literal brace
-        return re.compile(re.escape(glob))
-    return re.compile("".join(out), re.DOTALL)
+
+def file_pattern(pattern: str) -> str:
+    """A list entry as a glob: stripped, relative, and ``dir/`` read as ``dir/**``."""
+    pattern = pattern.strip().lstrip("/")
+    return pattern + "**" if pattern.endswith("/") else pattern
+
+
+def names(patterns: Iterable[str], path: str) -> bool:
+    """Whether an allow-list names the file ``path`` (a pattern names files, not what is below
+    a directory of that name: see the module docstring)."""
+    return any(glob_to_regex(file_pattern(p)).fullmatch(path) for p in patterns if p.strip())
+
+
+def covers(patterns: Iterable[str], path: str) -> bool:
+    """Whether a deny-list covers ``path``: a pattern names it or a directory above it."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
+    return any(glob_to_regex(file_pattern(p)).fullmatch(prefix)
+               for p in patterns if p.strip() for prefix in prefixes)
+
+
+def names_directory_only(pattern: str, path: str) -> bool:
+    """Whether ``pattern`` names a directory above ``path`` but not ``path`` itself (to tell
+    a user who wrote ``docs`` that it names a file: ``docs/`` names what is below)."""
+    return not names([pattern], path) and covers([pattern], path)

@@ -98,13 +98,27 @@ def test_read_only_allows_no_writes() -> None:
     assert not policy.permits_write("README.md")
 
 
-def test_docs_writes_markdown_and_docs_tree_only() -> None:
+def test_docs_writes_documentation_and_images_only() -> None:
     policy = build_policy("docs")
     assert policy.allows_writes
-    for path in ("README.md", "guide/intro.mdx", "docs/api/index.html", "./CHANGELOG.md"):
+    for path in ("README.md", "guide/intro.mdx", "docs/api/index.rst", "./CHANGELOG.md",
+                 "docs/book.adoc", "docs/notes.txt", "docs/img/flow.svg", "logo.png"):
         assert policy.permits_write(path), path
-    for path in ("src/app.py", "package.json", "docsx/a.md.txt"):
+    for path in ("src/app.py", "package.json", "docs/api/index.html", "docs/data.json"):
         assert not policy.permits_write(path), path
+
+
+@pytest.mark.parametrize("path", [
+    "docs/conf.py", "docs/conftest.py", "docs/notes.md/conftest.py", "docs/Makefile",
+    "docs/_ext/links.md", "mkdocs.yml", "docs/package.json", ".readthedocs.yaml",
+    "docs/requirements.txt", "CMakeLists.txt", "docs/site.config.mjs",
+])
+def test_docs_never_writes_what_a_docs_toolchain_executes_even_when_widened(path: str) -> None:
+    """The attack: beside a real docs change the agent writes docs/conf.py (Sphinx runs it)
+    and docs/conftest.py (pytest loads it). Widening the preset keeps them out."""
+    for policy in (build_policy("docs"), build_policy("docs", allow=["Write(docs/**)"])):
+        assert not policy.permits_write(path), (path, policy.allow)
+    assert build_policy("docs", allow=["Write(docs/**)"]).permits_write("docs/data.json")
 
 
 def test_edit_writes_anywhere_not_protected() -> None:
@@ -286,7 +300,8 @@ def test_command_reads_env_lists_and_flags_win(
     monkeypatch.setenv("CURSOR_AGENT_ACTION_DENY", "Write(docs/private/**)")
     assert main(["permissions", "--print"]) == 0
     parsed = json.loads(capsys.readouterr().out)
-    assert {"Shell(make)", "Shell(npm)", "Write(docs/**)"} <= set(parsed["permissions"]["allow"])
+    assert {"Shell(make)", "Shell(npm)", "Write(**/*.{png,jpg,jpeg,gif,svg,webp,avif,ico})"} \
+        <= set(parsed["permissions"]["allow"])
     assert "Write(docs/private/**)" in parsed["permissions"]["deny"]
 
     assert main(["permissions", "--print", "--preset", "read-only", "--allow", "Shell(tox)"]) == 0

@@ -158,3 +158,61 @@ def test_a_dirty_tree_gets_the_same_checks(
     code, _ = ws.publish("--allowed-paths", "docs/**")
     assert code == 4
     assert "outside allowed-paths: src/app.py" in error_line(capsys.readouterr().out)
+
+
+def test_a_file_below_a_directory_named_like_an_allowed_pattern_is_refused(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's safe workflow publishes with allowed-paths **/*.md: a Python file under a
+    directory named notes.md (which pytest would load as a conftest) is no Markdown file."""
+    patch = make_patch(agent_tree, tmp_path, {"docs/guide.md": "ok\n",
+                                              "docs/notes.md/conftest.py": "import os\n"})
+    code, _ = ws.publish("--patch-file", str(patch), "--allowed-paths", "**/*.md")
+    assert code == 4
+    line = error_line(capsys.readouterr().out)
+    assert "outside allowed-paths" in line
+    assert "docs/notes.md/conftest.py" in line
+    assert "docs/guide.md" not in line
+    assert ws.gh.requests == []
+
+
+def test_a_bare_directory_name_in_allowed_paths_names_a_file_and_the_error_says_how(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    patch = make_patch(agent_tree, tmp_path, {"docs/guide.md": "ok\n"})
+    code, _ = ws.publish("--patch-file", str(patch), "--allowed-paths", "docs")
+    assert code == 4
+    line = error_line(capsys.readouterr().out)
+    assert "'docs' names files, not what is below a directory of that name: write 'docs/**'" \
+        in line
+    code, out = ws.publish("--patch-file", str(patch), "--allowed-paths", "docs/")
+    assert code == 0, out
+
+
+def test_allowed_files_that_are_usually_executed_are_published_with_a_warning(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A maintainer who widened allowed-paths to docs/** still sees, in the log, the summary
+    and the pull request's body, that the change holds code a docs build or pytest runs."""
+    patch = make_patch(agent_tree, tmp_path, {"docs/guide.md": "ok\n",
+                                              "docs/conf.py": "import os\n",
+                                              "docs/conftest.py": "import os\n"})
+    code, out = ws.publish("--patch-file", str(patch), "--allowed-paths", "docs/**")
+    assert code == 0, out
+    log = capsys.readouterr().out
+    (warning,) = [line for line in log.splitlines() if line.startswith("::warning")]
+    assert "2 file(s) that builds, test runs or docs toolchains usually execute: " \
+           "docs/conf.py, docs/conftest.py" in warning
+    (create,) = ws.gh.requests_to("POST", r"/pulls$")
+    assert create.body["body"].startswith("> [!WARNING]\n> This change holds 2 file(s)")
+    assert "docs/conftest.py" in ws.out.with_suffix(".md").read_text()
+
+
+def test_a_plain_docs_change_with_an_image_carries_no_warning(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    patch = make_patch(agent_tree, tmp_path, {"docs/guide.md": "ok\n", "docs/img/a.png": "PNG"})
+    code, out = ws.publish("--patch-file", str(patch), "--allowed-paths",
+                           "**/*.{md,mdx,rst}\n**/*.{png,jpg,jpeg,gif,svg,webp}")
+    assert code == 0, out
+    assert "::warning" not in capsys.readouterr().out

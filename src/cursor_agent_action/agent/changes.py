@@ -17,6 +17,7 @@ from pathlib import Path
 from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent.box.contract import BoxStatus, Listed
 from cursor_agent_action.agent.permissions import Policy
+from cursor_agent_action.docfiles import usually_executed
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.record import RunRecord
 
@@ -190,10 +191,17 @@ def check_policy(record: RunRecord, policy: Policy) -> list[str]:
         if not path.startswith("/") and not policy.permits_write(path)
     ]
     if denied:
+        executed = usually_executed(denied) if policy.preset == "docs" else []
+        fix = ("Fix: review and revert them before publishing, or allow them explicitly with the "
+               "allow input (e.g. Write(src/**)).")
+        if executed:
+            fix = (f"{listing(executed)}: builds, test runs or docs toolchains execute such "
+                   "files, and the docs preset never writes them. Fix: review and revert them "
+                   "before publishing; for a task that must change them, use permissions: edit "
+                   "with allow tokens naming them.")
         _fail(record, (
             f"The agent changed {len(denied)} file(s) that the {policy.preset} policy does not "
-            f"allow writing: {listing(denied)}. Fix: review and revert them before publishing, "
-            "or allow them explicitly with the allow input (e.g. Write(src/**))."
+            f"allow writing: {listing(denied)}. {fix}"
         ))
     outside = [path for path in record.files_changed if path.startswith("/")]
     if outside:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursor_agent_action.agent.filestate import write_atomic
+from cursor_agent_action.docfiles import doc_globs, executed_globs
 from cursor_agent_action.errors import SetupError, UsageError
-from cursor_agent_action.globs import glob_to_regex
+from cursor_agent_action.globs import covers, names
 from cursor_agent_action.options import add_list, add_option, env_name
 from cursor_agent_action.protected import PROTECTED_DIRS, protected_name
 from cursor_agent_action.runner_io import Runner
@@ -75,8 +76,13 @@ FLOOR: tuple[str, ...] = tuple(
 _READ_ONLY_ALLOW = ("Read(**)", *(f"Shell({word})" for word in _READ_ONLY_SHELL))
 _PRESET_ALLOW: dict[str, tuple[str, ...]] = {
     "read-only": _READ_ONLY_ALLOW,
-    "docs": (*_READ_ONLY_ALLOW, "Write(**/*.md)", "Write(**/*.mdx)", "Write(docs/**)"),
+    "docs": (*_READ_ONLY_ALLOW, *(f"Write({glob})" for glob in doc_globs())),
     "edit": (*_READ_ONLY_ALLOW, "Write(**)"),
+}
+# The docs preset writes documentation, never what a build, a test run or a docs toolchain
+# executes (docfiles.EXECUTED), even where a wider allow (Write(docs/**)) would name it.
+_PRESET_DENY: dict[str, tuple[str, ...]] = {
+    "docs": tuple(f"Write({glob})" for glob in executed_globs()),
 }
 
 _TOKEN = re.compile(r"^(Shell|Read|Write|WebFetch|Mcp)\((.*)\)$", re.DOTALL)
@@ -153,13 +159,18 @@ def _split(token: str) -> tuple[str, str]:
     return kind, rest[:-1]
 
 
-def _matches(kind: str, path: str, tokens: Iterable[str]) -> bool:
-    normalized = path.removeprefix("./")
-    for token in tokens:
-        token_kind, glob = _split(token)
-        if token_kind == kind and glob_to_regex(glob).fullmatch(normalized):
-            return True
-    return False
+def _globs(kind: str, tokens: Iterable[str]) -> list[str]:
+    return [glob for token_kind, glob in map(_split, tokens) if token_kind == kind]
+
+
+def _allows(kind: str, path: str, tokens: Iterable[str]) -> bool:
+    """Whether an allow token of ``kind`` names the file ``path`` (:func:`globs.names`)."""
+    return names(_globs(kind, tokens), path.removeprefix("./"))
+
+
+def _denies(kind: str, path: str, tokens: Iterable[str]) -> bool:
+    """Whether a deny token of ``kind`` covers ``path`` or a directory above it."""
+    return covers(_globs(kind, tokens), path.removeprefix("./"))
 
 
 def _floor_conflict(token: str) -> bool:
@@ -175,7 +186,7 @@ def _floor_conflict(token: str) -> bool:
         named = "/".join("-" if _GLOB_META.search(part) else part for part in arg.split("/"))
         if protected_name(named):
             return True
-    return kind != "Shell" and not _GLOB_META.search(arg) and _matches(kind, arg, FLOOR)
+    return kind != "Shell" and not _GLOB_META.search(arg) and _denies(kind, arg, FLOOR)
 
 
 @dataclass(frozen=True)
@@ -199,7 +210,7 @@ class Policy:
     def permits_write(self, path: str) -> bool:
         """Whether a write to workspace-relative ``path`` is allowed and not denied; never for
         a protected name at any depth, in any case or Unicode form (``docs/.Cursor/x``)."""
-        return (_matches("Write", path, self.allow) and not _matches("Write", path, self.deny)
+        return (_allows("Write", path, self.allow) and not _denies("Write", path, self.deny)
                 and not protected_name(path.removeprefix("./")))
 
     def to_cli_json(self) -> dict[str, object]:
@@ -248,7 +259,8 @@ def build_policy(preset: str, allow: Sequence[str] = (), deny: Sequence[str] = (
     return Policy(
         preset=preset,
         allow=tuple(sorted({*_PRESET_ALLOW[preset], *user_allow})),
-        deny=tuple(sorted({*FLOOR, *closed.values(), *user_deny})),
+        deny=tuple(sorted({*FLOOR, *_PRESET_DENY.get(preset, ()), *closed.values(),
+                           *user_deny})),
     )
 
 

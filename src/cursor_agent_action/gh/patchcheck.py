@@ -5,14 +5,17 @@ index built from HEAD, never to the working tree) and a dirty working tree (read
 :mod:`cursor_agent_action.changeset`, never the repository's index). The tree is then refused,
 with every offending path named, when a change:
 
-- lies outside ``allowed-paths`` (when given);
-- touches a protected path (``protected-paths``; the default names ``.github/``, ``.cursor/``,
+- lies outside ``allowed-paths`` (when given), whose patterns name files
+  (:func:`cursor_agent_action.globs.names`: ``**/*.md`` is no directory named ``notes.md``
+  and nothing below one; ``docs/`` or ``docs/**`` names a directory's contents);
+- touches a protected path (``protected-paths``, which cover what they name and everything
+  below it; the default names ``.github/``, ``.cursor/``,
   ``.claude/``, ``AGENTS.md``, ``CLAUDE.md``, ``.mcp.json`` and ``.cursorrules`` at any depth),
   compared case-folded and normalized (:mod:`cursor_agent_action.protected`: ``.Cursor``,
   a fullwidth dot), or a ``.git*`` name at any depth (``.gitattributes``, ``.gitmodules``,
   ``.GIT/``...: they change how later git commands treat the tree);
 - is a symbolic link, unless ``allow-links``; then every link is followed through the links on
-  its way (:mod:`cursor_agent_action.gh.links`) and refused when it leaves the repository,
+  its way (:mod:`cursor_agent_action.links`) and refused when it leaves the repository,
   loops, or leads into ``.git`` or a protected path;
 - adds, changes or removes a submodule (a gitlink).
 """
@@ -26,8 +29,8 @@ from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
 from cursor_agent_action.errors import GitHubError
-from cursor_agent_action.gh.links import TreeLinks, parse_ls_tree
-from cursor_agent_action.globs import glob_to_regex
+from cursor_agent_action.globs import covers, file_pattern, names, names_directory_only
+from cursor_agent_action.links import TreeLinks, parse_ls_tree
 from cursor_agent_action.protected import fold_path, git_name
 from cursor_agent_action.runner_io import listing
 
@@ -112,15 +115,6 @@ def changes(repo: Path, old_tree: str, new_tree: str) -> list[Change]:
     return found
 
 
-def _regex(pattern: str, *, folded: bool = False) -> re.Pattern[str]:
-    """A glob (permission-token syntax); a trailing ``/`` or a directory covers what is below.
-    ``folded``: for a path folded with :func:`fold_path` (protected paths)."""
-    pattern = pattern.strip().lstrip("/")
-    pattern += "**" if pattern.endswith("/") else ""
-    pattern = fold_path(pattern) if folded else pattern
-    return re.compile(glob_to_regex(pattern).pattern + "(?:/.*)?", re.DOTALL)
-
-
 def tree_links(repo: Path, tree: str) -> TreeLinks:
     """Every link of ``tree`` with its target, and every path in it."""
     raw = _git(repo, "ls-tree", "-r", "-z", "--full-tree", tree, doing="listing the new tree")
@@ -133,23 +127,26 @@ def problems(
 ) -> dict[str, list[str]]:
     """Every refused path, by reason (empty: nothing refused). ``tree`` (the new tree) is read
     when ``allow_links`` and a link changed."""
-    allowed_rx = [_regex(p) for p in allowed if p.strip()]
-    protected_rx = [_regex(p, folded=True) for p in protected if p.strip()]
+    allowed = [p for p in allowed if p.strip()]
+    protected_folded = [fold_path(file_pattern(p)) for p in protected if p.strip()]
     refused: dict[str, list[str]] = {}
 
     def refuse(reason: str, path: str) -> None:
         refused.setdefault(reason, []).append(path.encode("utf-8", "surrogateescape")
                                               .decode("utf-8", "replace"))  # fmt: skip
 
-    def is_protected(path: str) -> bool:
+    def is_protected(path: str) -> bool:  # the path, what is below it, or a directory above
         folded = fold_path(path)
-        return any(rx.fullmatch(folded) or rx.fullmatch(folded + "/-") for rx in protected_rx)
+        return covers(protected_folded, folded) or covers(protected_folded, folded + "/-")
 
     links: TreeLinks | None = None
     for change in found:
         path = change.path
-        if allowed_rx and not any(rx.fullmatch(path) for rx in allowed_rx):
-            refuse("outside allowed-paths", path)
+        if allowed and not names(allowed, path):
+            near = [p.strip() for p in allowed if names_directory_only(p, path)]
+            refuse(f"outside allowed-paths ({near[0]!r} names files, not what is below a "
+                   f"directory of that name: write '{near[0].rstrip('/')}/**' for that)"
+                   if near else "outside allowed-paths", path)
         if is_protected(path):
             refuse("protected paths", path)
         if git_name(path):

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.agent.options import STATE_PREFIX, state_root
+from cursor_agent_action.changeset import ABSENT_MODE
+from cursor_agent_action.docfiles import usually_executed
 from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.gh import gitops, patchcheck, signed
 from cursor_agent_action.gh.api import (
@@ -26,8 +28,9 @@ from cursor_agent_action.gh.api import (
     read_token,
 )
 from cursor_agent_action.gh.bodies import add_body_options, compose_body
+from cursor_agent_action.markdown import inline
 from cursor_agent_action.options import add_flag, add_option, items, lines
-from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.runner_io import Runner, listing
 
 DEFAULT_BRANCH_TEMPLATE = "cursor-agent/{job}/{head_ref}"
 DEFAULT_TITLE = "cursor-agent: changes for {head_ref}"
@@ -178,9 +181,10 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         raise patchcheck.refusal(refused)
     paths = [change.path for change in found]
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
-    body = compose_body(transcript=args.transcript, final_message=args.final_message,
-                        body=args.body, body_file=args.body_file, links=links,
-                        max_chars=COMMENT_LIMIT, redact=runner.redact)
+    note = executed_note(found, runner)
+    body = note + compose_body(transcript=args.transcript, final_message=args.final_message,
+                               body=args.body, body_file=args.body_file, links=links,
+                               max_chars=COMMENT_LIMIT - len(note), redact=runner.redact)
 
     with runner.group(f"publish {len(paths)} changed file(s) to {branch}"):
         runner.untrusted("\n".join(paths))  # names the agent chose: never workflow commands
@@ -197,8 +201,26 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                "pr-number": str(pull.number), "pr-url": pull.html_url}
     runner.set_outputs(outputs)
     runner.append_summary(f"### Published\n\n{len(paths)} changed file(s) on `{branch}`: "
-                          f"[pull request #{pull.number}]({pull.html_url})\n\n")
+                          f"[pull request #{pull.number}]({pull.html_url})\n\n{note}")
     return 0
+
+
+def executed_note(found: list[patchcheck.Change], runner: Runner) -> str:
+    """One warning naming the added or changed files a build, a test run or a docs toolchain
+    usually executes (docfiles.EXECUTED), even though allowed-paths let them through; the same
+    line for the pull request's body and the summary ("" when there are none)."""
+    executed = usually_executed([c.path for c in found if c.new_mode != ABSENT_MODE])
+    if not executed:
+        return ""
+    shown = [p.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+             for p in executed]
+    runner.warning(f"The change holds {len(executed)} file(s) that builds, test runs or docs "
+                   f"toolchains usually execute: {listing(shown)}. allowed-paths lets them "
+                   "through; review them as code before merging (docs/permissions.md lists "
+                   "these names).", title="executable files in the change")
+    return (f"> [!WARNING]\n> This change holds {len(executed)} file(s) that builds, test runs "
+            f"or docs toolchains usually execute: {inline(listing(shown), 1500)}. Review them "
+            "as code.\n\n")
 
 
 def _new_tree(repo: Path, head: str, patch_file: str) -> str:
