@@ -360,3 +360,20 @@ def write_patch(repo: Path, changes: Changeset, destination: Path) -> int:
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
     return len(data)
+
+
+def hash_files(repo: Path, tree: Mapping[str, os.stat_result]) -> dict[str, str]:
+    """Object ids of the regular files and links ``tree`` names (by ``lstat``, relative to
+    ``repo``), written to the object store: only these are read."""
+    return _hash(repo, sorted(tree), dict(tree))
+
+
+def mode_of(info: os.stat_result) -> str:
+    """The git mode of a regular file or link."""
+    return _mode(info)
+
+
+def ignored_of(repo: Path, paths: Iterable[str], *, own_rules: bool = False) -> set[str]:
+    """Which of the new ``paths`` the ignore rules of ``repo`` ignore (``own_rules``: ``repo``
+    is a tree of its own, as the box's real tree, not the one the separate objects are for)."""
+    return _ignored(repo, paths, env={} if own_rules else None)

@@ -312,6 +312,7 @@ def test_a_working_tree_over_the_cap_fails_before_the_agent_starts_without_a_fal
     box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("cursor_agent_action.agent.isolation.BOX_MAX_TREE_BYTES", 4)
+    monkeypatch.setattr("cursor_agent_action.agent.isolation.BOX_MAX_FILES", 2)  # the overlay
     agent = _agent(box, "id -u >> $SEEN/starts")
     code = main(["run", "--agent-bin", str(agent), "--working-directory", str(box.workspace),
                  "--output-file", str(box.base / "outputs.txt"), "--summary-file", os.devnull,

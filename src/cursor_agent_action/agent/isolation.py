@@ -73,7 +73,7 @@ class Isolation:
         """For the log and the job summary."""
         if self.contained:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
-                    "private copy of the repository, home and /tmp)")
+                    "private view of the repository, home and /tmp)")
         return "none (the agent ran as the runner's user)"
 
 
@@ -224,7 +224,9 @@ class ContainmentFailed(SetupError):
     title = "containment failed"
 
     def __init__(self, reason: str, *, cap: bool = False) -> None:
-        fix = ("Make the working tree smaller (the box copies it), e.g. check out fewer files."
+        fix = ("Make the working tree smaller, e.g. check out fewer files (a sparse "
+               f"checkout): the box takes at most {BOX_MAX_FILES:,} files and directories, and "
+               f"copies at most {BOX_MAX_TREE_BYTES >> 30} GiB where it has no overlay."
                if cap else
                "Check that the runner allows root (or passwordless sudo), PID and mount "
                "namespaces; set isolation to none to run uncontained (unsafe).")

@@ -57,7 +57,10 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
 
 def limits_label(ended: AgentExit) -> str:
     status = ended.box.status if ended.box is not None else None
-    return f", {status.limits}" if status is not None and status.limits else ""
+    if status is None:
+        return ""
+    return "".join(f", {part}" for part in (status.limits, status.storage and
+                                            f"the tree: {status.storage}") if part)
 
 
 def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained: bool) -> None:

@@ -381,7 +381,7 @@ def run(spec: BoxSpec, status: Status) -> int:
         reason = answer.partition("setup ")[2].strip() or answer.strip()
         status.write(BoxStatus(False, error=reason or "the agent's namespace ended early"))
         return EXIT_SETUP
-    result = BoxStatus(True, limits=box_limits.label, network=network)
+    result = BoxStatus(True, limits=box_limits.label, storage=copy.note, network=network)
     if "exit" in words and words[words.index("exit") + 1].lstrip("-").isdigit():
         result = replace(result, returncode=_returncode(int(words[words.index("exit") + 1])))
     elif "killed" in words:  # on the helper's order, before the agent's own end was seen

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import subprocess
 from pathlib import Path
 
 from cursor_agent_action import changeset
-from cursor_agent_action.agent.box import gitconfig, home, tree, world
+from cursor_agent_action.agent.box import gitconfig, home, overlay, tree, upper, world
 from cursor_agent_action.agent.box.contract import BoxSpec, Finished, Listed
 from cursor_agent_action.agent.box.user import AgentUser
 
@@ -20,20 +21,101 @@ MAX_PATCH_SOURCE_BYTES = 256 << 20
 
 
 def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
-    """In this program's own mount namespace: the box's storage, the copy, the home."""
+    """In this program's own mount namespace: the box's storage (the overlay over the real
+    tree, else the copy: :func:`_overlay`, :func:`_copy`), the real ``.git`` entries shown
+    read-only over it, the home."""
     caps = spec.limits
     area = Path(spec.box_dir)
     area.mkdir(mode=0o700, exist_ok=True)
     os.chown(area, 0, 0)
     os.chmod(area, 0o700)
     world.make_private()
-    world.tmpfs(str(area), size=str(caps.max_total_bytes + caps.write_bytes), mode=0o700)
+    real = spec.repo_root
+    if spec.storage == "copy":
+        copy = _copy(spec, agent, area, "the copy was asked for (CURSOR_AGENT_ACTION_BOX_STORAGE)")
+    else:
+        found = tree.survey(real, max_entries=caps.max_files)  # the cap before anything costs
+        try:
+            copy = _overlay(spec, agent, area, found)
+        except (overlay.OverlayError, world.WorldError, OSError) as exc:
+            _unmount_all(area)
+            copy = _copy(spec, agent, area, f"no id-mapped overlay here ({exc})")
+    _show_git(spec, area, copy)
+    (area / "objects").mkdir(mode=0o700)  # made now: the agent may fill the tmpfs
+    if spec.git and copy.storage == "copy":  # what the tree lacked when copied is no deletion
+        with contextlib.suppress(changeset.ChangesetError):
+            known = {**changeset.head_tree(area / "tree"), **spec.dirty}
+            copy.absent = [path for path, (mode, _) in known.items()
+                           if mode not in ("160000", changeset.ABSENT_MODE)
+                           and path not in copy.stats]  # fmt: skip
+    store = Path(spec.chats_store)
+    home.make_home(area / "home", agent, dict(spec.home_files),
+                   store if store.is_dir() else None)
+    view = world.World(
+        tree=str(area / "tree"), tree_target=spec.repo_root, home=str(area / "home"),
+        home_target=spec.home, masks=list(spec.masks), tmp_size=str(caps.tmp_bytes),
+        reveals=list(spec.reveals), shares=list(spec.shares), files=dict(spec.files))
+    return view, copy
+
+
+def _unmount_all(area: Path) -> None:
+    """What a failed overlay left mounted in the box's area, unmounted (this namespace only)."""
+    for name in ("tree", "lower", ""):
+        with contextlib.suppress(OSError, world.WorldError):
+            world.unmount(str(area / name) if name else str(area))
+
+
+def _overlay(spec: BoxSpec, agent: AgentUser, area: Path, found: tree.Survey) -> tree.Copy:
+    """The real tree as the lower layer of an overlay at ``area/tree`` (:mod:`.overlay`); the
+    upper and work directories on the box's tmpfs, which holds what the agent writes."""
+    caps = spec.limits
+    world.tmpfs(str(area), size=str(caps.write_bytes), mode=0o700, inodes=caps.max_files)
+    layers = [area / name for name in ("lower", "upper", "work", "tree")]
+    for path in layers:
+        path.mkdir(mode=0o700)
+    lower, written, work, merged = layers
+    info = os.stat(spec.repo_root)
+    os.chown(written, agent.uid, agent.gid)
+    os.chmod(written, stat.S_IMODE(info.st_mode) & 0o1777 | 0o700)
+    overlay.mount_lower(spec.repo_root, str(lower), owner=(info.st_uid, info.st_gid),
+                        agent=(agent.uid, agent.gid))
+    overlay.mount_overlay(str(lower), str(written), str(work), str(merged))
+    for special in found.special:  # fifos, sockets, devices: not in the box, as in the copy
+        with contextlib.suppress(OSError):
+            os.unlink(merged / special)
+    return tree.Copy(git_dirs=found.git_dirs, git_files=found.git_files,
+                     left_out=found.special, storage="overlay",
+                     note=("an id-mapped overlay over the working tree (nothing copied; "
+                           f"{found.entries:,} entries)"))
+
+
+def _copy(spec: BoxSpec, agent: AgentUser, area: Path, why: str) -> tree.Copy:
+    """The private copy of the tree at ``area/tree`` (:mod:`.tree`): the fallback. Its caps
+    are checked from ``lstat`` before anything is copied."""
+    caps = spec.limits
+    tree.survey(spec.repo_root, max_entries=caps.max_files, count_bytes=True,
+                max_file_bytes=caps.max_file_bytes, max_total_bytes=caps.max_total_bytes)
+    world.tmpfs(str(area), size=str(caps.max_total_bytes + caps.write_bytes), mode=0o700,
+                inodes=caps.max_files + (caps.max_files >> 1))
     (area / "tree").mkdir()
     copy = tree.copy_tree(spec.repo_root, str(area / "tree"), agent.uid, agent.gid,
                           max_file_bytes=caps.max_file_bytes,
                           max_total_bytes=caps.max_total_bytes)
+    copy.note = f"a copy of the working tree ({copy.files:,} files): {why}"
+    return copy
+
+
+def _show_git(spec: BoxSpec, area: Path, copy: tree.Copy) -> None:
+    """The real ``.git`` directories and files at their places in the box's tree, read-only,
+    the directories' config files masked (:mod:`.gitconfig`)."""
     masked = area / "git-config"
     masked.mkdir(mode=0o700)
+    for path in copy.git_files if copy.storage == "overlay" else []:
+        fd = os.open(Path(spec.repo_root) / path, os.O_PATH | os.O_NOFOLLOW)
+        try:
+            world.bind(fd, str(area / "tree" / path), read_only=True)
+        finally:
+            os.close(fd)
     for index, git_dir in enumerate(copy.git_dirs):
         source, target = Path(spec.repo_root) / git_dir, area / "tree" / git_dir
         fd = os.open(source, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -51,21 +133,6 @@ def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
                     world.bind(fd, str(config), read_only=True)
                 finally:
                     os.close(fd)
-    if spec.git:  # what the tree lacked when copied is no deletion of the agent's
-        with contextlib.suppress(changeset.ChangesetError):
-            known = {**changeset.head_tree(area / "tree"),
-                     **spec.dirty}
-            copy.absent = [path for path, (mode, _) in known.items()
-                           if mode not in ("160000", changeset.ABSENT_MODE)
-                           and path not in copy.stats]  # fmt: skip
-    store = Path(spec.chats_store)
-    home.make_home(area / "home", agent, dict(spec.home_files),
-                   store if store.is_dir() else None)
-    view = world.World(
-        tree=str(area / "tree"), tree_target=spec.repo_root, home=str(area / "home"),
-        home_target=spec.home, masks=list(spec.masks), tmp_size=str(caps.tmp_bytes),
-        reveals=list(spec.reveals), shares=list(spec.shares), files=dict(spec.files))
-    return view, copy
 
 
 def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
@@ -79,7 +146,8 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
     copied, real = area / "tree", Path(spec.repo_root)
     before = changeset.Baseline(dict(copy.stats), dict(spec.dirty))
     try:
-        (area / "objects").mkdir()
+        # The patch's objects on a tmpfs of their own: the agent may have filled its own.
+        world.tmpfs(str(area / "objects"), size=str(2 * MAX_PATCH_SOURCE_BYTES), mode=0o700)
         # The real repository, named, never found through the copy: its top-level .git may be
         # a file (a worktree's, a submodule's) that the agent replaced with a link to a git
         # directory of its own making.
@@ -88,10 +156,15 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
                                         work_tree=copied):
             # New files the real tree's rules ignore stay in the box too: the copy's own
             # .gitignore files are the agent's to empty, negate or delete.
-            changes = changeset.compute(copied, before, left_out=copy.left_out,
-                                        absent=copy.absent,
+            if copy.storage == "overlay":  # only what the agent wrote is read
+                changes = upper.compute(copied, real, overlay.written(str(area / "upper")),
                                         max_file_bytes=spec.limits.max_file_bytes,
-                                        ignore_as=real)
+                                        left_out=copy.left_out)
+            else:
+                changes = changeset.compute(copied, before, left_out=copy.left_out,
+                                            absent=copy.absent,
+                                            max_file_bytes=spec.limits.max_file_bytes,
+                                            ignore_as=real)
             # A protected name fails the run even when a .gitignore (of the agent's own,
             # ignoring itself) keeps it out of the patch.
             kept = [path for path in [*changes.paths, *changes.ignored_paths]
