@@ -69,6 +69,7 @@ def run_once(repo: Path, base: Path, isolation: str, storage: str) -> dict[str, 
     env = {**os.environ, "RUNNER_TEMP": str(base / "rt"),
            "CURSOR_AGENT_ACTION_AGENT_USER": BENCH_USER,
            "CURSOR_AGENT_ACTION_BOX_STORAGE": storage}
+    (base / "summary.md").unlink(missing_ok=True)  # the helper appends to it
     shmem0 = _shmem_kib()
     peak = {"shmem": 0, "rss": 0}
     started = time.perf_counter()
@@ -77,7 +78,7 @@ def run_once(repo: Path, base: Path, isolation: str, storage: str) -> dict[str, 
          str(base / "agent.sh"), "--working-directory", str(repo), "--prompt", "x",
          "--isolation", isolation, "--preset", "edit", "--output-file", str(base / "out.txt"),
          "--summary-file", str(base / "summary.md")],
-        env=env, stdout=subprocess.DEVNULL, cwd=base)  # fmt: skip
+        env=env, stdout=(base / "log.txt").open("w"), cwd=base)  # fmt: skip
     done = threading.Event()
 
     def watch() -> None:
@@ -101,7 +102,9 @@ def run_once(repo: Path, base: Path, isolation: str, storage: str) -> dict[str, 
     summary = (base / "summary.md").read_text()
     if isolation == "auto" and ("the tree: an id-mapped overlay" in summary) != (
             storage == "auto"):
-        raise SystemExit(f"the {storage} run did not use the storage asked for")
+        warned = [line for line in (base / "log.txt").read_text().splitlines()
+                  if line.startswith("::warning")]
+        raise SystemExit(f"the {storage} run did not use the storage asked for: {warned}")
     return {"s": seconds, "ram_mib": peak["shmem"] / 1024, "rss_mib": peak["rss"] / 1024}
 
 

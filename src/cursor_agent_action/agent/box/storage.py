@@ -85,7 +85,7 @@ def _overlay(spec: BoxSpec, agent: AgentUser, area: Path, found: tree.Survey) ->
             os.unlink(merged / special)
     return tree.Copy(git_dirs=found.git_dirs, git_files=found.git_files,
                      left_out=found.special, storage="overlay",
-                     note=("an id-mapped overlay over the working tree (nothing copied; "
+                     note=("an id-mapped overlay over the repository (nothing copied; "
                            f"{found.entries:,} entries)"))
 
 
@@ -101,7 +101,7 @@ def _copy(spec: BoxSpec, agent: AgentUser, area: Path, why: str) -> tree.Copy:
     copy = tree.copy_tree(spec.repo_root, str(area / "tree"), agent.uid, agent.gid,
                           max_file_bytes=caps.max_file_bytes,
                           max_total_bytes=caps.max_total_bytes)
-    copy.note = f"a copy of the working tree ({copy.files:,} files): {why}"
+    copy.note = f"a copy of the repository ({copy.files:,} files): {why}"
     return copy
 
 
