@@ -73,7 +73,7 @@ ANSWERS: dict[str, tuple[str, dict[str, str]]] = {
     "readme-review": ("README.md agrees with the code next to it: no statement contradicts "
                       "it.", {}),
     "code-review": (review_answer([
-        {"path": "src/cli.py", "line": 1, "severity": "major",
+        {"path": "src/cli.py", "line": 1, "severity": "minor",
          "title": "Callers still read RETRIES",
          "body": "`RETRIES` is gone; keep it as an alias until the callers move.",
          "suggestion": "MAX_RETRIES = RETRIES = 3"},
@@ -142,7 +142,8 @@ def _posted(world: World) -> list[str]:
             continue
         lines.append(f"\n-- {request.method} {request.path}")
         body = request.body if isinstance(request.body, dict) else {}
-        for name in ("title", "head", "base", "event", "labels"):
+        for name in ("title", "head", "base", "event", "labels", "context", "state",
+                     "description"):
             if body.get(name):
                 lines.append(f"{name}: {body[name]}")
         if isinstance(request.body, list):  # labels

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -179,7 +180,35 @@ def test_fifos_and_nested_repositories_are_skipped_not_read(repo: Path) -> None:
     (nested / "x.txt").write_text("x\n")
     changes = changeset.compute(repo, before)  # would block forever reading the fifo
     assert changes.paths == []
-    assert changes.skipped == ["pipe", "vendored"]
+    assert changes.skipped == ["vendored"]
+    assert changes.special == ["pipe"]
+
+
+def test_a_fifo_named_gitignore_is_no_rule_file_and_holds_nothing(repo: Path) -> None:
+    """The agent's ``mkfifo docs/.gitignore``: git's check-ignore read it and waited for a
+    writer forever. The rules are read by us, as regular files only; the fifo is named."""
+    before = changeset.baseline(repo)
+    (repo / "docs").mkdir()
+    os.mkfifo(repo / "docs/.gitignore")
+    os.mkfifo(repo / ".gitattributes")
+    (repo / "docs/new.md").write_text("new\n")
+    start = time.monotonic()
+    changes = changeset.compute(repo, before)
+    changeset.write_patch(repo, changes, repo.parent / "p.patch")
+    assert time.monotonic() - start < 10
+    assert changes.paths == ["docs/new.md"]
+    assert changes.special == [".gitattributes", "docs/.gitignore"]
+
+
+def test_ignore_rules_of_regular_gitignore_files_still_hold(repo: Path) -> None:
+    before = changeset.baseline(repo)
+    (repo / "docs").mkdir()
+    (repo / "docs/.gitignore").write_text("*.log\n")
+    (repo / "docs/a.log").write_text("x\n")
+    os.symlink("/etc/hostname", repo / "docs/sub.gitignore")
+    changes = changeset.compute(repo, before)
+    assert "docs/a.log" in changes.ignored_paths
+    assert "docs/.gitignore" in changes.paths
 
 
 def test_new_ignored_files_stay_out_tracked_ones_do_not(repo: Path) -> None:

@@ -37,13 +37,14 @@ from tests.support.example_world import (
     build_world,
     comment_event,
     git,
+    new_push,
     pull_request_event,
     recorded,
     review_answer,
     serve_standin_cli,
     workflow_run_event,
 )
-from tests.support.github_server import TOKEN
+from tests.support.github_server import TOKEN, Recorded
 
 pytestmark = pytest.mark.act
 
@@ -345,14 +346,25 @@ HOSTILE_FINDING = {
             "[login](https://evil.example) \u202eevil | a |\n|---|"}
 
 
-def _code_review(world: World, number: int, findings: list[dict[str, Any]], record: str
-                 ) -> ActRun:
+STATUS = "cursor-agent-action/review"
+
+
+def _code_review(world: World, number: int, findings: list[dict[str, Any]], record: str, *,
+                 head: str = "", verdict: str = "comment") -> ActRun:
     serve_standin_cli(world.downloads, world.base,
-                      {"answer": review_answer(findings), "record": record})
-    run = world.run("code-review.yml", "pull_request", pull_request_event(world, number))
+                      {"answer": review_answer(findings, verdict=verdict), "record": record})
+    run = world.run("code-review.yml", "pull_request",
+                    pull_request_event(world, number, head_sha=head))
     assert not run.timed_out, run.explain()
     assert run.job_result("agent") == "success", run.explain()
+    assert run.job_result("pending") == "success", run.explain()
     return run
+
+
+def _states(world: World, sha: str) -> list[str]:
+    """The states of the review's status on ``sha``, oldest first."""
+    return [s["state"] for s in world.github.state.statuses
+            if s["_sha"] == sha and s["context"] == STATUS]
 
 
 def test_code_review_posts_one_review_with_comments_on_the_lines_and_replaces_it(
@@ -366,7 +378,9 @@ def test_code_review_posts_one_review_with_comments_on_the_lines_and_replaces_it
     before = len(world.github.requests_to("POST", r"/reviews$"))
     run = _code_review(world, number, [ON_LINE, ON_OLD_LINE, OUTSIDE, HOSTILE_FINDING],
                        "record-review-1.jsonl")
-    assert run.job_result("review") == "success", run.explain()
+    # fail-on: major, and ON_LINE is major: the review is posted, then the job fails.
+    assert run.job_result("review") == "failure", run.explain()
+    assert _states(world, world.head_sha)[-1] == "failure"
     (entry,) = recorded(world, "record-review-1.jsonl")
     prompt = json.dumps(entry["argv"]) + str(entry["stdin"])
     assert "+MAX_RETRIES = 3" in prompt  # the diff, read through the API
@@ -377,7 +391,7 @@ def test_code_review_posts_one_review_with_comments_on_the_lines_and_replaces_it
     assert len(posted) == 1
     review = posted[0].body
     assert review["commit_id"] == world.head_sha
-    assert review["event"] == "COMMENT"
+    assert review["event"] == "REQUEST_CHANGES"
     spots = sorted((c["path"], c["line"], c["side"]) for c in review["comments"])
     assert spots == [("src/cli.py", 1, "LEFT"), ("src/cli.py", 1, "LEFT"),
                      ("src/cli.py", 1, "RIGHT")]
@@ -403,7 +417,7 @@ def test_code_review_posts_one_review_with_comments_on_the_lines_and_replaces_it
     # A new push: the run again, the nit no longer reported.
     run = _code_review(world, number, [ON_LINE, OUTSIDE, HOSTILE_FINDING],
                        "record-review-2.jsonl")
-    assert run.job_result("review") == "success", run.explain()
+    assert run.job_result("review") == "failure", run.explain()
     second = world.github.requests_to("POST", r"/reviews$")[-1].body
     assert second["comments"] == []  # what still holds is not posted twice
     assert "Still open from the earlier review" in second["body"]
@@ -417,12 +431,94 @@ def test_code_review_posts_one_review_with_comments_on_the_lines_and_replaces_it
 
 
 def test_code_review_skips_fork_pull_requests(world: World) -> None:
+    """No job runs, so no status is set: a required status stays "Expected", never green."""
     before = len(world.github.requests)
     run = world.run("code-review.yml", "pull_request",
                     pull_request_event(world, 98, "someone/fork"))
     assert run.returncode == 0, run.explain()
     assert run.job_result("agent") is None
+    assert run.job_result("pending") is None
     assert len(world.github.requests) == before
+
+
+CRITICAL = {"path": "src/cli.py", "line": 1, "severity": "critical",
+            "title": "Every caller breaks", "body": "`RETRIES` is imported by the tests."}
+MINOR = {"path": "src/cli.py", "line": 1, "severity": "minor", "title": "Name it in the docs",
+         "body": "The docs still say `--retries`."}
+
+
+def test_code_review_status_is_failure_for_a_critical_finding_and_a_new_push_gets_its_own(
+    world: World,
+) -> None:
+    """fail-on: major and a critical finding: the head's status ends `failure` (after the
+    pending job's `pending`); the next push, reviewed as approvable, gets `success` on its own
+    commit while the first keeps `failure`."""
+    number = add_review_pull(world)
+    first = new_push(world, number, "first push")
+    run = _code_review(world, number, [CRITICAL], "record-status-1.jsonl", head=first)
+    assert run.job_result("review") == "failure", run.explain()
+    assert _states(world, first) == ["pending", "pending", "failure"]
+    failed = world.github.status_of(first, STATUS)
+    assert failed is not None
+    assert failed["description"] == ("Changes requested, highest critical: 1 critical "
+                                     "(fail-on: major)")
+    assert failed["target_url"] == run.outputs("review", "review")["review-url"]
+    marked = run.outputs("pending", "pending")
+    assert (marked["status-state"], marked["status-sha"]) == ("pending", first)
+    assert marked["review-id"] == ""  # it posted nothing
+    second = new_push(world, number, "second push")
+    run = _code_review(world, number, [MINOR], "record-status-2.jsonl", head=second,
+                       verdict="approve")
+    assert run.job_result("review") == "success", run.explain()
+    assert _states(world, second) == ["pending", "pending", "success"]
+    assert world.github.status_of(second, STATUS)["description"] == (  # type: ignore[index]
+        "Reviewed, highest minor: 1 minor (agent: approve; none at fail-on major)")
+    assert _states(world, first) == ["pending", "pending", "failure"]  # untouched
+
+
+def test_code_review_status_stays_pending_when_the_agent_job_fails(world: World) -> None:
+    number = add_review_pull(world)
+    head = new_push(world, number, "a push the agent fails on")
+    serve_standin_cli(world.downloads, world.base, {
+        "answer": review_answer([]), "crash": {"after": 0, "exit_code": 1, "stderr": "boom"},
+        "record": "record-status-crash.jsonl"})
+    run = world.run("code-review.yml", "pull_request",
+                    pull_request_event(world, number, head_sha=head))
+    assert not run.timed_out, run.explain()
+    assert run.job_result("pending") == "success", run.explain()
+    assert run.job_result("agent") == "failure", run.explain()
+    assert run.job_result("review") in (None, "skipped"), run.explain()
+    assert _states(world, head) == ["pending"]
+
+
+def test_code_review_without_statuses_write_fails_first_naming_the_permission(
+    world: World,
+) -> None:
+    """GitHub answers 403 when the workflow forgot `statuses: write`: the pending job fails
+    with the permission named, and nothing is reviewed."""
+    number = add_review_pull(world)
+    head = new_push(world, number, "a push without the permission")
+    reviews = len(world.github.state.reviews)
+    world.github.withheld[TOKEN] = {"statuses"}
+    try:
+        serve_standin_cli(world.downloads, world.base, {
+            "answer": review_answer([MINOR]), "record": "record-status-403.jsonl"})
+        run = world.run("code-review.yml", "pull_request",
+                        pull_request_event(world, number, head_sha=head))
+    finally:
+        del world.github.withheld[TOKEN]
+    assert not run.timed_out, run.explain()
+    assert run.job_result("pending") == "failure", run.explain()
+    assert run.job_result("review") in (None, "skipped"), run.explain()
+    (log,) = [json.dumps(r) for r in run.records
+              if r.get("jobID") == "pending" and r.get("command") == "error"]
+    assert (f"setting the commit status {STATUS} on {head[:12]} failed: GitHub answered 403 "
+            "(Resource not accessible by integration)") in log
+    assert "Give the job `permissions: statuses: write`" in log
+    refused: list[Recorded] = world.github.requests_to("POST", rf"/statuses/{head}$")
+    assert len(refused) == 1
+    assert _states(world, head) == []
+    assert len(world.github.state.reviews) == reviews
 
 
 # -- ci-fix.yml ---------------------------------------------------------------------------------

@@ -30,13 +30,14 @@ from pathlib import Path
 from types import MappingProxyType
 
 from cursor_agent_action import safegit
+from cursor_agent_action.links import judge, parse_ls_tree
 from cursor_agent_action.options import number_text
+from cursor_agent_action.protected import protected_name
+from cursor_agent_action.worktree import Unread, read_regular, walk
 
 ABSENT_MODE = "000000"
 PATCH_HEADER = b"# cursor-agent-action patch (apply with: git apply --binary)\n"
 StatKey = tuple[int, int, int, int, int]  # mode, size, inode, mtime, ctime
-MAX_PATH_BYTES = 3072
-"""Longer relative paths are not read (Linux takes 4096 bytes for a whole path)."""
 
 
 class ChangesetError(Exception):
@@ -75,10 +76,12 @@ class Changeset:
 
     head: str
     entries: list[Entry]
-    skipped: list[str] = field(default_factory=list)  # nested repositories, fifos, devices
+    skipped: list[str] = field(default_factory=list)  # nested repositories, what is in them
     overlay: dict[str, tuple[str, str]] = field(default_factory=dict)
     too_large: list[str] = field(default_factory=list)  # not read: over the size cap
     ignored_paths: list[str] = field(default_factory=list)  # new files .gitignore keeps out
+    special: list[str] = field(default_factory=list)  # fifos, sockets, devices: never opened
+    too_long: list[str] = field(default_factory=list)  # paths over MAX_PATH_BYTES: not read
 
     @property
     def paths(self) -> list[str]:
@@ -162,39 +165,6 @@ def head_tree(repo: Path) -> dict[str, tuple[str, str]]:
     return entries
 
 
-def _walk(repo: Path, skipped: list[str]) -> dict[str, os.stat_result]:
-    """Regular files and links of the work tree (not ``.git``), by relative path. Directories
-    holding a ``.git`` (nested repositories, submodules) are not entered. Iterative (any depth);
-    a path longer than :data:`MAX_PATH_BYTES` is skipped, not entered."""
-    found: dict[str, os.stat_result] = {}
-    root = str(repo)
-    pending = [""]
-    while pending:
-        prefix = pending.pop()
-        with os.scandir(os.path.join(root, prefix) if prefix else root) as listing:
-            entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]
-        names = {name for name, _ in entries}
-        if prefix and ".git" in names:
-            skipped.append(prefix.rstrip("/"))
-            continue
-        for name, is_dir in entries:
-            if not prefix and name == ".git":
-                continue
-            path = prefix + name
-            if len(_encode(path)) > MAX_PATH_BYTES:
-                skipped.append(path)
-                continue
-            if is_dir:
-                pending.append(path + "/")
-                continue
-            info = os.lstat(os.path.join(root, path))
-            if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
-                found[path] = info
-            else:
-                skipped.append(path)
-    return found
-
-
 def _key(info: os.stat_result) -> StatKey:
     return (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
 
@@ -205,7 +175,7 @@ def baseline(repo: Path) -> Baseline:
     hashing the tree, not with ``git status``: that would run the clean filters a planted
     ``.git/config`` names, and trust an index whose flags can hide a change."""
     head = head_tree(repo)
-    tree = _walk(repo, [])
+    tree = walk(repo, Unread())
     hashed = _hash(repo, sorted(tree), tree)
     state = {path: (_mode(tree[path]), oid) for path, oid in hashed.items()
              if head.get(path) != (_mode(tree[path]), oid)}  # fmt: skip
@@ -257,21 +227,47 @@ def git_dirs(repo: Path) -> tuple[Path, Path]:
     return Path(git_dir), Path(common)
 
 
+def _git_dir_env(repo: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` naming the repository of ``repo`` by ``GIT_DIR`` (as given, or found)."""
+    if "GIT_DIR" in env:
+        return dict(env)
+    out = _git(repo, "rev-parse", "--absolute-git-dir", env=dict(env))
+    return {**env, "GIT_DIR": _decode(out.strip())}
+
+
 def _ignored(repo: Path, paths: Iterable[str], env: dict[str, str] | None = None) -> set[str]:
     """Which of the new ``paths`` the ignore rules of the work tree ``repo`` ignore (its
     ``.gitignore`` files, ``info/exclude``); ``env`` instead of the separate objects' (``{}``:
-    ``repo`` is a tree of its own, as the box's real tree)."""
-    listed = [_encode(path) for path in paths]
+    ``repo`` is a tree of its own, as the box's real tree).
+
+    git never opens a file of ``repo`` here: the ``.gitignore`` files on the way to each path
+    are read by :func:`read_regular` (a fifo the agent named ``.gitignore`` would hold git's
+    read forever; a link, a socket or a device is no rule file either) into a directory of our
+    own, and git checks the paths against that copy."""
+    listed = list(paths)
     if not listed:
         return set()
-    try:
-        done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], repo,
-                           env=_OBJECTS.get() if env is None else env,
-                           input=b"\0".join(listed) + b"\0")
-    except (OSError, safegit.GitNotFound, subprocess.TimeoutExpired) as exc:
-        raise ChangesetError(f"git check-ignore failed: {exc}") from exc
+    git_env = _git_dir_env(repo, _OBJECTS.get() if env is None else env)
+    directories = {""}
+    for path in listed:
+        parts = path.split("/")[:-1]
+        directories.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+    with tempfile.TemporaryDirectory(prefix="caa-ignore-") as rules:
+        for directory in sorted(directories):
+            data = read_regular(os.path.join(repo, directory, ".gitignore"))
+            if data is not None:
+                target = Path(rules, directory)
+                target.mkdir(parents=True, exist_ok=True)
+                (target / ".gitignore").write_bytes(data)
+        try:
+            done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], Path(rules),
+                               env={**git_env, "GIT_WORK_TREE": rules},
+                               input=b"\0".join(map(_encode, listed)) + b"\0")
+        except (OSError, safegit.GitNotFound, subprocess.TimeoutExpired) as exc:
+            raise ChangesetError(f"git check-ignore failed: {exc}") from exc
     if done.returncode not in (0, 1):
-        raise ChangesetError("git check-ignore failed")
+        words = " ".join(done.stderr.decode("utf-8", "replace").split())[:400]
+        raise ChangesetError(f"git check-ignore failed: {words or done.returncode}")
     return {_decode(raw) for raw in done.stdout.split(b"\0") if raw}
 
 
@@ -294,8 +290,8 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
             base.pop(path, None)
         else:
             base[path] = state
-    skipped: list[str] = []
-    tree = _walk(repo, skipped)
+    unread = Unread()
+    tree = walk(repo, unread)
     too_large = sorted(path for path, info in tree.items()
                        if max_file_bytes is not None and stat.S_ISREG(info.st_mode)
                        and info.st_size > max_file_bytes)  # fmt: skip
@@ -308,7 +304,7 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
         candidates = set(tree)
     else:
         candidates = {path for path, info in tree.items() if before.stats.get(path) != _key(info)}
-    inside_nested = tuple(f"{path}/" for path in skipped)
+    inside_nested = tuple(f"{path}/" for path in unread.nested)
     hashed = _hash(repo, sorted(path for path in candidates if path in tree), tree)
     entries: list[Entry] = []
     for path, oid in hashed.items():
@@ -324,7 +320,8 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
     if ignore_as is not None:
         ignored |= _ignored(ignore_as, [path for path in new if path not in ignored], env={})
     entries = sorted((e for e in entries if e.path not in ignored), key=lambda e: e.path)
-    return Changeset(head, entries, sorted(skipped), overlay, too_large, sorted(ignored))
+    return Changeset(head, entries, sorted(unread.nested), overlay, too_large, sorted(ignored),
+                     sorted(unread.special), sorted(unread.too_long))
 
 
 def build_tree(repo: Path, index: dict[str, str], head: str, entries: Iterable[Entry]) -> str:
@@ -340,6 +337,22 @@ def build_tree(repo: Path, index: dict[str, str], head: str, entries: Iterable[E
     return _git(repo, "write-tree", env=index).decode().strip()
 
 
+def links(repo: Path, changes: Changeset) -> tuple[list[str], list[str]]:
+    """The new or changed symbolic links of ``changes``, judged in the tree they make
+    (:func:`cursor_agent_action.links.judge`): ``(refused, kept)``, each ``"path -> target"``.
+    The tree is read from git's objects only (``ls-tree``, ``cat-file``): nothing on disk."""
+    changed = [entry.path for entry in changes.entries if entry.new_mode == "120000"]
+    if not changed:
+        return [], []
+    before = [Entry(path, "", "", mode, oid) for path, (mode, oid) in changes.overlay.items()]
+    with tempfile.TemporaryDirectory(prefix="caa-index-") as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        tree = build_tree(repo, index, changes.head, [*before, *changes.entries])
+    raw = _git(repo, "ls-tree", "-r", "-z", "--full-tree", tree)
+    found = parse_ls_tree(raw, lambda oid: _git(repo, "cat-file", "blob", oid))
+    return judge(found, changed, lambda path: bool(protected_name(path)))
+
+
 def write_patch(repo: Path, changes: Changeset, destination: Path) -> int:
     """Write the binary patch of ``changes``: from the tree before the run to the tree after;
     its size in bytes. The header names the commit; when the tree already differed from it
@@ -349,8 +362,13 @@ def write_patch(repo: Path, changes: Changeset, destination: Path) -> int:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         old_tree = build_tree(repo, index, changes.head, before)
         new_tree = build_tree(repo, index, changes.head, [*before, *changes.entries])
-        patch = _git(repo, "diff", "--binary", "--full-index", "--no-renames", "--no-ext-diff",
-                     "--no-textconv", "--no-color", old_tree, new_tree)
+        # Off the tree: git reads no .gitattributes of the tree (a fifo there would hold it;
+        # a tree-to-tree diff needs none), only the repository's own info/attributes.
+        off_tree = Path(tmp) / "off-tree"
+        off_tree.mkdir()
+        env = {**_git_dir_env(repo, _OBJECTS.get()), "GIT_WORK_TREE": str(off_tree)}
+        patch = _git(off_tree, "diff", "--binary", "--full-index", "--no-renames",
+                     "--no-ext-diff", "--no-textconv", "--no-color", old_tree, new_tree, env=env)
     header = PATCH_HEADER + f"# base: {changes.head}\n".encode()
     if changes.overlay:
         header += (f"# note: {len(changes.overlay)} path(s) already differed from the base "

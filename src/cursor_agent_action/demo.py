@@ -17,9 +17,9 @@ import time
 from importlib import resources
 from pathlib import Path
 
+from cursor_agent_action.agent.cancel import stop_on_signals
 from cursor_agent_action.agent.options import RunOptions
 from cursor_agent_action.agent.permissions import build_policy
-from cursor_agent_action.agent.process import stop_on_signals
 from cursor_agent_action.agent.run import execute
 from cursor_agent_action.agent.standin import write_wrapper
 from cursor_agent_action.gh.gitops import git

@@ -90,3 +90,25 @@ def parse_ls_tree(raw: bytes, read: Callable[[str], bytes]) -> TreeLinks:
         if mode == "120000":
             links[path] = read(oid).decode("utf-8", "surrogateescape")
     return TreeLinks(links, tuple(paths))
+
+
+def judge(tree: TreeLinks, changed: list[str],
+          protected: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """The new or changed links ``changed`` of ``tree``: ``(refused, kept)``, each one
+    ``"path -> target"`` (refused ones with why). A link is refused when its target is absolute,
+    resolves outside the repository, loops, or leads into ``.git`` or a protected path: the run
+    step's rule (the box's finish) and publish's with ``allow-links`` (:func:`TreeLinks.
+    verdict` decides for both)."""
+    refused: list[str] = []
+    kept: list[str] = []
+    for path in sorted(changed):
+        shown = f"{_text(path)} -> {_text(tree.links[path])}"
+        if why := tree.verdict(path, protected):
+            refused.append(f"{shown} ({why})")
+        else:
+            kept.append(shown)
+    return refused, kept
+
+
+def _text(name: str) -> str:
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -172,7 +172,7 @@ def test_fifos_and_devices_are_never_opened(repo: Path, tmp_path: Path) -> None:
     ran = run_in_store(repo, tmp_path / "state", body)
     assert "fifo-seen" not in ran.out
     assert "dev=1" in ran.out
-    assert "mine" in str(ran.status["skipped"])
+    assert "mine" in str(ran.status["special"])
     assert "runner-fifo" not in ran.patch
 
 

@@ -256,3 +256,33 @@ def test_children_started_before_the_agent_are_left_alone(tmp_path: Path) -> Non
         for child in own:
             child.kill()
             child.wait()
+
+
+def test_a_cancelled_job_ends_the_work_before_the_agent_at_once(tmp_path: Path) -> None:
+    """SIGTERM while the helper hashes a large tree before the run (a git child busy for many
+    seconds): the helper ends within 2 s with exit 130, and its git child with it. Before,
+    the signal only set a flag that nothing read until the agent had started."""
+    script = tmp_path / "prerun.py"
+    script.write_text(
+        "import subprocess, sys, threading\n"
+        "from cursor_agent_action.agent.cancel import interruptible, stop_on_signals\n"
+        "with stop_on_signals() as stop:\n"
+        "    try:\n"
+        "        with interruptible(stop):\n"
+        "            child = subprocess.Popen(['sleep', '30'])\n"
+        f"            open({str(tmp_path / 'child')!r}, 'w').write(str(child.pid))\n"
+        "            child.wait()\n"
+        "    except KeyboardInterrupt:\n"
+        "        child.kill(); child.wait()\n"
+        "        sys.exit(130)\n")
+    proc = subprocess.Popen([sys.executable, str(script)])
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "child").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    child = int((tmp_path / "child").read_text())
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 130
+    assert time.monotonic() - start < 2
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)

@@ -472,7 +472,7 @@ def test_changes_outside_the_policy_fail_the_run(
     assert outside.outputs["conclusion"] == "failure"
     assert "the docs policy does not allow writing: src/app.py" in outside.log
     assert "docs/guide.md" not in outside.log.split("does not allow writing")[1]
-    widened = run(tmp_path, workspace, capsys, {"edits": {"src/app.py": "x = 2\n"}},
+    widened = run(tmp_path, workspace, capsys, {"edits": {"src/data.json": "{}\n"}},
                   "--preset", "docs", "--allow", "Write(src/**)")
     assert widened.outputs["conclusion"] == "success"
 
@@ -529,8 +529,9 @@ def test_links_to_devices_and_fifos_do_not_hang_the_git_cross_check(
     result = _run_script(tmp_path, workspace, capsys,
                          "ln -s /dev/zero zero.txt && mkfifo pipe && ln -s missing dangling")
     assert result.outputs["conclusion"] == "failure"  # read-only: these are writes
-    # git lists links (not fifos) as untracked files.
-    assert json.loads(result.outputs["files-changed"]) == ["dangling", "zero.txt"]
+    # A link out of the repository fails the run, and nothing of it comes back.
+    assert "zero.txt -> /dev/zero (leaves the repository)" in result.log
+    assert json.loads(result.outputs["files-changed"]) == []
 
 
 def test_planted_git_config_never_runs_and_is_restored(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterator
@@ -76,19 +77,28 @@ class Env:
                 if c["pull_request_review_id"] == int(review_id)]
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> Iterator[Env]:
+@contextlib.contextmanager
+def open_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture[str]) -> Iterator[Env]:
+    """A pull request with FILES on the loopback API, the runner's variables pointing at it."""
     with GitHubServer(per_page_max=2) as gh:  # pages of 2: every list is read across pages
         for key, value in gh.env(GITHUB_WORKFLOW="Code review", GITHUB_JOB="review").items():
             monkeypatch.setenv(key, value)
         monkeypatch.delenv("GITHUB_EVENT_PATH", raising=False)
         for name in ("FINDINGS", "FINDINGS_FILE", "PR_NUMBER", "MAX_COMMENTS", "FAIL_ON",
-                     "MARKER", "ALLOW_APPROVE", "COMMENT_AUTHOR"):
+                     "MARKER", "ALLOW_APPROVE", "COMMENT_AUTHOR", "STATUS_CONTEXT", "HEAD_SHA",
+                     "MARK_PENDING"):
             monkeypatch.delenv(f"CURSOR_AGENT_ACTION_{name}", raising=False)
         number = gh.add_pull("feature", head_sha="c" * 40)
         gh.set_pull_files(number, FILES)
         yield Env(gh, number, tmp_path / "out.txt", capsys)
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> Iterator[Env]:
+    with open_env(tmp_path, monkeypatch, capsys) as opened:
+        yield opened
 
 
 def test_findings_land_on_their_lines_on_both_sides_renamed_and_deleted_files(env: Env) -> None:
@@ -185,10 +195,17 @@ def test_two_hundred_findings_are_capped_by_max_comments_in_one_request(env: Env
     # The most severe first: 50 critical findings, the first 20 of them on lines.
     assert all("🔴 **critical**" in c["body"] for c in posted["comments"])
     assert "#### More findings (over max-comments)" in posted["body"]
+    # The count is said up front, whether or not every one of them fits in the body.
+    assert "*180 more findings, not placed on lines: see" in posted["body"]
     assert len(posted["body"]) <= 65536
     assert "not shown: over GitHub's size limit" in posted["body"]
     code, out, _ = env.review(answer(*found[:30]), "--max-comments", "3", "--marker", "other")
     assert out["comments-posted"] == "3"
+    assert "*27 more findings, not placed on lines" in env.posted()[1]["body"]
+    code, out, _ = env.review(answer(*found[:4]), "--max-comments", "3", "--marker", "one")
+    assert "*1 more finding, not placed on lines" in env.posted()[2]["body"]
+    code, out, _ = env.review(answer(*found[:3]), "--max-comments", "3", "--marker", "none")
+    assert "not placed on lines" not in env.posted()[3]["body"]
 
 
 HOSTILE = "\n".join([

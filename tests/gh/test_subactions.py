@@ -23,7 +23,7 @@ SUBACTIONS = {
     "gate": ("gate", {"allowed", "reason", "actor", "task", "preset", "pr-number", "head-sha",
                       "head-ref", "base-ref"}),
     "review": ("review", {"review-id", "review-url", "comments-posted", "outside-diff",
-                          "highest-severity"}),
+                          "highest-severity", "status-state", "status-sha"}),
     "pr-context": ("pr-context", {"context-file", "schema-file", "head-sha", "base-sha",
                                   "changed-files", "diff-truncated"}),
 }

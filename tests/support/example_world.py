@@ -158,14 +158,16 @@ def build_world(base: Path) -> Iterator[World]:
         yield World(base, repo, bare, action, github, downloads, main_sha, head_sha)
 
 
-def pull_request_event(world: World, number: int, head_repo: str = REPOSITORY) -> dict[str, Any]:
+def pull_request_event(world: World, number: int, head_repo: str = REPOSITORY,
+                       head_sha: str = "") -> dict[str, Any]:
     repository = {"full_name": REPOSITORY, "name": REPOSITORY.split("/")[1]}
     return {
         "action": "synchronize",
         "number": number,
         "pull_request": {
             "number": number,
-            "head": {"ref": HEAD_REF, "sha": world.head_sha, "repo": {"full_name": head_repo}},
+            "head": {"ref": HEAD_REF, "sha": head_sha or world.head_sha,
+                     "repo": {"full_name": head_repo}},
             "base": {"ref": "main", "sha": world.main_sha, "repo": repository},
         },
         "repository": repository,
@@ -215,8 +217,22 @@ def add_review_pull(world: World) -> int:
     return number
 
 
-def review_answer(findings: list[dict[str, Any]], summary: str = "One rename, one risk."
-                  ) -> str:
+def new_push(world: World, number: int, message: str) -> str:
+    """A new head commit of pull request ``number`` (HEAD_REF's tree, on top of its head), in
+    the user's repository (what checkout serves) and its "GitHub" remote, and the pull
+    request's head in the API moved to it; its changed files stay those of add_review_pull."""
+    pull = world.github.state.pulls[number]
+    sha = git(world.repo, "commit-tree", f"{world.head_sha}^{{tree}}", "-p",
+              str(pull["head"]["sha"]), "-m", message)
+    git(world.repo, "update-ref", f"refs/heads/push-{sha[:12]}", sha)
+    ref = f"refs/heads/push-{sha[:12]}"
+    git(world.bare, "fetch", "-q", str(world.repo), f"{ref}:{ref}")
+    pull["head"]["sha"] = sha
+    return sha
+
+
+def review_answer(findings: list[dict[str, Any]], summary: str = "One rename, one risk.",
+                  verdict: str = "comment") -> str:
     """What the stand-in agent answers in code-review.yml: a report ending in the JSON."""
-    value = {"summary": summary, "verdict": "comment", "findings": findings}
+    value = {"summary": summary, "verdict": verdict, "findings": findings}
     return f"Reviewed the change.\n\n```json\n{json.dumps(value)}\n```"

@@ -67,6 +67,7 @@ class _State:
     diff_too_large: set[int] = field(default_factory=set)  # the diff media type answers 406
     reviews: dict[int, dict[str, Any]] = field(default_factory=dict)
     review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    statuses: list[dict[str, Any]] = field(default_factory=list)  # commit statuses, oldest first
 
 
 class GitHubServer:
@@ -79,6 +80,8 @@ class GitHubServer:
         self.git_dir: Path | None = None  # a bare repository: git refs and GraphQL commits
         self.signed_commits: set[str] = set()  # commits "GitHub" made (and signed)
         self.permissions: dict[str, str] = {}  # login -> collaborator permission
+        # token -> the `permissions:` scopes it lacks (e.g. {"statuses"}): GitHub answers 403
+        self.withheld: dict[str, set[str]] = {}
         # Called with the branch after a ref is created or moved: e.g. a push that races.
         self.after_ref_update: Callable[[str], None] | None = None
         self.state = _State()
@@ -154,6 +157,13 @@ class GitHubServer:
             self.fail(method, path_regex, 429,
                       message="You have exceeded a secondary rate limit.",
                       headers={"retry-after": str(reset_in)}, times=times)
+
+    def status_of(self, sha: str, context: str) -> dict[str, Any] | None:
+        """The newest status of ``context`` on commit ``sha`` (what GitHub shows), or None."""
+        with self._lock:
+            found = [s for s in self.state.statuses
+                     if s["_sha"] == sha and s["context"] == context]
+        return found[-1] if found else None
 
     def requests_to(self, method: str, path_regex: str) -> list[Recorded]:
         pattern = re.compile(path_regex)
@@ -405,7 +415,8 @@ class _Handler(BaseHTTPRequestHandler):
         if token not in gh.tokens | gh.read_only_tokens:
             self._send(401, {"message": "Bad credentials"})
             return
-        if method != "GET" and token in gh.read_only_tokens:
+        if method != "GET" and (token in gh.read_only_tokens or _scope(parsed.path)
+                                in gh.withheld.get(token, set())):
             self._send(403, {"message": "Resource not accessible by integration"})
             return
         if parsed.path == "/graphql" and method == "POST":
@@ -486,7 +497,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> None:
         gh, state = self.gh, self.gh.state
-        if self._git_refs(method, path, body) or _pull_reviews(self, method, path, query, body):
+        if (self._git_refs(method, path, body) or _pull_reviews(self, method, path, query, body)
+                or _statuses(self, method, path, query, body)):
             return
         routes: list[tuple[str, str]] = [
             ("GET", r""), ("GET", r"/pulls"), ("POST", r"/pulls"), ("GET", r"/pulls/(\d+)"),
@@ -596,6 +608,62 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Link"] = f'<{self.gh.api_url}{path}?{next_query}>; rel="next"'
         payload: Any = {"total_count": len(items), wrap: chunk} if wrap else chunk
         self._send(200, payload, headers)
+
+
+def _scope(path: str) -> str:
+    """The ``permissions:`` scope a write to ``path`` needs, where a test can withhold it."""
+    return "statuses" if re.fullmatch(r"/repos/[^/]+/[^/]+/statuses/[^/]+", path) else ""
+
+
+_STATES = ("error", "failure", "pending", "success")
+
+
+def _statuses(handler: _Handler, method: str, path: str, query: dict[str, str],
+              body: Any) -> bool:
+    """Commit statuses: ``POST /statuses/{sha}``, ``GET /commits/{ref}/statuses`` (newest
+    first) and the combined ``GET /commits/{ref}/status``; False for any other path. Checked as
+    GitHub checks them: the state, a description of at most 140 characters, a commit that
+    exists (when the server has a git directory)."""
+    gh = handler.gh
+    made = re.fullmatch(r"/statuses/([^/]+)", path)
+    listed = re.fullmatch(r"/commits/([^/]+)/(statuses|status)", path)
+    if made and method == "POST":
+        sha = urllib.parse.unquote(made[1])
+        problem = ("" if body.get("state") in _STATES else
+                   f"state is not included in the list {list(_STATES)}")
+        if len(body.get("description") or "") > 140:
+            problem = "description is too long (maximum is 140 characters)"
+        if not re.fullmatch(r"[0-9a-f]{40}", sha) or (
+                gh.git_dir is not None and not github_git.commit_exists(gh.git_dir, sha)):
+            problem = f"No commit found for SHA: {sha}"
+        if problem:
+            handler._send(422, {"message": "Validation Failed", "errors": [problem]})
+            return True
+        status_id = next(gh._ids)
+        status = {"id": status_id, "node_id": f"SC_{status_id}", "_sha": sha,
+                  "state": body["state"], "description": body.get("description"),
+                  "target_url": body.get("target_url"),
+                  "context": body.get("context") or "default", "creator": _user(gh.login),
+                  "url": gh._url(f"/statuses/{sha}"), "created_at": _CREATED,
+                  "updated_at": _CREATED}
+        gh.state.statuses.append(status)
+        handler._send(201, {k: v for k, v in status.items() if not k.startswith("_")})
+        return True
+    if not (listed and method == "GET"):
+        return False
+    sha = urllib.parse.unquote(listed[1])
+    mine = [s for s in reversed(gh.state.statuses) if s["_sha"] == sha]
+    if listed[2] == "statuses":
+        handler._page(mine, query)
+        return True
+    latest = list({s["context"]: s for s in reversed(mine)}.values())  # newest per context
+    states = {s["state"] for s in latest}
+    combined = ("failure" if states & {"error", "failure"} else
+                "pending" if not latest or "pending" in states else "success")
+    handler._send(200, {"state": combined, "sha": sha, "total_count": len(latest),
+                        "statuses": [{k: v for k, v in s.items() if not k.startswith("_")}
+                                     for s in latest]})
+    return True
 
 
 def _diff_lines(files: list[dict[str, Any]], path: str) -> dict[tuple[str, int], int]:

@@ -11,7 +11,7 @@ against the policy.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
@@ -20,6 +20,7 @@ from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.docfiles import usually_executed
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.worktree import MAX_PATH_BYTES
 
 PATCH_NAME = "changes.patch"
 
@@ -54,6 +55,8 @@ class Applied:
     notes: list[str]
     error: str = ""  # the patch could not be applied (nothing was)
     refused_count: int = 0
+    links_refused: list[str] = field(default_factory=list)  # "path -> target (why)"
+    links_refused_count: int = 0
 
 
 class ChangeTracker:
@@ -92,11 +95,24 @@ class ChangeTracker:
         skip = {os.path.relpath(path, self.repo) for path in ignore
                 if path.is_relative_to(self.repo)}  # fmt: skip
         changes.entries = [entry for entry in changes.entries if entry.path not in skip]
-        if changes.skipped:
-            record.notes.append(
-                f"{len(changes.skipped)} path(s) are not in the patch: nested git repositories, "
-                f"fifos or devices: {listing([_shown(p) for p in changes.skipped])}.")
+        for paths, what in ((changes.skipped, "nested git repositories (a submodule's "
+                                              "checkout)"),
+                            (changes.special, "fifos, sockets or devices (never opened)"),
+                            (changes.too_long, f"paths longer than {MAX_PATH_BYTES:,} "
+                                               "bytes")):
+            if paths:
+                record.notes.append(f"{len(paths)} path(s) are not in the patch: {what}: "
+                                    f"{listing([_shown(p) for p in paths])}.")
         _cross_check(record, {self._relative(self.repo, entry.path) for entry in changes.entries})
+        try:
+            links_refused, links_kept = changeset.links(self.repo, changes)
+        except changeset.ChangesetError as exc:
+            links_refused, links_kept = [f"(the links could not be read: {exc})"], []
+        if links_kept:
+            record.notes.append(_links_note(links_kept))
+        if links_refused:
+            _fail(record, links_failure(links_refused, len(links_refused),
+                                        contained=self.applied_box))
         patch = patch_dir / PATCH_NAME
         changeset.write_patch(self.repo, changes, patch)
         return Handoff(str(patch), bool(changes.entries))
@@ -116,9 +132,12 @@ class ChangeTracker:
         refused = ([self._relative(self.repo, path) for path in status.protected.paths]
                    if self.repo else [])  # fmt: skip
         count = status.protected.count
+        links_count = status.links_refused.count
         if (self.repo is None or not status.patch or not status.changed
-                or count):  # a protected change fails the run: nothing of it comes back
-            return Applied(refused, notes, refused_count=count)
+                or count or links_count):  # a protected change or a link out fails the run:
+            return Applied(refused, notes, refused_count=count,  # nothing of it comes back
+                           links_refused=list(status.links_refused.paths),
+                           links_refused_count=links_count)
         done = safegit.run(["apply", "--binary", "--whitespace=nowarn", status.patch],
                            self.repo)
         self.applied_box = True  # tried: the tree may have changed, the check must hold
@@ -133,6 +152,11 @@ class ChangeTracker:
         return _shown(os.path.relpath(full, self.workspace).replace(os.sep, "/"))
 
 
+def _links_note(kept: list[str]) -> str:
+    return (f"{len(kept)} symbolic link(s) in the change, each staying inside the repository: "
+            f"{listing(kept)}.")
+
+
 def _left_behind(status: BoxStatus) -> list[str]:
     """The box's notes on what stayed in it: ignored files, files over the size cap, paths
     never copied."""
@@ -141,8 +165,9 @@ def _left_behind(status: BoxStatus) -> list[str]:
         notes.append(f"{status.left_behind} new or changed file(s) that .gitignore ignores were "
                      "left in the box: they never reach the working tree or the patch.")
     kinds: tuple[tuple[Listed, str], ...] = (
-        (status.skipped, "inside nested git repositories (a submodule's checkout), or fifos or "
-                         "devices,"),
+        (status.skipped, "inside nested git repositories (a submodule's checkout)"),
+        (status.special, "that are fifos, sockets or devices (never opened)"),
+        (status.too_long, "with paths longer than 3,072 bytes"),
         (status.too_large_files, "over 100 MiB (apparent size)"),
         (status.left_out, "not copied into the box (over 100 MiB, a path over 3,072 bytes, a "
                           "fifo, socket or device)"))
@@ -216,6 +241,19 @@ def check_policy(record: RunRecord, policy: Policy) -> list[str]:
             record.notes.append(message)
             warnings.append(message)
     return warnings
+
+
+def links_failure(refused: list[str], count: int, *, contained: bool) -> str:
+    """The run's failure for links that leave the repository or lead into ``.git``."""
+    where = ("They, and every other change of this run, stayed in the box: the working tree and "
+             "the patch have none of them." if contained else
+             "The agent ran uncontained, so they are in the working tree now: remove them before "
+             "any later step reads it.")
+    return (f"The agent made {count} symbolic link(s) that leave the repository or lead into "
+            f".git: {listing(refused)}. A later step reading the tree (a docs build, an "
+            f"upload, a comment) would read the runner's files through them. {where} Fix: "
+            "review what the agent ran (the transcript); links must stay inside the "
+            "repository.")
 
 
 def _fail(record: RunRecord, message: str) -> None:

@@ -5,7 +5,7 @@ box, what stayed there; and the failures that outweigh the agent's own conclusio
 from __future__ import annotations
 
 from cursor_agent_action.agent.box.gitconfig import persisted_credentials
-from cursor_agent_action.agent.changes import Applied, ChangeTracker
+from cursor_agent_action.agent.changes import Applied, ChangeTracker, links_failure
 from cursor_agent_action.agent.process import AgentExit
 from cursor_agent_action.runner_io import Runner, listing
 from cursor_agent_action.stream.record import RunRecord
@@ -36,10 +36,14 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
             "stderr and the transcript; a box killed for memory needs a smaller task."))
         return
     if status is not None and status.patch_error:
-        fail_run(record, (
-            f"The agent's changes could not be computed in its box ({status.patch_error}); "
-            "none were brought back. Fix: is the working directory a git work tree with a "
-            "commit? A read-only run needs none."))
+        error = status.patch_error
+        fix = ("Fix: is the working directory a git work tree with a commit? A read-only run "
+               "needs none." if "git" in error else
+               "Fix: a change that large, or that many files, needs a smaller task." if "over "
+               in error else "")
+        fail_run(record, " ".join(filter(None, (
+            f"The agent's changes could not be computed in its box ({error}); none were "
+            "brought back.", fix))))
     if applied is None:
         return
     record.notes.extend(applied.notes)
@@ -53,6 +57,9 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
             "change of this run, stayed in the box: the working tree and the patch have none of "
             "them. Fix: review what the agent "
             "ran (the transcript); such files are changed by people, not by the agent."))
+    if applied.links_refused_count:
+        fail_run(record, links_failure(applied.links_refused, applied.links_refused_count,
+                                       contained=True))
 
 
 def limits_label(ended: AgentExit) -> str:

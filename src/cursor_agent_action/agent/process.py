@@ -26,10 +26,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import IO, Protocol, cast
 
 from cursor_agent_action.agent.box.net import notices
@@ -81,22 +80,6 @@ class AgentExit:
     transcript_error: str = ""  # why the transcript file is incomplete, "" when it is whole
     box: BoxResult | None = None  # contained: what the box reported
     box_error: str = ""  # contained: why the box ended without a proper status (fails closed)
-
-
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
-    """Turn SIGTERM/SIGINT (job cancelled) into an event the run loop checks; restore after."""
-    stop = threading.Event()
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield stop
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -186,6 +169,30 @@ def _stop(proc: subprocess.Popen[bytes], jail: Jail | None, sig: int) -> None:
         _signal_group(proc.pid, sig)
     else:
         Jail.send(proc.stdin, b"T" if sig == signal.SIGTERM else b"K")
+
+
+def _wait_for_box(proc: subprocess.Popen[bytes], jail: Jail | None, stop: threading.Event,
+                  kill_grace_s: float) -> None:
+    """Until the process (a contained agent's box: it makes the patch before it exits) is gone.
+    A cancelled job (``stop``, now or while we wait) closes the box's control pipe: the box
+    drops its patch and ends within moments; one that is late past its limit is terminated."""
+    deadline = time.monotonic() + (kill_grace_s if jail is None else JAIL_EXIT_WAIT_S)
+    cancelled = False
+    while proc.poll() is None:
+        if jail is not None and not cancelled and stop.is_set():
+            cancelled = True
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+            deadline = min(deadline, time.monotonic() + kill_grace_s)
+        if time.monotonic() >= deadline:
+            break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.05)
+    if proc.poll() is None and jail is not None:  # late: ended (sudo passes SIGTERM on to it)
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=kill_grace_s)
 
 
 def _jail_env() -> dict[str, str]:
@@ -348,6 +355,9 @@ def run_agent_process(
                 kill_at = min(kill_at or float("inf"), now + kill_grace_s)
             if kill_at is not None and now >= kill_at:
                 break
+            if jail is not None and not selector.get_map():
+                break  # the box closes the agent's output once its namespace is gone: what
+                # is left is the box's finish, which _wait_for_box waits for (or stops)
             timers = [t - now for t in (term_at, kill_at) if t is not None]
             if not ended_by:
                 timers.append(deadline - now)
@@ -376,13 +386,7 @@ def run_agent_process(
     finally:
         # Whatever happened, nothing the agent started outlives the run.
         _stop(proc, jail, signal.SIGKILL)
-        try:  # contained: the box makes the patch before it exits; wait for that too
-            proc.wait(timeout=kill_grace_s if jail is None else JAIL_EXIT_WAIT_S)
-        except subprocess.TimeoutExpired:
-            if jail is not None:  # the box is late: ended (sudo passes SIGTERM on to it)
-                proc.terminate()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=kill_grace_s)
+        _wait_for_box(proc, jail, stop, kill_grace_s)
         if proc.stdin is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()

@@ -24,6 +24,7 @@ from cursor_agent_action import safegit
 from cursor_agent_action.agent import cli_sandbox
 from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
 from cursor_agent_action.agent.box.net import notices as net_notices
+from cursor_agent_action.agent.cancel import interruptible, stop_on_signals
 from cursor_agent_action.agent.changes import (
     Applied,
     ChangeTracker,
@@ -65,7 +66,7 @@ from cursor_agent_action.agent.plan import (
     make_box,
     prompt_argument,
 )
-from cursor_agent_action.agent.process import AgentExit, run_agent_process, stop_on_signals
+from cursor_agent_action.agent.process import AgentExit, run_agent_process
 from cursor_agent_action.agent.repo_config import PolicyGuard
 from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
 from cursor_agent_action.agent.structured import instruction
@@ -207,7 +208,8 @@ def execute(
     with contextlib.suppress(safegit.GitNotFound):
         safegit.git_executable()
     started = time.monotonic()
-    tracker = ChangeTracker(options.workspace)
+    with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
+        tracker = ChangeTracker(options.workspace)
     warn_persisted_credentials(tracker, runner, box.isolation.contained)
     file_commands = snapshot_file_commands(environ)
     git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}

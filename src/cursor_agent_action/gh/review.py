@@ -11,6 +11,9 @@ its finding. The newest earlier review of ours (by marker and ``comment-author``
 comments are still live; one whose finding still holds on the same line is kept (listed in
 the new body, not posted again), the others are minimized as outdated (GraphQL
 ``minimizeComment``), and the earlier review's body is replaced by a link to the new one.
+
+The commit status (:mod:`status`) goes on the commit the agent reviewed: ``pending`` before the
+review is posted, then ``failure`` or ``success``; ``--mark-pending`` only sets ``pending``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import github
 
 from cursor_agent_action.errors import EXIT_RUN_FAILED, ActionError, UsageError
 from cursor_agent_action.gh import findings as findings_mod
+from cursor_agent_action.gh import status as status_mod
 from cursor_agent_action.gh.api import (
     Context,
     GitHub,
@@ -89,6 +93,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                "marker", default_help="'<workflow>/<job>' from GITHUB_WORKFLOW and GITHUB_JOB")
     add_option(parser, "--comment-author", default=DEFAULT_AUTHOR,
                help="login the token acts as; only its reviews are taken for ours")
+    add_option(parser, "--status-context", default=status_mod.DEFAULT_CONTEXT,
+               help="the commit status set on the reviewed commit (pending, then failure or "
+               "success), for branch protection to require; 'none' sets no status")
+    add_option(parser, "--head-sha", default="", help="commit the status is set on",
+               default_help="the head of the triggering pull request event, else the pull "
+               "request's head now")
+    add_flag(parser, "--mark-pending", default=False,
+             help="only set the status to pending and stop (the first job of a review "
+             "workflow, so a run that fails or is skipped later leaves it pending)")
     add_token_option(parser)
 
 
@@ -100,8 +113,13 @@ class Earlier:
 
 def command(args: argparse.Namespace, runner: Runner) -> int:
     ctx = Context.from_env()
-    answer = findings_mod.load(args.findings, args.findings_file)
+    context = status_mod.context_name(args.status_context)
     number = pr_number(args.pr_number, ctx)
+    reviewed = status_mod.reviewed_commit(args.head_sha, ctx, number)
+    if args.mark_pending:
+        return _mark_pending(args, ctx, number=number, context=context, reviewed=reviewed,
+                             runner=runner)
+    answer = findings_mod.load(args.findings, args.findings_file)
     fail_rank = _fail_rank(args.fail_on)
     head = marker_line("review:" + (" ".join(args.marker.split()) or default_marker()))
     author = args.comment_author.strip().casefold()
@@ -110,9 +128,11 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                          f"Give the login the token acts as (GITHUB_TOKEN: {DEFAULT_AUTHOR}).")
     token = read_token(args.token_env, ctx, runner)
     gh = GitHub(ctx, token, log=runner.log)
-    pull = gh.repo.get_pull(number)
-    head_sha = gh.call(f"reading pull request #{number}", lambda: str(pull.head.sha),
-                       permission="pull-requests: read")
+    pull, head_sha = _head(gh, number)
+    reviewed = reviewed or head_sha
+    if context:  # before anything is posted: a token that may not set it fails here
+        status_mod.set_status(gh, context, status_mod.pending(reviewed, ctx.run_url,
+                                                              waiting=False))
     diff = read_diff(gh, pull, number)
     placed, outside = place(answer.findings, diff)
     placed.sort(key=lambda p: p.finding.rank)  # stable: the agent's order within a severity
@@ -130,6 +150,12 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                       {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES})
     review = _post(gh, number, head_sha, parts, inline, prose=prose, event=event,
                    runner=runner)
+    final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),
+                               str(review["html_url"]))
+    if context:  # the review is posted: what follows only tidies the earlier one
+        status_mod.set_status(gh, context, final)
+        runner.log(f"commit status {context} on {reviewed}: {final.state} "
+                   f"({final.description})")
     for comment in gone:
         _minimize(gh, comment, runner)
     for old in earlier.reviews:
@@ -139,7 +165,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     runner.set_outputs({
         "review-id": str(review["id"]), "review-url": str(review["html_url"]),
         "comments-posted": str(posted), "outside-diff": str(len(outside)),
-        "highest-severity": answer.highest()})
+        "highest-severity": answer.highest(),
+        "status-state": final.state if context else "", "status-sha": reviewed})
     runner.log(f"review {review['html_url']}: {posted} comment(s) on lines, {len(kept)} kept "
                f"from the earlier review, {len(outside)} outside the diff, {len(over_cap)} "
                f"over max-comments; {len(gone)} earlier comment(s) minimized")
@@ -150,6 +177,32 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
             f"requests changes: {review['html_url']}.",
             "Address the findings and push, or raise fail-on.")
     return 0
+
+
+def _mark_pending(args: argparse.Namespace, ctx: Context, *, number: int, context: str,
+                  reviewed: str, runner: Runner) -> int:
+    """Only the pending status, at the start of a review workflow."""
+    if not context:
+        raise UsageError("mark-pending sets a commit status, but status-context is none.",
+                         "Remove status-context: none, or the mark-pending step.")
+    if args.findings.strip() or args.findings_file.strip():
+        raise UsageError("mark-pending takes no findings: it only marks the commit pending.",
+                         "Give findings to the review step after the agent's job, not to the "
+                         "mark-pending step.")
+    gh = GitHub(ctx, read_token(args.token_env, ctx, runner), log=runner.log)
+    if not reviewed:  # not a pull request event: the pull request's head now
+        reviewed = _head(gh, number)[1]
+    status_mod.set_status(gh, context, status_mod.pending(reviewed, ctx.run_url, waiting=True))
+    runner.set_outputs({"status-state": "pending", "status-sha": reviewed})
+    runner.log(f"commit status {context} on {reviewed}: pending until the review finishes")
+    return 0
+
+
+def _head(gh: GitHub, number: int) -> tuple[Any, str]:
+    """The pull request and its head commit now."""
+    pull = gh.repo.get_pull(number)
+    return pull, gh.call(f"reading pull request #{number}", lambda: str(pull.head.sha),
+                         permission="pull-requests: read")
 
 
 def read_diff(gh: GitHub, pull: Any, number: int) -> DiffMap:

@@ -98,6 +98,10 @@ def review_body(parts: BodyParts, prose: Prose) -> str:
            "### Code review", prose.render(answer.summary) or "*(no summary)*",
            f"**Findings:** {counts or 'none'}" + (f" · {parts.event_note}"
                                                    if parts.event_note else "")]
+    if parts.over_cap:
+        count = len(parts.over_cap)
+        out.append(f"*{count} more finding{'s' if count != 1 else ''}, not placed on lines: "
+                   "see \"More findings\" below.*")
     footer = f"\n\n[Workflow run]({parts.run_url})" if parts.run_url else ""
     budget = BODY_LIMIT - 2000 - len(footer)
     sections: list[tuple[str, list[tuple[Finding, str]]]] = [

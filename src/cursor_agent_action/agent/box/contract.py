@@ -121,9 +121,12 @@ class BoxStatus:
     changed: int = 0
     protected: Listed = Listed()
     too_large_files: Listed = Listed()
-    skipped: Listed = Listed()
+    skipped: Listed = Listed()  # inside nested repositories
+    special: Listed = Listed()  # fifos, sockets, devices: never opened
+    too_long: Listed = Listed()  # paths over 3,072 bytes: not read
     left_out: Listed = Listed()
     left_behind: int = 0  # new or changed files .gitignore ignores, kept in the box
+    links_refused: Listed = Listed()  # "path -> target (why)": links out of the repository
 
     def to_json(self) -> dict[str, Any]:
         return {"version": VERSION, **asdict(self)}
@@ -135,7 +138,8 @@ class BoxStatus:
             return data
         short = BoxStatus(self.started, self.returncode, self.error[:4096], self.too_large,
                           self.limits, self.storage, None, self.patch, self.patch_error[:4096],
-                          self.changed, Listed((), self.protected.count))
+                          self.changed, Listed((), self.protected.count),
+                          links_refused=Listed((), self.links_refused.count))
         return json.dumps(short.to_json(), ensure_ascii=True).encode()
 
     @classmethod
@@ -164,8 +168,11 @@ class Finished:
     protected: Listed = Listed()
     too_large_files: Listed = Listed()
     skipped: Listed = Listed()
+    special: Listed = Listed()
+    too_long: Listed = Listed()
     left_out: Listed = Listed()
     left_behind: int = 0
+    links_refused: Listed = Listed()
 
     def into(self, status: BoxStatus) -> BoxStatus:
         return replace(status, **{f.name: getattr(self, f.name) for f in fields(self)})
@@ -185,7 +192,8 @@ class Finished:
 
 def _lists(body: dict[str, Any]) -> None:
     """The :class:`Listed` fields of ``body``, from their JSON, in place."""
-    for name in ("protected", "too_large_files", "skipped", "left_out"):
+    for name in ("protected", "too_large_files", "skipped", "special", "too_long", "left_out",
+                 "links_refused"):
         if name in body:
             value = body[name]
             body[name] = Listed(tuple(str(p) for p in value["paths"]), int(value["count"]))

@@ -9,7 +9,9 @@ Over its memory limit the kernel's OOM killer ends a process of the box, never t
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,10 +57,13 @@ class Limits:
             resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
 
     def remove(self) -> None:
-        """Remove the cgroup once its processes are gone (bounded wait)."""
+        """Remove the cgroup: what is still in it (only the box's processes ever are) is
+        killed, then the directories go once the kernel has let those processes go (bounded
+        wait)."""
         deadline = time.monotonic() + _REMOVE_WAIT_S
         for directory in reversed(self.directories):
             while True:
+                _kill_members(directory)
                 try:
                     directory.rmdir()
                     break
@@ -68,6 +73,16 @@ class Limits:
                     if time.monotonic() > deadline:
                         break
                     time.sleep(0.02)
+
+
+def _kill_members(directory: Path) -> None:
+    try:
+        members = (directory / "cgroup.procs").read_text(encoding="ascii").split()
+    except OSError:
+        return
+    for pid in members:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
 
 
 def _write(path: Path, value: str) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cursor_agent_action.agent.box.world import MS_NODEV, MS_NOSUID, WorldError, mount
+from cursor_agent_action.worktree import MAX_PATH_BYTES
 
 SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442  # x86_64 and aarch64 alike
 OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC = 1, 0o2000000
@@ -35,8 +36,6 @@ MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV, MOUNT_ATTR_IDMAP = 1, 2,
 CLONE_NEWUSER = 0x10000000
 OPTIONS = "redirect_dir=off,metacopy=off,index=off,xino=off,uuid=off"
 OPAQUE = "trusted.overlay.opaque"
-MAX_PATH_BYTES = 3072
-"""As :data:`cursor_agent_action.agent.box.tree.MAX_PATH_BYTES`: longer paths are skipped."""
 
 
 class OverlayError(Exception):
@@ -147,14 +146,15 @@ def _opaque(path: str) -> bool:
 class Written:
     """What the upper directory holds, by repository path: files and links new or changed,
     entries deleted (whiteouts), directories made anew over a deleted one (opaque: nothing
-    below them in the lower layer is seen), and what cannot be in a patch (fifos, sockets,
-    paths too long)."""
+    below them in the lower layer is seen), and what cannot be in a patch: fifos, sockets
+    (``special``, never opened) and paths too long to read."""
 
     files: dict[str, os.stat_result] = field(default_factory=dict)
     dirs: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     opaque: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    special: list[str] = field(default_factory=list)
+    too_long: list[str] = field(default_factory=list)
     entries: int = 0
 
 
@@ -172,7 +172,7 @@ def written(upper: str) -> Written:
             path = prefix + name
             found.entries += 1
             if len(os.fsencode(path)) > MAX_PATH_BYTES:
-                found.skipped.append(path)
+                found.too_long.append(path)
                 continue
             info = os.lstat(os.path.join(upper, path))
             if stat.S_ISDIR(info.st_mode):
@@ -185,5 +185,5 @@ def written(upper: str) -> Written:
             elif is_whiteout(info):
                 found.deleted.append(path)
             else:
-                found.skipped.append(path)
+                found.special.append(path)
     return found

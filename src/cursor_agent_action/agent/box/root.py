@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.agent.box import (
+    finish,
     gitconfig,
     home,
     limits,
@@ -51,13 +52,7 @@ from cursor_agent_action.agent.box import (
     tree,
     world,
 )
-from cursor_agent_action.agent.box.contract import (
-    BoxSpec,
-    BoxStatus,
-    ContractError,
-    Finished,
-    Listed,
-)
+from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
 from cursor_agent_action.agent.box.net import netns, notices
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
 from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
@@ -66,8 +61,6 @@ from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 EXIT_SETUP = 125
-FINISH_LIMIT_S = 240
-"""The patch and the chats after the run, at most (the helper waits 300 s for the box)."""
 STATUS_BYTES = 256 * 1024
 """The status file's size, made and filled by the helper before the box starts."""
 _POLL_S = 0.2
@@ -274,42 +267,6 @@ def _read_init(report: int, timeout_s: float = 30.0) -> tuple[int | None, bytes]
     return None, answer
 
 
-def _finish_bounded(spec: BoxSpec, copy: tree.Copy,
-                    box_limits: limits.Limits) -> Finished:
-    """:func:`storage.finish` (the patch, the chats) in a child process inside the box's
-    cgroup (its memory limit holds for our git too) and within :data:`FINISH_LIMIT_S`: what it
-    reports, or why it could not."""
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - a forked child, reported through the pipe
-        try:
-            os.close(read_end)
-            os.setpgid(0, 0)
-            with contextlib.suppress(OSError):
-                box_limits.enter(os.getpid())
-            signal.alarm(FINISH_LIMIT_S)
-            data = json.dumps(storage.finish(spec, copy).to_json()).encode()
-            while data:
-                data = data[os.write(write_end, data):]
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    answer = b""
-    while chunk := os.read(read_end, 65536):
-        answer += chunk
-    os.close(read_end)
-    _, code = os.waitpid(child, 0)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child, signal.SIGKILL)  # git it started, if it was cut short
-    with contextlib.suppress(ValueError, ContractError):
-        return Finished.from_json(json.loads(answer))
-    how = (f"signal {os.WTERMSIG(code)}" if os.WIFSIGNALED(code) else
-           f"code {os.WEXITSTATUS(code)}")  # fmt: skip
-    return Finished(patch_error=f"making the patch ended with {how} (over "
-                                        f"{FINISH_LIMIT_S} s, or out of the box's memory)",
-                            left_out=Listed.of(copy.left_out))
-
-
 def _enter_network(spec: BoxSpec) -> BoxNetwork | None:
     """With a network policy in the spec: this thread in the box's new network namespace, the
     wall's sockets bound there, its first refusals reported live into ``network_events``."""
@@ -327,16 +284,46 @@ def _returncode(status: int) -> int:
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
+class Stopped(Exception):
+    """This program got SIGTERM (the helper gave up waiting, or the job was cancelled)."""
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise Stopped
+
+
 def run(spec: BoxSpec, status: Status) -> int:
-    """Prepare, run and finish (see the module docstring); the exit code of this program."""
+    """Prepare, run and finish (see the module docstring); the exit code of this program.
+    SIGTERM, in any phase, ends it within moments: what it started is killed, the cgroup
+    removed, and the status says it was stopped (never that the agent did not start, once it
+    may have)."""
+    state: dict[str, Any] = {"limits": None, "net": None}
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        return _run(spec, status, state)
+    except Stopped:
+        if state["net"] is not None:
+            with contextlib.suppress(Exception):
+                state["net"].finish()
+        if state["limits"] is not None:
+            state["limits"].remove()  # kills what is left in it: the agent's, the finish's
+        # "started": a stopped box is never a reason to run the agent another way
+        status.write(BoxStatus(True, error="the box was stopped (SIGTERM) before it finished"))
+        return EXIT_SETUP
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(spec: BoxSpec, status: Status, state: dict[str, Any]) -> int:
     box_limits: limits.Limits | None = None
     net: BoxNetwork | None = None
     try:
         agent = agent_user(spec.user)
         _check(_libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
         view, copy = storage.prepare(spec, agent)
-        box_limits = limits.create(f"caa-box-{os.getpid()}", spec.limits.memory_bytes)
-        net = _enter_network(spec)
+        box_limits = state["limits"] = limits.create(f"caa-box-{os.getpid()}",
+                                                     spec.limits.memory_bytes)
+        net = state["net"] = _enter_network(spec)
     except (SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
             gitconfig.GitConfigError, OSError, KeyError, ValueError, TypeError) as exc:
         if net is not None:
@@ -389,7 +376,7 @@ def run(spec: BoxSpec, status: Status) -> int:
     else:
         result = replace(result, error=answer.strip() or
                          "the agent's namespace ended without a status")
-    result = _finish_bounded(spec, copy, box_limits).into(result)
+    result = finish.bounded(spec, copy, box_limits).into(result)
     box_limits.remove()
     status.write(result)
     return 0

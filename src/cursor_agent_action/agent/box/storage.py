@@ -175,6 +175,9 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
             inside = tuple(f"{path}/" for path in tree.nested_repositories(copy))
             changes.skipped += [e.path for e in changes.entries if e.path.startswith(inside)]
             changes.entries = [e for e in changes.entries if not e.path.startswith(inside)]
+            # A link that leaves the repository (or leads into .git) fails the run: a later
+            # step reading the real tree would read the runner's files through it.
+            links_refused, _ = changeset.links(copied, changes)
             size = sum(os.lstat(copied / e.path).st_size for e in changes.entries
                        if not e.deleted)  # fmt: skip
             if size > MAX_PATCH_SOURCE_BYTES:
@@ -187,5 +190,6 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
         return Finished(patch_error=str(exc), left_out=left_out)
     return Finished(patch=str(patch), changed=len(changes.entries), protected=Listed.of(kept),
                     too_large_files=Listed.of(changes.too_large),
-                    skipped=Listed.of(changes.skipped), left_out=left_out,
-                    left_behind=changes.ignored)
+                    skipped=Listed.of(changes.skipped), special=Listed.of(changes.special),
+                    too_long=Listed.of(changes.too_long), left_out=left_out,
+                    left_behind=changes.ignored, links_refused=Listed.of(links_refused))

@@ -83,7 +83,6 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
     head = changeset.head_commit(merged)
     head_state = changeset.head_tree(merged)
     base = RealTree(real)
-    skipped = list(wrote.skipped)
     never = set(left_out)
     deleted: set[str] = set()
     for path in [*wrote.deleted, *wrote.files]:
@@ -137,5 +136,5 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
     ignored = changeset.ignored_of(merged, added)
     ignored |= changeset.ignored_of(real, [p for p in added if p not in ignored], own_rules=True)
     entries = [entry for entry in entries if entry.path not in ignored]
-    return changeset.Changeset(head, entries, sorted(skipped), overlay, sorted(too_large),
-                               sorted(ignored))
+    return changeset.Changeset(head, entries, [], overlay, sorted(too_large), sorted(ignored),
+                               special=sorted(wrote.special), too_long=sorted(wrote.too_long))

@@ -1,0 +1,176 @@
+"""The box's file exits, attacked as a hostile pull request's agent would (issue 32): what it
+makes is handed to a reader outside only when we wrote and checked it. Each test failed on the
+code before its fix.
+
+- links out of the repository (to the runner's file commands, /proc/self/environ, the runner's
+  ~/.bashrc) landed silently in the real tree, for a later step to read through;
+- a fifo named ``.gitignore`` (or ``.gitattributes``) in the agent's copy held root's git for the
+  whole 240 s finish limit, and the run then failed with a misleading reason;
+- the root side outlived a helper that was stopped, and left its cgroup behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.agent.box.limits import CGROUP_ROOT
+from tests.support.box import Box
+from tests.support.box import agent as _agent
+from tests.support.box import run as _run
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not sys.platform.startswith("linux"),
+    reason="the box runs as root on Linux (CI here is root)",
+)
+
+
+def _cgroup_paths(name: str) -> list[Path]:
+    """Where a box cgroup called ``name`` would be, v2 or v1."""
+    return [CGROUP_ROOT / name, CGROUP_ROOT / "memory" / name, CGROUP_ROOT / "pids" / name]
+
+
+def _agent_cgroup(box: Box) -> str:
+    """The box cgroup the agent ran in (it wrote /proc/self/cgroup into SEEN)."""
+    names = {part for line in (box.seen / "cgroup").read_text().splitlines()
+             for part in line.split("/") if part.startswith("caa-box-")}
+    assert len(names) == 1, names
+    return names.pop()
+
+
+def _root_sides(box: Box) -> list[str]:
+    """Root-side box processes of this test (their spec is in this test's runner temp)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and str(box.runner_temp) in Path(f"/proc/{pid}/cmdline").read_text():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def test_links_out_of_the_repository_fail_the_run_and_nothing_lands(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's three links, beside an ordinary docs change: the run fails naming each link
+    and its target, and none of them (nor the docs change) reaches the real tree."""
+    body = ("mkdir -p docs; echo changed >> README.md; "
+            "ln -s ../../runner-temp/_runner_file_commands/set_env docs/notes.md; "
+            "ln -s /proc/self/environ docs/environ.md; "
+            "ln -s ../../../runner-home/.bashrc docs/rc.md")
+    out = _run(box, capsys, body, "--preset", "docs")
+    assert out["conclusion"] == "failure", out["log"]
+    for link, target in (("docs/notes.md", "../../runner-temp/_runner_file_commands/set_env"),
+                         ("docs/environ.md", "/proc/self/environ"),
+                         ("docs/rc.md", "../../../runner-home/.bashrc")):
+        assert f"{link} -> {target} (leaves the repository)" in out["log"]
+        assert not os.path.lexists(box.workspace / link)
+    assert "3 symbolic link(s) that leave the repository" in out["summary"]
+    assert (box.workspace / "README.md").read_text() == "# demo\n"
+
+
+def test_a_link_into_git_fails_the_run(box: Box, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _run(box, capsys, "ln -s ../.git/config src/cfg.md", "--preset", "edit")
+    assert out["conclusion"] == "failure", out["log"]
+    assert "src/cfg.md -> ../.git/config (leads into .git)" in out["log"]
+    assert not os.path.lexists(box.workspace / "src/cfg.md")
+
+
+def test_a_link_inside_the_repository_comes_back_and_is_named(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _run(box, capsys, "ln -s ../README.md src/readme.md", "--preset", "edit")
+    assert out["conclusion"] == "success", out["log"]
+    assert os.readlink(box.workspace / "src/readme.md") == "../README.md"
+    assert "1 symbolic link(s) in the change, each staying inside the repository: " \
+           "src/readme.md -&gt; ../README.md." in out["summary"]
+
+
+def test_links_out_of_an_uncontained_run_fail_it_too(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the box the links are already in the tree: the run fails, naming them, so no
+    later step of a green job reads through them."""
+    out = _run(box, capsys, "ln -s /proc/self/environ environ.md", "--preset", "edit",
+               "--isolation", "none")
+    assert out["conclusion"] == "failure", out["log"]
+    assert "environ.md -> /proc/self/environ (leaves the repository)" in out["log"]
+    assert "remove them before any later step reads it" in out["log"]
+
+
+@pytest.mark.parametrize("special", ["docs/.gitignore", ".gitignore", "docs/.gitattributes"])
+def test_a_fifo_where_root_reads_costs_the_run_no_more_than_moments(
+    box: Box, capsys: pytest.CaptureFixture[str], special: str
+) -> None:
+    """``mkfifo docs/.gitignore`` held root's ``git check-ignore`` until the 240 s finish limit;
+    a fifo named ``.gitattributes`` held its ``git diff`` the same way. The new file beside it
+    still comes back, and the fifo is named as a fifo."""
+    start = time.monotonic()
+    normal = _run(box, capsys, "mkdir -p docs; echo new > docs/other.md", "--preset", "edit")
+    plain_s = time.monotonic() - start
+    assert normal["conclusion"] == "success", normal["log"]
+    (box.workspace / "docs/other.md").unlink()
+    start = time.monotonic()
+    out = _run(box, capsys, f"mkdir -p docs; rm -f {special}; mkfifo {special}; "
+                            "echo new > docs/new.md", "--preset", "edit")
+    fifo_s = time.monotonic() - start
+    assert out["conclusion"] == "success", out["log"]
+    assert (box.workspace / "docs/new.md").read_text() == "new\n"
+    assert "fifos, sockets or devices (never opened)" in out["summary"]
+    assert special in out["summary"]
+    assert fifo_s < plain_s + 3, (fifo_s, plain_s)
+
+
+def test_the_root_side_ends_with_a_stopped_helper_and_leaves_no_cgroup(
+    box: Box, tmp_path: Path
+) -> None:
+    """SIGTERM to the helper while root's finish is busy (the agent left a huge change to
+    hash): the helper and every root-side process end within seconds, and no caa-box cgroup
+    is left. Before, the finish child outlived the helper (parent 1) until its own alarm."""
+    body = (f"cat /proc/self/cgroup > {box.seen}/cgroup; mkdir -p big; i=0; "
+            "while [ $i -lt 60 ]; do head -c 4000000 /dev/urandom > big/f$i.bin; i=$((i+1)); "
+            f"done; touch {box.seen}/written")
+    script = _agent(box, body)
+    log = tmp_path / "helper.log"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    helper = subprocess.Popen(
+        [sys.executable, "-m", "cursor_agent_action", "run", "--agent-bin", str(script),
+         "--working-directory", str(box.workspace), "--output-file", str(tmp_path / "o.txt"),
+         "--summary-file", str(tmp_path / "s.md"), "--prompt", "go", "--preset", "edit",
+         "--timeout-minutes", "2"],
+        env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (box.seen / "written").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (box.seen / "written").exists(), log.read_text()[-3000:]
+        time.sleep(0.3)  # the agent has ended: root's finish is hashing 240 MB
+        assert _root_sides(box), "the box ended before the test could stop it"
+        os.kill(helper.pid, signal.SIGTERM)
+        stopped = time.monotonic()
+        helper.wait(timeout=30)
+        took = time.monotonic() - stopped
+    finally:
+        if helper.poll() is None:
+            os.killpg(helper.pid, signal.SIGKILL)
+            helper.wait(timeout=10)
+    assert took < 5, took
+    deadline = time.monotonic() + 5
+    while _root_sides(box) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _root_sides(box) == []
+    assert [p for p in _cgroup_paths(_agent_cgroup(box)) if p.exists()] == []
+
+
+def test_a_finished_run_leaves_no_cgroup(box: Box, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _run(box, capsys, f"cat /proc/self/cgroup > {box.seen}/cgroup; echo x > new.md",
+               "--preset", "edit")
+    assert out["conclusion"] == "success", out["log"]
+    assert [p for p in _cgroup_paths(_agent_cgroup(box)) if p.exists()] == []
