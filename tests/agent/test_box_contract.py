@@ -27,7 +27,7 @@ def _spec() -> BoxSpec:
     return BoxSpec(user="u", argv=("/bin/agent", "-p"), env={"A": "b"}, cwd="/w", repo_root="/w",
                    home="/h", box_dir="/s/box", chats_store="/s/chats", status_file="/s/st",
                    patch_file="/s/p", network_events="/s/ev", limits=LIMITS,
-                   masks=("/m",), dirty={"a.txt": ("100644", "0" * 40)},
+                   masks=("/m",),
                    network=NetPolicy((Rule("*.cursor.sh", (443,), "default"),)),
                    storage="copy", owner=(1000, 1000))
 

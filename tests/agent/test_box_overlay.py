@@ -8,6 +8,7 @@ small caps, as the agent's user.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -229,3 +230,31 @@ def test_root_finds_real_entries_without_following_a_link_of_the_real_tree(repo:
     assert stat.S_ISLNK(info.st_mode)
     assert real.lstat("src/app.py") is not None
     assert real.files_below("src") == ["src/app.py"]
+
+
+@pytest.mark.parametrize("storage", ["auto", "copy"])
+def test_a_contained_run_hashes_nothing_of_the_tree_in_the_helper(
+    box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, storage: str,
+) -> None:
+    """The helper neither hashes the whole tree before a contained run nor walks it after: the
+    box's patch is made against the tree as it stands, and the run's changes are the paths the
+    box's patches touched, from their state before (a change made before the run stays the
+    base, never the agent's). Failed before: the helper's baseline hashed every file."""
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the helper read the whole tree")
+
+    monkeypatch.setattr("cursor_agent_action.changeset.baseline", refused)
+    monkeypatch.setattr("cursor_agent_action.changeset.compute", refused)
+    if storage == "copy":
+        monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_STORAGE", "copy")
+    (box.workspace / "README.md").write_text("# demo\nbefore the run\n")
+    (box.workspace / "notes.txt").write_text("untracked, before the run\n")
+    out = _run(box, capsys, "echo by the agent >> README.md; echo n > src/new.txt",
+               "--preset", "edit")
+    assert out["conclusion"] == "success", out["log"] + out["summary"]
+    assert json.loads(out["files-changed"]) == ["README.md", "src/new.txt"]
+    patch = Path(out["patch-file"]).read_text()
+    assert "+by the agent" in patch
+    assert "+before the run" not in patch
+    assert "notes.txt" not in patch
+    assert (box.workspace / "README.md").read_text() == "# demo\nbefore the run\nby the agent\n"

@@ -250,11 +250,11 @@ def jail_for(
     argv: Sequence[str], env: Mapping[str, str], masks: Sequence[Path],
     reveals: Sequence[Path] = (), shares: Sequence[Path] = (),
     files: Mapping[str, str | None] | None = None,
-    dirty: Mapping[str, tuple[str, str]] | None = None, git: bool = True,
+    git: bool = True,
     network: NetPolicy | None = None, storage: str = "auto",
 ) -> Jail:
     """The box that runs ``argv`` in ``cwd`` as the agent user, on its own view of the work
-    tree at ``repo_root`` (``dirty``: its paths already unlike HEAD, as the patch's base)."""
+    tree at ``repo_root``."""
     prompt = state_dir / "prompt.md"
     spec = BoxSpec(
         user=isolation.agent_user, argv=tuple(argv), env=dict(env), cwd=str(cwd),
@@ -271,6 +271,6 @@ def jail_for(
         reveals=tuple(sorted({str(path) for path in reveals})),
         shares=tuple(sorted({str(path) for path in shares if path.is_dir()})),
         files={str(prompt): str(prompt)} if prompt.exists() else {},
-        dirty=dict(dirty or {}), git=git, network=network, storage=storage,
+        git=git, network=network, storage=storage,
     )
     return Jail(isolation, state_dir, spec)

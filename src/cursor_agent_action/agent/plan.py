@@ -66,8 +66,8 @@ class Box:
     home: Path | None = None
     masks: list[Path] = dataclasses.field(default_factory=list)
 
-    def jail(self, options: RunOptions, argv: Sequence[str], repo_root: Path | None,
-             dirty: Mapping[str, tuple[str, str]]) -> Jail | None:
+    def jail(self, options: RunOptions, argv: Sequence[str],
+             repo_root: Path | None) -> Jail | None:
         """A fresh box for one start of the agent (None: not contained), on a private copy of
         the work tree at ``repo_root`` (the working directory when it is no repository)."""
         if not self.isolation.contained or self.home is None:
@@ -88,7 +88,7 @@ class Box:
                         cwd=options.workspace.resolve(), home=self.home,
                         argv=[str(agent), *argv[1:]], env=self.env, masks=self.masks,
                         reveals=[_cli_install(agent)], shares=_shares(), files=files,
-                        dirty=dirty, git=repo_root is not None,
+                        git=repo_root is not None,
                         network=options.net_policy if walled else None,
                         storage=os.environ.get(STORAGE_VARIABLE, "") or "auto")
 

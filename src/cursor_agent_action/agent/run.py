@@ -104,7 +104,7 @@ def _attempt(
         ended = run_agent_process(
             argv, cwd=options.workspace, env=box.env, sink=processor, runner=runner,
             transcript=options.transcript, stop=stop,
-            jail=box.jail(options, argv, tracker.repo, tracker.dirty),
+            jail=box.jail(options, argv, tracker.repo),
             timeout_s=options.timeout_minutes * 60 if timeout_s is None else timeout_s,
             append=append,
         )
@@ -209,7 +209,7 @@ def execute(
         safegit.git_executable()
     started = time.monotonic()
     with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
-        tracker = ChangeTracker(options.workspace)
+        tracker = ChangeTracker(options.workspace, contained=box.isolation.contained)
     warn_persisted_credentials(tracker, runner, box.isolation.contained)
     file_commands = snapshot_file_commands(environ)
     git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
@@ -228,6 +228,8 @@ def execute(
                     or exc.cap):
                 raise
             box = _uncontained(options, runner, environ, Isolation(False, why_not=exc.reason))
+            with interruptible(stop):  # the real tree is the agent's now: its base, hashed
+                tracker.uncontained()
             runner.log(f"Isolation: {box.isolation.label}.")
             attempt -= 1
             continue

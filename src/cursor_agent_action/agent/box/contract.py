@@ -60,7 +60,6 @@ class BoxSpec:
     reveals: tuple[str, ...] = ()
     shares: tuple[str, ...] = ()
     files: Mapping[str, str] = field(default_factory=dict)
-    dirty: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     git: bool = True
     network: NetPolicy | None = None
     storage: str = "auto"
@@ -84,7 +83,6 @@ class BoxSpec:
             return replace(
                 spec, argv=tuple(map(str, spec.argv)), masks=tuple(spec.masks),
                 reveals=tuple(spec.reveals), shares=tuple(spec.shares),
-                dirty={str(p): (str(m), str(o)) for p, (m, o) in dict(spec.dirty).items()},
                 owner=(int(spec.owner[0]), int(spec.owner[1])))
         except (KeyError, TypeError, ValueError) as exc:
             raise ContractError(f"the box's spec is not of version {VERSION}: {exc}") from exc

@@ -41,10 +41,19 @@ def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
             _unmount_all(area)
             copy = _copy(spec, agent, area, f"no id-mapped overlay here ({exc})")
     _show_git(spec, area, copy)
-    (area / "objects").mkdir(mode=0o700)  # made now: the agent may fill the tmpfs
-    if spec.git and copy.storage == "copy":  # what the tree lacked when copied is no deletion
+    # The patch's objects on a tmpfs of their own, made now: the agent may fill its own.
+    (area / "objects").mkdir(mode=0o700)
+    world.tmpfs(str(area / "objects"), size=str(2 * MAX_PATCH_SOURCE_BYTES), mode=0o700)
+    if spec.git and copy.storage == "copy":
         with contextlib.suppress(changeset.ChangesetError):
-            known = {**changeset.head_tree(area / "tree"), **spec.dirty}
+            # The copy's base: what of the real tree already differed from HEAD (hashed
+            # here, for the fallback only: the overlay's patch needs no base but the tree).
+            git_dir, common = changeset.git_dirs(Path(real))
+            with changeset.separate_objects(area / "objects", common / "objects",
+                                            git_dir=git_dir, work_tree=Path(real)):
+                copy.dirty = changeset.baseline(Path(real)).dirty
+            # What the tree lacked when copied is no deletion.
+            known = {**changeset.head_tree(area / "tree"), **copy.dirty}
             copy.absent = [path for path, (mode, _) in known.items()
                            if mode not in ("160000", changeset.ABSENT_MODE)
                            and path not in copy.stats]  # fmt: skip
@@ -144,10 +153,8 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
     if not spec.git:
         return Finished(left_out=left_out)
     copied, real = area / "tree", Path(spec.repo_root)
-    before = changeset.Baseline(dict(copy.stats), dict(spec.dirty))
+    before = changeset.Baseline(dict(copy.stats), dict(copy.dirty))
     try:
-        # The patch's objects on a tmpfs of their own: the agent may have filled its own.
-        world.tmpfs(str(area / "objects"), size=str(2 * MAX_PATCH_SOURCE_BYTES), mode=0o700)
         # The real repository, named, never found through the copy: its top-level .git may be
         # a file (a worktree's, a submodule's) that the agent replaced with a link to a git
         # directory of its own making.

@@ -62,6 +62,7 @@ class Copy:
     git_files: list[str] = field(default_factory=list)  # ".git" files, shown read-only
     storage: str = "copy"  # or "overlay" (:mod:`.overlay`): the tree is not copied
     note: str = ""  # which storage, and why: one line for the summary
+    dirty: dict[str, tuple[str, str]] = field(default_factory=dict)  # the copy's base
 
 
 def nested_repositories(copy: Copy) -> list[str]:
