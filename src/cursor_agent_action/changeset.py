@@ -395,3 +395,20 @@ def ignored_of(repo: Path, paths: Iterable[str], *, own_rules: bool = False) -> 
     """Which of the new ``paths`` the ignore rules of ``repo`` ignore (``own_rules``: ``repo``
     is a tree of its own, as the box's real tree, not the one the separate objects are for)."""
     return _ignored(repo, paths, env={} if own_rules else None)
+
+
+def head_entries(repo: Path, paths: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """``path -> (mode, oid)`` in HEAD of the files and links among ``paths`` (only these are
+    listed: a run that touched a few paths of a large tree reads no more of it)."""
+    listed = sorted(set(paths))
+    entries: dict[str, tuple[str, str]] = {}
+    for start in range(0, len(listed), 500):  # bounded command lines
+        out = _git(repo, "ls-tree", "-z", "--full-tree", "HEAD", "--",
+                   *listed[start:start + 500], env={"GIT_LITERAL_PATHSPECS": "1"})
+        for record in out.split(b"\0"):
+            if record:
+                meta, _, path = record.partition(b"\t")
+                mode, kind, oid = meta.decode().split(" ")
+                if kind != "tree":
+                    entries[_decode(path)] = (mode, oid)
+    return entries

@@ -198,7 +198,7 @@ def _touched_changes(repo: Path, touched: dict[str, tuple[str, str]]) -> changes
     """The run's changes when only the box's patches changed the tree: each path they touched,
     from its state before the first to its state now (nothing else is read)."""
     head = changeset.head_commit(repo)
-    head_state = changeset.head_tree(repo)
+    head_state = changeset.head_entries(repo, touched)
     real = RealTree(repo)
     now: dict[str, os.stat_result] = {}
     for path in touched:

@@ -81,7 +81,6 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
     already differed from it), as :func:`cursor_agent_action.changeset.compute` reports them:
     only new files that neither the merged tree's nor the real tree's rules ignore."""
     head = changeset.head_commit(merged)
-    head_state = changeset.head_tree(merged)
     base = RealTree(real)
     never = set(left_out)
     deleted: set[str] = set()
@@ -114,6 +113,7 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
                 before[path] = info
     # An untracked file the real tree's rules ignore was never part of its state (as in the
     # helper's baseline): its deletion is none, a file there is new (and ignored).
+    head_state = changeset.head_entries(merged, set(new_files) | deleted)
     untracked = [path for path in before if path not in head_state]
     for path in changeset.ignored_of(real, untracked, own_rules=True):
         del before[path]
