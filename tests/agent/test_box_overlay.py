@@ -55,8 +55,7 @@ def test_the_agent_s_changes_come_back_from_the_overlay_and_from_the_copy(
     refuses the rename: mv copies and deletes), a deletion: the same patch either way, and the
     summary says which storage held the tree and why."""
     _commit_file(box, "gone.txt", "bye\n")
-    if storage == "copy":
-        monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_STORAGE", "copy")
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_STORAGE", storage)  # whatever the suite forces
     out = _run(box, capsys, EDITS, "--preset", "edit")
     assert out["conclusion"] == "success", out["log"] + out["summary"]
     status = set(_git(box, "status", "--porcelain").splitlines())
@@ -245,8 +244,7 @@ def test_a_contained_run_hashes_nothing_of_the_tree_in_the_helper(
 
     monkeypatch.setattr("cursor_agent_action.changeset.baseline", refused)
     monkeypatch.setattr("cursor_agent_action.changeset.compute", refused)
-    if storage == "copy":
-        monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_STORAGE", "copy")
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_STORAGE", storage)
     (box.workspace / "README.md").write_text("# demo\nbefore the run\n")
     (box.workspace / "notes.txt").write_text("untracked, before the run\n")
     out = _run(box, capsys, "echo by the agent >> README.md; echo n > src/new.txt",
