@@ -3,16 +3,23 @@ what it did: each job's result and job summary, and every comment, review and pu
 created, with its text.
 
     .venv/bin/python scripts/try_example.py docs-update [--keep DIR] [--answer TEXT]
-    .venv/bin/python scripts/try_example.py --workflow PATH --event NAME [--event-file FILE]
+    .venv/bin/python scripts/try_example.py --workflow PATH [--event NAME] [--event-file FILE]
+    (in your repository) /path/to/cursor-agent-action/.venv/bin/python \
+        /path/to/cursor-agent-action/scripts/try_example.py --workflow .github/workflows/X.yml \
+        [--repo PATH] [--base BRANCH] [--head BRANCH] [--log FILE] [--cli-path CLI]
 
 The wiring is the test suite's (``tests/support/example_world.py``): this checkout as the
 action (at whatever ref the workflow names it), a loopback GitHub REST API, a loopback CLI
-download server whose package is the stand-in CLI, a small repository with a pull request that
-renames a flag, and stand-ins for actions/checkout and the artifact actions. The stand-in agent
-answers as the workflow asks: it updates docs/usage.md where the preset allows writes, explains
-the failed CI run on ``workflow_run`` (or fixes the failing test, with the ``edit`` preset), and
-reviews otherwise (the pull request, or a README against its code). Nothing reaches the
-network and no account is needed. See docs/local-testing.md.
+download server whose package is the stand-in CLI, and stand-ins for actions/checkout and the
+artifact actions. The repository is yours when the script is started in a git repository other
+than this checkout, or given ``--repo``: a pull request from your current branch (``--head``)
+into your default branch (``--base``), and the stand-in answers about that diff
+(``tests/support/your_world.py``). Otherwise it is the sample: a small repository with a pull
+request that renames a flag. The stand-in agent answers as the workflow asks: it updates a
+Markdown file where the preset allows writes, explains the failed CI run on ``workflow_run``
+(or fixes the failing test, with the ``edit`` preset), and reviews otherwise (the pull
+request, or a README against its code). Nothing reaches the network and no account is needed,
+unless ``--cli-path`` runs the real CLI with your CURSOR_API_KEY. See docs/local-testing.md.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -28,14 +36,17 @@ from typing import Any
 
 import yaml
 
+from cursor_agent_action.lint import check
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the repository's own tests.support
 
-from tests.support.act import ActRun  # noqa: E402
+from tests.support.act import REPOSITORY, ActRun  # noqa: E402
 from tests.support.example_world import (  # noqa: E402
     HEAD_REF,
     TEST_AFTER,
     USAGE_AFTER,
+    CliPackageError,
     World,
     add_failed_run,
     add_review_pull,
@@ -43,8 +54,19 @@ from tests.support.example_world import (  # noqa: E402
     comment_event,
     pull_request_event,
     review_answer,
+    serve_cli,
     serve_standin_cli,
     workflow_run_event,
+)
+from tests.support.your_world import (  # noqa: E402
+    Failure,
+    WorldError,
+    YourPull,
+    answers,
+    build_your_world,
+    find_pull,
+    read_failure,
+    toplevel,
 )
 
 # The event each example runs on.
@@ -110,17 +132,21 @@ def _kind(workflow: dict[str, Any], event: str) -> str:
         "readme-review")
 
 
-def _payload(world: World, event: str, workflow: dict[str, Any]) -> dict[str, Any]:
+def _payload(world: World, event: str, workflow: dict[str, Any], pull: YourPull | None,
+             *, log: bytes, failure: Failure) -> dict[str, Any]:
     """An event of kind ``event`` shaped like GitHub's, with what it refers to in the world:
     a pull request from the head branch (and a failed CI run of it, a comment command)."""
-    if _kind(workflow, event) == "code-review":  # the pull request's files and diff too
+    if pull is not None:  # yours: its files and diff, as GitHub lists them
+        number = world.github.add_pull(world.head_ref, world.base_ref, head_sha=world.head_sha)
+        world.github.set_pull_files(number, pull.files)
+    elif _kind(workflow, event) == "code-review":  # the pull request's files and diff too
         number = add_review_pull(world)
     else:
         number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
     if event.startswith("pull_request"):
         return pull_request_event(world, number)
     if event == "workflow_run":
-        run_id = add_failed_run(world, FAILED_LOG, pull_numbers=(number,))
+        run_id = add_failed_run(world, log, pull_numbers=(number,), step=failure.step)
         return workflow_run_event(world, run_id, pull_numbers=(number,))
     if event == "issue_comment":
         world.github.permissions["maintainer"] = "write"
@@ -187,22 +213,44 @@ def _act_errors(run: ActRun) -> list[str]:
     return [line.strip() for line in said if line.strip()][:10]
 
 
+def _job_errors(run: ActRun, job: str) -> list[str]:
+    """What act and the job's steps said went wrong in ``job``: each failed step with the last
+    lines it printed, and act's own error lines."""
+    records = [r for r in run.records if r.get("jobID") == job]
+    said: list[str] = []
+    for index, record in enumerate(records):
+        if record.get("stepResult") == "failure":
+            printed = [line.strip() for r in records[:index]
+                       if r.get("raw_output") and r.get("stepID") == record.get("stepID")
+                       for line in str(r.get("msg", "")).splitlines() if line.strip()]
+            said += [str(record.get("msg", "")).strip(), *(f"  {x}" for x in printed[-6:])]
+        elif record.get("level") in ("error", "fatal"):
+            said.append(str(record.get("msg", "")).strip())
+    return [line[:300] for line in dict.fromkeys(said) if line.strip()][-16:]
+
+
 def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
     """Per job (and matrix leg) its result and summary, the jobs that did not run, then what
     was posted."""
     ran = legs(run)
     lines = [f"act exited with {run.returncode} in {run.duration_s:.0f} s"]
     if not ran and run.returncode != 0:
-        triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare on as true
-        names = ([triggers] if isinstance(triggers, str) else list(triggers or []))
+        names = _triggers(workflow)
         lines += ["act ran no job:", *(f"  {line}" for line in _act_errors(run)),
-                  f"The workflow runs on: {', '.join(map(str, names)) or 'nothing'} "
+                  f"The workflow runs on: {', '.join(names) or 'nothing'} "
                   "(--event names one of them)."]
         return lines
     for job, label, records in ran:
         lines.append(f"\n== job {label}: {records.job_result(job) or 'not run'}")
         summary = records.summary(job).strip()
-        lines.append(summary or "(no job summary)")
+        result = records.job_result(job)
+        if summary:
+            lines.append(summary)
+        elif result not in ("success", None) and (errors := _job_errors(records, job)):
+            lines += ["(no job summary) act and the job's steps said:",
+                      *(f"  {line}" for line in errors)]
+        else:
+            lines.append("(no job summary)")
     seen = {job for job, _, _ in ran}
     for job in workflow.get("jobs") or {}:
         if str(job) not in seen:
@@ -214,51 +262,135 @@ def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
     return lines + posted
 
 
-def main(argv: list[str] | None = None) -> int:
+def _triggers(workflow: dict[str, Any]) -> list[str]:
+    """The events the workflow runs on, in the order it lists them."""
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare on as true
+    return [triggers] if isinstance(triggers, str) else [str(t) for t in triggers or []]
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("example", nargs="?", choices=sorted(EXAMPLES),
                         help="an example of examples/, by name")
     parser.add_argument("--workflow", metavar="PATH", help="any workflow file instead")
-    parser.add_argument("--event", help="the event it runs on (with --workflow), e.g. "
-                        "pull_request, workflow_run, issue_comment, workflow_dispatch, push")
+    parser.add_argument("--event", help="the event it runs on, e.g. pull_request, "
+                        "workflow_run, issue_comment, workflow_dispatch, push (default: "
+                        "pull_request if the workflow runs on it, else the first it lists)")
     parser.add_argument("--event-file", metavar="FILE",
                         help="the event's payload (JSON) instead of one made to fit the world")
     parser.add_argument("--keep", metavar="DIR", help="keep the world (repository, remote, "
                         "act logs) in DIR instead of a temporary directory")
     parser.add_argument("--answer", help="what the stand-in agent answers instead")
+    yours = parser.add_argument_group("your repository (the default when started in a git "
+                                      "repository other than this checkout)")
+    yours.add_argument("--repo", metavar="PATH", help="your repository (default: the one the "
+                       "current directory is in)")
+    yours.add_argument("--sample", action="store_true",
+                       help="run in the sample repository even when started in yours")
+    yours.add_argument("--base", metavar="BRANCH", help="the pull request's base (default: "
+                       "the default branch: origin/HEAD, else main, master, trunk or develop)")
+    yours.add_argument("--head", metavar="BRANCH", help="the pull request's head (default: "
+                       "the current branch)")
+    yours.add_argument("--log", metavar="FILE", help="the failed CI job's log (a "
+                       "workflow_run triage names the failing step it shows)")
+    yours.add_argument("--cli-path", metavar="CLI", help="run this real cursor-agent with "
+                       "your CURSOR_API_KEY instead of the stand-in (it reaches Cursor's "
+                       "servers)")
+    return parser
+
+
+def _your_source(args: argparse.Namespace) -> Path | None:
+    """Your repository's top directory, or None for the sample world."""
+    if args.sample:
+        return None
+    if args.repo:
+        return Path(args.repo).absolute()
+    here = toplevel(Path.cwd())
+    return here if here is not None and here != toplevel(ROOT) else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if bool(args.example) == bool(args.workflow):
         parser.error("give an example's name or --workflow PATH (not both)")
-    if args.workflow and not args.event:
-        parser.error("--workflow needs --event NAME")
     if not shutil.which("git"):
         parser.error("git is needed (the world's repository is a real one)")
     source = Path(args.workflow) if args.workflow else ROOT / "examples" / f"{args.example}.yml"
-    event = args.event or EXAMPLES[args.example]
+    api_key = os.environ.get("CURSOR_API_KEY", "").strip() if args.cli_path else ""
+    if args.cli_path and not os.access(args.cli_path, os.X_OK):
+        parser.error(f"--cli-path {args.cli_path} is not an executable file")
+    if args.cli_path and not api_key:
+        parser.error("--cli-path runs the real agent: set CURSOR_API_KEY to your key")
     try:
         text = source.read_text(encoding="utf-8")
         workflow = yaml.safe_load(text)
         payload = json.loads(Path(args.event_file).read_text()) if args.event_file else None
+        log = Path(args.log).read_bytes() if args.log else None
     except (OSError, ValueError, yaml.YAMLError) as exc:
         parser.error(str(exc))
     if not isinstance(workflow, dict):
         parser.error(f"{source} is not a workflow")
+    triggers = _triggers(workflow)
+    event = args.event or (EXAMPLES[args.example] if args.example else
+                           "pull_request" if "pull_request" in triggers else
+                           (triggers or ["push"])[0])
+    mine = _your_source(args)
+    pull = None
+    if mine is not None:
+        try:
+            pull = find_pull(mine, args.base, args.head)
+        except WorldError as exc:
+            parser.error(str(exc))
+    elif args.repo or args.base or args.head or args.log:
+        parser.error("--repo, --base, --head and --log are for your repository, not --sample")
     base = Path(args.keep).absolute() if args.keep else Path(tempfile.mkdtemp(prefix="try-"))
     base.mkdir(parents=True, exist_ok=True)
     if any(base.iterdir()):
         parser.error(f"{base} is not empty")
-    print(f"Running {source} on {event} under act, offline, in {base} ...")
-    with build_world(base) as world:
-        (world.repo / ".github" / "workflows" / source.name).write_text(text, encoding="utf-8")
-        answer, writes = ANSWERS[_kind(workflow, event)]
-        serve_standin_cli(world.downloads, world.base, {
-            "answer": args.answer or answer, "writes": writes, "record": "record.jsonl"})
-        made = _payload(world, event, workflow)
-        run = world.run(source.name, event, made if payload is None else payload)
-        print("\n".join(report(run, world, workflow)))
-    if not args.keep:
-        shutil.rmtree(base, ignore_errors=True)
+    agent = (f"the real CLI ({args.cli_path})" if args.cli_path else "the stand-in agent")
+    if pull is None:
+        print(f"World: the sample repository ({REPOSITORY}, a pull request {HEAD_REF} -> "
+              f"main that renames a flag), {agent}.")
     else:
+        print(f"World: yours ({pull.source}, {pull.repository}: a pull request {pull.head_ref} "
+              f"-> {pull.base_ref}, {len(pull.files)} file(s) changed), {agent}.")
+    for finding in check(text):  # as `cursor-agent-action lint` says it
+        print(f"warning: {source}:{finding.line}: {finding.message}")
+    print(f"Running {source} on {event} under act, offline, in {base} ...")
+    if pull is None:  # the sample's failed run: its test of the renamed flag
+        log, failure = FAILED_LOG, Failure("Run pytest", FAILED_LOG.decode().split(" ", 1)[1])
+    elif log is None:
+        failure = Failure("Run the tests", "Error: no --log given (the stand-in's made-up "
+                          "failure)")
+        log = f"##[group]{failure.step}\n{failure.line}\n##[error]Process completed.\n".encode()
+    else:
+        failure = read_failure(log.decode("utf-8", "replace"))
+    try:
+        world_of = (build_world(base) if pull is None else
+                    build_your_world(base, pull, source.name, text, api_key=api_key))
+        with world_of as world:
+            if pull is None:
+                (world.repo / ".github" / "workflows" / source.name).write_text(
+                    text, encoding="utf-8")
+                answer, writes = ANSWERS[_kind(workflow, event)]
+            else:
+                answer, writes = answers(pull, world.repo, failure)[_kind(workflow, event)]
+            if args.cli_path:
+                serve_cli(world.downloads, Path(args.cli_path))
+            else:
+                serve_standin_cli(world.downloads, world.base, {
+                    "answer": args.answer or answer, "writes": writes,
+                    "record": "record.jsonl"})
+            made = _payload(world, event, workflow, pull, log=log, failure=failure)
+            run = world.run(source.name, event, made if payload is None else payload)
+            print("\n".join(report(run, world, workflow)))
+    except (WorldError, CliPackageError) as exc:
+        parser.error(str(exc))
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    if args.keep:
         print(f"\nThe world is kept in {base} (act's raw log: act-*/act.log)")
     ran = legs(run)
     failed = [label for job, label, records in ran

@@ -114,3 +114,29 @@ def test_extra_args_with_a_dash_value_reaches_the_refusal_table() -> None:
     assert proc.returncode == EXIT_USAGE
     assert "extra-args: --force is refused" in proc.stdout
     assert "expected one argument" not in proc.stdout
+
+
+@pytest.mark.parametrize(("args", "tip"), [
+    (("--permissions", "docs"), "--permissions is the action input permissions; here it is "
+                                "--preset."),
+    (("--cli-path=/x",), "--cli-path is the action input cli-path; here it is --agent-bin."),
+    (("--api-key", "k"), "here it is the CURSOR_API_KEY environment variable."),
+    (("--timout-minutes", "3"), "--timout-minutes: did you mean --timeout-minutes?"),
+])
+def test_an_input_name_or_a_near_miss_as_a_flag_gets_the_flag_meant(
+    args: tuple[str, ...], tip: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    assert cli.main(["run", "--prompt", "x", *args]) == EXIT_USAGE
+    out = capsys.readouterr().out
+    assert tip in out
+    assert out.count("\n") == 1  # still one line
+    assert "Run 'cursor-agent-action run --help'." in out
+
+
+def test_a_flag_far_from_any_gets_no_guess(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--prompt", "x", "--zzzz"]) == EXIT_USAGE
+    out = capsys.readouterr().out
+    assert "did you mean" not in out
+    assert "is the action input" not in out

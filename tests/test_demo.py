@@ -128,3 +128,22 @@ def test_on_a_terminal_the_demo_shows_groups_and_warnings_not_workflow_commands(
     listed = dict(line.split("=", 1) for line in readable.read_text().splitlines())
     assert listed["conclusion"] == "success"
     assert listed["files-changed"] == '["README.md","docs/usage.md"]'
+
+
+def test_the_demo_says_why_it_has_no_box_and_that_its_times_are_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Run piped (no terminal, not on a runner): the readable outputs are written and listed."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    log = capsys.readouterr().out
+    summary = (out / "summary.md").read_text()
+    for text in (log, summary):
+        assert "No box (isolation: none): the demo replays a recorded session" in text
+    about = summary.partition("### About this demo")[2]
+    assert re.search(r"The durations above are the recording's: \d+\.\d s; this replay took "
+                     r"\d+\.\d s\.", about)
+    readable = out / "outputs.readable.txt"
+    assert f"{readable}  (the same, one name=value a line)" in log
+    assert "conclusion=success" in readable.read_text().splitlines()

@@ -7,7 +7,8 @@ list is involved), so the docs cannot drift:
 - the helper's commands and exit codes (docs/helper-cli.md against ``cli.py`` and
   ``errors.py``);
 - docs/troubleshooting.md: every error text it quotes is one the code can print, and each
-  comes with its fix.
+  comes with its fix; its last section lists every error and warning the code can print
+  (generated: ``tests/support/messages.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from cursor_agent_action import cli, docfiles, errors
 from cursor_agent_action.agent import permissions
 from cursor_agent_action.agent.permissions import PRESETS, parse_tokens
 from cursor_agent_action.stream.summary import ICONS as CONCLUSIONS
+from tests.support import messages
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -179,6 +181,11 @@ def write() -> None:
         assert match, f"docs/permissions.md has no '{name}' markers"
         text = text[: match.start("body")] + render() + text[match.end("body") :]
     PERMISSIONS_MD.write_text(text)
+    page = DOCS / "troubleshooting.md"
+    text = page.read_text()
+    match = _section_re("messages").search(text)
+    assert match, "docs/troubleshooting.md has no 'messages' markers"
+    page.write_text(text[: match.start("body")] + messages.render() + text[match.end("body") :])
 
 
 if __name__ == "__main__":
@@ -278,7 +285,9 @@ def test_every_docs_page_a_message_names_exists() -> None:
 
 TROUBLESHOOTING = DOCS / "troubleshooting.md"
 HOLE = "\x00"  # where a message has a formatted value
-_SOURCES = [*sorted((ROOT / "src").rglob("*.py"))]
+_SOURCES = [*sorted((ROOT / "src").rglob("*.py")), ROOT / "scripts" / "try_example.py",
+            ROOT / "tests" / "support" / "your_world.py",
+            ROOT / "tests" / "support" / "example_world.py"]  # what try_example prints
 _SHELL_SOURCES = [ROOT / "action.yml", *sorted(ROOT.glob("*/action.yml")),
                   *sorted(ROOT.glob("scripts/*.sh"))]
 # A quoted error text leaves out what varies: an ellipsis, or a placeholder in capitals.
@@ -315,11 +324,12 @@ def _templates() -> list[str]:
 def _entries() -> list[tuple[str, str]]:
     """(quoted error text, its fix) for every error the page lists: table rows and bullets."""
     entries = []
-    for line in TROUBLESHOOTING.read_text().splitlines():
+    page = _section_re("messages").sub("", TROUBLESHOOTING.read_text())  # the generated list
+    for line in page.splitlines():
         row = re.match(r"^\| (.+?) \| (.+?) \|$", line)
         if row and row[1] not in ("Error", "---"):
             entries += [(quoted, row[2]) for quoted in re.findall(r"`([^`]+)`", row[1])]
-    for bullet in re.split(r"\n(?=- )", TROUBLESHOOTING.read_text()):
+    for bullet in re.split(r"\n(?=- )", page):
         if not bullet.startswith("- **"):
             continue
         flat = " ".join(bullet.split())
@@ -390,3 +400,29 @@ def test_each_error_troubleshooting_quotes_is_one_the_code_prints(quoted: str, f
         _fits(p, t) for t in templates if _shares_a_word(p, t))]
     assert missing == [], f"not in any message of the code: {missing}"
     assert len(re.findall(r"[a-z]+", fix)) >= 4, f"no fix given for {quoted!r}"
+
+
+def test_troubleshooting_lists_every_error_and_warning_the_code_prints() -> None:
+    """The generated list is the code's: a new message fails here until the page is
+    regenerated."""
+    match = _section_re("messages").search(TROUBLESHOOTING.read_text())
+    assert match, "docs/troubleshooting.md has no 'messages' markers"
+    assert match["body"] == messages.render(), f"docs/troubleshooting.md is out of date: `{WRITE}`"
+
+
+def test_the_message_finder_finds_each_kind_of_message() -> None:
+    """Not vacuous: one of each shape the finder reads is in its list."""
+    found = {(m.kind, m.text) for m in messages.messages()}
+    assert ("error", "cannot create a state directory under …: ….") in found  # raise SetupError
+    assert ("warning", "CURSOR_API_KEY …: the CLI will fail to authenticate unless it is logged "
+            "in on this machine: set it to your key.") in found  # runner.warning
+    assert any(kind == "warning" and text.startswith("Running the agent under Landlock")
+               for kind, text in found)  # a *_warning function's return
+    assert any(kind == "error" and text.startswith("The agent tried to change the runner's file")
+               for kind, text in found)  # fail_run
+    assert not any(text == "… failed: …" for _, text in found)  # box/root.py's own SetupError
+    assert len(found) > 100
+    shell = {(m.module, m.text) for m in messages.shell_messages()}
+    assert ("scripts/setup-helper.sh", "The helper needs Python >= 3.10, but '…' is ….") in shell
+    assert ("action.yml", "job-summary must be 'true' or 'false'.") in shell
+    assert ("scripts/setup-helper.sh", "The cached helper venv … …; building it again.") in shell

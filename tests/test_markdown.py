@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import unicodedata
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -18,6 +20,8 @@ from cursor_agent_action.markdown import (
     inline,
     utf8_len,
 )
+from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.summary import render_summary
 
 
 @given(st.text())
@@ -145,3 +149,45 @@ def test_every_container_escapes_them_before_adding_its_own_zero_width_spaces() 
     assert "\\\\u202e" in shown
     assert "\\\\u200b" in shown
     assert "https:\u200b//" in shown  # the autolink is still broken by our own
+
+
+# -- our own messages: a URL in them is copied whole -----------------------------------------
+
+def _source_urls() -> list[str]:
+    """Every http(s) URL in a string of the package's code (messages, hints, notes)."""
+    found: set[str] = set()
+    for path in (Path(markdown.__file__).parent).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.update(re.findall(r"https?://[\w./#?=&%-]*\w", node.value))
+    return sorted(found)
+
+
+def test_the_code_has_urls_in_its_messages() -> None:
+    assert "https://status.cursor.com" in _source_urls()
+
+
+@pytest.mark.parametrize("url", _source_urls())
+def test_prose_keeps_every_url_of_the_code_verbatim(url: str) -> None:
+    """An error's text in the job summary: the URL is a code span, with no zero-width space
+    (inline() breaks autolinks with one, which a reader then copies)."""
+    rendered = markdown.prose(f"Fix: see {url}. Then re-run.")
+    assert f"`{url}`" in rendered
+    assert "\u200b" not in rendered
+
+
+def test_prose_still_breaks_mentions_and_issue_references() -> None:
+    rendered = markdown.prose("ping @octocat about #12 at https://example.com/x.")
+    assert "@\u200boctocat" in rendered
+    assert "#\u200b12" in rendered
+    assert rendered.endswith("`https://example.com/x`.")
+
+
+def test_a_failure_with_a_url_in_the_summary_has_no_hidden_character_in_it() -> None:
+    record = RunRecord(conclusion="failure", failure_reason=(
+        "Cursor API unavailable. Fix: wait (status: https://status.cursor.com)."))
+    record.notes.append("See https://cursor.com/docs/cli/reference for the flags.")
+    text = render_summary(record, budget_bytes=1 << 20)
+    assert "`https://status.cursor.com`" in text
+    assert "`https://cursor.com/docs/cli/reference`" in text
+    assert "https:\u200b" not in text

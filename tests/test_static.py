@@ -286,8 +286,9 @@ def test_examples_and_readme_use_the_one_pin_placeholder() -> None:
 def test_an_example_pinned_as_the_readme_says_passes_zizmor_without_our_config(
     tmp_path: Path, example: Path
 ) -> None:
-    """A user's scratch repository: the example copied with the README's command (git
-    ls-remote answered by a local clone of "main"), then zizmor with no configuration at all."""
+    """A user's scratch repository: the example copied with the README's command (`pin`'s git
+    ls-remote answered by a local repository for GitHub's: --source), then zizmor with no
+    configuration at all."""
     upstream = tmp_path / "upstream.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(upstream)], check=True)
     work = tmp_path / "work"
@@ -303,13 +304,14 @@ def test_an_example_pinned_as_the_readme_says_passes_zizmor_without_our_config(
     (scratch / ".github" / "workflows").mkdir(parents=True)
     (scratch / "examples" / example.name).write_text(example.read_text())
     command = _pin_command().replace("docs-update.yml", example.name)
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_COUNT": "1",
-           "GIT_CONFIG_KEY_0": f"url.{upstream}.insteadOf",
-           "GIT_CONFIG_VALUE_0": "https://github.com/cursor-agent-action/cursor-agent-action"}
+    assert "cursor-agent-action pin --ref main " in command
+    command = command.replace(" pin ", f" pin --source file://{upstream} ")
+    env = {"PATH": f"{BIN}:{os.environ['PATH']}", "HOME": str(tmp_path)}
     subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=scratch, env=env, check=True,
                    timeout=60)
     pinned = (scratch / ".github" / "workflows" / example.name).read_text()
-    assert "COMMIT_SHA" not in pinned
+    assert "@COMMIT_SHA" not in pinned
+    assert "ref: COMMIT_SHA" not in pinned
     assert f"cursor-agent-action/cursor-agent-action@{sha}" in pinned
     result = subprocess.run(
         [str(BIN / "zizmor"), "--offline", "--no-progress", "--no-config", "--strict-collection",

@@ -23,7 +23,7 @@ PAGE = ROOT / "docs" / "local-testing.md"
 def _documented() -> list[str]:
     blocks = re.findall(r"```sh\n(.*?)```", PAGE.read_text(), re.S)
     return [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()
-            if "scripts/try_example.py" in line]
+            if line.startswith(".venv/bin/python scripts/try_example.py")]
 
 
 def _try(*args: str) -> subprocess.CompletedProcess[str]:
@@ -107,7 +107,7 @@ jobs:
 
 
 def test_bad_arguments_are_one_line_errors() -> None:
-    assert "needs --event" in _try("--workflow", "x.yml").stderr
+    assert "are for your repository, not --sample" in _try("docs-update", "--base", "x").stderr
     assert "not both" in _try("docs-update", "--workflow", "x.yml", "--event", "push").stderr
     assert "No such file" in _try("--workflow", "missing.yml", "--event", "push").stderr
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import io
 import os
@@ -29,8 +30,8 @@ from cursor_agent_action.errors import (
     ActionError,
     UsageError,
 )
-from cursor_agent_action.markdown import inline
-from cursor_agent_action.options import attach_dash_values
+from cursor_agent_action.markdown import inline, prose
+from cursor_agent_action.options import attach_dash_values, flag_of_input
 from cursor_agent_action.runner_io import Runner
 
 # name -> (module, one-line help). Order is the order shown in --help.
@@ -49,6 +50,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "write or print the restricted-autonomy .cursor/cli.json",
     ),
     "demo": ("cursor_agent_action.demo", "run the whole pipeline on a bundled sample"),
+    "lint": (
+        "cursor_agent_action.lint",
+        "warn for every with: key a workflow gives this action that it does not declare",
+    ),
+    "pin": (
+        "cursor_agent_action.pin",
+        "pin this action's uses: lines in workflow files to a ref's full commit SHA",
+    ),
     "publish": (
         "cursor_agent_action.gh.publish",
         "commit the agent's changes to a branch and open or update a pull request",
@@ -140,8 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(attach_dash_values(parser, argv))
         except _ParseError as exc:
             hint = " ".join(filter(None, ["cursor-agent-action", selected, "--help"]))
-            runner.error(f"{exc}. Run '{hint}'.", title="invalid input")
-            _summarize_error(runner, UsageError(f"{exc}.", f"Run '{hint}'."))
+            hint = _flag_hint(str(exc), selected) + f"Run '{hint}'."
+            runner.error(f"{exc}. {hint}", title="invalid input")
+            _summarize_error(runner, UsageError(f"{exc}.", hint))
             runner.flush()
             return EXIT_USAGE
         if args.command is None:
@@ -184,12 +194,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             runner.flush()
 
 
+def _flag_hint(message: str, command: str | None) -> str:
+    """For 'unrecognized arguments': the flag meant (an action input's name, a near miss)."""
+    if "unrecognized arguments:" not in message or command not in COMMANDS:
+        return ""
+    probe = argparse.ArgumentParser(add_help=False)
+    importlib.import_module(COMMANDS[command][0]).configure(probe)
+    known = [flag for action in probe._actions for flag in action.option_strings]
+    tips = []
+    for word in message.partition("unrecognized arguments:")[2].split():
+        name = word.partition("=")[0]
+        if not name.startswith("--") or name in known:
+            continue
+        if (instead := flag_of_input(name[2:])) is not None:
+            tips.append(f"{name} is the action input {name[2:]}; here it is {instead}.")
+        elif close := difflib.get_close_matches(name, known, n=1, cutoff=0.75):
+            tips.append(f"{name}: did you mean {close[0]}?")
+    return "".join(f"{tip} " for tip in tips[:3])
+
+
 def _summarize_error(runner: Runner, exc: ActionError) -> None:
     """The error in the job summary too, with its fix: the page a reader opens first."""
-    fix = f"\n\n**Fix:** {inline(exc.hint, 1000)}" if exc.hint else ""
+    fix = f"\n\n**Fix:** {prose(exc.hint, 1000)}" if exc.hint else ""
     with contextlib.suppress(OSError):
         runner.append_summary(f"## ❌ cursor-agent-action: {inline(exc.title, 80)}\n\n"
-                              f"{inline(exc.message, 2000)}{fix}\n\n")
+                              f"{prose(exc.message, 2000)}{fix}\n\n")
 
 
 def _internal_error(runner: Runner, exc: BaseException) -> int:

@@ -31,6 +31,11 @@ PROMPT = (
     "in docs/usage.md, fix typos, and keep the README's usage line accurate. Only edit Markdown "
     "files."
 )
+NO_BOX = (
+    "No box (isolation: none): the demo replays a recorded session, so nothing untrusted runs, "
+    "and it creates no OS user on your machine. A real run (isolation: auto) contains the agent "
+    "where the runner allows it (docs/security.md, 'What holds on each runner')."
+)
 _GIT_IDENTITY = ["-c", "user.name=demo", "-c", "user.email=demo@example.com",
                  "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
 
@@ -84,14 +89,13 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                 policy=build_policy("docs"),
                 timeout_minutes=5,
                 max_retries=0,
-                # A replay of a recorded run: nothing untrusted runs, so no box (and no user
-                # created on the machine of whoever tries the demo).
-                isolation="none",
+                isolation="none",  # NO_BOX says why
             )
             # The stand-in needs no key; a placeholder keeps the "no API key" warning away.
             environ = {**os.environ, "CURSOR_API_KEY": "demo-placeholder-not-a-key"}
             runner.log("Replaying a recorded cursor-agent session (no account, no network): "
                        "the durations below are the recording's, not this replay's.")
+            runner.log(NO_BOX)
             started = time.monotonic()
             with stop_on_signals() as stop:
                 record = execute(options, runner, environ, stop)
@@ -100,12 +104,16 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         diff.write_text(_git(workspace, "diff", "--cached"), encoding="utf-8")
     runner.log("")
     recorded = f" (recorded: {record.duration_ms / 1000:.1f} s)" if record.duration_ms else ""
+    with summary.open("a", encoding="utf-8") as handle:
+        handle.write(f"\n### About this demo\n\n- {NO_BOX}\n- The durations above are the "
+                     f"recording's{recorded.replace(' (recorded:', ':').rstrip(')')}; this "
+                     f"replay took {took:.1f} s.\n")
     runner.log(f"Demo finished: conclusion {record.conclusion}; the replay took {took:.1f} s"
                f"{recorded}. Files written:")
     readable = [(readable_outputs(outputs), "the same, one name=value a line")]
     for path, what in ((summary, "the job summary, Markdown"),
                        (outputs, "step outputs, in the runner's format"),
-                       *(readable if runner.terminal else []),
+                       *(readable if runner.lists_outputs else []),
                        (out / "transcript.jsonl", "the agent's raw stream-json output"),
                        (diff, "the agent's changes")):
         runner.log(f"  {path}  ({what})")

@@ -116,6 +116,24 @@ def inline(text: str, limit: int = 500) -> str:
     )
 
 
+_URL = re.compile(r"\bhttps?://[^\s`]+?(?=[.,;:!?)\]]*(?:\s|$))")
+
+
+def prose(text: str, limit: int = 500) -> str:
+    """As :func:`inline`, but each ``http(s)://`` URL is a code span, verbatim: copied from the
+    page it is the URL itself, with no zero-width space in it (nor is it a link)."""
+    flat = shorten(" ".join(text.split()), limit)
+    parts = _URL.split(flat)
+    urls = _URL.findall(flat)
+    pieces = [inline(parts[0], limit) + (" " if parts[0].endswith(" ") else "")]
+    for url, rest in zip(urls, parts[1:], strict=True):
+        lead = " " if rest.startswith(" ") else ""
+        tail = " " if rest.endswith(" ") and rest.strip() else ""
+        text_part = inline(rest, limit) if rest.strip() else ""
+        pieces += [code_cell(url, limit, in_table=False), lead + text_part + tail]
+    return "".join(pieces)
+
+
 _PIECE_CHARS = 1024 * 1024
 
 

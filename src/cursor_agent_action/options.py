@@ -41,6 +41,18 @@ INPUT_NAMES = {"--agent-bin": "cli-path", "--preset": "permissions",
 """Flags whose action input has another name; every other input is the flag without ``--``."""
 
 
+INPUT_ONLY = {"api-key": "the CURSOR_API_KEY environment variable"}
+"""Inputs without a flag, and how a terminal gives them."""
+
+
+def flag_of_input(name: str) -> str | None:
+    """The flag (or variable) for the action input ``name`` when it is not ``--name``."""
+    for flag, input_name in INPUT_NAMES.items():
+        if input_name == name:
+            return flag
+    return INPUT_ONLY.get(name)
+
+
 def from_action() -> bool:
     return os.environ.get(VOCABULARY_ENV, "") == "inputs"
 

@@ -162,7 +162,7 @@ def _isatty(stream: TextIO) -> bool:
 
 
 def readable_outputs(output_path: Path) -> Path:
-    """Where a terminal run lists its outputs as ``name=value`` lines: beside the runner's
+    """Where a run off a runner lists its outputs as ``name=value`` lines: beside the runner's
     file (``outputs.txt`` -> ``outputs.readable.txt``)."""
     return output_path.with_name(f"{output_path.stem}.readable{output_path.suffix or '.txt'}")
 
@@ -198,6 +198,9 @@ class Runner:
         # Only a runner reads ::add-mask::; anywhere else (a pipe, a file) the line would only
         # print the secret it names.
         self.masks_read = env.get("GITHUB_ACTIONS") == "true"
+        # Off a runner (a terminal, or piped into a file or a pager) the outputs are also
+        # written as a readable list: nobody reads the runner's delimited format there.
+        self.lists_outputs = not self.masks_read or self.terminal
         output = output_file if output_file is not None else env.get("GITHUB_OUTPUT") or None
         summary = summary_file if summary_file is not None else env.get("GITHUB_STEP_SUMMARY")
         self.output_path: Path | None = Path(output) if output else None
@@ -355,7 +358,7 @@ class Runner:
         text = "".join(format_output(name, value) for name, value in entries.items())
         with self.output_path.open("a", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
-        if self.terminal:
+        if self.lists_outputs:
             readable_outputs(self.output_path).write_text("".join(
                 f"{name}={_readable(value)}\n" for name, value in self._outputs_written.items()
             ), encoding="utf-8")

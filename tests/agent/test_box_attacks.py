@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.agent import process
 from cursor_agent_action.agent.box.contract import BoxStatus
 from cursor_agent_action.agent.isolation import STATUS_BYTES, Jail, decide, jail_for
 from cursor_agent_action.cli import main
@@ -25,6 +26,7 @@ from tests.support.box import Box
 from tests.support.box import agent as _agent
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
+from tests.support.clock import HeldClock, has_line
 from tests.support.standin import SYSTEM_PYTHON
 
 pytestmark = pytest.mark.skipif(
@@ -66,8 +68,10 @@ def test_an_agent_that_ignores_sigterm_after_its_result_is_killed_and_never_run_
 
 
 def test_an_agent_that_stops_itself_is_killed_at_the_timeout_and_never_run_again(
-    box: Box, capsys: pytest.CaptureFixture[str]
+    box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The 3 s deadline counts from the agent's start (its mark in SEEN), not the box's.
+    monkeypatch.setattr(process, "time", HeldClock(has_line(box.seen / "starts")))
     out = _run(box, capsys, "id -u >> $SEEN/starts; kill -STOP $$", "--timeout-minutes", "0.05",
                "--max-retries", "2")
     assert out["conclusion"] == "timeout", out["log"]

@@ -335,10 +335,10 @@ def test_a_runner_user_with_passwordless_sudo_gets_the_agent_contained(
 def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) -> None:
     done = _as_runner(unprivileged, box, TEST_RUNNER_USER)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "::warning title=agent not contained::The agent is not contained: the helper is " \
-           "not root and 'sudo -n' does not work" in done.stdout
+    assert "::warning title=agent not contained::Running the agent without the box, because " \
+           "the helper is not root and 'sudo -n' does not work" in done.stdout
     assert "Missing protections" in done.stdout
-    assert "Fix:" in done.stdout
+    assert "Fix: give the runner's user passwordless sudo" in done.stdout
     assert (box.seen / "ran").exists()
     outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
     assert outputs["conclusion"] == "success"

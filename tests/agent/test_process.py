@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cursor_agent_action.agent import process
 from cursor_agent_action.agent.process import (
     KILL_GRACE_S,
     RESULT_GRACE_S,
@@ -24,6 +25,7 @@ from cursor_agent_action.agent.process import (
 from cursor_agent_action.agent.standin import to_json_line
 from cursor_agent_action.redact import Redactor
 from cursor_agent_action.runner_io import Runner
+from tests.support.clock import HeldClock
 from tests.support.standin import make_standin, records, wait_group_gone
 
 ARGS = ["-p", "--output-format", "stream-json", "--", "go"]
@@ -86,8 +88,20 @@ def test_transcript_is_stdout_byte_for_byte_and_fed_live(tmp_path: Path) -> None
     _assert_group_gone(result)
 
 
-def test_hang_is_stopped_at_the_timeout_with_sigterm(tmp_path: Path) -> None:
-    result, sink, elapsed = _run(tmp_path, {"hang_after": 1}, timeout_s=0.5)
+def _held_until_output(monkeypatch: pytest.MonkeyPatch) -> Sink:
+    """A sink, and the deadline's clock held until the first output reaches it: a short
+    timeout then falls after the stand-in started (its signal handling set, its first line
+    written), however slow the machine is to start it."""
+    sink = Sink()
+    monkeypatch.setattr(process, "time", HeldClock(lambda: bool(sink.chunks)))
+    return sink
+
+
+def test_hang_is_stopped_at_the_timeout_with_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, sink, elapsed = _run(tmp_path, {"hang_after": 1}, timeout_s=0.5,
+                                 sink=_held_until_output(monkeypatch))
     assert result.ended_by == "timeout"
     assert result.returncode == -signal.SIGTERM
     assert len(sink.chunks) == 1
@@ -95,9 +109,12 @@ def test_hang_is_stopped_at_the_timeout_with_sigterm(tmp_path: Path) -> None:
     _assert_group_gone(result)
 
 
-def test_agent_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
+def test_agent_ignoring_sigterm_is_killed_after_the_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     result, _, elapsed = _run(tmp_path, {"hang_after": 1, "ignore_sigterm": True},
-                              timeout_s=0.3, kill_grace_s=0.3)
+                              timeout_s=0.3, kill_grace_s=0.3,
+                              sink=_held_until_output(monkeypatch))
     assert result.ended_by == "timeout"
     assert result.returncode == -signal.SIGKILL
     assert elapsed < 5
@@ -147,11 +164,14 @@ def test_stderr_is_captured_as_a_bounded_tail(tmp_path: Path) -> None:
     assert len(result.stderr) == 64 * 1024
 
 
-def test_waiting_out_the_kill_grace_does_not_spin(tmp_path: Path) -> None:
+def test_waiting_out_the_kill_grace_does_not_spin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After the timeout, waiting for a SIGTERM-ignoring agent sleeps instead of busy-looping."""
+    sink = _held_until_output(monkeypatch)
     before = os.times()
     result, _, elapsed = _run(tmp_path, {"hang_after": 1, "ignore_sigterm": True},
-                              timeout_s=0.2, kill_grace_s=1.0)
+                              timeout_s=0.2, kill_grace_s=1.0, sink=sink)
     after = os.times()
     assert result.returncode == -signal.SIGKILL
     assert elapsed >= 1.0
@@ -223,13 +243,18 @@ def _pid_exists(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs a child subreaper")
 @pytest.mark.parametrize("mode", ["exit", "nested", "hang"])
-def test_descendants_that_called_setsid_do_not_outlive_the_run(tmp_path: Path, mode: str) -> None:
+def test_descendants_that_called_setsid_do_not_outlive_the_run(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A descendant that left the process group is killed and reaped before the run returns,
-    whether the agent exited or was stopped at the timeout, so it never writes afterwards."""
+    whether the agent exited or was stopped at the timeout, so it never writes afterwards.
+    The 0.2 s timeout counts from the escaped writer's start (its pid file), not the agent's:
+    under load the agent was stopped before it forked, and there was no pid to check."""
     agent = tmp_path / "agent"
     agent.write_text(_ESCAPING_AGENT.format(python=sys.executable))
     agent.chmod(0o755)
     marker, pids = tmp_path / "marker", tmp_path / "pids"
+    monkeypatch.setattr(process, "time", HeldClock(pids.exists))
     result = run_agent_process(
         [str(agent), mode, str(marker), str(pids)], cwd=tmp_path, env={}, sink=Sink(),
         runner=Runner(stdout=io.StringIO(), env={}), transcript=tmp_path / "t.jsonl",

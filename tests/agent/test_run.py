@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent import cli_sandbox
+from cursor_agent_action.agent import cli_sandbox, process
 from cursor_agent_action.agent.permissions import build_policy
 from cursor_agent_action.agent.plan import SHARE_VARIABLE
 from cursor_agent_action.cli import main
@@ -34,6 +34,7 @@ from tests.support.agent_run import (
     run,
     tool,
 )
+from tests.support.clock import HeldClock, has_line
 from tests.support.standin import make_standin, records, wait_group_gone
 from tests.support.users import TEST_AGENT_USER
 
@@ -374,8 +375,14 @@ def test_end_without_result_is_a_failure(
 
 
 def test_hang_ends_in_timeout_and_restores_the_policy_file(
-    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The deadline (0.3 s) counts from the stand-in's recorded start, not from the run's: on a
+    loaded machine the box and the stand-in took longer than that to start, the run timed out
+    before the stand-in recorded anything, and there was no process group to check."""
+    clock = HeldClock(has_line(tmp_path / "standin" / "record.jsonl"))
+    monkeypatch.setattr(process, "time", clock)
     scenario = {"hang_after": 1, "spawn_child": True}
     result = run(tmp_path, workspace, capsys, scenario, "--timeout-minutes", "0.005")
     assert result.code == 1

@@ -69,6 +69,10 @@ class World:
     downloads: DownloadServer
     main_sha: str
     head_sha: str
+    repository: str = REPOSITORY  # owner/name, as act reads it from origin's URL
+    base_ref: str = "main"  # the pull request's base and head branches
+    head_ref: str = HEAD_REF
+    api_key: str = API_KEY  # the CURSOR_API_KEY secret: a test value, or yours (real CLI)
 
     def local_actions(self, workflow: str) -> dict[str, Path]:
         """What act serves locally for ``workflow``: this project at every ref the workflow
@@ -90,7 +94,7 @@ class World:
             payload=payload,
             cache_dir=self.base / "act-cache",
             home=self.base / "home",
-            secrets={"CURSOR_API_KEY": API_KEY, "GITHUB_TOKEN": TOKEN},
+            secrets={"CURSOR_API_KEY": self.api_key, "GITHUB_TOKEN": TOKEN},
             env={
                 "GITHUB_API_URL": self.github.api_url,
                 "CURSOR_CLI_DOWNLOAD_BASE_URL": self.downloads.url,
@@ -103,7 +107,7 @@ class World:
                 # Set by the checkout stand-in in the checkout's own config, where
                 # actions/checkout keeps its settings: publish's git reads no global config.
                 "ACT_TEST_GIT_CONFIG": f"url.{self.bare}.insteadOf "
-                                       f"https://github.com/{REPOSITORY}.git",
+                                       f"https://github.com/{self.repository}.git",
                 # The checkout stand-in serves the action's repository from here.
                 "ACT_TEST_REPOSITORIES": str(self.base / "repositories"),
             },
@@ -123,12 +127,59 @@ def serve_standin_cli(downloads: DownloadServer, base: Path, scenario: dict[str,
     )
 
 
+MAX_CLI_FILES = 20000
+MAX_CLI_BYTES = 1 << 30
+
+
+class CliPackageError(Exception):
+    """The directory of ``--cli-path`` is not a CLI package that can be served."""
+
+
+def serve_cli(downloads: DownloadServer, cli_path: Path) -> None:
+    """The CLI package the action installs: the directory of the ``cursor-agent`` at
+    ``cli_path`` (links followed: ~/.local/bin/cursor-agent leads to its version's directory,
+    launcher, node and code, the package the vendor ships), as ``dist-package/``."""
+    launcher = cli_path.resolve()
+    root = launcher.parent
+    entries = [Entry("dist-package", kind="dir", mode=0o755)]
+    size = 0
+    for path in sorted(root.rglob("*")):
+        name = "dist-package/" + path.relative_to(root).as_posix()
+        if len(entries) > MAX_CLI_FILES or size > MAX_CLI_BYTES:
+            raise CliPackageError(
+                f"{root} holds more than {MAX_CLI_FILES} files or {MAX_CLI_BYTES >> 20} MiB: "
+                "--cli-path names the cursor-agent of an installed CLI, whose directory is "
+                "its package (e.g. ~/.local/bin/cursor-agent).")
+        if path.is_symlink():
+            entries.append(Entry(name, kind="symlink", target=str(path.readlink())))
+        elif path.is_dir():
+            entries.append(Entry(name, kind="dir", mode=0o755))
+        elif path.is_file():
+            data = path.read_bytes()
+            size += len(data)
+            entries.append(Entry(name, data, mode=path.stat().st_mode & 0o777))
+    if launcher.name != "cursor-agent":  # the action runs dist-package/cursor-agent
+        entries.append(Entry("dist-package/cursor-agent", kind="symlink", target=launcher.name))
+    downloads.files[package_path(DEFAULT_CLI_VERSION)] = make_archive(entries)
+
+
 @contextlib.contextmanager
-def build_world(base: Path) -> Iterator[World]:
-    """The world under ``base`` (an empty directory), its servers running until the end."""
+def serve_world(base: Path, repo: Path, bare: Path, **fields: Any) -> Iterator[World]:
+    """This project as the action, a loopback GitHub API and CLI download server around
+    ``repo`` and its "GitHub" remote ``bare``; ``fields`` are the rest of the World's."""
     action = copy_project(base / "repositories" / ACTION.partition("@")[0])
     seed_helper_venv(action, base / "act-cache" / "tool_cache")
+    (base / "home").mkdir(exist_ok=True)
+    with GitHubServer(fields.get("repository", REPOSITORY)) as github, \
+            DownloadServer() as downloads:
+        github.git_dir = bare  # git refs and GraphQL commits happen in the "GitHub" remote
+        yield World(base, repo, bare, action, github, downloads, **fields)
 
+
+@contextlib.contextmanager
+def build_world(base: Path) -> Iterator[World]:
+    """The sample world under ``base`` (an empty directory), its servers running until the
+    end: a small repository with a pull request that renames a flag."""
     workflows = {p.name: p.read_text() for p in (ROOT / "examples").glob("*.yml")}
     repo = make_repo(
         base / "repo",
@@ -151,24 +202,22 @@ def build_world(base: Path) -> Iterator[World]:
     git(repo, "checkout", "-q", "main")
     bare = base / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
-    home = base / "home"
-    home.mkdir(exist_ok=True)
-    with GitHubServer(REPOSITORY) as github, DownloadServer() as downloads:
-        github.git_dir = bare  # git refs and GraphQL commits happen in the "GitHub" remote
-        yield World(base, repo, bare, action, github, downloads, main_sha, head_sha)
+    with serve_world(base, repo, bare, main_sha=main_sha, head_sha=head_sha) as world:
+        yield world
 
 
-def pull_request_event(world: World, number: int, head_repo: str = REPOSITORY,
+def pull_request_event(world: World, number: int, head_repo: str = "",
                        head_sha: str = "") -> dict[str, Any]:
-    repository = {"full_name": REPOSITORY, "name": REPOSITORY.split("/")[1]}
+    repository = {"full_name": world.repository, "name": world.repository.split("/")[1]}
+    head_repo = head_repo or world.repository
     return {
         "action": "synchronize",
         "number": number,
         "pull_request": {
             "number": number,
-            "head": {"ref": HEAD_REF, "sha": head_sha or world.head_sha,
+            "head": {"ref": world.head_ref, "sha": head_sha or world.head_sha,
                      "repo": {"full_name": head_repo}},
-            "base": {"ref": "main", "sha": world.main_sha, "repo": repository},
+            "base": {"ref": world.base_ref, "sha": world.main_sha, "repo": repository},
         },
         "repository": repository,
     }
@@ -183,26 +232,28 @@ def comment_event(world: World, number: int, body: str, *, login: str = "maintai
     return {"action": "created",
             "issue": {"number": number, "pull_request": {"url": f"{world.github.api_url}/pulls"}},
             "comment": {"id": 1, "body": body, "user": user}, "sender": user,
-            "repository": {"full_name": REPOSITORY, "name": REPOSITORY.split("/")[1]}}
+            "repository": {"full_name": world.repository,
+                           "name": world.repository.split("/")[1]}}
 
 
-def add_failed_run(world: World, log: bytes, *, branch: str = HEAD_REF,
-                   pull_numbers: tuple[int, ...] = ()) -> int:
-    """A failed CI run (one job, `tests`, failing at `Run pytest` with ``log``) on the head."""
+def add_failed_run(world: World, log: bytes, *, branch: str = "",
+                   pull_numbers: tuple[int, ...] = (), step: str = "Run pytest") -> int:
+    """A failed CI run (one job, `tests`, failing at ``step`` with ``log``) on the head."""
     return world.github.add_run(
         [{"name": "tests", "conclusion": "failure", "log": log,
-          "steps": [("Run pytest", "failure", "2026-11-22T01:00:00Z", "2026-11-22T01:00:02Z")]}],
-        head_sha=world.head_sha, head_branch=branch, pull_numbers=pull_numbers)
+          "steps": [(step, "failure", "2026-11-22T01:00:00Z", "2026-11-22T01:00:02Z")]}],
+        head_sha=world.head_sha, head_branch=branch or world.head_ref, pull_numbers=pull_numbers)
 
 
-def workflow_run_event(world: World, run_id: int, *, branch: str = HEAD_REF,
+def workflow_run_event(world: World, run_id: int, *, branch: str = "",
                        pull_numbers: tuple[int, ...] = ()) -> dict[str, Any]:
     """The ``workflow_run`` (completed, failure) event of run ``run_id`` in this repository."""
-    return {"action": "completed", "repository": {"full_name": REPOSITORY}, "workflow_run": {
+    return {"action": "completed", "repository": {"full_name": world.repository},
+            "workflow_run": {
         "id": run_id, "name": "CI", "conclusion": "failure", "status": "completed",
-        "head_sha": world.head_sha, "head_branch": branch,
-        "html_url": f"https://github.com/{REPOSITORY}/actions/runs/{run_id}",
-        "head_repository": {"full_name": REPOSITORY},
+        "head_sha": world.head_sha, "head_branch": branch or world.head_ref,
+        "html_url": f"https://github.com/{world.repository}/actions/runs/{run_id}",
+        "head_repository": {"full_name": world.repository},
         "pull_requests": [{"number": n} for n in pull_numbers]}}
 
 

@@ -7,13 +7,16 @@
 - ``user``: contain it or fail before the agent starts.
 - ``none``: run it as the runner's user, in its own process group (documented as unsafe).
 
-Containment (:mod:`.jail`) needs Linux and root: the helper is root (act, container jobs), or
-``sudo -n`` works without a password (GitHub-hosted runners). The helper itself stays the
-runner's user; only the jail runs as root, started with ``python -I`` from the helper's venv.
+Containment (the box, :mod:`.box.root`) needs Linux and root: the helper is root (act,
+container jobs), or ``sudo -n`` works without a password (GitHub-hosted runners), and a
+throwaway root process (:mod:`.boxprobe`) could make the box's namespaces and mounts (root in a
+container without CAP_SYS_ADMIN cannot). The helper itself stays the runner's user; only the
+box runs as root, started with ``python -I`` from the helper's venv.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -24,10 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from cursor_agent_action.agent import landlock
 from cursor_agent_action.agent.box import limits
 from cursor_agent_action.agent.box.contract import BoxLimits, BoxSpec, BoxStatus, ContractError
 from cursor_agent_action.agent.box.net.notices import UNCONTAINED_NOTE, EventLines
 from cursor_agent_action.agent.box.net.policy import NetPolicy
+from cursor_agent_action.agent.boxprobe import ProbeResult, has_cap_sys_admin
 from cursor_agent_action.errors import SetupError, UsageError
 
 MODES = ("auto", "user", "none")
@@ -67,14 +72,30 @@ class Isolation:
     via_sudo: bool = False
     why_not: str = ""
     agent_user: str = DEFAULT_AGENT_USER
+    fix: str = ""  # uncontained: what would contain the agent on this runner
+    landlock: bool = False  # contained by Landlock, not the box (agent.lockdown)
+
+    @property
+    def walled(self) -> bool:
+        """In the box, behind its network wall (Landlock has none)."""
+        return self.contained and not self.landlock
+
+    @property
+    def wall_mode(self) -> str:
+        """The record's network mode when there is no wall."""
+        return "landlock" if self.landlock else "uncontained"
 
     @property
     def label(self) -> str:
         """For the log and the job summary."""
+        if self.landlock:
+            return (f"landlock (user {self.agent_user}; a private copy of the repository, home "
+                    f"and /tmp; no access to {HIDDEN}; not held: {LANDLOCK_LACKS}; "
+                    f"{self.why_not})")
         if self.contained:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
                     "private view of the repository, home and /tmp)")
-        return "none (the agent ran as the runner's user)"
+        return f"none (the agent ran as the runner's user: {self.why_not})"
 
 
 def _sudo_works() -> bool:
@@ -88,36 +109,100 @@ def _sudo_works() -> bool:
     return done.returncode == 0
 
 
+def probe_box(*, via_sudo: bool) -> ProbeResult:
+    """Whether the box can be made here: a throwaway root process tries its namespaces and
+    mounts (:mod:`.boxprobe`)."""
+    argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.boxprobe"]
+    try:
+        done = subprocess.run(["sudo", "-n", "--", *argv] if via_sudo else argv,
+                              capture_output=True, check=False, timeout=SUDO_PROBE_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL, text=True, errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return ProbeResult(False, "the probe", 0, str(exc))
+    return ProbeResult.from_json(done.stdout or done.stderr)
+
+
+CONTAINER_FIX = (
+    "run this job on the runner itself (no container:) on a GitHub-hosted Linux runner; or "
+    "give the container what the box needs: container: options: --cap-add SYS_ADMIN "
+    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (on Kubernetes: "
+    "securityContext.capabilities.add [SYS_ADMIN] with unconfined seccomp and AppArmor "
+    "profiles, or a privileged pod)"
+)
+PROFILE_FIX = (
+    "the process has CAP_SYS_ADMIN, so a seccomp or AppArmor profile (or a user-namespace "
+    "restriction) refuses it: run the container with --security-opt seccomp=unconfined "
+    "--security-opt apparmor=unconfined, or run this job on a GitHub-hosted Linux runner "
+    "without container:"
+)
+
+
+def box_failure(result: ProbeResult) -> tuple[str, str]:
+    """Why the box cannot be made (from the probe), and a fix that works where it failed."""
+    why = f"the box cannot be made here: {result.error or result.step}"
+    if result.errno in (errno.EPERM, errno.EACCES) and not has_cap_sys_admin():
+        return (f"{why} (the helper is root without CAP_SYS_ADMIN: a container job or a "
+                "Kubernetes pod without that capability)", CONTAINER_FIX)
+    if result.errno in (errno.EPERM, errno.EACCES):
+        return why, PROFILE_FIX
+    return why, ("run this job on a GitHub-hosted Linux runner, or on a machine whose kernel "
+                 "allows mount, PID and network namespaces")
+
+
 def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
-    """The isolation for ``requested`` (one of :data:`MODES`) on this machine."""
+    """The isolation for ``requested`` (one of :data:`MODES`) on this machine: with root (or
+    passwordless sudo), only once a throwaway process made the box's namespaces and mounts."""
     if requested not in MODES:
         raise UsageError(f"isolation must be one of {', '.join(MODES)}, not {requested!r}.",
                          "Use auto (the default), user or none.")
     if requested == "none":
         return Isolation(False, why_not="isolation is none")
     if not sys.platform.startswith("linux"):
-        why = f"containment needs Linux (this runner is {sys.platform})"
-    elif os.geteuid() == 0:
-        return Isolation(True, agent_user=agent_user)
-    elif _sudo_works():
-        return Isolation(True, via_sudo=True, agent_user=agent_user)
+        why = f"the box needs Linux namespaces (this runner is {sys.platform})"
+        fix = "run the job on a GitHub-hosted Linux runner (runs-on: ubuntu-latest)"
+    elif (root := os.geteuid() == 0) or _sudo_works():
+        found = probe_box(via_sudo=not root)
+        if found.ok:
+            return Isolation(True, via_sudo=not root, agent_user=agent_user)
+        why, fix = box_failure(found)
+        if root and requested == "auto" and landlock.abi() >= 1:
+            return Isolation(True, agent_user=agent_user, why_not=why, fix=fix, landlock=True)
     else:
         why = ("the helper is not root and 'sudo -n' does not work (no passwordless sudo for "
-               "the runner's user)")
+               "the runner's user: a self-hosted runner)")
+        fix = ("give the runner's user passwordless sudo (a sudoers line such as "
+               "'RUNNER_USER ALL=(root) NOPASSWD: ALL'), or run the job on a GitHub-hosted "
+               "Linux runner")
     if requested == "user":
         raise SetupError(f"isolation is user, but the agent cannot be contained here: {why}.",
-                         "Run the job on a GitHub-hosted Linux runner, as root in a container "
-                         "job, or give the runner's user passwordless sudo; or set isolation "
-                         "to auto (contain when possible) or none.")
-    return Isolation(False, why_not=why)
+                         f"{fix[0].upper()}{fix[1:]}; or set isolation to auto (run "
+                         "uncontained, with a warning) or none.")
+    return Isolation(False, why_not=why, fix=fix)
+
+
+HIDDEN = "the runner's home, RUNNER_TEMP, the tool cache, /root or the helper's state"
+LANDLOCK_LACKS = ("no PID namespace (what it leaves running is killed by its user id), no "
+                  "network wall (it has the runner's network), no IPC namespace")
+
+
+def landlock_warning(isolation: Isolation) -> str:
+    """The warning for ``auto`` under Landlock: what holds, what does not, the fix."""
+    return (f"Running the agent under Landlock instead of the box, because "
+            f"{isolation.why_not}. It runs as its own user on a private copy, with no access "
+            f"to {HIDDEN} (Landlock); "
+            f"not held: {LANDLOCK_LACKS}: it can reach anything the runner can (the cloud "
+            "metadata address, services on the runner's loopback, any host). Fix: "
+            f"{isolation.fix}; set isolation: user to fail instead.")
 
 
 def fallback_warning(isolation: Isolation) -> str:
-    """The warning for ``auto`` without containment: what is missing and how to get it."""
-    return (f"The agent is not contained: {isolation.why_not}. Missing protections: "
-            f"{MISSING_PROTECTIONS}; {UNCONTAINED_NOTE}. Fix: run on a GitHub-hosted Linux "
-            "runner or as root in a container job, or give the runner's user passwordless "
-            "sudo; set isolation: user to fail instead of running uncontained.")
+    """The warning for ``auto`` without containment: the real cause, what is lost, a fix that
+    works on this runner."""
+    fix = isolation.fix or ("run on a GitHub-hosted Linux runner, or give the runner's user "
+                            "passwordless sudo")
+    return (f"Running the agent without the box, because {isolation.why_not}. Missing "
+            f"protections: {MISSING_PROTECTIONS}; {UNCONTAINED_NOTE}. Fix: {fix}; set "
+            "isolation: user to fail instead of running uncontained.")
 
 
 @dataclass
@@ -167,8 +252,9 @@ class Jail:
         fd = os.open(self.spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(self.spec.to_json(), handle)
-        argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.box.root",
-                str(self.spec_file)]
+        program = ("cursor_agent_action.agent.lockdown" if self.isolation.landlock
+                   else "cursor_agent_action.agent.box.root")
+        argv = [sys.executable, "-I", "-m", program, str(self.spec_file)]
         return ["sudo", "-n", "--", *argv] if self.isolation.via_sudo else argv
 
     def network_events(self) -> list[dict[str, Any]]:

@@ -7,8 +7,7 @@ import argparse
 import os
 import re
 import shutil
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from cursor_agent_action.agent.permissions import (
     policy_from_args,
 )
 from cursor_agent_action.agent.repo_config import INSTRUCTION_MODES
+from cursor_agent_action.agent.statedir import new_state_dir
 from cursor_agent_action.agent.structured import OutputSchema, load_schema
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.options import (
@@ -92,7 +92,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                above_minimum=True, help="stop the agent after this long; decimals allowed")
     add_option(parser, "--transcript", help="save the agent's stdout here (secrets replaced "
                "by ***)", default_help="transcript.jsonl in a new directory "
-               "$RUNNER_TEMP/cursor-agent-action/run-* for each run")
+               "$RUNNER_TEMP/cursor-agent-action/run-* for each run (outside a runner: "
+               "cursor-agent-action-UID in the temp directory)")
     add_option(parser, "--transcript-artifact", default="", metavar="NAME",
                help="the artifact the transcript is uploaded as (named in the job summary)")
     add_policy_options(parser)
@@ -199,28 +200,6 @@ def _pass_env_names(names: Sequence[str]) -> tuple[str, ...]:
                              "credentials and plumbing never reach it).",
                              "Remove it; the action's own steps do the GitHub work.")
     return tuple(names)
-
-
-STATE_PREFIX = "run-"
-
-
-def state_root(environ: Mapping[str, str]) -> Path:
-    """Where each run's state directory (``run-*``) is made: this job's RUNNER_TEMP."""
-    return Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()) / "cursor-agent-action"
-
-
-def new_state_dir(environ: Mapping[str, str]) -> Path:
-    """A fresh private directory for one run, ``$RUNNER_TEMP/cursor-agent-action/run-*``: two
-    runs in one job never share a transcript, result file or CLI config (``--model``)."""
-    root = state_root(environ)
-    try:
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return Path(tempfile.mkdtemp(prefix=STATE_PREFIX, dir=root))
-    except OSError as exc:
-        raise SetupError(f"cannot create a state directory under {root}: "
-                         f"{exc.strerror or exc}.",
-                         "Check that RUNNER_TEMP (or the system temp directory) is writable."
-                         ) from exc
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

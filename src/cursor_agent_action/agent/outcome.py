@@ -4,6 +4,8 @@ box, what stayed there; and the failures that outweigh the agent's own conclusio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from cursor_agent_action.agent.box.gitconfig import persisted_credentials
 from cursor_agent_action.agent.changes import Applied, ChangeTracker, links_failure
 from cursor_agent_action.agent.process import AgentExit
@@ -83,3 +85,13 @@ def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained
     runner.warning(f"The checkout left a credential in .git/config ({listing(found)}): {what}. "
                    "Fix: set persist-credentials: false on actions/checkout.",
                    title="credential in .git/config")
+
+
+def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:
+    """The same warning for an API key that is unset, empty or only blanks."""
+    value = environ.get("CURSOR_API_KEY")
+    if value is not None and value.strip():
+        return
+    how = "is not set" if value is None else "is set but empty"
+    runner.warning(f"CURSOR_API_KEY {how}: the CLI will fail to authenticate unless it is "
+                   "logged in on this machine: set it to your key.", title="no API key")

@@ -76,7 +76,8 @@ class Box:
         # Root writes the home's MCP file and the CLI's sandbox settings (the preset's and the
         # network allow-list's, not the CLI's defaults: agent.cli_sandbox); everything else in
         # the home is new every run.
-        walled = options.network == "restricted" and options.net_policy is not None
+        walled = (options.network == "restricted" and options.net_policy is not None
+                  and self.isolation.walled)
         domains = ([rule.pattern for rule in options.net_policy.rules]
                    if walled and options.net_policy is not None else list(CURSOR_DOMAINS))
         files = {HOME_FILE: options.mcp_config.text if options.mcp_config else None,

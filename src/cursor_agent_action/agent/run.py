@@ -43,6 +43,7 @@ from cursor_agent_action.agent.isolation import (
     Isolation,
     decide,
     fallback_warning,
+    landlock_warning,
 )
 from cursor_agent_action.agent.mcp import unreachable_servers
 from cursor_agent_action.agent.options import (
@@ -55,6 +56,7 @@ from cursor_agent_action.agent.outcome import (
     conclude_box,
     fail_run,
     limits_label,
+    warn_missing_key,
     warn_persisted_credentials,
 )
 from cursor_agent_action.agent.plan import (
@@ -171,14 +173,14 @@ def execute(
     """Run the agent (with retries), then write the summary, outputs and annotation."""
     isolation = decide(options.isolation, options.agent_user)
     net_notices.announce(runner, options.net_policy, network=options.network,
-                         contained=isolation.contained)
+                         contained=isolation.walled)
     if isolation.contained:
         box = make_box(options, environ, isolation)
+        if isolation.landlock:
+            runner.warning(landlock_warning(isolation), title="agent under Landlock, no box")
     else:
         box = _uncontained(options, runner, environ, isolation)
-    if not box.env.get("CURSOR_API_KEY"):
-        runner.warning("CURSOR_API_KEY is not set: the CLI will fail to authenticate unless it "
-                       "is logged in on this machine: set it to your key.", title="no API key")
+    warn_missing_key(runner, environ)
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
     help_output = cli_help(options.agent_bin, probe_env, options.state_dir)
@@ -227,7 +229,9 @@ def execute(
             if (options.isolation != "auto" or not box.isolation.contained or agent_ran
                     or exc.cap):
                 raise
-            box = _uncontained(options, runner, environ, Isolation(False, why_not=exc.reason))
+            box = _uncontained(options, runner, environ, Isolation(
+                False, why_not=f"the box could not be set up ({exc.reason})",
+                fix=box.isolation.fix))
             with interruptible(stop):  # the real tree is the agent's now: its base, hashed
                 tracker.uncontained()
             runner.log(f"Isolation: {box.isolation.label}.")
@@ -235,9 +239,9 @@ def execute(
             continue
         agent_ran = True
         record, ended = done.record, done.ended
-        if record.network is None and (not box.isolation.contained or options.network == "open"):
+        if record.network is None and (not box.isolation.walled or options.network == "open"):
             record.network = net_notices.unwalled_report(
-                "open" if box.isolation.contained else "uncontained", box.isolation.why_not)
+                "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
         record.isolation = box.isolation.label + limits_label(ended)
         known = classify(ended.stderr)
         # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.

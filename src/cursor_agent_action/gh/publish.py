@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.agent.options import STATE_PREFIX, state_root
+from cursor_agent_action.agent.statedir import STATE_PREFIX, state_root
 from cursor_agent_action.changeset import ABSENT_MODE
 from cursor_agent_action.docfiles import usually_executed
 from cursor_agent_action.errors import GitHubError, UsageError

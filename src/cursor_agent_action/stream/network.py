@@ -38,6 +38,8 @@ def denials(report: dict[str, Any] | None) -> str:
 def headline(report: dict[str, Any]) -> str:
     """``restricted, 2 refused`` for the summary's first line."""
     mode = str(report.get("mode", ""))
+    if mode == "landlock":
+        return "no wall (Landlock, not the box)"
     if mode != "restricted":
         return inline(mode, 40)
     return f"restricted, {_int(report.get('refused_total')):,} refused"
@@ -85,7 +87,9 @@ def section(report: dict[str, Any] | None, budget: int) -> str:
                        "connected to was checked or recorded.\n\n")
     elif mode != "restricted":
         why = inline(str(report.get("why", "")), 300)
-        text = head + f"No network wall: the agent was not contained{f' ({why})' if why else ''}"
+        how = ("ran under Landlock, not in the box" if mode == "landlock"
+               else "was not contained")
+        text = head + f"No network wall: the agent {how}{f' ({why})' if why else ''}"
         text += "; it had the runner's network.\n\n"
     else:
         text = head + _rules(report) + _restricted(report)

@@ -11,7 +11,7 @@ import json
 import signal
 from collections.abc import Iterable, Mapping, Sequence
 
-from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
+from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, prose, utf8_len
 from cursor_agent_action.stream import network
 from cursor_agent_action.stream.livelog import describe_outcome, format_duration
 from cursor_agent_action.stream.notices import describe_interaction, describe_notice
@@ -93,13 +93,13 @@ def _problems(record: RunRecord) -> str:
     lines: list[str] = []
     if record.conclusion != "success":
         reason = record.failure_reason or f"The run ended with conclusion {record.conclusion}."
-        lines += ["> [!CAUTION]", f"> {inline(reason, 1000)}"]
+        lines += ["> [!CAUTION]", f"> {prose(reason, 1000)}"]
     if record.notes:
         if lines:
             lines.append(">")
         else:
             lines.append("> [!WARNING]")
-        lines += [f"> - {inline(note, 1000)}" for note in record.notes]
+        lines += [f"> - {prose(note, 1000)}" for note in record.notes]
     return "\n".join(lines) + "\n\n" if lines else ""
 
 

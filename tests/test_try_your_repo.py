@@ -1,0 +1,214 @@
+"""scripts/try_example.py in a user's own repository (docs/local-testing.md, "Your own
+repository"): a small real repository with a feature branch, built here; the documented
+command runs as written in it, and the stand-in answers about that repository's diff."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.agent.standin import copy_package
+from tests.support.act import ROOT
+from tests.support.standin import SYSTEM_PYTHON
+
+pytestmark = pytest.mark.act
+
+APP_BEFORE = "def greet(name):\n    return 'hello ' + name\n"
+APP_AFTER = "def greet(name, punctuation='!'):\n    return 'hello ' + name + punctuation\n"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=Dev", "-c",
+                           "user.email=dev@example.com", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _project(tmp_path: Path, workflow: str = "code-review.yml", text: str = "") -> Path:
+    """A user's repository: main with a README, a guide and app.py, the example workflow
+    committed; a feature branch (checked out) that changes app.py and adds a line to it."""
+    repo = tmp_path / "greeter"
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / "README.md").write_text("# greeter\n\nSays hello.\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "guide.md").write_text("# Guide\n")
+    (repo / "greeter").mkdir()
+    (repo / "greeter" / "app.py").write_text(APP_BEFORE)
+    (repo / ".github" / "workflows" / workflow).write_text(
+        text or (ROOT / "examples" / workflow).read_text())
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "greeter")
+    _git(repo, "checkout", "-qb", "feature/punctuation")
+    (repo / "greeter" / "app.py").write_text(APP_AFTER)
+    _git(repo, "commit", "-qam", "Punctuation")
+    return repo
+
+
+def _documented() -> str:
+    page = (ROOT / "docs" / "local-testing.md").read_text()
+    section = page.split("## Your own repository")[1].split("\n## ")[0]
+    [line] = [x for x in re.findall(r"```sh\n(.*?)```", section, re.S)[0].splitlines()
+              if "$CAA/scripts/try_example.py" in x]
+    return str(line)
+
+
+def _try(repo: Path, *args: str, command: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CAA": str(ROOT)}
+    env.pop("CURSOR_API_KEY", None)
+    if command:
+        argv = ["bash", "-c", command + "".join(f" '{a}'" for a in args)]
+        if not (ROOT / ".venv" / "bin" / "python").exists():  # this suite's own interpreter
+            argv = ["bash", "-c", command.replace('"$CAA/.venv/bin/python"', sys.executable)
+                    + "".join(f" '{a}'" for a in args)]
+    else:
+        argv = [sys.executable, str(ROOT / "scripts" / "try_example.py"), *args]
+    return subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=400, check=False)
+
+
+def test_the_documented_command_reviews_your_own_changed_lines(tmp_path: Path) -> None:
+    repo = _project(tmp_path)
+    head_before = _git(repo, "rev-parse", "HEAD")
+    done = _try(repo, command=_documented())
+    out = done.stdout
+    assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
+    assert out.splitlines()[0].startswith(f"World: yours ({repo}, you/greeter: a pull request "
+                                          "feature/punctuation -> main, 1 file(s) changed)")
+    assert "== job review: success" in out
+    posted = out.split("== what the jobs posted to the GitHub API")[1]
+    assert "-- POST /repos/you/greeter/pulls/1/reviews" in posted
+    # The findings sit on lines the pull request adds to the user's file (1 and 2 of app.py).
+    comment = posted.split("-- its 1 line comment(s):\n")[1]
+    assert comment.startswith("[greeter/app.py:1] ")
+    assert "added line (`def greet(name, punctuation='!'):`)" in comment
+    assert "octo-org" not in out
+    assert "RETRIES" not in out
+    assert _git(repo, "rev-parse", "HEAD") == head_before  # the user's repository untouched
+    assert _git(repo, "status", "--porcelain") == ""
+
+
+def test_a_docs_update_edits_your_markdown_and_a_triage_names_your_failing_step(
+    tmp_path: Path
+) -> None:
+    repo = _project(tmp_path, "docs-update.yml")
+    done = _try(repo, "--workflow", ".github/workflows/docs-update.yml")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "Updated README.md: it now lists the 1 file(s) feature/punctuation changes" in (
+        done.stdout)
+    assert "| `README.md` |" in done.stdout  # the summary's files changed
+    log = tmp_path / "job.log"
+    log.write_text("2026-11-28T01:00:00.0000000Z ##[group]Run make check\n"
+                   "2026-11-28T01:00:01.0000000Z greeter/app.py:2: error: too many arguments\n"
+                   "2026-11-28T01:00:01.5000000Z ##[error]Process completed with exit code 2.\n")
+    triage = (ROOT / "examples" / "ci-triage.yml")
+    done = _try(repo, "--workflow", str(triage), "--log", str(log), "--keep",
+                str(tmp_path / "kept"))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "the step `Run make check` failed with `greeter/app.py:2: error: too many" in (
+        done.stdout)
+    assert '"failing-step": "Run make check"' in done.stdout or "Run make check" in (
+        done.stdout.split("== what the jobs posted to the GitHub API")[1])
+
+
+def test_a_misspelled_input_is_named_with_the_right_one(tmp_path: Path) -> None:
+    text = (ROOT / "examples" / "docs-update.yml").read_text().replace(
+        "permissions: docs", "permision: docs")
+    assert "permision: docs" in text
+    repo = _project(tmp_path, "docs-update.yml", text)
+    done = _try(repo, "--workflow", ".github/workflows/docs-update.yml")
+    line = next(n for n, x in enumerate(text.splitlines(), 1) if "permision:" in x)
+    assert (f"warning: .github/workflows/docs-update.yml:{line}: `permision` is not an input of "
+            "cursor-agent-action/cursor-agent-action: did you mean `permissions`?") in done.stdout
+
+
+def test_a_failed_job_prints_what_act_said(tmp_path: Path) -> None:
+    """Your own payload naming a commit the repository does not have: the job fails, and the
+    output carries git's own words, not only "(no job summary)"."""
+    repo = _project(tmp_path)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"action": "synchronize", "number": 1, "pull_request": {
+        "number": 1, "draft": False,
+        "head": {"ref": "x", "sha": "e" * 40, "repo": {"full_name": "you/greeter"}},
+        "base": {"ref": "main", "sha": "f" * 40, "repo": {"full_name": "you/greeter"}}}}))
+    done = _try(repo, "--workflow", ".github/workflows/code-review.yml", "--event-file",
+                str(event))
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "== job agent: failure" in done.stdout
+    assert "act and the job's steps said:" in done.stdout
+    assert "fatal: reference is not a tree: " + "e" * 40 in done.stdout.split("steps said:")[1]
+
+
+def test_your_repository_errors_are_one_line_each(tmp_path: Path) -> None:
+    repo = _project(tmp_path)
+    _git(repo, "checkout", "-q", "main")
+    same = _try(repo, "--workflow", ".github/workflows/code-review.yml")
+    assert same.returncode == 2
+    assert "'main' and 'main' are the same commit: there is no pull request to try." in (
+        same.stderr)
+    missing = _try(repo, "--workflow", ".github/workflows/code-review.yml", "--head", "nope")
+    assert "head 'nope' is not a branch, tag or commit of" in missing.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    outside = _try(plain, "--workflow", str(ROOT / "examples" / "code-review.yml"), "--repo",
+                   str(plain))
+    assert "is not in a git repository: run this in your repository" in outside.stderr
+    key = _try(repo, "--workflow", ".github/workflows/code-review.yml", "--cli-path",
+               sys.executable, "--head", "feature/punctuation")
+    assert "--cli-path runs the real agent: set CURSOR_API_KEY to your key" in key.stderr
+
+
+def test_cli_path_runs_that_cli_with_your_key(tmp_path: Path) -> None:
+    """--cli-path: the CLI installed from its own directory (a launcher and what it runs, as
+    the vendor's package is), given the user's CURSOR_API_KEY, instead of the stand-in. Here
+    that CLI is a self-contained copy of the stand-in answering something of its own."""
+    repo = _project(tmp_path)
+    cli = tmp_path / "my-cli" / "versions" / "1"
+    copy_package(cli / "pkg")
+    (cli / "scenario.json").write_text(json.dumps({"answer": "Answered by the CLI you gave."}))
+    launcher = cli / "cursor-agent"
+    loader = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+              "from cursor_agent_action.agent.standin import main; sys.exit(main())")
+    launcher.write_text(f'#!/bin/sh\nhere=$(dirname "$(readlink -f "$0")")\n'
+                        f'exec {SYSTEM_PYTHON} -I -B -c "{loader}" "$here/pkg" '
+                        '--scenario "$here/scenario.json" "$@"\n')
+    launcher.chmod(0o755)
+    for path in [cli, *cli.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o755 if path.is_dir() else path.stat().st_mode | 0o644)
+    link = tmp_path / "bin" / "cursor-agent"
+    link.parent.mkdir()
+    link.symlink_to(launcher)  # as ~/.local/bin/cursor-agent is
+    env = {**os.environ, "CURSOR_API_KEY": "crsr-yours-0123456789"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "try_example.py"), "--workflow",
+         str(ROOT / "examples" / "docs-update.yml"), "--cli-path", str(link)],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=400, check=False)
+    assert done.stdout.splitlines()[0].endswith(f"the real CLI ({link}).")
+    assert "Answered by the CLI you gave." in done.stdout, done.stdout[-3000:]
+    assert "crsr-yours-0123456789" not in done.stdout
+
+
+def test_a_base_that_is_only_origins_branch_is_found(tmp_path: Path) -> None:
+    """The usual clone: main only as origin/main (origin/HEAD), which has moved on since the
+    feature branch left it; no local main."""
+    upstream = _project(tmp_path)
+    _git(upstream, "checkout", "-q", "main")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(upstream), str(clone)], check=True)
+    _git(clone, "checkout", "-qb", "feature/docs")
+    (clone / "README.md").write_text("# greeter\n\nSays hello, politely.\n")
+    _git(clone, "commit", "-qam", "Politely")
+    _git(clone, "branch", "-D", "main")
+    (upstream / "greeter" / "later.py").write_text("LATER = 1\n")
+    _git(upstream, "add", "-A")
+    _git(upstream, "commit", "-qm", "later")
+    _git(clone, "fetch", "-q")
+    done = _try(clone, "--workflow", str(ROOT / "examples" / "code-review.yml"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "a pull request feature/docs -> main, 1 file(s) changed" in done.stdout
+    assert "[README.md:3] " in done.stdout
