@@ -261,3 +261,16 @@ def test_head_entries_lists_only_the_paths_asked_for_literally(repo: Path) -> No
     found = changeset.head_entries(repo, ["a*", "dir", "dir/x", "missing"])
     assert sorted(found) == ["a*", "dir/x"]
     assert found["a*"] == changeset.head_tree(repo)["a*"]
+
+
+def test_the_size_cap_is_checked_before_a_byte_is_hashed(repo: Path) -> None:
+    """Sparse files cost the agent nothing and root's git everything (it died of SIGBUS in a
+    full tmpfs): their apparent sizes are summed from lstat first."""
+    before = changeset.baseline(repo)
+    for index in range(3):
+        with (repo / f"pad{index}.md").open("wb") as handle:
+            handle.truncate(50 << 20)
+    start = time.monotonic()
+    with pytest.raises(changeset.ChangesetError, match="over the 100 MiB a patch may carry"):
+        changeset.compute(repo, before, max_changed_bytes=100 << 20)
+    assert time.monotonic() - start < 2

@@ -30,10 +30,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from cursor_agent_action import safegit
+from cursor_agent_action.docfiles import MAX_SCANNED_BYTES, is_documentation, reads_outside
 from cursor_agent_action.links import judge, parse_ls_tree
 from cursor_agent_action.options import number_text
 from cursor_agent_action.protected import protected_name
-from cursor_agent_action.worktree import Unread, read_regular, walk
+from cursor_agent_action.worktree import MAX_RULES_TOTAL_BYTES, Unread, read_regular, walk
 
 ABSENT_MODE = "000000"
 PATCH_HEADER = b"# cursor-agent-action patch (apply with: git apply --binary)\n"
@@ -123,6 +124,9 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
     except subprocess.TimeoutExpired as exc:
         raise ChangesetError(
             f"git {args[0]} did not finish within {number_text(exc.timeout)} s") from exc
+    if done.returncode < 0:  # SIGBUS or SIGKILL: the box's storage or memory ran out
+        raise ChangesetError(f"git {args[0]} was killed by signal {-done.returncode} (over "
+                             "the box's memory or storage)")
     if done.returncode != 0:
         words = " ".join(done.stderr.decode("utf-8", "replace").split())[:400]
         raise ChangesetError(f"git {args[0]} failed: {words or done.returncode}")
@@ -252,9 +256,15 @@ def _ignored(repo: Path, paths: Iterable[str], env: dict[str, str] | None = None
     for path in listed:
         parts = path.split("/")[:-1]
         directories.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+    total = 0
     with tempfile.TemporaryDirectory(prefix="caa-ignore-") as rules:
         for directory in sorted(directories):
             data = read_regular(os.path.join(repo, directory, ".gitignore"))
+            total += len(data or b"")
+            if total > MAX_RULES_TOTAL_BYTES:
+                raise ChangesetError(
+                    f"the .gitignore files on the way to the new files hold over "
+                    f"{MAX_RULES_TOTAL_BYTES >> 20} MiB (over the box's limit for rules)")
             if data is not None:
                 target = Path(rules, directory)
                 target.mkdir(parents=True, exist_ok=True)
@@ -273,7 +283,7 @@ def _ignored(repo: Path, paths: Iterable[str], env: dict[str, str] | None = None
 
 def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = (),
             absent: Iterable[str] = (), max_file_bytes: int | None = None,
-            ignore_as: Path | None = None) -> Changeset:
+            ignore_as: Path | None = None, max_changed_bytes: int | None = None) -> Changeset:
     """What differs between HEAD and the work tree of ``repo`` (its top directory).
 
     ``left_out``: paths never in this tree (left out of the box's copy): not read, not counted
@@ -305,7 +315,13 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
     else:
         candidates = {path for path, info in tree.items() if before.stats.get(path) != _key(info)}
     inside_nested = tuple(f"{path}/" for path in unread.nested)
-    hashed = _hash(repo, sorted(path for path in candidates if path in tree), tree)
+    to_hash = sorted(path for path in candidates if path in tree)
+    if max_changed_bytes is not None:  # from lstat, before a byte is read
+        size = sum(tree[path].st_size for path in to_hash)
+        if size > max_changed_bytes:
+            raise ChangesetError(f"the changed files hold {size >> 20} MiB, over the "
+                                 f"{max_changed_bytes >> 20} MiB a patch may carry")
+    hashed = _hash(repo, to_hash, tree)
     entries: list[Entry] = []
     for path, oid in hashed.items():
         mode = _mode(tree[path])
@@ -351,6 +367,21 @@ def links(repo: Path, changes: Changeset) -> tuple[list[str], list[str]]:
     raw = _git(repo, "ls-tree", "-r", "-z", "--full-tree", tree)
     found = parse_ls_tree(raw, lambda oid: _git(repo, "cat-file", "blob", oid))
     return judge(found, changed, lambda path: bool(protected_name(path)))
+
+
+def includes_outside(repo: Path, changes: Changeset) -> list[str]:
+    """Include directives in the changed documentation files of ``repo`` that read outside the
+    repository (:func:`cursor_agent_action.docfiles.reads_outside`), ``"path: directive"``;
+    the files are read as regular files only, never through a link."""
+    found: list[str] = []
+    for entry in changes.entries:
+        if entry.deleted or entry.new_mode == "120000" or not is_documentation(entry.path):
+            continue
+        data = read_regular(os.path.join(repo, entry.path), MAX_SCANNED_BYTES)
+        if data is not None:
+            shown = entry.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            found += reads_outside(shown, data.decode("utf-8", "replace"))
+    return found
 
 
 def write_patch(repo: Path, changes: Changeset, destination: Path) -> int:

@@ -12,9 +12,10 @@ starts in, MkDocs hooks and plugins are Python named in ``mkdocs.yml``, npm runs
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from cursor_agent_action.globs import covers
+from cursor_agent_action.globs import covers, names
 
 DOC_TYPES: tuple[tuple[str, str], ...] = (
     ("md,markdown", "Markdown"),
@@ -39,8 +40,10 @@ EXECUTED: tuple[tuple[str, str], ...] = (
     ("**/.readthedocs.{yml,yaml}", "Read the Docs: the build commands it runs"),
     ("**/{package.json,package-lock.json,.npmrc,.yarnrc*,pnpm-*.yaml}",
      "npm, yarn and pnpm: scripts run on install and build, and where packages come from"),
-    ("**/{requirements,constraints}*.{txt,in}", "pip installs what they name (a docs build's "
-                                                "packages)"),
+    ("**/*{requirements,constraints}*.{txt,in}", "pip installs what they name (a docs build's "
+                                                 "packages; `test-requirements.txt` too)"),
+    ("**/{requirements,constraints}/**", "pip requirement files kept in a directory"),
+    ("**/test*.txt", "pytest collects `test*.txt` as doctests by default: `>>>` lines run"),
     ("**/{pyproject.toml,setup.cfg,tox.ini,noxfile.py,Pipfile}", "Python builds and test runs: "
                                                                  "build hooks, commands"),
     ("**/{Gemfile,Rakefile,*.rb,_config.yml}", "Ruby: Jekyll plugins and configuration, rake, "
@@ -62,8 +65,50 @@ def executed_globs() -> tuple[str, ...]:
     return tuple(pattern for pattern, _ in EXECUTED)
 
 
+def is_documentation(path: str) -> bool:
+    """Whether ``path`` is a documentation file by its extension (images are not)."""
+    return names(doc_globs(images=False), path)
+
+
 def usually_executed(paths: Iterable[str]) -> list[str]:
     """The paths among ``paths`` that a build, a test run or a docs toolchain usually executes
     (or that sit below a directory of such a name)."""
     globs = executed_globs()
     return [path for path in paths if covers(globs, path)]
+
+
+# A directive that makes a docs build copy another file into the page, by toolchain: reST and
+# Sphinx (include, literalinclude, and raw or csv-table with :file:), MyST fences, AsciiDoc,
+# the MkDocs snippets extension. Its target is what a build reads, as the builder's user.
+_INCLUDES = re.compile(
+    r"^[ \t]*\.\.[ \t]+(?:include|literalinclude)::[ \t]*(?P<rst>\S.*?)[ \t]*$"
+    r"|^[ \t]*:file:[ \t]*(?P<file>\S.*?)[ \t]*$"
+    r"|^[ \t]*(?:`{3,}|:{3,})[ \t]*\{(?:include|literalinclude)\}[ \t]*(?P<myst>\S.*?)[ \t]*$"
+    r"|include::(?P<adoc>[^\[\s]+)\["
+    r"|-{1,2}8<-{1,2}[ \t]*[\"'](?P<snippet>[^\"'\n]+)[\"']",
+    re.MULTILINE,
+)
+MAX_SCANNED_BYTES = 4 << 20
+"""A documentation file is searched for include directives up to this size."""
+
+
+def reads_outside(path: str, text: str) -> list[str]:
+    """The include directives of the documentation file ``path`` (repository-relative) whose
+    target leaves the repository: an absolute path (Sphinx reads ``/x`` from its source
+    directory, docutils and others from ``/``: either way refused), a URL-like or home path,
+    or ``..`` past the top. Each as ``"path: directive target"``. docutils' own ``<name>``
+    includes are fine."""
+    found: list[str] = []
+    for match in _INCLUDES.finditer(text):
+        target = next(group for group in match.groups() if group is not None)
+        depth = 0 if match.group("snippet") is not None else path.count("/")  # from the top
+        if target.startswith("<") and target.endswith(">"):
+            continue
+        parts = target.replace("\\", "/").split("/")
+        level, leaves = depth, False
+        for part in parts:
+            level += -1 if part == ".." else 0 if part in ("", ".") else 1
+            leaves = leaves or level < 0
+        if leaves or target.startswith(("/", "~", "\\")) or ":" in target.split("/")[0]:
+            found.append(f"{path}: {match.group(0).strip()[:200]}")
+    return found

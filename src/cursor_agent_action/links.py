@@ -8,6 +8,7 @@ the repository. :func:`verdict` names what is wrong with one link, or says nothi
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ MAX_HOPS = 40
 """Links followed for one path at most (Linux's MAXSYMLINKS); more is a loop."""
 LEAVES = "leaves the repository"
 LOOP = f"goes through more than {MAX_HOPS} links (a loop)"
+UNKNOWN = "goes up from a directory the repository does not hold (on disk it may lead anywhere)"
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,15 @@ class TreeLinks:
 
     links: dict[str, str]
     paths: tuple[str, ...]
+
+    @functools.cached_property
+    def directories(self) -> frozenset[str]:
+        """Every directory of the tree (``a`` and ``a/b`` for ``a/b/c``)."""
+        found: set[str] = set()
+        for path in self.paths:
+            parts = path.split("/")[:-1]
+            found.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+        return frozenset(found)
 
     def resolve(self, path: str) -> tuple[str | None, str]:
         """Where the link at ``path`` ends, as a tree path (``""``: the root), or None and
@@ -45,6 +56,11 @@ class TreeLinks:
             elif part == "..":
                 if not done:
                     return None, LEAVES
+                if "/".join(done) not in self.directories:
+                    # Not a directory of the tree: on disk it may be anything (an untracked
+                    # link an earlier step left, to the runner's home), and ".." from there
+                    # leads wherever that is.
+                    return None, UNKNOWN
                 done.pop()
             elif part not in ("", "."):
                 done.append(part)

@@ -21,10 +21,16 @@ import functools
 import re
 import unicodedata
 
-PROTECTED_DIRS: tuple[str, ...] = (".cursor", ".claude", ".github", ".git")
-"""Directories whose contents configure the agent, CI or git (at any depth)."""
-PROTECTED_FILES: tuple[str, ...] = ("agents.md", "claude.md", ".mcp.json", ".cursorrules")
-"""Files (folded names) the CLI reads as instructions or commands (at any depth)."""
+AGENT_DIRS: tuple[str, ...] = (".gemini", ".clinerules", ".windsurf", ".junie", ".kiro", ".roo",
+                               ".amazonq")
+"""Other coding agents' rules and settings (Gemini, Cline, Windsurf, Junie, Kiro, Roo, Amazon
+Q): a change there is a standing instruction to the next agent that works on the repository."""
+AGENT_FILES: tuple[str, ...] = ("gemini.md", ".windsurfrules")
+PROTECTED_DIRS: tuple[str, ...] = (".cursor", ".claude", ".github", ".git", *AGENT_DIRS)
+"""Directories whose contents configure the agent, other agents, CI or git (at any depth)."""
+PROTECTED_FILES: tuple[str, ...] = ("agents.md", "claude.md", ".mcp.json", ".cursorrules",
+                                    *AGENT_FILES)
+"""Files (folded names) an agent reads as instructions or commands (at any depth)."""
 GIT_PREFIX = ".git"
 """A file whose name starts with it (``.gitattributes``, ``.gitmodules``...) changes how git
 treats the tree."""

@@ -15,6 +15,8 @@ MAX_PATH_BYTES = 3072
 """Longer relative paths are not read (Linux takes 4096 bytes for a whole path)."""
 MAX_RULES_BYTES = 1 << 20
 """A ``.gitignore`` is read up to this size (git itself reads at most 100 MiB)."""
+MAX_RULES_TOTAL_BYTES = 16 << 20
+"""The ``.gitignore`` files read for one check, in all: more fails the check."""
 
 
 def _encode(path: str) -> bytes:

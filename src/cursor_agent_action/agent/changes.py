@@ -61,6 +61,7 @@ class Applied:
     refused_count: int = 0
     links_refused: list[str] = field(default_factory=list)  # "path -> target (why)"
     links_refused_count: int = 0
+    includes_refused: list[str] = field(default_factory=list)  # "path: directive"
 
 
 class ChangeTracker:
@@ -134,6 +135,8 @@ class ChangeTracker:
         if links_refused:
             _fail(record, links_failure(links_refused, len(links_refused),
                                         contained=self.applied_box))
+        if reads := changeset.includes_outside(self.repo, changes):
+            _fail(record, includes_failure(reads, contained=self.applied_box))
         patch = patch_dir / PATCH_NAME
         changeset.write_patch(self.repo, changes, patch)
         return Handoff(str(patch), bool(changes.entries))
@@ -149,11 +152,13 @@ class ChangeTracker:
                    if self.repo else [])  # fmt: skip
         count = status.protected.count
         links_count = status.links_refused.count
+        reads = list(status.includes_refused.paths)
         if (self.repo is None or not status.patch or not status.changed
-                or count or links_count):  # a protected change or a link out fails the run:
-            return Applied(refused, notes, refused_count=count,  # nothing of it comes back
+                or count or links_count or status.includes_refused.count):  # a protected
+            # change, a link out or an include out fails the run: nothing of it comes back
+            return Applied(refused, notes, refused_count=count,
                            links_refused=list(status.links_refused.paths),
-                           links_refused_count=links_count)
+                           links_refused_count=links_count, includes_refused=reads)
         try:
             self._note_touched(self.repo, status.patch)
         except (changeset.ChangesetError, OSError) as exc:
@@ -308,6 +313,18 @@ def check_policy(record: RunRecord, policy: Policy) -> list[str]:
             record.notes.append(message)
             warnings.append(message)
     return warnings
+
+
+def includes_failure(reads: list[str], *, contained: bool) -> str:
+    """The run's failure for include directives that read outside the repository."""
+    where = ("Nothing of this run was applied." if contained else
+             "The agent ran uncontained, so they are in the working tree now: remove them "
+             "before any later step builds the docs.")
+    return (f"The agent wrote {len(reads)} include directive(s) that read files outside the "
+            f"repository: {listing(reads, 10)}. A later docs build would copy those files "
+            f"(the runner's environment, its home) into the pages it makes. {where} Fix: "
+            "review what the agent ran (the transcript); include only files of the "
+            "repository.")
 
 
 def links_failure(refused: list[str], count: int, *, contained: bool) -> str:

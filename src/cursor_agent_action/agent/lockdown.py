@@ -75,11 +75,12 @@ class Prepared:
                                    max_total_bytes=caps.max_total_bytes)
         self.copy.note = (f"a copy of the repository ({self.copy.files:,} files) on disk, "
                           "under Landlock")
-        (self.area / "objects").mkdir(mode=0o700)  # the patch's objects (storage.finish)
+        (self.area / storage.OBJECTS_DIR).mkdir(mode=0o700, parents=True)  # storage.finish
         if spec.git:  # as storage.prepare, from the real repository (no .git here)
             with contextlib.suppress(changeset.ChangesetError):
                 git_dir, common = changeset.git_dirs(real)
-                with changeset.separate_objects(self.area / "objects", common / "objects",
+                with changeset.separate_objects(self.area / storage.OBJECTS_DIR,
+                                                common / "objects",
                                                 git_dir=git_dir, work_tree=real):
                     self.copy.dirty = changeset.baseline(real).dirty  # the copy's base
                 known = {**changeset.head_tree(real), **self.copy.dirty}

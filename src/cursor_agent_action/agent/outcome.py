@@ -7,7 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cursor_agent_action.agent.box.gitconfig import persisted_credentials
-from cursor_agent_action.agent.changes import Applied, ChangeTracker, links_failure
+from cursor_agent_action.agent.changes import (
+    Applied,
+    ChangeTracker,
+    includes_failure,
+    links_failure,
+)
 from cursor_agent_action.agent.process import AgentExit
 from cursor_agent_action.runner_io import Runner, listing
 from cursor_agent_action.stream.record import RunRecord
@@ -39,10 +44,9 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
         return
     if status is not None and status.patch_error:
         error = status.patch_error
-        fix = ("Fix: is the working directory a git work tree with a commit? A read-only run "
-               "needs none." if "git" in error else
-               "Fix: a change that large, or that many files, needs a smaller task." if "over "
-               in error else "")
+        fix = ("Fix: a change that large, or that many files, needs a smaller task." if "over "
+               in error else "Fix: is the working directory a git work tree with a commit? A "
+               "read-only run needs none." if "git" in error else "")
         fail_run(record, " ".join(filter(None, (
             f"The agent's changes could not be computed in its box ({error}); none were "
             "brought back.", fix))))
@@ -59,6 +63,8 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
             "change of this run, stayed in the box: the working tree and the patch have none of "
             "them. Fix: review what the agent "
             "ran (the transcript); such files are changed by people, not by the agent."))
+    if applied.includes_refused:
+        fail_run(record, includes_failure(applied.includes_refused, contained=True))
     if applied.links_refused_count:
         fail_run(record, links_failure(applied.links_refused, applied.links_refused_count,
                                        contained=True))

@@ -49,7 +49,7 @@ _READ_ONLY_SHELL = (
 # after the run) and publish also compare case-folded and normalized names (protected.py).
 _FLOOR_WRITE = (
     *(f"**/{name}/**" for name in PROTECTED_DIRS), "**/.git*", "**/AGENTS.md", "**/CLAUDE.md",
-    "**/.mcp.json", "**/.cursorrules",
+    "**/.mcp.json", "**/.cursorrules", "**/.clinerules", "**/GEMINI.md", "**/.windsurfrules",
 )  # fmt: skip
 _SECRET_GLOBS = (
     "**/.env*", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx", "**/*.jks", "**/*.keystore",

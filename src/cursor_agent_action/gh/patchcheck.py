@@ -28,15 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
+from cursor_agent_action.docfiles import MAX_SCANNED_BYTES, is_documentation, reads_outside
 from cursor_agent_action.errors import GitHubError
 from cursor_agent_action.globs import covers, file_pattern, names, names_directory_only
 from cursor_agent_action.links import TreeLinks, parse_ls_tree
-from cursor_agent_action.protected import fold_path, git_name
+from cursor_agent_action.protected import AGENT_DIRS, fold_path, git_name
 from cursor_agent_action.runner_io import listing
 
 DEFAULT_PROTECTED = (
     "**/.github/**", "**/.cursor/**", "**/.claude/**", "**/AGENTS.md", "**/CLAUDE.md",
-    "**/.mcp.json", "**/.cursorrules",
+    "**/.mcp.json", "**/.cursorrules", *(f"**/{d}" for d in AGENT_DIRS), "**/GEMINI.md",
+    "**/.windsurfrules",
 )  # fmt: skip
 _BASE_LINE = re.compile(rb"^# base: ([0-9a-f]{40,64})$", re.MULTILINE)
 
@@ -151,6 +153,10 @@ def problems(
             refuse("protected paths", path)
         if git_name(path):
             refuse(".git files (they change how git treats the tree)", path)
+        if change.new_mode in ("100644", "100755") and is_documentation(path):
+            text = blob(repo, change.new_oid)[:MAX_SCANNED_BYTES].decode("utf-8", "replace")
+            for read in reads_outside(path, text):
+                refuse("include directives that read outside the repository", read)
         if "160000" in (change.old_mode, change.new_mode):
             refuse("submodule changes", path)
         if change.new_mode == "120000" and not allow_links:

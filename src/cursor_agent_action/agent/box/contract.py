@@ -125,6 +125,7 @@ class BoxStatus:
     left_out: Listed = Listed()
     left_behind: int = 0  # new or changed files .gitignore ignores, kept in the box
     links_refused: Listed = Listed()  # "path -> target (why)": links out of the repository
+    includes_refused: Listed = Listed()  # docs pages that would read outside the repository
 
     def to_json(self) -> dict[str, Any]:
         return {"version": VERSION, **asdict(self)}
@@ -137,7 +138,9 @@ class BoxStatus:
         short = BoxStatus(self.started, self.returncode, self.error[:4096], self.too_large,
                           self.limits, self.storage, None, self.patch, self.patch_error[:4096],
                           self.changed, Listed((), self.protected.count),
-                          links_refused=Listed((), self.links_refused.count))
+                          links_refused=Listed((), self.links_refused.count),
+                          includes_refused=Listed(self.includes_refused.paths[:5],
+                                                  self.includes_refused.count))
         return json.dumps(short.to_json(), ensure_ascii=True).encode()
 
     @classmethod
@@ -171,6 +174,7 @@ class Finished:
     left_out: Listed = Listed()
     left_behind: int = 0
     links_refused: Listed = Listed()
+    includes_refused: Listed = Listed()
 
     def into(self, status: BoxStatus) -> BoxStatus:
         return replace(status, **{f.name: getattr(self, f.name) for f in fields(self)})
@@ -191,7 +195,7 @@ class Finished:
 def _lists(body: dict[str, Any]) -> None:
     """The :class:`Listed` fields of ``body``, from their JSON, in place."""
     for name in ("protected", "too_large_files", "skipped", "special", "too_long", "left_out",
-                 "links_refused"):
+                 "links_refused", "includes_refused"):
         if name in body:
             value = body[name]
             body[name] = Listed(tuple(str(p) for p in value["paths"]), int(value["count"]))

@@ -9,6 +9,7 @@ import contextlib
 import os
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 from cursor_agent_action import changeset
@@ -18,6 +19,11 @@ from cursor_agent_action.agent.box.user import AgentUser
 
 MAX_PATCH_SOURCE_BYTES = 256 << 20
 """What the changed files may hold in all: a larger change is no patch a review can read."""
+FINISH_DIR = "finish"
+"""In the box's area: the finish's own storage (a tmpfs in the box; a directory under
+Landlock)."""
+OBJECTS_DIR = f"{FINISH_DIR}/objects"
+"""The patch's objects (the real repository's are only read)."""
 
 
 def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
@@ -41,15 +47,17 @@ def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
             _unmount_all(area)
             copy = _copy(spec, agent, area, f"no id-mapped overlay here ({exc})")
     _show_git(spec, area, copy)
-    # The patch's objects on a tmpfs of their own, made now: the agent may fill its own.
-    (area / "objects").mkdir(mode=0o700)
-    world.tmpfs(str(area / "objects"), size=str(2 * MAX_PATCH_SOURCE_BYTES), mode=0o700)
+    # The finish's own storage (the patch's objects, our temporary files) on a tmpfs of its
+    # own, made now: the agent may fill its own.
+    (area / FINISH_DIR).mkdir(mode=0o700)
+    world.tmpfs(str(area / FINISH_DIR), size=str(2 * MAX_PATCH_SOURCE_BYTES), mode=0o700)
+    (area / OBJECTS_DIR).mkdir(mode=0o700)
     if spec.git and copy.storage == "copy":
         with contextlib.suppress(changeset.ChangesetError):
             # The copy's base: what of the real tree already differed from HEAD (hashed
             # here, for the fallback only: the overlay's patch needs no base but the tree).
             git_dir, common = changeset.git_dirs(Path(real))
-            with changeset.separate_objects(area / "objects", common / "objects",
+            with changeset.separate_objects(area / OBJECTS_DIR, common / "objects",
                                             git_dir=git_dir, work_tree=Path(real)):
                 copy.dirty = changeset.baseline(Path(real)).dirty
             # What the tree lacked when copied is no deletion.
@@ -145,8 +153,17 @@ def _show_git(spec: BoxSpec, area: Path, copy: tree.Copy) -> None:
 
 
 def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
-    """After the run: the patch of the copy, the chats kept; what the status reports."""
+    """After the run: the patch of what the agent wrote, the chats kept; what the status
+    reports.
+
+    Every temporary file of ours and of our git (a rule file read for the ignore check, a file
+    whose name holds a newline, hashed from a copy) is made in the box's own storage for the
+    finish (:data:`FINISH_DIR`, a tmpfs of its own in the box): charged to its cap, and gone with
+    it however the finish ends (never the runner's /tmp)."""
     area = Path(spec.box_dir)
+    scratch = tempfile.mkdtemp(prefix="finish-", dir=area / FINISH_DIR)  # new, root's, 0700
+    tempfile.tempdir = scratch
+    os.environ["TMPDIR"] = scratch
     left_out = Listed.of(copy.left_out)
     with contextlib.suppress(OSError, home.HomeError):
         home.keep_chats(area / "home", Path(spec.chats_store), spec.owner)
@@ -159,19 +176,21 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
         # a file (a worktree's, a submodule's) that the agent replaced with a link to a git
         # directory of its own making.
         git_dir, common = changeset.git_dirs(real)
-        with changeset.separate_objects(area / "objects", common / "objects", git_dir=git_dir,
+        with changeset.separate_objects(area / OBJECTS_DIR, common / "objects", git_dir=git_dir,
                                         work_tree=copied):
             # New files the real tree's rules ignore stay in the box too: the copy's own
             # .gitignore files are the agent's to empty, negate or delete.
             if copy.storage == "overlay":  # only what the agent wrote is read
                 changes = upper.compute(copied, real, overlay.written(str(area / "upper")),
                                         max_file_bytes=spec.limits.max_file_bytes,
-                                        left_out=copy.left_out)
+                                        left_out=copy.left_out,
+                                        max_changed_bytes=MAX_PATCH_SOURCE_BYTES)
             else:
                 changes = changeset.compute(copied, before, left_out=copy.left_out,
                                             absent=copy.absent,
                                             max_file_bytes=spec.limits.max_file_bytes,
-                                            ignore_as=real)
+                                            ignore_as=real,
+                                            max_changed_bytes=MAX_PATCH_SOURCE_BYTES)
             # A protected name fails the run even when a .gitignore (of the agent's own,
             # ignoring itself) keeps it out of the patch.
             kept = [path for path in [*changes.paths, *changes.ignored_paths]
@@ -185,11 +204,8 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
             # A link that leaves the repository (or leads into .git) fails the run: a later
             # step reading the real tree would read the runner's files through it.
             links_refused, _ = changeset.links(copied, changes)
-            size = sum(os.lstat(copied / e.path).st_size for e in changes.entries
-                       if not e.deleted)  # fmt: skip
-            if size > MAX_PATCH_SOURCE_BYTES:
-                raise ValueError(f"the changed files hold {size >> 20} MiB, over the "
-                                 f"{MAX_PATCH_SOURCE_BYTES >> 20} MiB a patch may carry")
+            # So does a docs page that would make a later build read the runner's files.
+            reads = changeset.includes_outside(copied, changes)
             patch = Path(spec.patch_file)
             changeset.write_patch(copied, changes, patch)
         os.chown(patch, *spec.owner)
@@ -199,4 +215,5 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
                     too_large_files=Listed.of(changes.too_large),
                     skipped=Listed.of(changes.skipped), special=Listed.of(changes.special),
                     too_long=Listed.of(changes.too_long), left_out=left_out,
-                    left_behind=changes.ignored, links_refused=Listed.of(links_refused))
+                    left_behind=changes.ignored, links_refused=Listed.of(links_refused),
+                    includes_refused=Listed.of(reads))

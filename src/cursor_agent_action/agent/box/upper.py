@@ -75,11 +75,13 @@ def _kind(info: os.stat_result | None) -> str:
 
 
 def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
-            left_out: list[str]) -> changeset.Changeset:
+            left_out: list[str], max_changed_bytes: int) -> changeset.Changeset:
     """The changes the upper directory ``wrote`` holds, read through the overlay at ``merged``
     (new state) and the real tree at ``real`` (the state before the run: HEAD plus whatever
     already differed from it), as :func:`cursor_agent_action.changeset.compute` reports them:
-    only new files that neither the merged tree's nor the real tree's rules ignore."""
+    only new files that neither the merged tree's nor the real tree's rules ignore. The files
+    written may hold ``max_changed_bytes`` in all (their apparent sizes, summed from ``lstat``
+    before a byte is read)."""
     head = changeset.head_commit(merged)
     base = RealTree(real)
     never = set(left_out)
@@ -118,6 +120,10 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
     for path in changeset.ignored_of(real, untracked, own_rules=True):
         del before[path]
         deleted.discard(path)
+    size = sum(info.st_size for info in new_files.values())  # from lstat, before any read
+    if size > max_changed_bytes:
+        raise changeset.ChangesetError(f"the changed files hold {size >> 20} MiB, over the "
+                                       f"{max_changed_bytes >> 20} MiB a patch may carry")
     old_oids = changeset.hash_files(real, before)
     new_oids = changeset.hash_files(merged, new_files)
     zero = "0" * len(head)
