@@ -189,7 +189,7 @@ class ChangeTracker:
                 found[path] = info
             else:
                 self.touched[path] = ABSENT
-        oids = changeset.hash_files(repo, found)
+        oids = changeset.hash_paths(repo, sorted(found), found)
         self.touched.update({path: (changeset.mode_of(info), oids[path])
                              for path, info in found.items()})  # fmt: skip
 
@@ -203,14 +203,14 @@ def _touched_changes(repo: Path, touched: dict[str, tuple[str, str]]) -> changes
     """The run's changes when only the box's patches changed the tree: each path they touched,
     from its state before the first to its state now (nothing else is read)."""
     head = changeset.head_commit(repo)
-    head_state = changeset.head_entries(repo, touched)
+    head_state = changeset.head_tree(repo, touched)
     real = RealTree(repo)
     now: dict[str, os.stat_result] = {}
     for path in touched:
         info = real.lstat(path)
         if info is not None and (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
             now[path] = info
-    oids = changeset.hash_files(repo, now)
+    oids = changeset.hash_paths(repo, sorted(now), now)
     zero = "0" * len(head)
     absent = (changeset.ABSENT_MODE, zero)
     entries, overlay = [], {}

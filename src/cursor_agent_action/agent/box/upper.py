@@ -115,17 +115,17 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
                 before[path] = info
     # An untracked file the real tree's rules ignore was never part of its state (as in the
     # helper's baseline): its deletion is none, a file there is new (and ignored).
-    head_state = changeset.head_entries(merged, set(new_files) | deleted)
+    head_state = changeset.head_tree(merged, set(new_files) | deleted)
     untracked = [path for path in before if path not in head_state]
-    for path in changeset.ignored_of(real, untracked, own_rules=True):
+    for path in changeset.ignored_in(real, untracked, env={}):
         del before[path]
         deleted.discard(path)
     size = sum(info.st_size for info in new_files.values())  # from lstat, before any read
     if size > max_changed_bytes:
         raise changeset.ChangesetError(f"the changed files hold {size >> 20} MiB, over the "
                                        f"{max_changed_bytes >> 20} MiB a patch may carry")
-    old_oids = changeset.hash_files(real, before)
-    new_oids = changeset.hash_files(merged, new_files)
+    old_oids = changeset.hash_paths(real, sorted(before), before)
+    new_oids = changeset.hash_paths(merged, sorted(new_files), new_files)
     zero = "0" * len(head)
     absent = (changeset.ABSENT_MODE, zero)
     overlay: dict[str, tuple[str, str]] = {}
@@ -139,8 +139,8 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
         if old != new:
             entries.append(changeset.Entry(path, *old, *new))
     added = [entry.path for entry in entries if entry.old_mode == changeset.ABSENT_MODE]
-    ignored = changeset.ignored_of(merged, added)
-    ignored |= changeset.ignored_of(real, [p for p in added if p not in ignored], own_rules=True)
+    ignored = changeset.ignored_in(merged, added)
+    ignored |= changeset.ignored_in(real, [p for p in added if p not in ignored], env={})
     entries = [entry for entry in entries if entry.path not in ignored]
     return changeset.Changeset(head, entries, [], overlay, sorted(too_large), sorted(ignored),
                                special=sorted(wrote.special), too_long=sorted(wrote.too_long))
