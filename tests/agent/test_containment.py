@@ -255,7 +255,8 @@ def test_cancellation_and_timeout_still_end_a_contained_run(
 @pytest.fixture
 def unprivileged(tmp_path: Path) -> Path:
     """A helper venv a user other than root can run, as setup-helper.sh makes it: the system
-    Python, the package and its compiled dependency copied in, under a world-readable path."""
+    Python, the package, its compiled dependency and h11 copied in, under a world-readable
+    path."""
     if not SYSTEM_PYTHON:
         pytest.skip("needs a system Python every user can run")
     venv = tmp_path / "helper-venv"
@@ -266,10 +267,12 @@ def unprivileged(tmp_path: Path) -> Path:
     shutil.copytree(Path(__file__).resolve().parents[2] / "src" / "cursor_agent_action",
                     site / "cursor_agent_action",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    import h11  # the network wall's relay reads plain HTTP with it (run.txt has it)
     import orjson
 
-    source = Path(orjson.__file__ or "").parent
-    shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+    for module in (orjson, h11):
+        source = Path(module.__file__ or "").parent
+        shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
     for path in [tmp_path, *tmp_path.parents]:
         if path != Path("/"):
             path.chmod(path.stat().st_mode | 0o001)

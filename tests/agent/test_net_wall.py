@@ -7,6 +7,7 @@ server: the tests assert that nothing arrives, which fails without the box's nam
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -23,6 +24,7 @@ import pytest
 from cursor_agent_action.agent.box.net.policy import build_policy
 from cursor_agent_action.agent.box.net.relay import Limits
 from tests.support.netbox import (
+    CCS,
     PREFIX,
     Emit,
     UdpServer,
@@ -30,9 +32,12 @@ from tests.support.netbox import (
     dns_query,
     echo,
     fixed_resolver,
+    hello,
     http_host,
     lookup,
     run_boxed,
+    self_signed,
+    server_hello,
     servers,
 )
 
@@ -81,30 +86,7 @@ def test_an_allowed_name_reaches_its_server_over_http() -> None:
 
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate for WEB (cryptography, which PyGithub already needs)."""
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, WEB)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(WEB)]), critical=False)
-            .sign(key, hashes.SHA256()))  # fmt: skip
-    directory = tmp_path_factory.mktemp("tls")
-    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))  # fmt: skip
-    return cert_file, key_file
+    return self_signed(tmp_path_factory.mktemp("tls"), WEB)
 
 
 def test_an_allowed_name_reaches_its_server_over_tls_and_another_sni_is_refused(
@@ -273,12 +255,12 @@ def test_two_hundred_connections_at_once_and_a_slow_upstream_do_not_stall() -> N
             sockets = [socket.create_connection((address, web.port), timeout=10)
                        for _ in range(200)]
             for i, sock in enumerate(sockets):
-                sock.sendall(b"ping %d" % i)
+                sock.sendall(b"ping %d\n" % i)  # a first line is read to its end
             answers = [sock.recv(100) for sock in sockets]
             elapsed = time.monotonic() - started
             for sock in sockets:
                 sock.close()
-            return [sum(a == b"ping %d" % i for i, a in enumerate(answers)), elapsed]
+            return [sum(a == b"ping %d\n" % i for i, a in enumerate(answers)), elapsed]
 
         run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK))
     answered, elapsed = run.result
@@ -328,8 +310,8 @@ def test_when_the_relay_dies_or_stops_mid_run_every_connection_fails_closed(how:
 
         def client(emit: Emit) -> Any:
             sock = connect_by_name(WEB, web.port)
-            sock.sendall(b"hello")
-            first = sock.recv(10).decode()
+            sock.sendall(b"hello\n")  # a first line is read to its end
+            first = sock.recv(10).decode().strip()
             address = lookup(WEB)[1][0]
             emit("ready")
             sock.settimeout(10)
@@ -480,9 +462,10 @@ def test_a_client_hello_sent_a_byte_at_a_time_is_still_read_and_checked() -> Non
     assert [r["destination"] for r in run.refused("sni-mismatch")] == [WEB]
 
 
-def test_through_an_allowed_proxy_only_to_allowed_names() -> None:
-    """A self-hosted runner's proxy, listed in allowed-domains: CONNECT to an allowed name
-    passes, to any other name it is refused before the proxy hears of it."""
+def test_a_connect_from_the_agent_is_refused_even_to_an_allowed_name() -> None:
+    """Nothing in the box is a proxy: a ``CONNECT`` to an allowed name (a listed proxy) is
+    refused and reported like one to any other name, before the far end hears of it (the
+    runner's own proxy is the relay's to use, see docs/network.md)."""
     proxy = f"{PREFIX}proxy.example"
 
     def proxy_server(conn: socket.socket, server: Any) -> None:
@@ -495,22 +478,23 @@ def test_through_an_allowed_proxy_only_to_allowed_names() -> None:
 
         def client(emit: Emit) -> Any:
             answers = []
-            for target in ("api2.cursor.sh:443", "evil.example:443", "api2.cursor.sh:22"):
+            for target in ("api2.cursor.sh:443", "evil.example:443"):
                 with connect_by_name(proxy, web.port) as sock:
                     sock.settimeout(5)
                     sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-                    answers.append(sock.recv(100).decode())
+                    try:
+                        answers.append(sock.recv(100).decode())
+                    except ConnectionResetError:
+                        answers.append("reset")
             return answers
 
         run = run_boxed(policy, client, resolve=fixed_resolver({proxy: ["127.0.0.1"]}))
-    allowed, evil, wrong_port = run.result
-    assert allowed.startswith("HTTP/1.1 200")
-    assert evil == ""
-    assert wrong_port == ""
-    assert bytes(web.received).count(b"CONNECT") == 1
-    refused = [r["first"] for r in run.refused("sni-mismatch")]
-    assert refused == ["the connection asks for evil.example:443"]  # first attempt only
-    assert run.refused("sni-mismatch")[0]["count"] == 2
+    assert set(run.result) <= {"", "reset"}
+    assert bytes(web.received) == b""
+    [refused] = run.refused("sni-mismatch")
+    assert refused["first"] == ("an HTTP request refused (a CONNECT: nothing in the box is a "
+                                "proxy)")
+    assert refused["count"] == 2
 
 
 def test_connections_over_the_limit_are_refused_and_reported() -> None:
@@ -522,12 +506,12 @@ def test_connections_over_the_limit_are_refused_and_reported() -> None:
             held = []
             for i in range(8):
                 sock = socket.create_connection((address, web.port), timeout=5)
-                sock.sendall(b"x%d" % i)
+                sock.sendall(b"x%d\n" % i)
                 held.append(sock)
             answers = []
             for sock in held:
                 try:
-                    answers.append(sock.recv(10).decode())
+                    answers.append(sock.recv(10).decode().strip())
                 except ConnectionResetError:
                     answers.append("reset")
                 sock.close()
@@ -537,6 +521,109 @@ def test_connections_over_the_limit_are_refused_and_reported() -> None:
                         limits=Limits(max_connections=5))
     assert run.result[:5] == ["x0", "x1", "x2", "x3", "x4"]
     assert set(run.result[5:]) <= {"", "reset"}
+    [limit] = run.refused("limit")
+    assert limit["count"] == 3
+    assert limit["first"] == "over 5 connections at once"
+
+
+def _recording(answer: bytes = b"") -> Any:
+    """A far end that records what it receives and answers ``answer`` to its first bytes."""
+
+    def handler(conn: socket.socket, server: Any) -> None:
+        answered = False
+        while data := conn.recv(65536):
+            server.record(data)
+            if answer and not answered:
+                conn.sendall(answer)
+                answered = True
+
+    return handler
+
+
+def test_a_second_client_hello_after_a_hello_retry_request_is_checked() -> None:
+    """The first finding: a far end answers the first hello (naming WEB) with a
+    HelloRetryRequest; the second hello names another host and was copied unchecked."""
+    with servers(_recording(server_hello(retry=True))) as (web,):
+        policy = build_policy([f"{WEB}:{web.port}"])
+
+        def client(emit: Emit) -> Any:
+            with connect_by_name(WEB, web.port) as sock:
+                sock.settimeout(5)
+                sock.sendall(hello(WEB))
+                retry = sock.recv(65536)
+                sock.sendall(CCS + hello("evil.example"))
+                with contextlib.suppress(OSError):
+                    return [len(retry), sock.recv(100).decode("latin-1")]
+            return [len(retry), "reset"]
+
+        run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK))
+    assert run.result[0] > 0
+    assert b"evil.example" not in bytes(web.received)
+    assert bytes(web.received).startswith(hello(WEB))
+    [refusal] = run.refused("sni-mismatch")
+    assert "evil.example" in refusal["first"]
+
+
+def test_a_client_hello_after_the_first_bytes_wait_is_still_read_as_tls() -> None:
+    """The first finding: a hello sent after the relay's wait for first bytes (no CR or LF
+    in it) took the "first line" path and was copied unchecked."""
+    with servers(_recording()) as (web,):
+        policy = build_policy([f"{WEB}:{web.port}"])
+
+        def client(emit: Emit) -> Any:
+            with connect_by_name(WEB, web.port) as sock:
+                sock.settimeout(5)
+                time.sleep(1.0)  # past the wait below
+                sock.sendall(hello("evil.example"))
+                with contextlib.suppress(OSError):
+                    return sock.recv(100).decode()
+            return "reset"
+
+        run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK),
+                        limits=Limits(peek_timeout_s=0.3))
+    assert bytes(web.received) == b""
+    assert "evil.example" in run.refused("sni-mismatch")[0]["first"]
+
+
+def test_a_client_hello_with_encrypted_client_hello_is_refused_and_reported() -> None:
+    """The first finding: the outer name was allowed, the inner one never seen."""
+    with servers(_recording()) as (web,):
+        policy = build_policy([f"{WEB}:{web.port}"])
+
+        def client(emit: Emit) -> Any:
+            with connect_by_name(WEB, web.port) as sock:
+                sock.settimeout(5)
+                sock.sendall(hello(WEB, ech=True))
+                with contextlib.suppress(OSError):
+                    return sock.recv(100).decode()
+            return "reset"
+
+        run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK))
+    assert bytes(web.received) == b""
+    assert "encrypted_client_hello" in run.refused("sni-mismatch")[0]["first"]
+
+
+def test_dns_over_tcp_counts_toward_the_connection_cap() -> None:
+    """The first finding: DNS-over-TCP connections were never refused (4,150 were held)."""
+    policy = build_policy([WEB])
+
+    def client(emit: Emit) -> Any:
+        held = [socket.create_connection(("127.0.0.1", 53), timeout=5) for _ in range(8)]
+        answered = 0
+        for sock in held:
+            query = dns_query(WEB)
+            try:
+                sock.sendall(len(query).to_bytes(2, "big") + query)
+                answered += len(sock.recv(4096)) > 2
+            except OSError:
+                pass
+        for sock in held:
+            sock.close()
+        return answered
+
+    run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK),
+                    limits=Limits(max_connections=5))
+    assert run.result == 5
     [limit] = run.refused("limit")
     assert limit["count"] == 3
     assert limit["first"] == "over 5 connections at once"

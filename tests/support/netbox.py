@@ -25,6 +25,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
@@ -306,3 +307,68 @@ class UdpServer:
     def close(self) -> None:
         self._stop.set()
         self.sock.close()
+
+
+def self_signed(directory: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for ``name`` and its key, as files in ``directory``
+    (cryptography, which PyGithub already needs)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .sign(key, hashes.SHA256()))  # fmt: skip
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))  # fmt: skip
+    return cert_file, key_file
+
+
+# -- TLS by hand -------------------------------------------------------------------------------
+
+HELLO_RETRY = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
+
+
+def record(kind: int, payload: bytes) -> bytes:
+    """A TLS record of ``kind``."""
+    return bytes([kind, 3, 3]) + len(payload).to_bytes(2, "big") + payload
+
+
+def message(kind: int, body: bytes) -> bytes:
+    """A TLS handshake message of ``kind``."""
+    return bytes([kind]) + len(body).to_bytes(3, "big") + body
+
+
+def hello_body(name: str, *, ech: bool = False) -> bytes:
+    """A ClientHello body naming ``name``, with encrypted_client_hello if ``ech``."""
+    entry = b"\x00" + len(name).to_bytes(2, "big") + name.encode()
+    sni = struct.pack("!HH", 0, len(entry) + 2) + len(entry).to_bytes(2, "big") + entry
+    extensions = sni + (struct.pack("!HH", 0xFE0D, 4) + b"\x00\x00\x01\x00" if ech else b"")
+    return (b"\x03\x03" + bytes(32) + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
+            + len(extensions).to_bytes(2, "big") + extensions)
+
+
+def hello(name: str, *, ech: bool = False) -> bytes:
+    """A ClientHello record."""
+    return record(0x16, message(1, hello_body(name, ech=ech)))
+
+
+def server_hello(*, retry: bool) -> bytes:
+    """A ServerHello record, or a HelloRetryRequest."""
+    random = HELLO_RETRY if retry else bytes(range(32))
+    return record(0x16, message(2, b"\x03\x03" + random + b"\x00\x13\x01\x00\x00\x00"))
+
+
+CCS = record(0x14, b"\x01")

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cursor_agent_action.agent.box.net.upstream import NAMES as PROXY_VARIABLES
+from cursor_agent_action.agent.box.net.upstream import RunnerProxy
 from cursor_agent_action.agent.cli_sandbox import CURSOR_DOMAINS, environment_tmpdir, sandbox_json
 from cursor_agent_action.agent.cli_sandbox import HOME_FILE as SANDBOX_FILE
 from cursor_agent_action.agent.extra_args import with_extra_args
@@ -84,13 +86,18 @@ class Box:
                  SANDBOX_FILE: sandbox_json(read_only=not options.policy.allows_writes,
                                             domains=domains,
                                             writable=environment_tmpdir(self.env))}
+        env, network = self.env, None
+        if walled and options.net_policy is not None:
+            # The runner's proxy is the relay's to use; nothing in the box is a proxy.
+            network = dataclasses.replace(options.net_policy,
+                                          proxy=RunnerProxy.from_environ(self.env))
+            env = {name: value for name, value in env.items() if name not in PROXY_VARIABLES}
         return jail_for(self.isolation, state_dir=options.state_dir,
                         repo_root=(repo_root or options.workspace).resolve(),
                         cwd=options.workspace.resolve(), home=self.home,
-                        argv=[str(agent), *argv[1:]], env=self.env, masks=self.masks,
+                        argv=[str(agent), *argv[1:]], env=env, masks=self.masks,
                         reveals=[_cli_install(agent)], shares=_shares(), files=files,
-                        git=repo_root is not None,
-                        network=options.net_policy if walled else None,
+                        git=repo_root is not None, network=network,
                         storage=os.environ.get(STORAGE_VARIABLE, "") or "auto")
 
 

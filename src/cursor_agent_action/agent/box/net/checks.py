@@ -1,14 +1,15 @@
-"""The relay's checks of what the agent sends: the first bytes of a connection (a TLS SNI, an
-HTTP head, a first line still open), every request of a plain HTTP connection, and what goes
-inside a tunnel, each against the name the agent dialed (:mod:`.relay` drives them; the
-framing is :mod:`.httpflow`'s, the copying :mod:`.pumps`')."""
+"""The relay's checks of what the agent sends, each against the name it dialed: the first
+bytes of a connection (a TLS ClientHello's SNI; a first line that makes it plain HTTP), every
+ClientHello of a TLS connection (:mod:`.tls`), every request of a plain HTTP connection
+(:mod:`.plainhttp`, which composes the far end's requests itself). :mod:`.relay` drives them;
+the copying is :mod:`.pumps`'."""
 
 from __future__ import annotations
 
 import asyncio
-import time
+from dataclasses import dataclass
 
-from cursor_agent_action.agent.box.net import httpflow, peek, pumps
+from cursor_agent_action.agent.box.net import peek, plainhttp, pumps, tls
 from cursor_agent_action.agent.box.net.ledger import Ledger
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 
@@ -21,111 +22,91 @@ class Refused(Exception):
         self.kind, self.destination, self.detail = kind, destination, detail
 
 
-class Checks:
-    """The checks of one wall: its policy, its ledger of refusals, how long first bytes may
-    take."""
+@dataclass(frozen=True)
+class Agent:
+    """One connection of the agent's: the name and port it dialed, its reader and writer,
+    and the writer of the relay's first connection to the far end."""
 
-    def __init__(self, policy: NetPolicy, ledger: Ledger, peek_timeout_s: float) -> None:
+    name: str
+    port: int
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    upstream: asyncio.StreamWriter
+
+
+class Checks:
+    """The checks of one wall: its policy and its ledger of refusals."""
+
+    def __init__(self, policy: NetPolicy, ledger: Ledger) -> None:
         self.policy = policy
         self.ledger = ledger
-        self.peek_timeout_s = peek_timeout_s
 
     async def first_bytes(self, reader: asyncio.StreamReader, name: str,
-                           initial: bytes = b"") -> tuple[bytes, peek.Claim]:
+                          initial: bytes = b"") -> tuple[bytes, peek.Claim]:
         """The client's first bytes (``initial``, then what it sends), read until their claim
-        is clear; a TLS or HTTP claim of another name raises :class:`Refused`. No bytes in
-        time: another protocol, unchecked."""
+        is clear however late they come (the idle timeout bounds the wait); a TLS claim of
+        another name raises :class:`Refused`. Nothing before the agent's end: nothing to
+        check."""
         data = bytearray(initial)
         claim = peek.claim(initial)
-        if initial and (claim.status != peek.MORE or claim.need == peek.LINE):
-            self.check_claim(name, claim)
-            return initial, claim
-        deadline = time.monotonic() + self.peek_timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                chunk = await asyncio.wait_for(reader.read(peek.MAX_PEEK - len(data)), left)
-            except asyncio.TimeoutError:
-                chunk = None
-            if chunk:
-                data += chunk
-                # Parse again only when it can tell more: one byte at a time costs no more.
-                if claim.need == peek.HEAD:
-                    ready = b"\r\n\r\n" in data[-len(chunk) - 3 :] or len(data) >= peek.MAX_PEEK
-                else:
-                    ready = len(data) >= claim.need
-                if ready:
-                    claim = peek.claim(bytes(data))
-                if claim.status == peek.MORE and claim.need == peek.LINE:
-                    return bytes(data), claim  # a first line still open: see pumps
-                if claim.status == peek.MORE and left > 0:
-                    continue
-            else:
+        while claim.status == peek.MORE:
+            chunk = await reader.read(peek.MAX_PEEK - len(data))
+            if not chunk:
+                break
+            data += chunk
+            # Parse again only when it can tell more: one byte at a time costs no more.
+            ready = b"\n" in chunk if claim.need == peek.LINE else len(data) >= claim.need
+            if ready or len(data) >= peek.MAX_PEEK:
                 claim = peek.claim(bytes(data))
-            if claim.status == peek.MORE and data:
+        if claim.status == peek.MORE and data:  # the agent ended its side first
+            if claim.need != peek.LINE or peek.near_http(bytes(data)):
                 raise Refused("sni-mismatch", name, "an incomplete TLS ClientHello or HTTP head")
-            if claim.status == peek.BAD:
-                raise Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
-            self.check_claim(name, claim)
-            return bytes(data), claim
+            claim = peek.Claim(peek.OTHER)
+        self.check_claim(name, claim)
+        return bytes(data), claim
 
     def check_claim(self, name: str, claim: peek.Claim) -> None:
-        """Raise :class:`Refused` unless ``claim`` asks for the dialed ``name`` (or, through
-        an allowed proxy, for a name and port the rules allow)."""
+        """Raise :class:`Refused` unless ``claim`` asks for the dialed ``name``."""
         if claim.status == peek.BAD:
             raise Refused("sni-mismatch", name, "a malformed TLS ClientHello or HTTP head")
-        if claim.status != peek.DONE or not claim.name:
-            return
-        asked = f"{claim.name}{f':{claim.proxy_port}' if claim.proxy_port else ''}"
-        # Another name only through an allowed proxy and to a name and port the rules allow
-        # (otherwise: fronting); a port named, even on the dialed host, must be allowed too.
-        if (claim.name != name and not claim.proxy_port) or (
-                claim.proxy_port and not self.policy.allows(claim.name, claim.proxy_port)):
-            raise Refused("sni-mismatch", name, f"the connection asks for {asked}")
-        if claim.connect and claim.name == name:  # a tunnel to the proxy itself, then anything
-            raise Refused("sni-mismatch", name, f"a CONNECT to the proxy itself ({asked})")
+        if claim.ech:
+            raise Refused("sni-mismatch", name, "a TLS ClientHello with encrypted_client_hello"
+                           " (the name it asks for is hidden)")
+        if claim.status == peek.DONE and claim.name and claim.name != name:
+            raise Refused("sni-mismatch", name, f"the connection asks for {claim.name}")
 
-    async def up_agent(self, name: str, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter, flow: pumps.Flow,
-                       seen: tuple[bytes, peek.Claim]) -> None:
-        """The agent's side of a connection to ``name`` whose first bytes and their claim are
-        ``seen`` (:meth:`first_bytes`): plain HTTP read request by request (a kept-alive
-        connection to an allowed proxy asks for any host in its next request), a first line
-        still open read to its end, anything else copied. A refusal is recorded and the far
-        end gets a reset."""
+    async def up_agent(self, agent: Agent, flow: pumps.Flow, seen: tuple[bytes, peek.Claim],
+                       connect: plainhttp.Connect) -> None:
+        """The agent's side of a connection whose first bytes and their claim are ``seen``
+        (:meth:`first_bytes`): TLS followed until its handshake is decided, plain HTTP
+        terminated (each request to a new connection from ``connect``), anything else
+        copied. A refusal is recorded and the far end gets a reset."""
+        first, claim = seen
+        name, port, reader, writer = agent.name, agent.port, agent.reader, agent.upstream
         try:
-            await self._pass_on(name, reader, writer, flow, seen, tunnels=True)
+            if first[:1] == b"\x16":
+                await pumps.up_tls(reader, writer, flow, first,
+                                   lambda claim: self.check_claim(name, claim))
+            elif claim.http:
+                await plainhttp.serve(plainhttp.Exit(reader, agent.writer, name, port), first,
+                                      connect, flow)
+            else:
+                writer.write(first)
+                flow.moved[0] += len(first)
+                await pumps.copy(reader, writer, flow, 0)
         except Refused as refusal:
             flow.refused = True
             self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
             raise
-        except httpflow.BadRequest as exc:
+        except plainhttp.OtherHost as exc:
             flow.refused = True
-            self.ledger.refused("sni-mismatch", name, f"a malformed HTTP request ({exc})")
+            self.ledger.refused("sni-mismatch", name, str(exc))
             raise
-
-    async def _pass_on(self, name: str, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter, flow: pumps.Flow,
-                       seen: tuple[bytes, peek.Claim], *, tunnels: bool) -> None:
-        first, claim = seen
-
-        def check(claim: peek.Claim) -> None:
-            self.check_claim(name, claim)
-
-        async def tunnel(request: httpflow.Head, rest: bytes) -> None:
-            """Inside an opened tunnel: the agent's bytes as a new connection's to the tunnel's
-            far end (its SNI or Host checked against it; no tunnel inside). A proxy's tunnel
-            to an allowed port 80 could front another host."""
-            target = peek.http_claim(request).name
-            inner = await self.first_bytes(reader, target, rest)
-            await self._pass_on(target, reader, writer, flow, inner, tunnels=False)
-
-        opened = tunnel if tunnels else None
-        if claim.http:
-            await pumps.up_http(reader, writer, flow, first, check, tunnel=opened)
-        elif claim.status == peek.MORE:  # a first line still open
-            await pumps.up_first_line(reader, writer, flow, first, check, tunnel=opened)
-        else:
-            writer.write(first)
-            flow.moved[0] += len(first)
-            await pumps.copy(reader, writer, flow, 0)
+        except plainhttp.BadRequest as exc:
+            flow.refused = True
+            self.ledger.refused("sni-mismatch", name, f"an HTTP request refused ({exc})")
+            raise
+        except tls.BadTls as exc:
+            flow.refused = True
+            self.ledger.refused("sni-mismatch", name, f"a TLS handshake refused ({exc})")
+            raise

@@ -5,8 +5,8 @@ port 443), the ``allowed-domains`` input (one ``host`` or ``*.domain`` a line, o
 ``:port``, else ports 443 and 80) and the hosts of ``mcp-config``'s URL servers (their URL's
 port). ``*.example.com`` matches every name under example.com, not example.com itself.
 
-Addresses: the link-local range (cloud metadata services live there) and the other metadata
-addresses in :data:`NEVER` are never reachable. Private ranges and loopback are reachable only
+Addresses (:mod:`.addresses`): the link-local range (cloud metadata services live there) and
+the other metadata addresses are never reachable. Private ranges and loopback are reachable only
 for a name listed exactly (no wildcard) in ``allowed-domains`` or ``mcp-config``: a self-hosted
 mirror. A default or wildcard name that resolves to one is refused, so a public name pointed at
 the runner's own network cannot open it.
@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from cursor_agent_action.agent.box.net import addresses
+from cursor_agent_action.agent.box.net.upstream import RunnerProxy
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.options import setting
 
@@ -44,16 +47,6 @@ DEFAULT_DOMAINS = (
 )
 _LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
 _PORT = re.compile(r"^[0-9]{1,5}$")
-NEVER = tuple(ipaddress.ip_network(net) for net in (
-    "169.254.0.0/16",  # link-local: AWS, GCP, Azure, Oracle, DigitalOcean metadata
-    "fe80::/10",  # IPv6 link-local
-    "100.100.100.200/32",  # Alibaba Cloud metadata
-    "fd00:ec2::254/128",  # AWS metadata over IPv6
-    "192.0.0.192/32",  # Oracle Cloud's older metadata address
-    "0.0.0.0/8", "::/128",  # "this host": a connect to it reaches the runner itself
-    "224.0.0.0/4", "ff00::/8", "255.255.255.255/32",  # multicast and broadcast
-))  # fmt: skip
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
 def normalise(name: str) -> str:
@@ -61,11 +54,28 @@ def normalise(name: str) -> str:
     return name.strip().rstrip(".").lower()
 
 
+_NUMBER = re.compile(r"(0x[0-9a-f]*|[0-9]+)", re.IGNORECASE)
+"""A part of an address as the C library's ``inet_aton`` reads it (decimal, octal after a
+0, hexadecimal after 0x): ``0x7f.1``, ``2130706433`` and ``0177.0.0.1`` are 127.0.0.1 to
+the system resolver."""
+
+
 def is_ip_literal(host: str) -> bool:
+    """An address, in any form the system resolver reads as one (also a name whose last
+    label is a number: no top-level domain is)."""
+    host = host.strip("[]").rstrip(".")
     try:
-        ipaddress.ip_address(host.strip("[]"))
+        ipaddress.ip_address(host)
     except ValueError:
-        return bool(host) and all(part.isdigit() for part in host.split("."))
+        parts = host.split(".")
+        if not host or parts[-1].isdigit():
+            return bool(host)
+        if len(parts) <= 4 and all(_NUMBER.fullmatch(part) for part in parts):
+            return True
+        try:
+            socket.inet_aton(host)
+        except (OSError, ValueError):
+            return False
     return True
 
 
@@ -104,6 +114,7 @@ class NetPolicy:
 
     rules: tuple[Rule, ...]
     unreachable: tuple[str, ...] = field(default=())
+    proxy: RunnerProxy | None = None  # the runner's own, used by the relay (not the agent)
 
     def allows_name(self, name: str) -> bool:
         """Some rule matches ``name`` (on some port): the resolver answers it."""
@@ -123,17 +134,9 @@ class NetPolicy:
     def address_allowed(self, address: str, name: str) -> bool:
         """May the relay connect to ``address`` for ``name``: never a metadata or link-local
         address; a private or loopback one only for an :meth:`explicit` name."""
-        try:
-            ip = ipaddress.ip_address(address.split("%", 1)[0])
-        except ValueError:
-            return False
-        candidates = [ip, *_embedded(ip)]
-        if any(candidate in net for candidate in candidates for net in NEVER
-               if candidate.version == net.version):  # fmt: skip
-            return False
-        if all(candidate.is_global for candidate in candidates):
-            return True
-        return self.explicit(name)
+        verdict = addresses.judge(address)
+        return verdict == addresses.GLOBAL or (
+            verdict == addresses.LOCAL_ONLY and self.explicit(name))
 
     def ports(self) -> tuple[int, ...]:
         """Every port some rule allows (the relay listens on each)."""
@@ -142,25 +145,15 @@ class NetPolicy:
     def to_json(self) -> dict[str, Any]:
         return {"rules": [{"pattern": r.pattern, "ports": list(r.ports), "source": r.source}
                           for r in self.rules],
-                "unreachable": list(self.unreachable)}  # fmt: skip
+                "unreachable": list(self.unreachable),
+                "proxy": self.proxy.to_json() if self.proxy else None}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NetPolicy:
         rules = tuple(Rule(str(r["pattern"]), tuple(int(p) for p in r["ports"]), str(r["source"]))
                       for r in data["rules"])  # fmt: skip
-        return cls(rules, tuple(str(url) for url in data.get("unreachable", ())))
-
-
-def _embedded(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    """The IPv4 addresses an IPv6 one carries (mapped, NAT64, 6to4, Teredo): each is checked."""
-    if isinstance(ip, ipaddress.IPv4Address):
-        return []
-    found = [v4 for v4 in (ip.ipv4_mapped, ip.sixtofour) if v4 is not None]
-    if ip.teredo:
-        found += list(ip.teredo)
-    if ip in _NAT64:
-        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
-    return found
+        return cls(rules, tuple(str(url) for url in data.get("unreachable", ())),
+                   RunnerProxy.from_json(data.get("proxy")))
 
 
 def _bad(line: str, why: str) -> UsageError:

@@ -11,8 +11,10 @@ A connection from the box: the address the agent dialed names the destination (t
 gave each allowed name its own pool address; any other address is an IP literal: refused); the
 name and port are checked; the runner's system resolver resolves the name (in a small thread
 pool) and each address is checked (:meth:`~.policy.NetPolicy.address_allowed`); the relay
-connects and copies bytes both ways, the agent's first bytes only once their TLS SNI or HTTP
-Host (if any) names the same host. Bounded: concurrent connections, connect, idle and total
+connects (direct, or through the runner's proxy: :mod:`.upstream`) and copies bytes both ways
+once the agent's first bytes tell what they are (:mod:`.checks`): TLS followed until its
+handshake is decided, plain HTTP terminated (the far end reads only the relay's requests),
+other protocols copied. Bounded: concurrent connections, connect, idle and total
 time per connection, bytes buffered per direction (backpressure). If the relay thread ends for
 any reason, every listener and connection is closed: the box fails closed.
 """
@@ -30,11 +32,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
-from cursor_agent_action.agent.box.net import pumps
-from cursor_agent_action.agent.box.net.checks import Checks, Refused
+from cursor_agent_action.agent.box.net import peek, plainhttp, pumps, upstream
+from cursor_agent_action.agent.box.net.checks import Agent, Checks, Refused
 from cursor_agent_action.agent.box.net.dns import Resolver
 from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.box.net.policy import NetPolicy
+from cursor_agent_action.agent.box.net.upstream import RunnerProxy
 
 DNS_ADDRESS = "127.0.0.1"
 DNS_PORT = 53
@@ -57,7 +60,7 @@ class Limits:
     max_connections: int = 1024
     connect_timeout_s: float = 10.0
     resolve_timeout_s: float = 10.0
-    peek_timeout_s: float = 10.0  # for the first bytes of a TLS ClientHello or HTTP head
+    peek_timeout_s: float = 10.0  # for each query of a DNS-over-TCP connection
     idle_timeout_s: float = 900.0  # no byte either way for this long: closed
     total_timeout_s: float = 6 * 3600.0  # a job lasts at most 6 hours on GitHub's runners
     buffer_bytes: int = 256 * 1024  # per direction, before the sender is made to wait
@@ -76,7 +79,7 @@ class Wall:
         self._resolve = resolve
         self._resolver = Resolver(policy)
         self.ledger = Ledger(policy.to_json(), on_event)
-        self.checks = Checks(policy, self.ledger, limits.peek_timeout_s)
+        self.checks = Checks(policy, self.ledger)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -214,12 +217,12 @@ class Wall:
         self._clients += 1
         try:
             address, port = writer.get_extra_info("sockname")[:2]
+            if self._clients > self.limits.max_connections:  # DNS over TCP counts too
+                raise Refused("limit", f"{address}:{port}", f"over {self.limits.max_connections}"
+                               " connections at once")
             if address == DNS_ADDRESS and port == DNS_PORT:
                 await self._dns_tcp(reader, writer)
                 return
-            if self._clients > self.limits.max_connections:
-                raise Refused("limit", f"{address}:{port}", f"over {self.limits.max_connections}"
-                               " connections at once")
             name = self._resolver.name_for(address)
             if name is None:
                 raise Refused("ip-literal", f"{address}:{port}",
@@ -238,37 +241,86 @@ class Wall:
             self._writers.discard(writer)
             writer.transport.abort()
 
-    async def _connect(self, name: str, port: int) -> tuple[asyncio.StreamReader,
-                                                           asyncio.StreamWriter]:
+    async def _addresses(self, name: str, port: int, *, report: bool = True) -> list[str]:
+        """The addresses of ``name`` the rules let the relay connect to; raises
+        :class:`Refused` when there are none (``report``: a failed resolution too)."""
         loop = asyncio.get_running_loop()
         destination = f"{name}:{port}"
         try:
             addresses = await asyncio.wait_for(loop.run_in_executor(
                 None, self._resolve, name, port), self.limits.resolve_timeout_s)
         except (OSError, asyncio.TimeoutError, UnicodeError) as exc:
-            self.ledger.failed(destination, f"{name} did not resolve: {exc}")
+            if report:
+                self.ledger.failed(destination, f"{name} did not resolve: {exc}")
             raise
         allowed = [a for a in addresses if self.policy.address_allowed(a, name)]
         if not allowed:
             raise Refused("address", destination,
                            f"{name} resolves to {', '.join(addresses[:4]) or 'nothing'}")
+        return allowed
+
+    async def _open(self, destination: str, addresses: list[str],
+                    port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         error: BaseException | None = None
-        for address in allowed[:4]:
+        for address in addresses[:4]:
             try:
                 return await asyncio.wait_for(asyncio.open_connection(
                     address, port, limit=self.limits.buffer_bytes), self.limits.connect_timeout_s)
             except (OSError, asyncio.TimeoutError) as exc:
                 error = exc
-        self.ledger.failed(destination, f"connecting to {', '.join(allowed[:4])} failed: {error}")
+        self.ledger.failed(destination, f"connecting to {', '.join(addresses[:4])} failed: "
+                           f"{error}")
         raise ConnectionError(str(error))
+
+    async def _connect(self, name: str, port: int) -> plainhttp.Upstream:
+        """A connection to ``name:port``, direct."""
+        addresses = await self._addresses(name, port)
+        return plainhttp.Upstream(*await self._open(f"{name}:{port}", addresses, port))
+
+    async def _via(self, name: str, port: int, via: RunnerProxy,
+                   peeking: asyncio.Future[tuple[bytes, peek.Claim]]) -> plainhttp.Upstream:
+        """A connection to ``name:port`` through the runner's proxy, once the agent's first
+        bytes tell which: plain HTTP is forwarded to the HTTP proxy (absolute form), the rest
+        tunnelled through the HTTPS proxy (``CONNECT``). A name the runner resolves is
+        refused as it would be direct (its addresses are checked)."""
+        destination = f"{name}:{port}"
+        _, claim = await peeking
+        proxy = via.http if claim.http else via.https
+        if proxy is None:
+            return await self._connect(name, port)
+        with contextlib.suppress(OSError, asyncio.TimeoutError, UnicodeError):
+            await self._addresses(name, port, report=False)  # Refused: its addresses are
+        loop = asyncio.get_running_loop()
+        try:
+            found = await asyncio.wait_for(loop.run_in_executor(
+                None, system_resolve, proxy.host, proxy.port), self.limits.resolve_timeout_s)
+        except (OSError, asyncio.TimeoutError, UnicodeError) as exc:
+            self.ledger.failed(destination, f"the runner's proxy {proxy.host} did not "
+                               f"resolve: {exc}")
+            raise
+        reader, writer = await self._open(destination, found, proxy.port)
+        if claim.http:
+            return plainhttp.Upstream(reader, writer, upstream.forward_prefix(name, port),
+                                      proxy.authorization.encode())
+        try:
+            await asyncio.wait_for(upstream.tunnel(reader, writer, proxy, name, port),
+                                   self.limits.connect_timeout_s)
+        except (OSError, asyncio.TimeoutError) as exc:
+            writer.transport.abort()
+            self.ledger.failed(destination, str(exc) or "the runner's proxy did not answer")
+            raise
+        return plainhttp.Upstream(reader, writer)
 
     async def _relay(self, name: str, port: int, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
         """Connect and peek at once; the far end's bytes flow as soon as it is connected (a
         protocol where the server speaks first), the agent's once their claim is checked."""
         destination = f"{name}:{port}"
-        connecting = asyncio.ensure_future(self._connect(name, port))
         peeking = asyncio.ensure_future(self.checks.first_bytes(reader, name))
+        via = self.policy.proxy
+        connecting = asyncio.ensure_future(
+            self._connect(name, port) if via is None or via.direct(name)
+            else self._via(name, port, via, peeking))
         tasks: set[asyncio.Future[Any]] = {connecting, peeking}
         up_writer: asyncio.StreamWriter | None = None
         flow = pumps.Flow()
@@ -276,20 +328,27 @@ class Wall:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             if peeking in done:
                 peeking.result()  # a refusal: raised before the far end hears anything
-            up_reader, up_writer = await connecting
+            far = await connecting
+            up_reader, up_writer = far.reader, far.writer
             self._writers.add(up_writer)
             self.ledger.connected(destination)
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
             tasks.add(down)
-            up = asyncio.ensure_future(self.checks.up_agent(name, reader, up_writer, flow,
-                                                            await peeking))
+
+            async def connect() -> plainhttp.Upstream:
+                """For plain HTTP: the relay reads the far end's answer itself."""
+                down.cancel()
+                return far
+
+            agent = Agent(name, port, reader, writer, up_writer)
+            up = asyncio.ensure_future(self._up(agent, flow, peeking, connect))
             tasks.add(up)
             await self._watch({up, down}, flow)
         finally:
             for task in tasks:
                 task.cancel()
             if connecting.done() and not connecting.cancelled() and not connecting.exception():
-                up_writer = connecting.result()[1]
+                up_writer = connecting.result().writer
             if up_writer is not None:
                 self._writers.discard(up_writer)
                 if flow.refused:  # a reset: a reader must not take the end for a line end
@@ -298,6 +357,19 @@ class Wall:
                             socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 up_writer.transport.abort()
             self.ledger.moved(destination, flow.moved[0], flow.moved[1])
+
+    async def _up(self, agent: Agent, flow: pumps.Flow,
+                  peeking: asyncio.Future[tuple[bytes, peek.Claim]],
+                  connect: plainhttp.Connect) -> None:
+        """The agent's side once its first bytes are read (however late: the idle timeout
+        bounds the wait)."""
+        try:
+            seen = await peeking
+        except Refused as refusal:
+            flow.refused = True
+            self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
+            raise
+        await self.checks.up_agent(agent, flow, seen, connect)
 
     async def _watch(self, directions: set[asyncio.Future[None]], flow: pumps.Flow) -> None:
         """Until both directions are done, an error, or the idle or total timeout."""
