@@ -9,6 +9,7 @@ requirements/lock.sh.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -99,6 +100,28 @@ def test_the_wanted_ranges_are_the_projects() -> None:
     for name in SETS:
         for requirement in _wanted(name):
             assert declared.get(canonicalize_name(requirement.name)) == requirement.specifier
+
+
+def test_every_package_the_code_imports_is_declared() -> None:
+    """No package reaches the code only as another's dependency (``requests`` through PyGithub):
+    each third-party import of src/ is a distribution pyproject.toml names."""
+    declared = {canonicalize_name(Requirement(r).name)
+                for r in metadata.requires("cursor-agent-action") or []
+                if "extra" not in str(Requirement(r).marker or "")}
+    owners = metadata.packages_distributions()
+    imported: set[str] = set()
+    for path in (ROOT / "src").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module.split(".")[0])
+    third_party = {name for name in imported - set(sys.stdlib_module_names)
+                   if name != "cursor_agent_action"}
+    assert {"github", "httpx", "tenacity", "requests"} <= third_party  # the check reads imports
+    missing = {name: owners.get(name) for name in third_party
+               if not {canonicalize_name(d) for d in owners.get(name, [])} & declared}
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"
 
 
 def test_the_run_lock_holds_nothing_the_run_step_does_not_import() -> None:

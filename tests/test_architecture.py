@@ -124,3 +124,33 @@ def test_no_module_much_over_400_lines() -> None:
     }
     too_long = {name: lines for name, lines in sizes.items() if lines > MAX_LINES}
     assert not too_long
+
+
+def _private_imports() -> list[str]:
+    """``from pkg.module import _name`` and ``module._name`` across the package's modules."""
+    modules = _modules()
+    found = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bound: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                    and node.module.startswith(NAME):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{name}: from {node.module} import {alias.name}")
+                    if f"{node.module}.{alias.name}" in modules:
+                        bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                bound.update({alias.asname: alias.name for alias in node.names
+                              if alias.asname and alias.name in modules})
+        found += [f"{name}: {bound[node.value.id]}.{node.attr}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in bound and node.attr.startswith("_")
+                  and not node.attr.startswith("__")]
+    return found
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    """A name two modules need is public in the module that owns it."""
+    assert _private_imports() == []

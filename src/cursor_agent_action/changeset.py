@@ -22,7 +22,6 @@ import contextlib
 import contextvars
 import os
 import stat
-import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +31,6 @@ from types import MappingProxyType
 from cursor_agent_action import safegit
 from cursor_agent_action.docfiles import MAX_SCANNED_BYTES, is_documentation, reads_outside
 from cursor_agent_action.links import judge, parse_ls_tree
-from cursor_agent_action.options import number_text
 from cursor_agent_action.protected import protected_name
 from cursor_agent_action.worktree import MAX_RULES_TOTAL_BYTES, Unread, read_regular, walk
 
@@ -41,8 +39,9 @@ PATCH_HEADER = b"# cursor-agent-action patch (apply with: git apply --binary)\n"
 StatKey = tuple[int, int, int, int, int]  # mode, size, inode, mtime, ctime
 
 
-class ChangesetError(Exception):
-    """git failed, or the tree is not a repository with a commit."""
+ChangesetError = safegit.GitFailed
+"""git failed, or the tree is not a repository with a commit: git's one error, by the name the
+callers of this module know it."""
 
 
 @dataclass(frozen=True)
@@ -118,19 +117,13 @@ def separate_objects(objects: Path, alternate: Path, *, git_dir: Path | None = N
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
          input: bytes | None = None) -> bytes:
     try:
-        done = safegit.run(args, repo, env={**_OBJECTS.get(), **(env or {})}, input=input)
-    except (OSError, safegit.GitNotFound) as exc:
-        raise ChangesetError(f"cannot run git: {exc}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ChangesetError(
-            f"git {args[0]} did not finish within {number_text(exc.timeout)} s") from exc
-    if done.returncode < 0:  # SIGBUS or SIGKILL: the box's storage or memory ran out
-        raise ChangesetError(f"git {args[0]} was killed by signal {-done.returncode} (over "
-                             "the box's memory or storage)")
-    if done.returncode != 0:
-        words = " ".join(done.stderr.decode("utf-8", "replace").split())[:400]
-        raise ChangesetError(f"git {args[0]} failed: {words or done.returncode}")
-    return done.stdout
+        return safegit.git(args, repo, env={**_OBJECTS.get(), **(env or {})}, input=input).stdout
+    except safegit.GitFailed as exc:
+        if exc.returncode is not None and exc.returncode < 0:  # SIGBUS or SIGKILL: the box's
+            raise ChangesetError(f"{exc} (over the box's memory or storage)",  # storage or
+                                 command=exc.command, detail=exc.detail,  # memory ran out
+                                 returncode=exc.returncode) from exc
+        raise
 
 
 def _decode(raw: bytes) -> str:
@@ -144,17 +137,15 @@ def _encode(path: str) -> bytes:
 def repository_root(path: Path) -> Path | None:
     """The top of the work tree ``path`` is in, or None (not a repository, or no git)."""
     try:
-        done = safegit.run(["rev-parse", "--show-toplevel"], path)
-    except (OSError, safegit.GitNotFound):
+        return safegit.toplevel(path)
+    except safegit.GitFailed:
         return None
-    if done.returncode != 0:
-        return None
-    return Path(_decode(done.stdout.strip()))
 
 
 def head_commit(repo: Path) -> str:
-    out = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    return out.decode().strip()
+    """The commit checked out in ``repo``; inside :func:`separate_objects`, of the repository
+    it names (never of a ``.git`` the agent put in the tree)."""
+    return safegit.head_commit(repo, env=_OBJECTS.get())
 
 
 def head_tree(repo: Path, paths: Iterable[str] | None = None) -> dict[str, tuple[str, str]]:
@@ -225,7 +216,8 @@ def hash_paths(repo: Path, paths: list[str], tree: dict[str, os.stat_result]) ->
                    input=b"\n".join(sources) + b"\n")
     oids = out.decode().split()
     if len(oids) != len(paths):
-        raise ChangesetError("git hash-object did not hash every file")
+        raise safegit.GitFailed("git hash-object did not hash every file",
+                                command="git hash-object")
     return dict(zip(paths, oids, strict=True))
 
 
@@ -275,15 +267,9 @@ def ignored_in(repo: Path, paths: Iterable[str], env: dict[str, str] | None = No
                 target = Path(rules, directory)
                 target.mkdir(parents=True, exist_ok=True)
                 (target / ".gitignore").write_bytes(data)
-        try:
-            done = safegit.run(["check-ignore", "--no-index", "-z", "--stdin"], Path(rules),
-                               env={**git_env, "GIT_WORK_TREE": rules},
-                               input=b"\0".join(map(_encode, listed)) + b"\0")
-        except (OSError, safegit.GitNotFound, subprocess.TimeoutExpired) as exc:
-            raise ChangesetError(f"git check-ignore failed: {exc}") from exc
-    if done.returncode not in (0, 1):
-        words = " ".join(done.stderr.decode("utf-8", "replace").split())[:400]
-        raise ChangesetError(f"git check-ignore failed: {words or done.returncode}")
+        done = safegit.git(["check-ignore", "--no-index", "-z", "--stdin"], Path(rules),
+                           env={**git_env, "GIT_WORK_TREE": rules},
+                           input=b"\0".join(map(_encode, listed)) + b"\0", ok=(0, 1))
     return {_decode(raw) for raw in done.stdout.split(b"\0") if raw}
 
 

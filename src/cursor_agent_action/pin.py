@@ -38,10 +38,10 @@ def _valid_ref(ref: str) -> bool:
 
 def _git(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[bytes]:
     try:
-        return safegit.run(args, cwd, timeout=_TIMEOUT_S)
+        return safegit.git(args, cwd, timeout=_TIMEOUT_S, ok=None)
     except safegit.GitNotFound as exc:
         raise GitHubError("git is not installed.", "Install git, then pin again.") from exc
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except safegit.GitFailed as exc:
         raise GitHubError(f"{what} did not finish: {exc}.",
                           "Check the network, or pin from a local clone of "
                           f"{ACTION}: --source PATH.") from exc

@@ -14,6 +14,12 @@ One place builds the command line and the environment:
 
 Callers add what a command needs on top: ``--no-ext-diff --no-textconv`` on diffs, a temporary
 ``GIT_INDEX_FILE``, the push credential in ``GIT_CONFIG_*`` variables.
+
+:func:`git` is the checked call: every way a git command can fail (no git, cannot start, too
+slow, a refusing exit code) is one :class:`GitFailed` with git's own words; each caller adds the
+hint its user needs. :func:`run` is the bare call, for a caller that reads the exit code itself.
+:func:`head_commit` and :func:`toplevel` are the one lookup of the checked-out commit and of the
+top of the work tree.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from pathlib import Path
 
 TIMEOUT_S = 300
@@ -43,7 +49,25 @@ HARDENED_CONFIG = (
 )  # fmt: skip
 
 
-class GitNotFound(Exception):
+DETAIL_CHARS = 600
+"""How much of git's own words an error message quotes."""
+
+
+class GitFailed(Exception):
+    """A git command failed: it could not start (``returncode`` None), did not finish in time
+    (``timed_out``) or exited with a code its caller does not accept. ``command`` names it
+    (``git diff``), ``detail`` is git's own words on one line (its stderr, else its stdout)."""
+
+    def __init__(self, message: str, *, command: str = "git", detail: str = "",
+                 returncode: int | None = None, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.command = command
+        self.detail = detail
+        self.returncode = returncode
+        self.timed_out = timed_out
+
+
+class GitNotFound(GitFailed):
     """No git executable in the system directories or on PATH."""
 
 
@@ -57,7 +81,7 @@ def git_executable() -> str:
             return candidate
     found = shutil.which("git")
     if not found:
-        raise GitNotFound("git is not installed")
+        raise GitNotFound("git is not installed", command="git")
     return os.path.abspath(found)
 
 
@@ -96,3 +120,50 @@ def run(
         argv(args, repo), cwd=repo, env=environment(env), input=input, capture_output=True,
         timeout=timeout, check=False, stdin=None if input is not None else subprocess.DEVNULL,
     )
+
+
+def words(output: bytes) -> str:
+    """git's output on one line (whitespace runs collapsed; not UTF-8 shown as U+FFFD)."""
+    return " ".join(output.decode("utf-8", "replace").split())
+
+
+def git(
+    args: Sequence[str],
+    repo: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    timeout: float = TIMEOUT_S,
+    ok: Container[int] | None = (0,),
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git args`` in ``repo``; raise :class:`GitFailed` when it cannot start, does not
+    finish within ``timeout`` seconds or exits with a code not in ``ok`` (None: any code)."""
+    command = f"git {args[0]}" if args else "git"
+    try:
+        done = run(args, repo, env=env, input=input, timeout=timeout)
+    except GitNotFound:
+        raise
+    except OSError as exc:
+        raise GitFailed(f"cannot run git: {exc}", command=command) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitFailed(f"{command} did not finish within {exc.timeout:g} s", command=command,
+                        timed_out=True) from exc
+    if ok is not None and done.returncode not in ok:
+        detail = words(done.stderr) or words(done.stdout)
+        message = (f"{command} was killed by signal {-done.returncode}" if done.returncode < 0
+                   else f"{command} failed: {detail[:DETAIL_CHARS] or done.returncode}")
+        raise GitFailed(message, command=command, detail=detail, returncode=done.returncode)
+    return done
+
+
+def head_commit(repo: Path, *, env: Mapping[str, str] | None = None) -> str:
+    """The commit checked out in ``repo`` (``env``: e.g. the ``GIT_DIR`` that names the
+    repository instead of a ``.git`` in the tree); :class:`GitFailed` when there is none."""
+    found = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo, env=env).stdout
+    return found.decode().strip()
+
+
+def toplevel(path: Path) -> Path:
+    """The top of the work tree ``path`` is in; :class:`GitFailed` when it is in none."""
+    found = git(["rev-parse", "--show-toplevel"], path).stdout.strip()
+    return Path(found.decode("utf-8", "surrogateescape"))

@@ -22,6 +22,7 @@ from cursor_agent_action.agent.process import (
     TranscriptWriter,
     run_agent_process,
 )
+from cursor_agent_action.agent.sandbox import Uncontained
 from cursor_agent_action.agent.standin import to_json_line
 from cursor_agent_action.redact import Redactor
 from cursor_agent_action.runner_io import Runner
@@ -60,7 +61,7 @@ def _run(
     sink = sink or Sink()
     started = time.monotonic()
     result = run_agent_process(
-        [str(agent), *ARGS], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, sink=sink,
+        Uncontained([str(agent), *ARGS], tmp_path, {"PATH": "/usr/bin:/bin"}), sink=sink,
         runner=Runner(stdout=io.StringIO(), env={}), transcript=tmp_path / "t.jsonl",
         timeout_s=timeout_s, stop=stop or threading.Event(), result_grace_s=result_grace_s,
         kill_grace_s=kill_grace_s,
@@ -256,7 +257,7 @@ def test_descendants_that_called_setsid_do_not_outlive_the_run(
     marker, pids = tmp_path / "marker", tmp_path / "pids"
     monkeypatch.setattr(process, "time", HeldClock(pids.exists))
     result = run_agent_process(
-        [str(agent), mode, str(marker), str(pids)], cwd=tmp_path, env={}, sink=Sink(),
+        Uncontained([str(agent), mode, str(marker), str(pids)], tmp_path, {}), sink=Sink(),
         runner=Runner(stdout=io.StringIO(), env={}), transcript=tmp_path / "t.jsonl",
         timeout_s=0.2 if mode == "hang" else 20, stop=threading.Event(),
     )

@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from cursor_agent_action.agent import cli_sandbox, process
+from cursor_agent_action.agent import run as agent_run
 from cursor_agent_action.agent.permissions import build_policy
 from cursor_agent_action.agent.plan import SHARE_VARIABLE
 from cursor_agent_action.cli import main
+from cursor_agent_action.errors import EXIT_SETUP, SetupError
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.agent_run import (
     API_KEY,
@@ -697,6 +699,34 @@ def test_agent_changes_to_the_runner_file_commands_are_undone_and_fail_the_run(
     assert github_env.stat().st_mode & 0o777 == 0o640
     assert not github_path.exists()
     assert state.read_bytes() == b"untouched\n"
+
+
+def test_runner_files_and_git_config_are_put_back_when_a_later_phase_fails(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The agent changes $GITHUB_ENV and .git/config, then the run breaks after it (here: the
+    structured-output step raises): both are back as they were all the same, since the guards
+    are one ExitStack around every phase that runs the agent."""
+    github_env = tmp_path / "runner-temp" / "set_env_1"
+    github_env.parent.mkdir(parents=True)
+    github_env.write_bytes(b"KEEP=1\n")
+    monkeypatch.setenv("GITHUB_ENV", str(github_env))
+    config = workspace / ".git" / "config"
+    original = config.read_bytes()
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise SetupError("the structured-output step broke", "a test")
+
+    monkeypatch.setattr(agent_run, "with_structured_output", broken)
+    scenario = {"edits": {str(github_env): "KEEP=1\nBASH_ENV=/tmp/evil.sh\n",
+                          str(config): "[core]\n\tfsmonitor = /tmp/evil.sh\n"}}
+    result = run(tmp_path, workspace, capsys, scenario, "--isolation", "none",
+                 "--output-schema", '{"type": "object"}')
+    assert result.code == EXIT_SETUP
+    assert "the structured-output step broke" in result.log
+    assert github_env.read_bytes() == b"KEEP=1\n"
+    assert config.read_bytes() == original
 
 
 def test_running_line_is_one_line_whatever_the_paths_hold(

@@ -46,7 +46,7 @@ from cursor_agent_action.stream.livelog import LogRenderer, describe_outcome, fo
 from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
 from cursor_agent_action.stream.toolcalls import (
     ToolCallEvent,
-    _int,
+    json_int,
     parse_any_tool_call,
     parse_tool_call,
 )
@@ -165,7 +165,7 @@ def _careful_assistant(obj: dict[str, Any]) -> AssistantEvent:
     model_call_id = obj.get("model_call_id")
     return AssistantEvent(_message_text(obj.get("message")),
                           model_call_id if isinstance(model_call_id, str) and model_call_id
-                          else None, _int(obj.get("timestamp_ms")))  # fmt: skip
+                          else None, json_int(obj.get("timestamp_ms")))  # fmt: skip
 
 
 @st.composite

@@ -12,6 +12,7 @@ from typing import NoReturn, TypeVar
 
 import httpx
 
+from cursor_agent_action import retry as retries
 from cursor_agent_action.errors import InstallError
 
 MAX_ARCHIVE_BYTES = 1024**3
@@ -39,6 +40,9 @@ class Retryable(Exception):
     """A failure worth another attempt (network error, 5xx, 429, truncated body)."""
 
 
+RETRYABLE = (Retryable, httpx.TransportError)
+
+
 # -- HTTP --------------------------------------------------------------------------------------
 
 
@@ -49,25 +53,33 @@ def fetch_with_retries(
     retry: RetryPolicy,
     log: Callable[[str], None],
 ) -> T:
-    """Call ``attempt(deadline)`` until it succeeds, retrying :class:`Retryable` failures."""
+    """Call ``attempt(deadline)`` until it succeeds, retrying :class:`Retryable` failures
+    (:func:`cursor_agent_action.retry.call`) while the attempts and the deadline allow."""
     deadline = time.monotonic() + retry.total_seconds
-    number = 0
-    while True:  # bounded: gives up after retry.attempts or past the deadline
-        number += 1
-        try:
-            return attempt(deadline)
-        except (Retryable, httpx.TransportError) as exc:
-            reason = str(exc) or type(exc).__name__
-            wait = retry.delay(number)
-            if number == retry.attempts or time.monotonic() + wait > deadline:
-                raise InstallError(
-                    f"{what} failed after {number} attempt(s): {reason} (URL: {url}).",
-                    "Check the runner's network access to the URL and re-run the job; the "
-                    "download is retried with backoff on network errors and 5xx responses.",
-                ) from exc
-            log(f"{what}: {reason}; retrying in {wait:.1f} s (attempt {number + 1} of "
-                f"{retry.attempts}).")  # fmt: skip
-            retry.sleep(wait)
+
+    def wait(_exc: BaseException, number: int) -> float | None:
+        delay = retry.delay(number)
+        return None if time.monotonic() + delay > deadline else delay
+
+    def announce(exc: BaseException, number: int, delay: float) -> None:
+        log(f"{what}: {_reason(exc)}; retrying in {delay:.1f} s (attempt {number + 1} of "
+            f"{retry.attempts}).")
+
+    bounds = retries.Bounds(retry.attempts, retry.total_seconds, retry.sleep)
+    try:
+        return retries.call(lambda: attempt(deadline), bounds, wait=wait, announce=announce,
+                            retryable=lambda exc: isinstance(exc, RETRYABLE))
+    except retries.GaveUp as exc:
+        raise InstallError(
+            f"{what} failed after {exc.attempts} attempt(s): {_reason(exc.__cause__)} "
+            f"(URL: {url}).",
+            "Check the runner's network access to the URL and re-run the job; the "
+            "download is retried with backoff on network errors and 5xx responses.",
+        ) from exc.__cause__
+
+
+def _reason(exc: BaseException | None) -> str:
+    return str(exc) or type(exc).__name__
 
 
 def check_status(response: httpx.Response, what: str, *, missing: str, hint: str) -> None:

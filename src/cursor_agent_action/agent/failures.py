@@ -109,7 +109,7 @@ def classify(stderr: str) -> KnownFailure | None:
     return next((known for known in KNOWN_FAILURES if known.pattern.search(stderr)), None)
 
 
-def _stderr_excerpt(stderr: str) -> str:
+def stderr_excerpt(stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     return one_line(" / ".join(lines[-3:]), 400) if lines else ""
 
@@ -132,7 +132,7 @@ def explain_exit(ended: AgentExit, timeout_minutes: float, max_tool_calls: int |
         return ("The run was cancelled (the helper got SIGTERM/SIGINT) and the agent was "
                 "stopped. Fix: nothing, if the job was cancelled on purpose; otherwise check "
                 "the job's own timeout-minutes.")
-    excerpt = _stderr_excerpt(ended.stderr)
+    excerpt = stderr_excerpt(ended.stderr)
     said = f' It said: "{excerpt}".' if excerpt else " It printed nothing on stderr."
     known = classify(ended.stderr)
     if known is not None:

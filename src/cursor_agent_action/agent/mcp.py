@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from cursor_agent_action.agent import json_yaml
 from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.agent.structured import describe, sorted_errors
 from cursor_agent_action.errors import UsageError
+from cursor_agent_action.runner_io import Runner
 
 HOME_FILE = ".cursor/mcp.json"
 """Where the CLI reads user-level MCP servers, relative to its HOME."""
@@ -100,3 +101,24 @@ def parse_mcp_config(text: str, pass_env: Sequence[str]) -> McpConfig | None:
 def unreachable_servers(config: McpConfig, policy: Policy) -> list[str]:
     """Servers no ``Mcp(...)`` allow token names: the agent cannot call their tools."""
     return [name for name in config.servers if not policy.names_mcp_server(name)]
+
+
+def announce_servers(config: McpConfig, policy: Policy, runner: Runner,
+                     environ: Mapping[str, str]) -> None:
+    """Before the run: mask the secrets the servers get; warn about a secret that is not set
+    and about servers the agent cannot call; name the servers in the log."""
+    missing = unreachable_servers(config, policy)
+    for name in config.env_names:
+        if value := environ.get(name, ""):
+            runner.mask(value)
+        else:
+            runner.warning(f"mcp-config refers to ${{env:{name}}}, but {name} is not set on "
+                           "this step. Fix: set it with env: (from a secret).",
+                           title="MCP secret not set")
+    if missing:
+        runner.warning(f"mcp-config starts {', '.join(missing)}, but no allow token names "
+                       f"{'it' if len(missing) == 1 else 'them'}, so every one of "
+                       f"{'its' if len(missing) == 1 else 'their'} tools is denied. Fix: allow "
+                       f"the tools the agent needs, e.g. Mcp({missing[0]}:TOOL_NAME).",
+                       title="MCP server not allowed")
+    runner.log(f"MCP servers from mcp-config: {', '.join(config.servers)}.")

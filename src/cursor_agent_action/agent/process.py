@@ -11,28 +11,25 @@ the helper is asked to stop; in every case the whole process group is killed bef
 A descendant that calls ``setsid()`` leaves that group and could outlive the run, then write
 the runner's file-command files (``$GITHUB_ENV``...) after they were restored. On Linux the
 helper is a child subreaper while the agent runs, so such orphans become its children, and it
-kills and reaps them too (:func:`_reap_orphans`). macOS has no subreaper: there a descendant
-that called ``setsid()`` and whose parent exited is not found.
+kills and reaps them too (:class:`.sandbox.Uncontained`). macOS has no subreaper: there a
+descendant that called ``setsid()`` and whose parent exited is not found.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import selectors
 import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol, cast
 
 from cursor_agent_action.agent.box.net import notices
-from cursor_agent_action.agent.isolation import JAIL_EXIT_WAIT_S, BoxFailed, BoxResult, Jail
+from cursor_agent_action.agent.isolation import BoxResult
+from cursor_agent_action.agent.sandbox import Sandbox
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.options import setting
 from cursor_agent_action.runner_io import Runner
@@ -44,9 +41,6 @@ RESULT_GRACE_S = 2.0
 KILL_GRACE_S = 3.0
 """SIGTERM to SIGKILL. Short enough to finish inside the runner's cancellation window
 (SIGINT, then SIGTERM 7.5 s later: https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-cancellation)."""
-
-ORPHAN_REAP_S = 2.0
-"""Upper bound on killing and reaping the agent's escaped descendants after the group kill."""
 
 EXIT_DRAIN_S = 0.5
 """After the agent exits, how long its leftover children may hold the output pipes open."""
@@ -82,122 +76,6 @@ class AgentExit:
     box_error: str = ""  # contained: why the box ended without a proper status (fails closed)
 
 
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
-
-
-def _set_subreaper(on: bool) -> bool:
-    """Make orphaned descendants re-parent to this process (Linux >= 3.4); False if unsupported."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return False
-    return bool(prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
-
-
-def _stat(pid: int | str) -> list[str] | None:
-    """Fields of /proc/PID/stat after the command name (index 1: ppid, 3: session, 19: start
-    time), None once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            data = file.read()
-    except OSError:
-        return None
-    return data[data.rfind(b")") + 2 :].decode("ascii", "replace").split()
-
-
-def _children_in_other_sessions() -> set[tuple[int, str]]:
-    """Our children outside our session, each as (pid, start time): a pid reused later is a
-    different process."""
-    me, my_session = os.getpid(), os.getsid(0)
-    found = set()
-    entries: list[str] = []
-    with contextlib.suppress(OSError):  # no /proc mounted: nothing found, nothing killed
-        entries = os.listdir("/proc")
-    for entry in entries:
-        fields = _stat(entry) if entry.isdigit() else None
-        if fields is not None and int(fields[1]) == me and int(fields[3]) != my_session:
-            found.add((int(entry), fields[19]))
-    return found
-
-
-def _reap_orphans(agent_pid: int, before: set[tuple[int, str]],
-                  limit_s: float = ORPHAN_REAP_S) -> None:
-    """SIGKILL and reap the agent's descendants that escaped its process group.
-
-    With the subreaper set, every orphan of the agent's tree is re-parented to us. Which of our
-    children are the agent's? Not those in our own session: the agent starts a new one, and no
-    process can join a session it did not create, so its whole tree is outside ours (this spares
-    any child the helper or a test runner started normally). Not those that were already our
-    children when the agent started (``before``: e.g. a test's server in its own session). Left:
-    only a child started in a new session by another thread of this process during the run,
-    which the helper never does.
-
-    Only direct children are killed: their pids cannot be reused before we reap them. Reaping
-    a killed child re-parents its own children to us, so the next round finds those; the loop
-    ends when no such child is left, or after ``limit_s``.
-    """
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        pending = {pid for pid, _ in _children_in_other_sessions() - before} - {agent_pid}
-        if not pending:
-            return
-        for pid in pending:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        while pending and time.monotonic() < deadline:
-            for pid in list(pending):
-                try:
-                    done, _ = os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    done = pid
-                if done:
-                    pending.discard(pid)
-            if pending:
-                time.sleep(0.005)
-
-
-def _stop(proc: subprocess.Popen[bytes], jail: Jail | None, sig: int) -> None:
-    """SIGTERM or SIGKILL the agent's group; a contained agent through its jail."""
-    if jail is None:
-        _signal_group(proc.pid, sig)
-    else:
-        Jail.send(proc.stdin, b"T" if sig == signal.SIGTERM else b"K")
-
-
-def _wait_for_box(proc: subprocess.Popen[bytes], jail: Jail | None, stop: threading.Event,
-                  kill_grace_s: float) -> None:
-    """Until the process (a contained agent's box: it makes the patch before it exits) is gone.
-    A cancelled job (``stop``, now or while we wait) closes the box's control pipe: the box
-    drops its patch and ends within moments; one that is late past its limit is terminated."""
-    deadline = time.monotonic() + (kill_grace_s if jail is None else JAIL_EXIT_WAIT_S)
-    cancelled = False
-    while proc.poll() is None:
-        if jail is not None and not cancelled and stop.is_set():
-            cancelled = True
-            if proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()
-            deadline = min(deadline, time.monotonic() + kill_grace_s)
-        if time.monotonic() >= deadline:
-            break
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=0.05)
-    if proc.poll() is None and jail is not None:  # late: ended (sudo passes SIGTERM on to it)
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=kill_grace_s)
-
-
-def _jail_env() -> dict[str, str]:
-    """The jail gets its orders from its spec file; only what sudo needs to be found."""
-    return {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"}
 
 
 def _write_all(fd: int, data: bytes | bytearray) -> None:
@@ -267,10 +145,8 @@ class TranscriptWriter:
 
 
 def run_agent_process(
-    argv: Sequence[str],
+    sandbox: Sandbox,
     *,
-    cwd: Path,
-    env: Mapping[str, str],
     sink: OutputSink,
     runner: Runner,
     transcript: Path,
@@ -278,14 +154,11 @@ def run_agent_process(
     stop: threading.Event,
     result_grace_s: float = RESULT_GRACE_S,
     kill_grace_s: float = KILL_GRACE_S,
-    jail: Jail | None = None,
     append: bool = False,
 ) -> AgentExit:
     """Run the agent to its end; see the module docstring.
 
-    With ``jail`` the agent runs contained (:mod:`.jail`): the jail is started instead of
-    ``argv`` (which the jail's spec holds), stopped through its control pipe instead of by
-    signals, and the agent's own exit status comes from the jail.
+    ``sandbox`` (:mod:`.sandbox`) starts, stops and reports on the agent, contained or not.
 
     Raises SetupError if the transcript file cannot be created or the agent cannot start. A
     transcript write that fails later (disk full) does not stop the run: the rest of the output
@@ -302,24 +175,12 @@ def run_agent_process(
                          "Point transcript at a writable path (default: under $RUNNER_TEMP).",
                          ) from exc
     transcript_file = TranscriptWriter(out_fd, runner.redact)
-    subreaper = jail is None and _set_subreaper(True)
-    before = _children_in_other_sessions() if subreaper else set()
     try:
-        if jail is None:
-            proc = subprocess.Popen(
-                list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            )
-        else:  # the jail's stdin is its control pipe; its stdout and stderr are the agent's
-            proc = subprocess.Popen(
-                jail.command(), cwd=jail.state_dir, env=_jail_env(), stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            )
+        proc = sandbox.start()
     except OSError as exc:
         transcript_file.close()
-        if subreaper:
-            _set_subreaper(False)
-        raise SetupError(f"cannot start the Cursor CLI at {argv[0]}: {exc.strerror or exc}.",
+        raise SetupError(f"cannot start the Cursor CLI at {sandbox.program}: "
+                         f"{exc.strerror or exc}.",
                          f"Check that {setting('--agent-bin')} points at an executable "
                          "cursor-agent.") from exc
     pgid = proc.pid
@@ -350,21 +211,20 @@ def run_agent_process(
                 # only leftover children can keep the pipes open, even during the kill grace
                 kill_at = min(kill_at or float("inf"), now + EXIT_DRAIN_S)
             if term_at is not None and now >= term_at:
-                _stop(proc, jail, signal.SIGTERM)
+                sandbox.stop(proc, signal.SIGTERM)
                 term_at = float("inf")  # once
                 kill_at = min(kill_at or float("inf"), now + kill_grace_s)
             if kill_at is not None and now >= kill_at:
                 break
-            if jail is not None and not selector.get_map():
+            if sandbox.ends_when_output_closes and not selector.get_map():
                 break  # the box closes the agent's output once its namespace is gone: what
-                # is left is the box's finish, which _wait_for_box waits for (or stops)
+                # is left is the box's finish, which sandbox.wait waits for (or stops)
             timers = [t - now for t in (term_at, kill_at) if t is not None]
             if not ended_by:
                 timers.append(deadline - now)
             wait = min([_IDLE_FLUSH_S if dirty else _POLL_S, *timers])
-            if jail is not None:
-                for event in jail.network_events():
-                    notices.live(runner, event)
+            for event in sandbox.network_events():
+                notices.live(runner, event)
             ready = selector.select(max(wait, 0.0))
             if not ready:
                 if dirty:
@@ -385,14 +245,9 @@ def run_agent_process(
                     del stderr_tail[:-STDERR_TAIL_BYTES]
     finally:
         # Whatever happened, nothing the agent started outlives the run.
-        _stop(proc, jail, signal.SIGKILL)
-        _wait_for_box(proc, jail, stop, kill_grace_s)
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        if subreaper:
-            _reap_orphans(proc.pid, before)
-            _set_subreaper(False)  # orphans of anything else the process runs go to init again
+        sandbox.stop(proc, signal.SIGKILL)
+        sandbox.wait(proc, kill_grace_s, stop)
+        sandbox.close(proc)
         selector.close()
         stdout.close()
         stderr.close()
@@ -403,13 +258,7 @@ def run_agent_process(
     ended = AgentExit(ended_by=ended_by, returncode=proc.returncode,
                       stderr=stderr_tail.decode("utf-8", "replace"), pgid=pgid,
                       transcript_error=transcript_file.error)
-    if jail is not None:
-        stopped = stop.is_set() or ended_by in ("timeout", "cancelled", "budget")
-        try:  # ContainmentFailed (the agent never started) goes to the caller
-            ended.box = jail.result(proc.returncode, stopped=stopped)
-            ended.returncode = ended.box.returncode
-        except BoxFailed as exc:
-            ended.returncode = None
-            ended.box_error = exc.reason
-            ended.box = BoxResult(None, exc.status)
+    stopped = stop.is_set() or ended_by in ("timeout", "cancelled", "budget")
+    ending = sandbox.result(proc.returncode, stopped=stopped)
+    ended.returncode, ended.box, ended.box_error = ending.returncode, ending.box, ending.box_error
     return ended

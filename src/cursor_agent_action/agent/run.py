@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cursor_agent_action import safegit
-from cursor_agent_action.agent import cli_sandbox
+from cursor_agent_action.agent import cli_sandbox, sandbox
 from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
+from cursor_agent_action.agent.attempts import Ended, Next, next_step, retry_delay
 from cursor_agent_action.agent.box.net import notices as net_notices
 from cursor_agent_action.agent.cancel import interruptible, stop_on_signals
 from cursor_agent_action.agent.changes import (
@@ -31,13 +32,7 @@ from cursor_agent_action.agent.changes import (
     check_policy,
     git_config_files,
 )
-from cursor_agent_action.agent.failures import (
-    SANDBOX_FAILURE,
-    _stderr_excerpt,
-    classify,
-    explain_exit,
-)
-from cursor_agent_action.agent.filestate import FileState
+from cursor_agent_action.agent.failures import classify, explain_exit, stderr_excerpt
 from cursor_agent_action.agent.isolation import (
     ContainmentFailed,
     Isolation,
@@ -45,13 +40,8 @@ from cursor_agent_action.agent.isolation import (
     fallback_warning,
     landlock_warning,
 )
-from cursor_agent_action.agent.mcp import unreachable_servers
-from cursor_agent_action.agent.options import (
-    MAX_RETRY_DELAY_S,
-    RunOptions,
-    add_run_options,
-    options_from_args,
-)
+from cursor_agent_action.agent.mcp import announce_servers
+from cursor_agent_action.agent.options import RunOptions, add_run_options, options_from_args
 from cursor_agent_action.agent.outcome import (
     conclude_box,
     fail_run,
@@ -70,16 +60,20 @@ from cursor_agent_action.agent.plan import (
 )
 from cursor_agent_action.agent.process import AgentExit, run_agent_process
 from cursor_agent_action.agent.repo_config import PolicyGuard
-from cursor_agent_action.agent.runnerfiles import restore_files, snapshot_file_commands
+from cursor_agent_action.agent.runnerfiles import Restored, file_command_paths
 from cursor_agent_action.agent.structured import instruction
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.options import number_text
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import Conclusion, RunRecord
 from cursor_agent_action.stream.report import report
 
 # -- the run -----------------------------------------------------------------------------------
+
+STOPPED: dict[str, Conclusion] = {"timeout": "timeout", "cancelled": "cancelled",
+                                  "budget": "budget"}
+"""How the agent was stopped (``AgentExit.ended_by``) -> the run's conclusion."""
 
 
 @dataclass
@@ -92,21 +86,20 @@ class Attempt:
     applied: Applied | None = None
 
 
-def _attempt(
-    options: RunOptions, runner: Runner, argv: Sequence[str], box: Box, *,
-    stop: threading.Event, tracker: ChangeTracker, timeout_s: float | None = None,
-    append: bool = False,
-) -> Attempt:
+def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None = None,
+             append: bool = False) -> Attempt:
+    """One start of the agent, under a fresh guard of the policy files."""
+    options, runner, tracker = run.options, run.runner, run.tracker
     processor = StreamProcessor(runner, verbose=options.verbose,
                                 max_tool_calls=options.max_tool_calls)
     applied = None
     guard = PolicyGuard(options.workspace, options.policy,
                         instructions=options.repo_instructions)
     with guard:
+        jail = box.jail(options, argv, tracker.repo)
         ended = run_agent_process(
-            argv, cwd=options.workspace, env=box.env, sink=processor, runner=runner,
-            transcript=options.transcript, stop=stop,
-            jail=box.jail(options, argv, tracker.repo),
+            sandbox.for_run(jail, argv, options.workspace, box.env), sink=processor,
+            runner=runner, transcript=options.transcript, stop=run.stop,
             timeout_s=options.timeout_minutes * 60 if timeout_s is None else timeout_s,
             append=append,
         )
@@ -146,8 +139,8 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
     if ended.transcript_error:
         record.notes.append(f"Writing the transcript file failed ({ended.transcript_error}); it "
                             "is incomplete. The log and this summary cover the whole run.")
-    if ended.ended_by in ("timeout", "cancelled", "budget"):
-        record.conclusion = ended.ended_by
+    if (stopped := STOPPED.get(ended.ended_by)) is not None:
+        record.conclusion = stopped
         record.failure_reason = explain_exit(ended, options.timeout_minutes,
                                              options.max_tool_calls)
     elif not record.has_result:
@@ -170,7 +163,54 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
 def execute(
     options: RunOptions, runner: Runner, environ: Mapping[str, str], stop: threading.Event
 ) -> RunRecord:
-    """Run the agent (with retries), then write the summary, outputs and annotation."""
+    """Run the agent (with retries), then write the summary, outputs and annotation: four
+    phases, prepare, attempts, conclude and report. The snapshot-and-restore guards of the whole
+    run (the runner's file commands, the repository's git config) are one ``ExitStack``: what
+    the agent changed there is put back also when a phase fails; the policy files have a guard
+    of their own for each start (:func:`_attempt`), so every start gets the policy afresh."""
+    launch = _prepare(options, runner, environ)
+    started = time.monotonic()
+    with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
+        tracker = ChangeTracker(options.workspace, contained=launch.box.isolation.contained)
+    run = Run(options, runner, environ, stop, started, tracker)
+    warn_persisted_credentials(run.tracker, runner, launch.box.isolation.contained)
+    with contextlib.ExitStack() as guards:
+        file_commands = guards.enter_context(Restored(file_command_paths(environ)))
+        git_config = guards.enter_context(Restored(git_config_files(options.workspace)))
+        done, launch = _attempts(run, launch)
+        record = _conclude_run(run, done, launch)
+    _fail_on_restored(record, git_config=git_config.changed, file_commands=file_commands.changed)
+    return _report(run, record, done.ended)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What every phase of one run shares: the options, the runner, the job's environment, the
+    stop signal, the changes' baseline and when the agent was first started."""
+
+    options: RunOptions
+    runner: Runner
+    environ: Mapping[str, str]
+    stop: threading.Event
+    started: float
+    tracker: ChangeTracker
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How the agent is started: its box, what the CLI's help said (``--trust``, the CLI's
+    sandbox mode), the prompt and the command line."""
+
+    box: Box
+    trust: bool
+    sandbox: str
+    prompt: str
+    argv: list[str]
+
+
+def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> Launch:
+    """Everything before the first start: the box, the CLI's options, the checks and the log's
+    opening lines."""
     isolation = decide(options.isolation, options.agent_user)
     net_notices.announce(runner, options.net_policy, network=options.network,
                          contained=isolation.walled)
@@ -195,7 +235,8 @@ def execute(
             "Use a CLI version with --trust: leave cli-version unset (the version this release "
             "is tested with) or set it to latest; a preset that allows writes also works (the "
             "action then passes --force, which trusts the workspace).")
-    _mcp_checks(options, runner, environ)
+    if options.mcp_config is not None:
+        announce_servers(options.mcp_config, options.policy, runner, environ)
     prompt = options.prompt + (instruction(options.output_schema) if options.output_schema else "")
     argv = build_argv(options, prompt_argument(prompt, options.state_dir), trust=trust,
                       sandbox=sandbox)
@@ -209,96 +250,118 @@ def execute(
     safegit.git_executable.cache_clear()  # found now, before the agent can plant one on PATH
     with contextlib.suppress(safegit.GitNotFound):
         safegit.git_executable()
-    started = time.monotonic()
-    with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
-        tracker = ChangeTracker(options.workspace, contained=box.isolation.contained)
-    warn_persisted_credentials(tracker, runner, box.isolation.contained)
-    file_commands = snapshot_file_commands(environ)
-    git_config = {path: FileState.of(path) for path in git_config_files(options.workspace)}
-    attempts = options.max_retries + 1
     runner.log(f"Isolation: {box.isolation.label}.")
     runner.log(cli_sandbox.describe(sandbox, support))
-    attempt = 0
-    agent_ran = False  # once it has, nothing runs it with less containment
+    return Launch(box, trust, sandbox, prompt, argv)
+
+
+def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
+    """Start the agent until :func:`next_step` says to conclude; the last start, and how it
+    was launched. Bounded: the counted starts, one start without the CLI's sandbox (the
+    decision asks for it only while the sandbox is on) and one uncontained start before the
+    agent ever ran (only a contained box falls back)."""
+    options, runner = run.options, run.runner
+    allowed = options.max_retries + 1
+    number = 1  # counted starts, this one included
+    ran = False  # once the agent has run, nothing runs it with less containment
     seen: dict[str, int] = {}  # known failures by title, for their own retry caps
-    while attempt < attempts:  # bounded: attempts, plus one start uncontained before any ran
-        attempt += 1
+    for _ in range(allowed + 2):
         try:
-            done = _attempt(options, runner, argv, box, stop=stop, tracker=tracker)
+            done = _attempt(run, launch.argv, launch.box)
         except ContainmentFailed as exc:
-            if (options.isolation != "auto" or not box.isolation.contained or agent_ran
-                    or exc.cap):
+            if options.isolation != "auto" or not launch.box.isolation.contained or ran \
+                    or exc.cap:
                 raise
-            box = _uncontained(options, runner, environ, Isolation(
+            box = _uncontained(options, runner, run.environ, Isolation(
                 False, why_not=f"the box could not be set up ({exc.reason})",
-                fix=box.isolation.fix))
-            with interruptible(stop):  # the real tree is the agent's now: its base, hashed
-                tracker.uncontained()
+                fix=launch.box.isolation.fix))
+            with interruptible(run.stop):  # the real tree is the agent's now: its base
+                run.tracker.uncontained()
             runner.log(f"Isolation: {box.isolation.label}.")
-            attempt -= 1
+            launch = dataclasses.replace(launch, box=box)
             continue
-        agent_ran = True
-        record, ended = done.record, done.ended
-        if record.network is None and (not box.isolation.walled or options.network == "open"):
-            record.network = net_notices.unwalled_report(
-                "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
-        record.isolation = box.isolation.label + limits_label(ended)
-        known = classify(ended.stderr)
-        # Only a transient failure before any tool ran: a retry cannot repeat the agent's work.
+        ran = True
+        _label(done, launch.box, options)
+        known = classify(done.ended.stderr)
         if known is not None:
             seen[known.title] = seen.get(known.title, 0) + 1
-        if (known is not None and known.title == SANDBOX_FAILURE and sandbox == "enabled"
-                and not record.has_result and not record.tool_calls):
-            # Before any event: run once more with the CLI's sandbox off (our box holds).
-            sandbox = "disabled"
-            argv = build_argv(options, prompt_argument(prompt, options.state_dir), trust=trust,
-                              sandbox=sandbox)
+        step = next_step(Ended(
+            number=number, allowed=allowed, ended_by=done.ended.ended_by,
+            has_result=done.record.has_result, tool_calls=len(done.record.tool_calls),
+            tampered=done.tampered, box_error=bool(done.ended.box_error), failure=known,
+            seen=seen.get(known.title, 0) if known is not None else 0,
+            cli_sandbox=launch.sandbox))
+        if step is Next.CONCLUDE:
+            return done, launch
+        if step is Next.WITHOUT_CLI_SANDBOX:
+            launch = dataclasses.replace(launch, sandbox="disabled", argv=build_argv(
+                options, prompt_argument(launch.prompt, options.state_dir), trust=launch.trust,
+                sandbox="disabled"))
             runner.warning("The CLI's own sandbox could not start on this runner; running "
                            "once more with --sandbox disabled (the action's box contains the "
                            "agent either way).", title="CLI sandbox not available")
-            attempts += 1
             continue
-        if not (
-            attempt < attempts and ended.ended_by == "exit" and not record.has_result
-            and not record.tool_calls and not done.tampered and known is not None
-            and known.transient and not ended.box_error
-            and (known.max_retries is None or seen[known.title] <= known.max_retries)
-        ):
-            break
-        delay = min(options.retry_delay_s * 2 ** (attempt - 1), MAX_RETRY_DELAY_S)
-        runner.warning(f"cursor-agent failed before any tool ran: {known.title}"
-                       f" ({_stderr_excerpt(ended.stderr)}). Retrying in {number_text(delay)} s "
-                       f"(attempt {attempt + 1} of {attempts}).", title="transient failure")
+        delay = retry_delay(options.retry_delay_s, number)
+        runner.warning(f"cursor-agent failed before any tool ran: {known.title if known else ''}"
+                       f" ({stderr_excerpt(done.ended.stderr)}). Retrying in "
+                       f"{number_text(delay)} s (attempt {number + 1} of {allowed}).",
+                       title="transient failure")
         runner.flush()
-        if stop.wait(delay):
+        if run.stop.wait(delay):
+            ended = done.ended
             done.ended = AgentExit("cancelled", ended.returncode, ended.stderr, ended.pgid)
-            break
-    _conclude(done, options)
+            return done, launch
+        number += 1
+    raise AssertionError("unreachable: every start is counted or happens once")
+
+
+def _label(done: Attempt, box: Box, options: RunOptions) -> None:
+    """What the record says of the start's containment and network."""
     record = done.record
-    ended = done.ended
-    schema = options.output_schema
-    if schema is not None and record.conclusion == "success":
-        first = record
+    if record.network is None and (not box.isolation.walled or options.network == "open"):
+        record.network = net_notices.unwalled_report(
+            "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
+    record.isolation = box.isolation.label + limits_label(done.ended)
 
-        def ask_again(prompt: str) -> RunRecord:
-            return _ask_again(options, runner, box, stop, tracker, first=first, prompt=prompt,
-                              flags=(trust, sandbox), started=started)
 
-        record = with_structured_output(schema, record, runner, ask_again)
-    if changed := restore_files(git_config):
+def _conclude_run(run: Run, done: Attempt, launch: Launch) -> RunRecord:
+    """How the run ended, into its record; with ``output-schema``, the answer checked (and
+    asked for once more when it does not match)."""
+    _conclude(done, run.options)
+    record = done.record
+    schema = run.options.output_schema
+    if schema is None or record.conclusion != "success":
+        return record
+    first = record
+
+    def ask_again(prompt: str) -> RunRecord:
+        return _ask_again(run, launch, first=first, prompt=prompt)
+
+    return with_structured_output(schema, record, run.runner, ask_again)
+
+
+def _fail_on_restored(record: RunRecord, *, git_config: list[str],
+                      file_commands: list[str]) -> None:
+    """A change of the guarded files fails the run (they have been put back)."""
+    if git_config:
         fail_run(record, (
-            f"The agent changed the repository's git configuration ({', '.join(changed)}), "
+            f"The agent changed the repository's git configuration ({', '.join(git_config)}), "
             "where settings such as core.fsmonitor, hooks or filter drivers run commands in "
             "later git steps; the original has been restored. Fix: review what the agent ran "
             "(the transcript)."
         ))
-    if changed := restore_files(file_commands):
+    if file_commands:
         fail_run(record, (
-            f"The agent tried to change the runner's file commands ({', '.join(changed)}), which "
-            "set environment variables, PATH, outputs and state for later steps; the original "
-            "files have been restored. Fix: review what the agent ran (the transcript); nothing "
-            "the agent writes there is kept."
+            f"The agent tried to change the runner's file commands ({', '.join(file_commands)}), "
+            "which set environment variables, PATH, outputs and state for later steps; the "
+            "original files have been restored. Fix: review what the agent ran (the "
+            "transcript); nothing the agent writes there is kept."
         ))
+
+
+def _report(run: Run, record: RunRecord, ended: AgentExit) -> RunRecord:
+    """The changes handed on, the checks on them, then the log, summary and outputs."""
+    options, runner, tracker = run.options, run.runner, run.tracker
     if ended.stderr.strip():
         with runner.group("cursor-agent stderr"):
             runner.untrusted(ended.stderr)
@@ -320,42 +383,20 @@ def execute(
     return record
 
 
-def _mcp_checks(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> None:
-    """Mask the secrets the MCP servers get; warn about servers the agent cannot call."""
-    config = options.mcp_config
-    if config is None:
-        return
-    for name in config.env_names:
-        if value := environ.get(name, ""):
-            runner.mask(value)
-        else:
-            runner.warning(f"mcp-config refers to ${{env:{name}}}, but {name} is not set on "
-                           "this step. Fix: set it with env: (from a secret).",
-                           title="MCP secret not set")
-    if missing := unreachable_servers(config, options.policy):
-        runner.warning(f"mcp-config starts {', '.join(missing)}, but no allow token names "
-                       f"{'it' if len(missing) == 1 else 'them'}, so every one of "
-                       f"{'its' if len(missing) == 1 else 'their'} tools is denied. Fix: allow "
-                       f"the tools the agent needs, e.g. Mcp({missing[0]}:TOOL_NAME).",
-                       title="MCP server not allowed")
-    runner.log(f"MCP servers from mcp-config: {', '.join(config.servers)}.")
-
-
-def _ask_again(options: RunOptions, runner: Runner, box: Box, stop: threading.Event,
-               tracker: ChangeTracker, *, first: RunRecord, prompt: str,
-               flags: tuple[bool, str], started: float) -> RunRecord:
+def _ask_again(run: Run, launch: Launch, *, first: RunRecord, prompt: str) -> RunRecord:
     """The follow-up turn: ``--resume`` the chat, what is left of the timeout (at least one
     minute) and of the tool-call budget, the transcript appended to."""
+    options = run.options
     calls = (None if options.max_tool_calls is None
              else max(options.max_tool_calls - len(first.tool_calls), 0))
     resumed = dataclasses.replace(options, resume=first.session_id, max_tool_calls=calls)
-    argv = build_argv(resumed, prompt_argument(prompt, options.state_dir), trust=flags[0],
-                      sandbox=flags[1])
-    left = max(options.timeout_minutes * 60 - (time.monotonic() - started), 60.0)
-    runner.log(f"Asking the agent once more, in the same chat (--resume), for a JSON answer "
+    argv = build_argv(resumed, prompt_argument(prompt, options.state_dir), trust=launch.trust,
+                      sandbox=launch.sandbox)
+    left = max(options.timeout_minutes * 60 - (time.monotonic() - run.started), 60.0)
+    run.runner.log(f"Asking the agent once more, in the same chat (--resume), for a JSON answer "
                f"matching {resumed.output_schema.source if resumed.output_schema else ''}.")
-    done = _attempt(resumed, runner, argv, box, stop=stop, tracker=tracker, timeout_s=left,
-                    append=True)
+    done = _attempt(dataclasses.replace(run, options=resumed), argv, launch.box,
+                    timeout_s=left, append=True)
     _conclude(done, options)
     return done.record
 

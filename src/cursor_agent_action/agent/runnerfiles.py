@@ -1,10 +1,14 @@
-"""The runner's file-command files: snapshot before the agent runs, put back after.
+"""Files the agent must not change for good: snapshot before it runs, put back after.
+
+:class:`Restored` is that guard for any set of files: the runner's file commands (named by the
+job's environment, :func:`file_command_paths`) and the repository's git config.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import TracebackType
 
 from cursor_agent_action.agent.filestate import FileState
 from cursor_agent_action.errors import SetupError
@@ -18,10 +22,27 @@ FILE_COMMAND_VARS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_
                      "GITHUB_STATE")
 
 
-def snapshot_file_commands(environ: Mapping[str, str]) -> dict[Path, FileState]:
-    """The runner's file-command files named in ``environ``, as they are now."""
-    paths = {Path(value) for name in FILE_COMMAND_VARS if (value := environ.get(name, ""))}
-    return {path: FileState.of(path) for path in sorted(paths)}
+def file_command_paths(environ: Mapping[str, str]) -> list[Path]:
+    """The runner's file-command files named in ``environ``."""
+    return sorted({Path(value) for name in FILE_COMMAND_VARS if (value := environ.get(name, ""))})
+
+
+class Restored:
+    """``paths`` as they were on entering, put back byte for byte on leaving, also after a
+    failure; :attr:`changed` then names those that had changed."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self.paths = list(paths)
+        self.before: dict[Path, FileState] = {}
+        self.changed: list[str] = []
+
+    def __enter__(self) -> Restored:
+        self.before = {path: FileState.of(path) for path in self.paths}
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.changed = restore_files(self.before)
 
 
 def restore_files(before: Mapping[Path, FileState]) -> list[str]:

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import github
 import requests
 
+from cursor_agent_action import retry
 from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.options import add_option
 from cursor_agent_action.runner_io import Runner, scrub_urls
@@ -215,27 +216,24 @@ class Retrier:
         failure: Callable[[BaseException], tuple[int, Mapping[str, str], str] | None],
     ) -> T:
         """``failure(exc)`` returns (status, headers, message) for HTTP errors, else None."""
-        waited = 0.0
-        for number in range(1, self.max_attempts + 1):
-            try:
-                return attempt()
-            except Exception as exc:
-                info = failure(exc)
-                if info is None:
-                    raise
-                status, headers, message = info
-                delay = retry_delay(status, headers, message, self.clock())
-                if delay is None or number == self.max_attempts:
-                    raise
-                if waited + delay > self.max_total_wait:
-                    raise RateLimitWaitTooLong(delay, waited) from exc
-                self.log(
-                    f"GitHub answered {status}; waiting {delay:.0f} s before retry "
-                    f"{number}/{self.max_attempts - 1}."
-                )
-                self.sleep(delay)
-                waited += delay
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+        def delay(exc: BaseException, _number: int = 0) -> float | None:
+            info = failure(exc)
+            return None if info is None else retry_delay(*info, self.clock())
+
+        def announce(exc: BaseException, number: int, seconds: float) -> None:
+            status = info[0] if (info := failure(exc)) else 0
+            self.log(f"GitHub answered {status}; waiting {seconds:.0f} s before retry "
+                     f"{number}/{self.max_attempts - 1}.")
+
+        bounds = retry.Bounds(self.max_attempts, self.max_total_wait, self.sleep)
+        try:
+            return retry.call(attempt, bounds, retryable=lambda exc: delay(exc) is not None,
+                              wait=delay, announce=announce)
+        except retry.GaveUp as exc:
+            last = exc.__cause__
+            if exc.over_budget and exc.delay is not None:
+                raise RateLimitWaitTooLong(exc.delay, exc.waited) from last
+            raise last if last is not None else exc from None
 
 
 class RateLimitWaitTooLong(Exception):
@@ -340,6 +338,7 @@ class GitHub:
             seconds_between_requests=None,
             seconds_between_writes=None,
             lazy=True,
+            per_page=100,  # the most GitHub gives: a 3,000-file pull request in 30 pages
         )
         self.repo = self.client.get_repo(ctx.repository)
 
@@ -362,6 +361,19 @@ class GitHub:
             ) from None
         except requests.RequestException as exc:
             raise network_error(doing, self.ctx.api_url, exc) from None
+
+
+    def graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        """A GraphQL request through PyGithub's entry point (``Requester.graphql_query``); an
+        answer that carries ``errors`` is returned, not raised: the caller says what they mean
+        (PyGithub raises them as a 400, or a 404 for one NOT_FOUND)."""
+        try:
+            _, data = self.client.requester.graphql_query(query, variables)
+        except github.GithubException as exc:
+            if exc.status in (400, 404) and isinstance(exc.data, dict) and exc.data.get("errors"):
+                return dict(exc.data)
+            raise
+        return data
 
 
 def error_message(data: object) -> str:

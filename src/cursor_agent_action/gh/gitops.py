@@ -36,32 +36,46 @@ def git(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``git args`` in ``cwd``; raise GitHubError (with git's own words) on failure."""
     what = doing or f"git {args[0]}"
+    data = None if input is None else input.encode("utf-8", "replace")  # as text mode did
     try:
-        result = subprocess.run(
-            safegit.argv(args, cwd), cwd=cwd, env=safegit.environment(env), input=input,
-            capture_output=True, timeout=_TIMEOUT_S, check=False,
-            # A file name need not be UTF-8 (the agent can create any): shown with U+FFFD.
-            encoding="utf-8", errors="replace",
-        )
-    except safegit.GitNotFound as exc:
-        raise GitHubError("git is not installed.",
-                          "Install git on the runner (GitHub-hosted runners have it).") from exc
-    except OSError as exc:  # a missing cwd raises FileNotFoundError too, like a missing git
-        if not cwd.is_dir():
-            raise UsageError(f"the directory {cwd} does not exist or is not a directory.",
-                             "Set working-directory to the checked-out repository (relative "
-                             "to the workspace, or absolute).") from exc
-        if isinstance(exc, FileNotFoundError):
-            raise GitHubError("git is not installed or not on PATH.",
-                              "Install git on the runner (GitHub-hosted runners have it).") from exc
-        raise GitHubError(f"cannot run git in {cwd}: {exc.strerror}.",
-                          "Check that the job's user may read and enter the directory.") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise GitHubError(f"{what} did not finish in {_TIMEOUT_S} s.",
-                          "Check the network and the remote, then re-run.") from exc
+        done = safegit.git(args, cwd, env=env, input=data, timeout=_TIMEOUT_S, ok=None)
+    except safegit.GitFailed as exc:
+        raise explain(exc, what, cwd) from exc
+    # A file name need not be UTF-8 (the agent can create any): shown with U+FFFD.
+    result = subprocess.CompletedProcess(done.args, done.returncode, _text(done.stdout),
+                                         _text(done.stderr))
     if check and result.returncode != 0:
         raise failed(what, result)
     return result
+
+
+def _text(output: bytes) -> str:
+    """git's output as text, lines ended as Python's text mode ends them."""
+    return output.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def explain(exc: safegit.GitFailed, what: str, cwd: Path) -> GitHubError | UsageError:
+    """``exc`` in the user's words, with the hint it calls for: ``what`` failed in ``cwd``."""
+    if exc.returncode is not None:
+        detail = _detail(exc.detail)
+        return git_error(f"{what} failed (exit {exc.returncode}): {detail}", detail)
+    if exc.timed_out:
+        return GitHubError(f"{what} did not finish in {_TIMEOUT_S} s.",
+                           "Check the network and the remote, then re-run.")
+    if isinstance(exc, safegit.GitNotFound):
+        return GitHubError("git is not installed.",
+                           "Install git on the runner (GitHub-hosted runners have it).")
+    if not cwd.is_dir():  # a missing cwd raises FileNotFoundError too, like a missing git
+        return UsageError(f"the directory {cwd} does not exist or is not a directory.",
+                          "Set working-directory to the checked-out repository (relative "
+                          "to the workspace, or absolute).")
+    cause = exc.__cause__
+    if isinstance(cause, FileNotFoundError):
+        return GitHubError("git is not installed or not on PATH.",
+                           "Install git on the runner (GitHub-hosted runners have it).")
+    strerror = cause.strerror if isinstance(cause, OSError) else str(exc)
+    return GitHubError(f"cannot run git in {cwd}: {strerror}.",
+                       "Check that the job's user may read and enter the directory.")
 
 
 def _detail(output: str) -> str:
@@ -96,16 +110,20 @@ def git_error(message: str, detail: str) -> GitHubError:
 
 
 def toplevel(path: Path) -> Path:
-    out = git(["rev-parse", "--show-toplevel"], path, doing=f"finding the repository at {path}")
-    return Path(out.stdout.strip())
+    try:
+        return safegit.toplevel(path)
+    except safegit.GitFailed as exc:
+        raise explain(exc, f"finding the repository at {path}", path) from exc
 
 
 def head_commit(repo: Path) -> str:
-    result = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo, check=False)
-    if result.returncode != 0:
+    try:
+        return safegit.head_commit(repo)
+    except safegit.GitFailed as exc:
+        if exc.returncode is None:
+            raise explain(exc, "finding the checked-out commit", repo) from exc
         raise GitHubError(f"{repo} has no commit checked out.",
-                          "Check out the branch the agent worked on before publishing.")
-    return result.stdout.strip()
+                          "Check out the branch the agent worked on before publishing.") from exc
 
 
 def valid_branch(name: str, repo: Path) -> bool:

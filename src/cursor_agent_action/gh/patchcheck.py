@@ -55,15 +55,18 @@ class Change:
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None, doing: str) -> bytes:
     try:
-        done = safegit.run(args, repo, env=env)
-    except (OSError, safegit.GitNotFound) as exc:
-        raise GitHubError(f"{doing}: cannot run git ({exc}).",
-                          "Install git on the runner (GitHub-hosted runners have it).") from exc
-    if done.returncode != 0:
-        words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
-        raise GitHubError(f"{doing} failed: {words or done.returncode}.",
-                          "See git's message; the patch must have been made from this commit.")
-    return done.stdout
+        return safegit.git(args, repo, env=env).stdout
+    except safegit.GitFailed as exc:
+        if exc.timed_out:
+            raise GitHubError(f"{doing}: {exc.command} did not finish within "
+                              f"{safegit.TIMEOUT_S} s.",
+                              "Re-run the job; a busy runner can be slow.") from exc
+        if exc.returncode is None:
+            raise GitHubError(f"{doing}: cannot run git ({exc}).",
+                              "Install git on the runner (GitHub-hosted runners have it).") from exc
+        why = exc.detail[: safegit.DETAIL_CHARS] or exc.returncode
+        hint = "See git's message; the patch must have been made from this commit."
+        raise GitHubError(f"{doing} failed: {why}.", hint) from exc
 
 
 def blob(repo: Path, oid: str) -> bytes:

@@ -84,7 +84,9 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
 
 
 def _diff(gh: GitHub, number: int, files: list[Any]) -> tuple[str, str]:
-    """(the unified diff, where it came from)."""
+    """(the unified diff, where it came from). No PyGithub object reads the diff media type:
+    this is the one request made through ``Github.requester``, which PyGithub documents for
+    "endpoints not yet supported by PyGitHub"."""
     requester = gh.client.requester
     url = f"{gh.ctx.api_url}/repos/{gh.ctx.repository}/pulls/{number}"
 

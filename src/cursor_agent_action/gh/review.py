@@ -282,14 +282,12 @@ def _post(gh: GitHub, number: int, head_sha: str, parts: BodyParts, inline: list
     posting again (bounded: each cause at most once): a line it will not take (the pull request
     moved on) puts every finding in the body; a review of the token's own pull request may
     only comment."""
-    requester = gh.client.requester
-    url = f"{gh.ctx.api_url}/repos/{gh.ctx.repository}/pulls/{number}/reviews"
+    pull, commit = gh.repo.get_pull(number), gh.repo.get_commit(head_sha)  # lazy: no request
     sent: dict[str, Any] = {"event": event, "comments": [_comment(p, prose) for p in inline]}
 
     def send() -> dict[str, Any] | str:
-        payload = {"commit_id": head_sha, "body": review_body(parts, prose), **sent}
         try:
-            _, data = requester.requestJsonAndCheck("POST", url, input=payload)
+            posted = pull.create_review(commit=commit, body=review_body(parts, prose), **sent)
         except github.GithubException as exc:
             if exc.status == 422:
                 if "own pull request" in error_message(exc.data).lower() and \
@@ -298,7 +296,7 @@ def _post(gh: GitHub, number: int, head_sha: str, parts: BodyParts, inline: list
                 if sent["comments"]:
                     return "line"
             raise
-        return dict(data)
+        return dict(posted.raw_data)
 
     for _ in range(3):
         answer = gh.call(f"posting the review of #{number}", send, permission=_PERM)
@@ -330,12 +328,9 @@ def _comment(spot: Placed, prose: Prose) -> dict[str, Any]:
 
 def _minimize(gh: GitHub, comment: Any, runner: Runner) -> None:
     """Hide an earlier comment as outdated; GitHub's refusal is a warning, not a failure."""
-    requester = gh.client.requester
-    _, data = gh.call(
-        f"hiding the earlier review comment {comment.id}",
-        lambda: requester.requestJsonAndCheck("POST", requester.graphql_url, input={
-            "query": _MINIMIZE, "variables": {"id": comment.node_id}}), permission=_PERM)
-    errors = data.get("errors") if isinstance(data, dict) else None
+    data = gh.call(f"hiding the earlier review comment {comment.id}",
+                   lambda: gh.graphql(_MINIMIZE, {"id": comment.node_id}), permission=_PERM)
+    errors = data.get("errors")
     if errors:
         first = errors[0].get("message", "") if isinstance(errors[0], dict) else errors[0]
         runner.warning(f"could not hide the earlier review comment {comment.html_url}: "
@@ -343,12 +338,8 @@ def _minimize(gh: GitHub, comment: Any, runner: Runner) -> None:
 
 
 def _supersede(gh: GitHub, number: int, old: Any, head: str, url: str) -> None:
-    requester = gh.client.requester
-    target = f"{gh.ctx.api_url}/repos/{gh.ctx.repository}/pulls/{number}/reviews/{old.id}"
     gh.call(f"marking the earlier review {old.id} as replaced",
-            lambda: requester.requestJsonAndCheck("PUT", target,
-                                                  input={"body": superseded_body(head, url)}),
-            permission=_PERM)
+            lambda: old.edit(superseded_body(head, url)), permission=_PERM)
 
 
 def _summary(answer: Answer, placed: list[Placed], outside: list[Outside], url: str) -> str:

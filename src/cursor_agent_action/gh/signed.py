@@ -86,15 +86,8 @@ def commit_on_branch(gh: GitHub, repo: Path, found: Sequence[Change], *, branch:
         "fileChanges": changes,
         "expectedHeadOid": head,
     }}  # fmt: skip
-    requester = gh.client.requester
-
-    def mutate() -> dict[str, Any]:
-        _, data = requester.requestJsonAndCheck(
-            "POST", requester.graphql_url, input={"query": MUTATION, "variables": variables})
-        return data if isinstance(data, dict) else {}
-
-    data = gh.call("creating the signed commit (GraphQL createCommitOnBranch)", mutate,
-                   permission="contents: write")
+    data = gh.call("creating the signed commit (GraphQL createCommitOnBranch)",
+                   lambda: gh.graphql(MUTATION, variables), permission="contents: write")
     errors = data.get("errors")
     if errors:
         raise graphql_error(errors, branch)

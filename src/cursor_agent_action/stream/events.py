@@ -21,9 +21,9 @@ from cursor_agent_action.stream.framing import BOM, MAX_LINE_BYTES, CutLine, Lin
 from cursor_agent_action.stream.notices import answer_fields, notice_fields, query_fields
 from cursor_agent_action.stream.toolcalls import (
     ToolCallEvent,
-    _dict,
-    _int,
-    _str,
+    json_dict,
+    json_int,
+    json_str,
     parse_tool_call,
 )
 
@@ -258,8 +258,8 @@ def parse_json_line(line: Line) -> Event:
 
 
 def parse_object(obj: dict[str, Any]) -> Event:
-    kind = _str(obj.get("type"))
-    subtype = _str(obj.get("subtype"))
+    kind = json_str(obj.get("type"))
+    subtype = json_str(obj.get("subtype"))
     if kind == "thinking":
         return THINKING
     if kind == "assistant":
@@ -269,25 +269,25 @@ def parse_object(obj: dict[str, Any]) -> Event:
     if kind == "system":
         if subtype == "init":
             return InitEvent(
-                _str(obj.get("session_id")),
-                _str(obj.get("model")),
-                _str(obj.get("cwd")),
-                _str(obj.get("permissionMode")),
+                json_str(obj.get("session_id")),
+                json_str(obj.get("model")),
+                json_str(obj.get("cwd")),
+                json_str(obj.get("permissionMode")),
             )
         return SystemEvent(subtype, *notice_fields(obj))
     if kind == "user":
         return UserEvent(_message_text(obj.get("message")))
     if kind == "result":
-        usage = _dict(obj.get("usage"))
+        usage = json_dict(obj.get("usage"))
         return ResultEvent(
             subtype,
             obj.get("is_error") is True,
-            _str(obj.get("result")),
-            _int(obj.get("duration_ms")),
-            _str(obj.get("session_id")),
-            _str(obj.get("request_id")),
+            json_str(obj.get("result")),
+            json_int(obj.get("duration_ms")),
+            json_str(obj.get("session_id")),
+            json_str(obj.get("request_id")),
             {
-                name: _int(usage.get(key))
+                name: json_int(usage.get(key))
                 for name, key in (
                     ("input", "inputTokens"),
                     ("output", "outputTokens"),
@@ -297,7 +297,7 @@ def parse_object(obj: dict[str, Any]) -> Event:
             },
         )
     if kind == "interaction_query":
-        query_type = _str(obj.get("query_type"))
+        query_type = json_str(obj.get("query_type"))
         if subtype == "response":
             query_id, answer, reason = answer_fields(obj)
             return InteractionEvent(subtype, query_type, query_id, "", answer, reason)
@@ -321,12 +321,12 @@ def _assistant(obj: dict[str, Any]) -> AssistantEvent:
     return AssistantEvent(
         text,
         model_call_id if model_call_id and type(model_call_id) is str else None,
-        timestamp_ms if type(timestamp_ms) is int else _int(timestamp_ms),
+        timestamp_ms if type(timestamp_ms) is int else json_int(timestamp_ms),
     )
 
 
 def _message_text(message: object) -> str:
-    content = _dict(message).get("content")
+    content = json_dict(message).get("content")
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -334,9 +334,9 @@ def _message_text(message: object) -> str:
     if len(content) == 1:  # the usual shape: one text part
         part = content[0]
         if type(part) is dict and part.get("type", "text") == "text":
-            return _str(part.get("text"))
+            return json_str(part.get("text"))
     return "".join(
-        _str(part.get("text"))
+        json_str(part.get("text"))
         for part in content
         if isinstance(part, dict) and part.get("type", "text") == "text"
     )

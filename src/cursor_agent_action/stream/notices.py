@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cursor_agent_action.stream.toolcalls import _dict, _str
+from cursor_agent_action.stream.toolcalls import json_dict, json_str
 
 INTERACTIONS_KEPT = 200
 """The most questions and prompts a record keeps (the transcript has every one)."""
@@ -72,24 +72,24 @@ def _first_text(args: dict[str, Any]) -> str:
             return value
     questions = args.get("questions")
     if isinstance(questions, list):
-        texts = [_first_text(q) if isinstance(q, dict) else _str(q) for q in questions]
+        texts = [_first_text(q) if isinstance(q, dict) else json_str(q) for q in questions]
         return "\n".join(text for text in texts if text)
     return ""
 
 
 def query_fields(obj: dict[str, Any], query_type: str) -> tuple[str, str]:
     """A request's query id and text (the question, plan, command or URL)."""
-    query = _dict(obj.get("query"))
-    inner = _dict(query.get(query_type))
+    query = json_dict(obj.get("query"))
+    inner = json_dict(query.get(query_type))
     if not inner:
         inner = next((value for value in query.values() if isinstance(value, dict)), {})
-    args = _dict(inner.get("args")) or inner
+    args = json_dict(inner.get("args")) or inner
     return _id(query.get("id")), _first_text(args)
 
 
 def answer_fields(obj: dict[str, Any]) -> tuple[str, str, str]:
     """A response's query id, answer (``approved``, ``rejected``, ...) and reason."""
-    response = _dict(obj.get("response")) or _dict(obj.get("result"))
+    response = json_dict(obj.get("response")) or json_dict(obj.get("result"))
     found = _answer(response)
     if found is None:  # one level down: {"webFetchRequestResponse": {"approved": {}}}
         found = next((a for v in response.values() if isinstance(v, dict)
@@ -102,9 +102,9 @@ def _answer(value: dict[str, Any]) -> tuple[str, str] | None:
     for key in _ANSWERS:
         if key in value:
             detail = value[key]
-            reason = _first_text(detail) if isinstance(detail, dict) else _str(detail)
+            reason = _first_text(detail) if isinstance(detail, dict) else json_str(detail)
             if isinstance(detail, dict):
-                reason = _str(detail.get("reason")) or reason
+                reason = json_str(detail.get("reason")) or reason
             return key, reason
     return None
 
@@ -117,7 +117,7 @@ def _id(value: object) -> str:
 
 def notice_fields(obj: dict[str, Any]) -> tuple[str, str]:
     """A system notice's status and text (the command, summary or message it carries)."""
-    status = _str(obj.get("status"))
+    status = json_str(obj.get("status"))
     for key in _NOTICE_KEYS:
         value = obj.get(key)
         if isinstance(value, str) and value.strip():

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from cursor_agent_action.stream.notices import Interaction, Notice
 from cursor_agent_action.stream.toolcalls import UNKNOWN
@@ -15,6 +15,11 @@ record keeps each call's details only for the first ones, and for every call tha
 succeed; a later successful call is kept as a shared, detail-free entry of its kind (counted
 everywhere, listed nowhere), so 100,000 calls do not cost 100,000 records."""
 _NOT_FAILED = frozenset({"success", "pending", UNKNOWN})
+
+Conclusion = Literal["success", "failure", "timeout", "budget", "cancelled"]
+"""How a run ended (docs/how-it-works.md, "Conclusions"): a closed set, checked where it is
+set."""
+CONCLUSIONS: tuple[Conclusion, ...] = get_args(Conclusion)
 
 
 class CallGroups(NamedTuple):
@@ -58,7 +63,7 @@ class ToolCallRecord:
 
 @dataclass
 class RunRecord:
-    conclusion: str = "failure"  # "success" | "failure" | "timeout" | "cancelled" | "budget"
+    conclusion: Conclusion = "failure"
     failure_reason: str = ""
     has_result: bool = False
     session_id: str = ""

@@ -78,11 +78,11 @@ _KIND_TARGET_KEYS = {
 }
 
 
-def _str(value: object) -> str:
+def json_str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _int(value: object) -> int | None:
+def json_int(value: object) -> int | None:
     """An integer from an int or a digit string (the CLI sends ``startedAtMs`` as a string)."""
     if type(value) is int:  # the common cases first; bool (a subclass) is not a number here
         return value
@@ -97,7 +97,7 @@ def _int(value: object) -> int | None:
     return None
 
 
-def _dict(value: object) -> dict[str, Any]:
+def json_dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
@@ -124,20 +124,20 @@ class ToolCallEvent:
             if isinstance(value, str) and value:
                 return value
             if isinstance(value, dict):
-                nested = _str(value.get("message")) or _str(value.get("errorMessage"))
+                nested = json_str(value.get("message")) or json_str(value.get("errorMessage"))
                 if nested:
                     return nested
         return ""
 
     @property
     def exit_code(self) -> int | None:
-        return _int(self.payload.get("exitCode")) if self.kind == "shell" else None
+        return json_int(self.payload.get("exitCode")) if self.kind == "shell" else None
 
     @property
     def paths(self) -> list[str]:
         """Paths this call names (arguments and result), for the files-changed list."""
-        named = _str(self.args.get("path"))  # once per edit: no list, set or comprehension
-        written = _str(self.payload.get("path"))
+        named = json_str(self.args.get("path"))  # once per edit: no list, set or comprehension
+        written = json_str(self.payload.get("path"))
         if written and written != named:
             return [named, written] if named else [written]
         return [named] if named else []
@@ -183,14 +183,15 @@ def _outcome(result: dict[str, Any]) -> str | None:
 
 def _target(kind: str, inner: dict[str, Any], args: dict[str, Any]) -> str:
     if kind == "mcp":
-        provider = _str(args.get("providerIdentifier")) or _str(inner.get("providerIdentifier"))
-        tool = _str(args.get("toolName")) or _str(args.get("name"))
+        provider = (json_str(args.get("providerIdentifier"))
+                    or json_str(inner.get("providerIdentifier")))
+        tool = json_str(args.get("toolName")) or json_str(args.get("name"))
         return f"{provider}:{tool}" if provider and tool else tool or provider
     if kind == "getMcpTools":  # listing an MCP server's tools
-        return _str(args.get("serverName")) or _str(args.get("server")) or _str(
+        return json_str(args.get("serverName")) or json_str(args.get("server")) or json_str(
             args.get("providerIdentifier"))
     if kind == "function":
-        return _str(inner.get("name"))
+        return json_str(inner.get("name"))
     for key in _KIND_TARGET_KEYS.get(kind, _TARGET_KEYS):
         value = args.get(key)
         if value and type(value) is str:
@@ -273,22 +274,22 @@ def parse_any_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
         arguments = inner.get("arguments")
         if isinstance(arguments, str):
             try:
-                args = _dict(orjson.loads(arguments))
+                args = json_dict(orjson.loads(arguments))
             except orjson.JSONDecodeError:
                 args = {}
     call_id = obj.get("call_id")
     if not call_id or type(call_id) is not str:
-        call_id = _str(tool_call.get("toolCallId"))
+        call_id = json_str(tool_call.get("toolCallId"))
     timestamp_ms = obj.get("timestamp_ms")
     if type(timestamp_ms) is not int:
-        timestamp_ms = _int(timestamp_ms)
+        timestamp_ms = json_int(timestamp_ms)
     if subtype != "completed":
         return ToolCallEvent(subtype, call_id, kind or "unknown", _target(kind, inner, args),
                              args, None, {}, None, None, timestamp_ms)  # fmt: skip
     # The generic `function` form may carry its result beside the call rather than inside.
     result = inner.get("result")
     if not result or type(result) is not dict:
-        result = _dict(tool_call.get("result"))
+        result = json_dict(tool_call.get("result"))
     outcome = "success" if "success" in result else _outcome(result)
     payload = result.get(outcome) if outcome else None
     return ToolCallEvent(
@@ -300,7 +301,7 @@ def parse_any_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
         UNKNOWN if outcome is None else outcome,
         payload if type(payload) is dict else {},
         # Only a completion needs the call's own clock (its duration).
-        _int(tool_call.get("startedAtMs")),
-        _int(tool_call.get("completedAtMs")),
+        json_int(tool_call.get("startedAtMs")),
+        json_int(tool_call.get("completedAtMs")),
         timestamp_ms,
     )

@@ -73,7 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.agent.standin.answers import SANDBOX_UNAVAILABLE, answer_lines, turn
-from cursor_agent_action.agent.standin.cli import _HELP, _TRUST_HELP, CliExit, parse_cli
+from cursor_agent_action.agent.standin.cli import HELP, TRUST_HELP, CliExit, parse_cli
 
 MAX_HANG_S = 600.0
 _STDIN_WAIT_S = 1.0
@@ -285,7 +285,7 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
         return _fail(str(exc), exc.code)
     scenario = turn(scenario, options)
     if options.get("help"):
-        _write(_HELP.format(trust=_TRUST_HELP if accepts_trust else "").encode())
+        _write(HELP.format(trust=TRUST_HELP if accepts_trust else "").encode())
         return 0
     if not options.get("print"):
         return _fail("error: the stand-in supports print mode only (-p)", 2)

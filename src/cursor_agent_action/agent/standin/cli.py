@@ -28,7 +28,7 @@ _FLAG_OPTIONS = {
 }
 _OUTPUT_FORMATS = ("text", "json", "stream-json")
 
-_HELP = """\
+HELP = """\
 Usage: cursor-agent [options] [command] [prompt...]
 
 Start the Cursor Agent
@@ -53,7 +53,7 @@ Options:
 {trust}  --workspace <path>           Workspace directory to use (defaults to cwd)
   -h, --help                   Display help for command
 """
-_TRUST_HELP = (
+TRUST_HELP = (
     "  --trust                      Trust the current workspace without prompting "
     "(headless mode only)\n"
 )
