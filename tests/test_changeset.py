@@ -250,6 +250,19 @@ def test_git_is_found_in_the_system_directories_first(
     assert os.path.dirname(found) in safegit.SYSTEM_DIRS
 
 
+def test_head_tree_of_paths_lists_only_the_paths_asked_for_literally(repo: Path) -> None:
+    """A contained run reads HEAD only at the paths it touched; glob characters are names."""
+    (repo / "a*").write_text("star\n")
+    (repo / "ab").write_text("not a match\n")
+    (repo / "dir").mkdir()
+    (repo / "dir" / "x").write_text("x\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "more")
+    found = changeset.head_tree(repo, ["a*", "dir", "dir/x", "missing"])
+    assert sorted(found) == ["a*", "dir/x"]
+    assert found["a*"] == changeset.head_tree(repo)["a*"]
+
+
 def test_the_size_cap_is_checked_before_a_byte_is_hashed(repo: Path) -> None:
     """Sparse files cost the agent nothing and root's git everything (it died of SIGBUS in a
     full tmpfs): their apparent sizes are summed from lstat first."""

@@ -1,14 +1,20 @@
-"""The box's costs, measured in one run (as root on Linux): the private copy of the working tree
-and the whole contained run against an uncontained one.
+"""The box's costs by tree size, in one run (as root on Linux): what a contained run costs
+beyond an uncontained one, on the overlay and on the copy fallback, beside the bare system
+operations of the same tree.
 
-    sudo .venv/bin/python bench/box/bench_box.py [--files 20000] [--megabytes 200]
+    sudo .venv/bin/python bench/box/bench_box.py [--sizes 1000,20000,100000,300000] [--runs 3]
 
-1. The copy: ``box.tree.copy_tree`` of a generated work tree (``--files`` files in 200
-   directories, ``--megabytes`` in all) into a tmpfs, as the box does, against ``cp -a`` of the
-   same tree to the same tmpfs (the bare system copy). Best of 3 each. Target: <= 1 s.
-2. The run: ``cursor-agent-action run`` with a stand-in agent that only prints init and result,
-   contained (the box, its copy, namespaces, patch) against ``--isolation none``, on a small
-   repository and on the generated one. Best of 3 each: the difference is the box's overhead.
+For each size (files of about 5 KB in directories of 200, committed), the stand-in agent makes
+one edit and one new file:
+
+1. ``run``: ``cursor-agent-action run`` with ``--isolation none``, contained on the overlay,
+   and contained on the copy (``CURSOR_AGENT_ACTION_BOX_STORAGE=copy``); the median of
+   ``--runs`` each (1 from 100,000 files: the shared machine). The difference to ``none`` is
+   the box's overhead.
+2. ``RAM``: the largest rise of the machine's ``Shmem`` (tmpfs pages) while the run ran.
+3. ``helper RSS``: the helper's peak resident set (``VmHWM``), read until it exits.
+4. The bare operations: an overlay mount of the tree (no id map) and ``git status`` in it, and
+   ``cp -a`` of the tree into a tmpfs.
 """
 
 from __future__ import annotations
@@ -17,102 +23,153 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "src"))
-
-from cursor_agent_action.agent.box.tree import copy_tree  # noqa: E402
 
 AGENT = """#!/bin/sh
 for arg in "$@"; do [ "$arg" = --help ] && { echo "  --trust"; exit 0; }; done
+echo edit >> d000/f0000000.txt; echo new > brand-new.txt
 echo '{"type":"system","subtype":"init","session_id":"s","model":"m"}'
 echo '{"type":"result","subtype":"success","is_error":false,"result":"Done.","session_id":"s"}'
 """
+FILE_BYTES = 5000
+BENCH_USER = "caa-bench-agent"
 
 
-def best(times: int, action: Callable[[], object], reset: Callable[[], None]) -> float:
-    found = []
-    for _ in range(times):
-        reset()
-        started = time.perf_counter()
-        action()
-        found.append(time.perf_counter() - started)
-    return min(found)
-
-
-def make_tree(root: Path, files: int, total_bytes: int) -> None:
-    size = total_bytes // files
-    chunk = os.urandom(size)
+def make_tree(root: Path, files: int) -> None:
+    chunk = os.urandom(FILE_BYTES // 2).hex().encode()[:FILE_BYTES]
     for index in range(files):
-        directory = root / f"d{index % 200:03d}"
-        directory.mkdir(exist_ok=True)
-        (directory / f"f{index:05d}.txt").write_bytes(chunk)
+        directory = root / f"d{index // 200:03d}"
+        if index % 200 == 0:
+            directory.mkdir()
+        (directory / f"f{index:07d}.txt").write_bytes(chunk)
     git = ["git", "-c", "user.name=b", "-c", "user.email=b@example.com"]
     subprocess.run([*git, "init", "-q"], cwd=root, check=True)
     subprocess.run([*git, "add", "-A"], cwd=root, check=True)
     subprocess.run([*git, "commit", "-qm", "bench"], cwd=root, check=True)
 
 
-def run_once(repo: Path, base: Path, isolation: str) -> float:
+def _shmem_kib() -> int:
+    with open("/proc/meminfo", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("Shmem:"):
+                return int(line.split()[1])
+    return 0
+
+
+def run_once(repo: Path, base: Path, isolation: str, storage: str) -> dict[str, float]:
+    """One run of the helper; its time, the peak rise of Shmem, the helper's peak RSS."""
+    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
+    subprocess.run(["git", "clean", "-qfd"], cwd=repo, check=True)
     env = {**os.environ, "RUNNER_TEMP": str(base / "rt"),
-           "CURSOR_AGENT_ACTION_AGENT_USER": "caa-bench-agent"}
+           "CURSOR_AGENT_ACTION_AGENT_USER": BENCH_USER,
+           "CURSOR_AGENT_ACTION_BOX_STORAGE": storage}
+    (base / "summary.md").unlink(missing_ok=True)  # the helper appends to it
+    shmem0 = _shmem_kib()
+    peak = {"shmem": 0, "rss": 0}
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cursor_agent_action", "run", "--agent-bin",
-                    str(base / "agent.sh"), "--working-directory", str(repo), "--prompt", "x",
-                    "--isolation", isolation, "--output-file", str(base / "out.txt"),
-                    "--summary-file", os.devnull], env=env, check=True,
-                   stdout=subprocess.DEVNULL, cwd=base)  # fmt: skip
+    helper = subprocess.Popen(
+        [sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
+         str(base / "agent.sh"), "--working-directory", str(repo), "--prompt", "x",
+         "--isolation", isolation, "--preset", "edit", "--output-file", str(base / "out.txt"),
+         "--summary-file", str(base / "summary.md")],
+        env=env, stdout=(base / "log.txt").open("w"), cwd=base)  # fmt: skip
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            peak["shmem"] = max(peak["shmem"], _shmem_kib() - shmem0)
+            try:
+                text = Path(f"/proc/{helper.pid}/status").read_text()
+                peak["rss"] = max(peak["rss"], int(text.split("VmHWM:")[1].split()[0]))
+            except (OSError, IndexError, ValueError):
+                pass
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    code = helper.wait(timeout=1800)
+    seconds = time.perf_counter() - started
+    done.set()
+    watcher.join()
+    if code != 0:
+        raise SystemExit(f"the {isolation}/{storage} run failed ({code})")
+    summary = (base / "summary.md").read_text()
+    if isolation == "auto" and ("the tree: an id-mapped overlay" in summary) != (
+            storage == "auto"):
+        warned = [line for line in (base / "log.txt").read_text().splitlines()
+                  if line.startswith("::warning")]
+        raise SystemExit(f"the {storage} run did not use the storage asked for: {warned}")
+    return {"s": seconds, "ram_mib": peak["shmem"] / 1024, "rss_mib": peak["rss"] / 1024}
+
+
+def bare_overlay_status(repo: Path, base: Path) -> float:
+    area = base / "bare"
+    shutil.rmtree(area, ignore_errors=True)
+    area.mkdir()
+    script = (f"mount -t tmpfs tmpfs {area} && mkdir {area}/u {area}/w {area}/m && "
+              f"mount -t overlay overlay -o lowerdir={repo},upperdir={area}/u,workdir={area}/w "
+              f"{area}/m && git -C {area}/m status --porcelain >/dev/null")
+    started = time.perf_counter()
+    subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], check=True)
     return time.perf_counter() - started
+
+
+def cp_a(repo: Path) -> float:
+    target = Path(tempfile.mkdtemp(prefix="bench-box-cp-", dir="/dev/shm"))
+    try:
+        started = time.perf_counter()
+        subprocess.run(["cp", "-a", f"{repo}/.", str(target)], check=True)
+        return time.perf_counter() - started
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=20_000)
-    parser.add_argument("--megabytes", type=int, default=200)
+    parser.add_argument("--sizes", default="1000,20000,100000,300000")
+    parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error("run it as root: the box needs root")
-    figures: dict[str, float] = {}
+    rows = []
     with tempfile.TemporaryDirectory(prefix="bench-box-") as tmp:
         base = Path(tmp)
         base.chmod(0o755)
-        big = base / "big"
-        big.mkdir()
-        make_tree(big, args.files, args.megabytes << 20)
-        target = Path(tempfile.mkdtemp(prefix="bench-box-copy-", dir="/dev/shm"))
-        try:
-            def reset() -> None:
-                shutil.rmtree(target, ignore_errors=True)
-                target.mkdir()
-
-            figures["copy_tree_s"] = best(3, lambda: copy_tree(
-                str(big), str(target), 65534, 65534, max_file_bytes=100 << 20,
-                max_total_bytes=8 << 30), reset)
-            figures["cp_a_s"] = best(3, lambda: subprocess.run(
-                ["cp", "-a", f"{big}/.", str(target)], check=True), reset)
-        finally:
-            shutil.rmtree(target, ignore_errors=True)
         (base / "agent.sh").write_text(AGENT)
         (base / "agent.sh").chmod(0o755)
-        small = base / "small"
-        small.mkdir()
-        make_tree(small, 20, 20_000)
-        for name, repo in (("small", small), ("big", big)):
-            for isolation in ("none", "auto"):
-                figures[f"run_{name}_{isolation}_s"] = min(
-                    run_once(repo, base, isolation) for _ in range(3))
-    subprocess.run(["userdel", "caa-bench-agent"], check=False, capture_output=True)
-    print(json.dumps({key: round(value, 3) for key, value in figures.items()}, indent=2))
-    print(f"copy: {figures['copy_tree_s']:.2f} s for {args.files} files / {args.megabytes} MB "
-          f"({figures['copy_tree_s'] / figures['cp_a_s']:.2f}x cp -a); box overhead per run: "
-          f"small {figures['run_small_auto_s'] - figures['run_small_none_s']:+.2f} s, big "
-          f"{figures['run_big_auto_s'] - figures['run_big_none_s']:+.2f} s")
+        for files in (int(size) for size in args.sizes.split(",")):
+            repo = base / f"tree-{files}"
+            repo.mkdir()
+            made = time.perf_counter()
+            make_tree(repo, files)
+            runs = args.runs if files < 100_000 else 1
+            row: dict[str, float] = {"files": files, "made_s": time.perf_counter() - made}
+            for name, isolation, storage in (("none", "none", "auto"),
+                                             ("overlay", "auto", "auto"),
+                                             ("copy", "auto", "copy")):
+                found = [run_once(repo, base, isolation, storage) for _ in range(runs)]
+                for key in ("s", "ram_mib", "rss_mib"):
+                    row[f"{name}_{key}"] = statistics.median(item[key] for item in found)
+            row["bare_overlay_status_s"] = bare_overlay_status(repo, base)
+            row["cp_a_s"] = cp_a(repo)
+            rows.append(row)
+            print(json.dumps({key: round(value, 3) for key, value in row.items()}), flush=True)
+            shutil.rmtree(repo)
+    subprocess.run(["userdel", BENCH_USER], check=False, capture_output=True)
+    print("| files | overlay overhead | copy overhead | bare overlay + git status | cp -a | "
+          "RAM overlay / copy | helper RSS overlay / copy |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['files']:,} | {row['overlay_s'] - row['none_s']:+.2f} s | "
+              f"{row['copy_s'] - row['none_s']:+.2f} s | {row['bare_overlay_status_s']:.2f} s | "
+              f"{row['cp_a_s']:.2f} s | {row['overlay_ram_mib']:.0f} / {row['copy_ram_mib']:.0f}"
+              f" MiB | {row['overlay_rss_mib']:.0f} / {row['copy_rss_mib']:.0f} MiB |")
     return 0
 
 

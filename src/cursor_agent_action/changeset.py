@@ -148,15 +148,21 @@ def head_commit(repo: Path) -> str:
     return safegit.head_commit(repo, env=_OBJECTS.get())
 
 
-def head_tree(repo: Path) -> dict[str, tuple[str, str]]:
-    """``path -> (mode, oid)`` of every entry in HEAD (gitlinks included)."""
-    out = _git(repo, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+def head_tree(repo: Path, paths: Iterable[str] | None = None) -> dict[str, tuple[str, str]]:
+    """``path -> (mode, oid)`` of every entry in HEAD (gitlinks included); with ``paths``, of
+    the files and links among them only (literal names, 500 a call: nothing else is listed)."""
+    listed = None if paths is None else sorted(set(paths))
+    calls = [["-r", "HEAD"]] if listed is None else [
+        ["HEAD", "--", *listed[start:start + 500]] for start in range(0, len(listed), 500)]
     entries: dict[str, tuple[str, str]] = {}
-    for record in out.split(b"\0"):
-        if record:
+    for call in calls:
+        out = _git(repo, "ls-tree", "-z", "--full-tree", *call,
+                   env={"GIT_LITERAL_PATHSPECS": "1"})
+        for record in out.split(b"\0"):
             meta, _, path = record.partition(b"\t")
-            mode, _, oid = meta.decode().split(" ")
-            entries[_decode(path)] = (mode, oid)
+            mode, kind, oid = meta.decode().split(" ") if record else ("", "tree", "")
+            if kind != "tree":  # a directory named in ``paths`` (-r lists none)
+                entries[_decode(path)] = (mode, oid)
     return entries
 
 
@@ -171,11 +177,11 @@ def baseline(repo: Path) -> Baseline:
     ``.git/config`` names, and trust an index whose flags can hide a change."""
     head = head_tree(repo)
     tree = walk(repo, Unread())
-    hashed = _hash(repo, sorted(tree), tree)
-    state = {path: (_mode(tree[path]), oid) for path, oid in hashed.items()
-             if head.get(path) != (_mode(tree[path]), oid)}  # fmt: skip
+    hashed = hash_paths(repo, sorted(tree), tree)
+    state = {path: (mode_of(tree[path]), oid) for path, oid in hashed.items()
+             if head.get(path) != (mode_of(tree[path]), oid)}  # fmt: skip
     new = [path for path in state if path not in head]
-    for path in _ignored(repo, new):
+    for path in ignored_in(repo, new):
         del state[path]
     for path, (mode, oid) in head.items():
         if path not in tree and mode != "160000":
@@ -183,13 +189,13 @@ def baseline(repo: Path) -> Baseline:
     return Baseline({path: _key(info) for path, info in tree.items()}, state)
 
 
-def _mode(info: os.stat_result) -> str:
+def mode_of(info: os.stat_result) -> str:
     if stat.S_ISLNK(info.st_mode):
         return "120000"
     return "100755" if info.st_mode & stat.S_IXUSR else "100644"
 
 
-def _hash(repo: Path, paths: list[str], tree: dict[str, os.stat_result]) -> dict[str, str]:
+def hash_paths(repo: Path, paths: list[str], tree: dict[str, os.stat_result]) -> dict[str, str]:
     """Object ids of ``paths`` as they are on disk, written to the object store."""
     if not paths:
         return {}
@@ -231,7 +237,7 @@ def _git_dir_env(repo: Path, env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "GIT_DIR": _decode(out.strip())}
 
 
-def _ignored(repo: Path, paths: Iterable[str], env: dict[str, str] | None = None) -> set[str]:
+def ignored_in(repo: Path, paths: Iterable[str], env: dict[str, str] | None = None) -> set[str]:
     """Which of the new ``paths`` the ignore rules of the work tree ``repo`` ignore (its
     ``.gitignore`` files, ``info/exclude``); ``env`` instead of the separate objects' (``{}``:
     ``repo`` is a tree of its own, as the box's real tree).
@@ -307,10 +313,10 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
         if size > max_changed_bytes:
             raise ChangesetError(f"the changed files hold {size >> 20} MiB, over the "
                                  f"{max_changed_bytes >> 20} MiB a patch may carry")
-    hashed = _hash(repo, to_hash, tree)
+    hashed = hash_paths(repo, to_hash, tree)
     entries: list[Entry] = []
     for path, oid in hashed.items():
-        mode = _mode(tree[path])
+        mode = mode_of(tree[path])
         old_mode, old_oid = base.get(path, (ABSENT_MODE, "0" * len(oid)))
         if (old_mode, old_oid) != (mode, oid):
             entries.append(Entry(path, old_mode, old_oid, mode, oid))
@@ -318,9 +324,9 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
         if path not in tree and mode != "160000" and not path.startswith(inside_nested):
             entries.append(Entry(path, mode, oid, ABSENT_MODE, "0" * len(oid)))
     new = [entry.path for entry in entries if entry.old_mode == ABSENT_MODE]
-    ignored = _ignored(repo, new)
+    ignored = ignored_in(repo, new)
     if ignore_as is not None:
-        ignored |= _ignored(ignore_as, [path for path in new if path not in ignored], env={})
+        ignored |= ignored_in(ignore_as, [path for path in new if path not in ignored], env={})
     entries = sorted((e for e in entries if e.path not in ignored), key=lambda e: e.path)
     return Changeset(head, entries, sorted(unread.nested), overlay, too_large, sorted(ignored),
                      sorted(unread.special), sorted(unread.too_long))
@@ -395,3 +401,4 @@ def write_patch(repo: Path, changes: Changeset, destination: Path) -> int:
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
     return len(data)
+

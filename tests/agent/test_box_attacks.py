@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.agent import process
+from cursor_agent_action.agent.box.contract import BoxStatus
 from cursor_agent_action.agent.isolation import STATUS_BYTES, Jail, decide, jail_for
 from cursor_agent_action.cli import main
 from tests.support.box import Box
@@ -110,7 +111,7 @@ def test_the_status_file_is_written_in_place_so_a_full_disk_cannot_starve_it(
     jail.command()
     assert jail.status_file.stat().st_size == STATUS_BYTES
     fd = os.open(jail.status_file, os.O_WRONLY)
-    os.pwrite(fd, json.dumps({"returncode": 3, "started": True}).encode(), 0)
+    os.pwrite(fd, json.dumps(BoxStatus(True, returncode=3).to_json()).encode(), 0)
     os.close(fd)
     assert jail.result(0, stopped=False).returncode == 3
 
@@ -315,6 +316,7 @@ def test_a_working_tree_over_the_cap_fails_before_the_agent_starts_without_a_fal
     box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("cursor_agent_action.agent.isolation.BOX_MAX_TREE_BYTES", 4)
+    monkeypatch.setattr("cursor_agent_action.agent.isolation.BOX_MAX_FILES", 2)  # the overlay
     agent = _agent(box, "id -u >> $SEEN/starts")
     code = main(["run", "--agent-bin", str(agent), "--working-directory", str(box.workspace),
                  "--output-file", str(box.base / "outputs.txt"), "--summary-file", os.devnull,

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from cursor_agent_action.agent.box.contract import BoxSpec
 from cursor_agent_action.agent.box.net.policy import build_policy
 from cursor_agent_action.agent.box.net.upstream import Proxy, RunnerProxy, forward_prefix
 from cursor_agent_action.agent.isolation import Isolation
@@ -206,10 +207,12 @@ def test_the_walled_agent_has_no_proxy_variables_and_the_relay_gets_the_proxy(
     env = {"PATH": "/bin", "HTTPS_PROXY": "http://p.example:3128", "no_proxy": "x.example",
            "http_proxy": "http://p.example:3128"}
     jail = Box(Isolation(contained=True), env, home=tmp_path / "home").jail(
-        options, ["/bin/true"], None, {})
+        options, ["/bin/true"], None)
     assert jail is not None
-    assert jail.spec["env"] == {"PATH": "/bin"}
-    network = jail.spec["network"]
-    assert isinstance(network, dict)
-    assert RunnerProxy.from_json(network["proxy"]) == RunnerProxy(
+    assert jail.spec.env == {"PATH": "/bin"}
+    network = jail.spec.network
+    assert network is not None
+    assert network.proxy == RunnerProxy(
         Proxy("p.example", 3128), Proxy("p.example", 3128), ("x.example",))
+    # and so it travels to the root side
+    assert BoxSpec.from_json(jail.spec.to_json()).network == network

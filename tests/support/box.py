@@ -6,6 +6,7 @@ makes it; the containment and attack tests use it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,6 +63,9 @@ def make_box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
         monkeypatch.setenv(name, value)
     # The one directory the contained agent shares with the test: what it saw goes there.
     monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_SHARE", str(seen))
+    # CAA_TEST_BOX_STORAGE=copy runs every box test on the copy fallback instead of the overlay.
+    if storage := os.environ.get("CAA_TEST_BOX_STORAGE", ""):
+        monkeypatch.setenv("CURSOR_AGENT_ACTION_BOX_STORAGE", storage)
     yield Box(base, workspace, seen, tmp_path / "runner-temp", home)
     assert processes_of(TEST_AGENT_USER) == [], "an agent process outlived its run"
 

@@ -11,10 +11,13 @@ against the policy.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
+from cursor_agent_action.agent.box.contract import BoxStatus, Listed
+from cursor_agent_action.agent.box.upper import RealTree
 from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.docfiles import usually_executed
 from cursor_agent_action.runner_io import listing
@@ -22,6 +25,8 @@ from cursor_agent_action.stream.record import RunRecord
 from cursor_agent_action.worktree import MAX_PATH_BYTES
 
 PATCH_NAME = "changes.patch"
+ABSENT = (changeset.ABSENT_MODE, "")
+"""A path the tree did not have before the run (its object id filled in when compared)."""
 
 
 def git_config_files(workspace: Path) -> list[Path]:
@@ -62,19 +67,35 @@ class Applied:
 class ChangeTracker:
     """The baseline before the run and the changes after it, for one workspace."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, *, contained: bool = False) -> None:
+        """``contained``: the agent runs in the box, which makes its patch against the real tree
+        as it stands; nothing of the tree is hashed or kept here, only the paths the box's
+        patches touch (:meth:`apply_box`). Else (or after :meth:`uncontained`) every file is
+        hashed now, as the base of the changes after the run."""
         self.workspace = workspace
         self.repo = changeset.repository_root(workspace)
         self.baseline: changeset.Baseline | None = None
+        self.touched: dict[str, tuple[str, str]] = {}  # path -> its state before the run
         self.problem = ""
         self.applied_box = False  # a box's patch was applied to this tree
         if self.repo is not None:
             try:
                 changeset.head_commit(self.repo)
-                self.baseline = changeset.baseline(self.repo)
             except changeset.ChangesetError as exc:
                 self.problem = str(exc)
                 self.repo = None
+        if not contained:
+            self.uncontained()
+
+    def uncontained(self) -> None:
+        """The agent runs on the real tree: its base, every file hashed (once)."""
+        if self.repo is None or self.baseline is not None:
+            return
+        try:
+            self.baseline = changeset.baseline(self.repo)
+        except changeset.ChangesetError as exc:
+            self.problem = str(exc)
+            self.repo = None
 
     def finish(self, record: RunRecord, patch_dir: Path, ignore: set[Path]) -> Handoff:
         """Compute the changes, write the patch, and set ``record.files_changed``."""
@@ -86,7 +107,8 @@ class ChangeTracker:
             record.notes.append(message)
             return Handoff("", bool(record.files_changed), message)
         try:
-            changes = changeset.compute(self.repo, self.baseline)
+            changes = (changeset.compute(self.repo, self.baseline) if self.baseline is not None
+                       else _touched_changes(self.repo, self.touched))
         except (changeset.ChangesetError, OSError) as exc:
             message = (f"The changes could not be computed: {exc}. files-changed lists only "
                        "what the write tools reported, and there is no patch.")
@@ -119,39 +141,57 @@ class ChangeTracker:
         changeset.write_patch(self.repo, changes, patch)
         return Handoff(str(patch), bool(changes.entries))
 
-    @property
-    def dirty(self) -> dict[str, tuple[str, str]]:
-        """Paths already unlike HEAD before the run: the base the box's patch is made on."""
-        return dict(self.baseline.dirty) if self.baseline is not None else {}
-
-    def apply_box(self, status: dict[str, object]) -> Applied:
+    def apply_box(self, status: BoxStatus) -> Applied:
         """Apply the patch the box made (our hardened git, as the runner's user) to the real
         tree (protected paths are not in it: ``box.tree.protected``, they stay in the box, and
         when there were any, nothing is applied: the run fails);
         what the box left behind is said in the notes. What the policy does not allow is
         applied and fails the run (:func:`check_policy`), as for an uncontained run."""
         notes = _left_behind(status)
-        patch = status.get("patch")
-        raw = status.get("protected")
-        refused = [self._relative(self.repo, path) for path in raw
-                   if isinstance(path, str)] if isinstance(raw, list) and self.repo else []
-        count = status.get("protected_count")
-        count = count if isinstance(count, int) else 0
-        links_refused = _strings(status.get("links_refused"))
-        links_count = status.get("links_refused_count")
-        links_count = links_count if isinstance(links_count, int) else 0
-        reads = _strings(status.get("includes_refused"))
-        if (self.repo is None or not isinstance(patch, str) or not status.get("changed")
-                or count or links_count or reads):  # a protected change, a link out or
-            return Applied(refused, notes, refused_count=count,  # an include out fails the
-                           links_refused=links_refused,  # run: nothing of it comes back
+        refused = ([self._relative(self.repo, path) for path in status.protected.paths]
+                   if self.repo else [])  # fmt: skip
+        count = status.protected.count
+        links_count = status.links_refused.count
+        reads = list(status.includes_refused.paths)
+        if (self.repo is None or not status.patch or not status.changed
+                or count or links_count or status.includes_refused.count):  # a protected
+            # change, a link out or an include out fails the run: nothing of it comes back
+            return Applied(refused, notes, refused_count=count,
+                           links_refused=list(status.links_refused.paths),
                            links_refused_count=links_count, includes_refused=reads)
-        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", patch], self.repo)
+        try:
+            self._note_touched(self.repo, status.patch)
+        except (changeset.ChangesetError, OSError) as exc:
+            return Applied([], notes, f"the patch's paths could not be read: {exc}")
+        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", status.patch],
+                           self.repo)
         self.applied_box = True  # tried: the tree may have changed, the check must hold
         if done.returncode != 0:
             words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
             return Applied([], notes, f"git apply failed: {words or done.returncode}")
         return Applied(refused, notes, refused_count=count)
+
+    def _note_touched(self, repo: Path, patch: str) -> None:
+        """Before a box's patch is applied: the state of each path it touches that no earlier
+        patch touched, as the base of the run's changes (hashed: only these paths)."""
+        done = safegit.run(["apply", "--numstat", "-z", patch], repo)
+        if done.returncode != 0:
+            raise changeset.ChangesetError("git apply --numstat failed")
+        paths = [os.fsdecode(record.split(b"\t", 2)[2]) for record in done.stdout.split(b"\0")
+                 if record.count(b"\t") >= 2]  # fmt: skip
+        real = RealTree(repo)
+        found: dict[str, os.stat_result] = {}
+        for path in paths:
+            if path in self.touched:
+                continue
+            info = real.lstat(path)
+            if info is not None and (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                found[path] = info
+            else:
+                self.touched[path] = ABSENT
+        oids = changeset.hash_paths(repo, sorted(found), found)
+        self.touched.update({path: (changeset.mode_of(info), oids[path])
+                             for path, info in found.items()})  # fmt: skip
 
     def _relative(self, repo: Path, path: str) -> str:
         """A repository path as files-changed shows it: relative to the workspace."""
@@ -159,8 +199,29 @@ class ChangeTracker:
         return _shown(os.path.relpath(full, self.workspace).replace(os.sep, "/"))
 
 
-def _strings(value: object) -> list[str]:
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+def _touched_changes(repo: Path, touched: dict[str, tuple[str, str]]) -> changeset.Changeset:
+    """The run's changes when only the box's patches changed the tree: each path they touched,
+    from its state before the first to its state now (nothing else is read)."""
+    head = changeset.head_commit(repo)
+    head_state = changeset.head_tree(repo, touched)
+    real = RealTree(repo)
+    now: dict[str, os.stat_result] = {}
+    for path in touched:
+        info = real.lstat(path)
+        if info is not None and (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+            now[path] = info
+    oids = changeset.hash_paths(repo, sorted(now), now)
+    zero = "0" * len(head)
+    absent = (changeset.ABSENT_MODE, zero)
+    entries, overlay = [], {}
+    for path, before in sorted(touched.items()):
+        old = before if before != ABSENT else absent
+        new = (changeset.mode_of(now[path]), oids[path]) if path in now else absent
+        if old != head_state.get(path, absent):
+            overlay[path] = old
+        if old != new:
+            entries.append(changeset.Entry(path, *old, *new))
+    return changeset.Changeset(head, entries, overlay=overlay)
 
 
 def _links_note(kept: list[str]) -> str:
@@ -168,26 +229,24 @@ def _links_note(kept: list[str]) -> str:
             f"{listing(kept)}.")
 
 
-def _left_behind(status: dict[str, object]) -> list[str]:
+def _left_behind(status: BoxStatus) -> list[str]:
     """The box's notes on what stayed in it: ignored files, files over the size cap, paths
     never copied."""
     notes = []
-    behind = status.get("left_behind")
-    if isinstance(behind, int) and behind:
-        notes.append(f"{behind} new or changed file(s) that .gitignore ignores were left in the "
-                     "box: they never reach the working tree or the patch.")
-    for key, what in (("skipped_count", "inside nested git repositories (a submodule's "
-                                        "checkout)"),
-                      ("special_count", "that are fifos, sockets or devices (never opened)"),
-                      ("too_long_count", "with paths longer than 3,072 bytes"),
-                      ("too_large_count", "over 100 MiB (apparent size)"),
-                      ("left_out_count", "not copied into the box (over 100 MiB, a path over "
-                                         "3,072 bytes, a fifo, socket or device)")):
-        count = status.get(key)
-        listed = status.get(key.replace("_count", ""))
-        if isinstance(count, int) and count and isinstance(listed, list):
-            notes.append(f"{count} file(s) {what} are not in the patch: "
-                         f"{listing([_shown(str(p)) for p in listed])}.")
+    if status.left_behind:
+        notes.append(f"{status.left_behind} new or changed file(s) that .gitignore ignores were "
+                     "left in the box: they never reach the working tree or the patch.")
+    kinds: tuple[tuple[Listed, str], ...] = (
+        (status.skipped, "inside nested git repositories (a submodule's checkout)"),
+        (status.special, "that are fifos, sockets or devices (never opened)"),
+        (status.too_long, "with paths longer than 3,072 bytes"),
+        (status.too_large_files, "over 100 MiB (apparent size)"),
+        (status.left_out, "not copied into the box (over 100 MiB, a path over 3,072 bytes, a "
+                          "fifo, socket or device)"))
+    for listed, what in kinds:
+        if listed.count:
+            notes.append(f"{listed.count} file(s) {what} are not in the patch: "
+                         f"{listing([_shown(p) for p in listed.paths])}.")
     return notes
 
 

@@ -29,7 +29,9 @@ from typing import IO, Any
 
 from cursor_agent_action.agent import landlock
 from cursor_agent_action.agent.box import limits
+from cursor_agent_action.agent.box.contract import BoxLimits, BoxSpec, BoxStatus, ContractError
 from cursor_agent_action.agent.box.net.notices import UNCONTAINED_NOTE, EventLines
+from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.agent.boxprobe import ProbeResult, has_cap_sys_admin
 from cursor_agent_action.errors import SetupError, UsageError
 
@@ -48,6 +50,8 @@ BOX_MAX_TREE_BYTES = 4 << 30
 starts."""
 BOX_WRITE_BYTES = 2 << 30
 """What the agent may add to its copy of the tree."""
+BOX_MAX_FILES = 1_000_000
+"""A working tree with more entries than this is refused before the agent starts."""
 STATUS_BYTES = 256 * 1024
 """The status file's size (as :data:`cursor_agent_action.agent.box.root.STATUS_BYTES`)."""
 
@@ -90,7 +94,7 @@ class Isolation:
                     f"{self.why_not})")
         if self.contained:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
-                    "private copy of the repository, home and /tmp)")
+                    "private view of the repository, home and /tmp)")
         return f"none (the agent ran as the runner's user: {self.why_not})"
 
 
@@ -203,15 +207,14 @@ def fallback_warning(isolation: Isolation) -> str:
 
 @dataclass
 class BoxResult:
-    """What the box reported after the agent ran (``status`` as the root side wrote it)."""
+    """What the box reported after the agent ran (None: no status of this version)."""
 
     returncode: int | None
-    status: dict[str, Any]
+    status: BoxStatus | None
 
     @property
     def patch(self) -> Path | None:
-        value = self.status.get("patch")
-        return Path(value) if isinstance(value, str) else None
+        return Path(self.status.patch) if self.status is not None and self.status.patch else None
 
 
 @dataclass
@@ -220,7 +223,7 @@ class Jail:
 
     isolation: Isolation
     state_dir: Path
-    spec: dict[str, object]
+    spec: BoxSpec
     _events: tuple[int, EventLines] = field(  # read so far, the line splitter
         default_factory=lambda: (0, EventLines()))
 
@@ -248,8 +251,7 @@ class Jail:
             handle.write(b" " * STATUS_BYTES)
         fd = os.open(self.spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({**self.spec, "status_file": str(self.status_file),
-                       "patch_file": str(self.patch_file)}, handle)
+            json.dump(self.spec.to_json(), handle)
         program = ("cursor_agent_action.agent.lockdown" if self.isolation.landlock
                    else "cursor_agent_action.agent.box.root")
         argv = [sys.executable, "-I", "-m", program, str(self.spec_file)]
@@ -285,22 +287,21 @@ class Jail:
         :class:`BoxFailed` for anything else without a status: once the agent may have run,
         the box fails closed."""
         try:
-            status = json.loads(self.status_file.read_bytes().strip() or b"{}")
-        except (OSError, ValueError):
-            status = {}
+            status: BoxStatus | None = BoxStatus.from_json(
+                json.loads(self.status_file.read_bytes().strip() or b"{}"))
+        except (OSError, ValueError, ContractError):
+            status = None
         finally:
             self.spec_file.unlink(missing_ok=True)
-        if not isinstance(status, dict):
-            status = {}
-        if status.get("started") is False and not stopped:
-            raise ContainmentFailed(str(status.get("error", "the box could not be set up")),
-                                    cap=bool(status.get("too_large")))
-        if isinstance(status.get("returncode"), int):
-            return BoxResult(int(status["returncode"]), status)
-        reason = status.get("error") or (
+        if status is not None and not status.started and not stopped:
+            raise ContainmentFailed(status.error or "the box could not be set up",
+                                    cap=status.too_large)
+        if status is not None and status.returncode is not None:
+            return BoxResult(status.returncode, status)
+        reason = (status.error if status is not None else "") or (
             f"the box ended with code {jail_code} and wrote no status (killed, or out of "
             "memory or disk)")
-        raise BoxFailed(str(reason), status)
+        raise BoxFailed(reason, status)
 
 
 class ContainmentFailed(SetupError):
@@ -309,7 +310,9 @@ class ContainmentFailed(SetupError):
     title = "containment failed"
 
     def __init__(self, reason: str, *, cap: bool = False) -> None:
-        fix = ("Make the working tree smaller (the box copies it), e.g. check out fewer files."
+        fix = ("Make the working tree smaller, e.g. check out fewer files (a sparse "
+               f"checkout): the box takes at most {BOX_MAX_FILES:,} files and directories, and "
+               f"copies at most {BOX_MAX_TREE_BYTES >> 30} GiB where it has no overlay."
                if cap else
                "Check that the runner allows root (or passwordless sudo), PID and mount "
                "namespaces; set isolation to none to run uncontained (unsafe).")
@@ -322,7 +325,7 @@ class BoxFailed(Exception):
     """The box ended without a proper status after the agent may have run: a failed run,
     never a reason to run the agent another way."""
 
-    def __init__(self, reason: str, status: dict[str, Any]) -> None:
+    def __init__(self, reason: str, status: BoxStatus | None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.status = status
@@ -333,25 +336,27 @@ def jail_for(
     argv: Sequence[str], env: Mapping[str, str], masks: Sequence[Path],
     reveals: Sequence[Path] = (), shares: Sequence[Path] = (),
     files: Mapping[str, str | None] | None = None,
-    dirty: Mapping[str, tuple[str, str]] | None = None, git: bool = True,
-    network: dict[str, Any] | None = None,
+    git: bool = True,
+    network: NetPolicy | None = None, storage: str = "auto",
 ) -> Jail:
-    """The box that runs ``argv`` in ``cwd`` as the agent user, on a private copy of the work
-    tree at ``repo_root`` (``dirty``: its paths already unlike HEAD, as the patch's base)."""
+    """The box that runs ``argv`` in ``cwd`` as the agent user, on its own view of the work
+    tree at ``repo_root``."""
     prompt = state_dir / "prompt.md"
-    spec: dict[str, object] = {
-        "user": isolation.agent_user, "argv": list(argv), "env": dict(env), "cwd": str(cwd),
-        "repo_root": str(repo_root), "home": str(home), "home_files": dict(files or {}),
-        "chats_store": str(state_dir.parent / "agent-chats"), "box_dir": str(state_dir / "box"),
-        "masks": sorted({str(path) for path in masks}),
-        "reveals": sorted({str(path) for path in reveals}),
-        "shares": sorted({str(path) for path in shares if path.is_dir()}),
-        "files": {str(prompt): str(prompt)} if prompt.exists() else {},
-        "dirty": {path: list(state) for path, state in (dirty or {}).items()},
-        "git": git, "network": network,
-        "network_events": str(state_dir / "box-network.jsonl"),
-        "limits": {"memory_bytes": limits.default_memory_bytes(), "tmp_bytes": BOX_TMP_BYTES,
-                   "max_file_bytes": BOX_MAX_FILE_BYTES, "max_total_bytes": BOX_MAX_TREE_BYTES,
-                   "write_bytes": BOX_WRITE_BYTES},
-    }  # fmt: skip
+    spec = BoxSpec(
+        user=isolation.agent_user, argv=tuple(argv), env=dict(env), cwd=str(cwd),
+        repo_root=str(repo_root), home=str(home), box_dir=str(state_dir / "box"),
+        chats_store=str(state_dir.parent / "agent-chats"),
+        status_file=str(state_dir / "box-status.json"),
+        patch_file=str(state_dir / "box-changes.patch"),
+        network_events=str(state_dir / "box-network.jsonl"),
+        limits=BoxLimits(memory_bytes=limits.default_memory_bytes(), tmp_bytes=BOX_TMP_BYTES,
+                         max_file_bytes=BOX_MAX_FILE_BYTES, max_total_bytes=BOX_MAX_TREE_BYTES,
+                         write_bytes=BOX_WRITE_BYTES, max_files=BOX_MAX_FILES),
+        home_files=dict(files or {}),
+        masks=tuple(sorted({str(path) for path in masks})),
+        reveals=tuple(sorted({str(path) for path in reveals})),
+        shares=tuple(sorted({str(path) for path in shares if path.is_dir()})),
+        files={str(prompt): str(prompt)} if prompt.exists() else {},
+        git=git, network=network, storage=storage,
+    )
     return Jail(isolation, state_dir, spec)

@@ -32,12 +32,13 @@ import signal
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from cursor_agent_action import changeset
 from cursor_agent_action.agent import landlock
 from cursor_agent_action.agent.box import home, limits, seccomp, storage, tree
+from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
 from cursor_agent_action.agent.box.root import Status
 from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 
@@ -51,33 +52,43 @@ _POLL_S = 0.2
 class Prepared:
     """The agent's area (its copy, home, /tmp, files) and what its process gets."""
 
-    def __init__(self, spec: dict[str, Any], agent: AgentUser) -> None:
+    def __init__(self, spec: BoxSpec, agent: AgentUser) -> None:
         self.area = Path(tempfile.mkdtemp(prefix="caa-lockdown-"))
+        # where storage.finish finds the copy, the home and the patch's objects
+        self.spec = replace(spec, box_dir=str(self.area))
         try:
-            self._prepare(spec, agent)
+            self._prepare(self.spec, agent)
         except BaseException:
             self.remove()
             raise
 
-    def _prepare(self, spec: dict[str, Any], agent: AgentUser) -> None:
+    def _prepare(self, spec: BoxSpec, agent: AgentUser) -> None:
         # The agent passes through to its own directories only.
         os.chmod(self.area, 0o711)  # noqa: S103
-        spec["box_dir"] = str(self.area)  # where storage.finish finds the copy and the home
-        caps = spec["limits"]
-        real = Path(spec["repo_root"])
+        caps = spec.limits
+        real = Path(spec.repo_root)
+        tree.survey(str(real), max_entries=caps.max_files, count_bytes=True,  # caps first
+                    max_file_bytes=caps.max_file_bytes, max_total_bytes=caps.max_total_bytes)
         (self.area / "tree").mkdir()
         self.copy = tree.copy_tree(str(real), str(self.area / "tree"), agent.uid, agent.gid,
-                                   max_file_bytes=caps["max_file_bytes"],
-                                   max_total_bytes=caps["max_total_bytes"])
-        if spec.get("git", True):  # as storage.prepare, from the real repository (no .git here)
+                                   max_file_bytes=caps.max_file_bytes,
+                                   max_total_bytes=caps.max_total_bytes)
+        self.copy.note = (f"a copy of the repository ({self.copy.files:,} files) on disk, "
+                          "under Landlock")
+        (self.area / storage.OBJECTS_DIR).mkdir(mode=0o700, parents=True)  # storage.finish
+        if spec.git:  # as storage.prepare, from the real repository (no .git here)
             with contextlib.suppress(changeset.ChangesetError):
-                known = {**changeset.head_tree(real),
-                         **{path: tuple(state) for path, state in spec.get("dirty", {}).items()}}
+                git_dir, common = changeset.git_dirs(real)
+                with changeset.separate_objects(self.area / storage.OBJECTS_DIR,
+                                                common / "objects",
+                                                git_dir=git_dir, work_tree=real):
+                    self.copy.dirty = changeset.baseline(real).dirty  # the copy's base
+                known = {**changeset.head_tree(real), **self.copy.dirty}
                 self.copy.absent = [path for path, (mode, _) in known.items()
                                     if mode not in ("160000", changeset.ABSENT_MODE)
                                     and path not in self.copy.stats]  # fmt: skip
-        store = Path(spec["chats_store"])
-        home.make_home(self.area / "home", agent, spec.get("home_files", {}),
+        store = Path(spec.chats_store)
+        home.make_home(self.area / "home", agent, dict(spec.home_files),
                        store if store.is_dir() else None)
         tmp = self.area / "tmp"
         tmp.mkdir(mode=0o700)
@@ -87,25 +98,25 @@ class Prepared:
         files.mkdir(mode=0o750)
         os.chown(files, 0, agent.gid)
         moved: dict[str, str] = {}
-        for index, source in enumerate(spec.get("files", {})):
+        for index, source in enumerate(spec.files):
             copied = files / f"{index}-{Path(source).name}"
             shutil.copyfile(source, copied, follow_symlinks=False)
             os.chown(copied, 0, agent.gid)
             copied.chmod(0o640)
             moved[source] = str(copied)
-        inside = os.path.relpath(spec["cwd"], real)
+        inside = os.path.relpath(spec.cwd, real)
         self.cwd = str(self.area / "tree" / ("" if inside == "." else inside))
-        self.argv = [moved.get(arg, arg) for arg in spec["argv"]]
+        self.argv = [moved.get(arg, arg) for arg in spec.argv]
         for source, target in moved.items():  # the long prompt's path, inside the instruction
             self.argv = [arg.replace(source, target) for arg in self.argv]
-        self.env = {name: _rehome(value, spec["home"], str(self.area / "home"))
-                    for name, value in spec["env"].items()}
+        self.env = {name: _rehome(value, spec.home, str(self.area / "home"))
+                    for name, value in spec.env.items()}
         self.env["TMPDIR"] = str(tmp)
         rules = landlock.agent_rules(
-            masks=[*spec["masks"], str(real), str(self.area)],
+            masks=[*spec.masks, str(real), str(self.area)],
             writable=[str(self.area / "tree"), str(self.area / "home"), str(tmp),
-                      *spec.get("shares", [])],
-            readable=[*spec.get("reveals", []), str(files)],
+                      *spec.shares],
+            readable=[*spec.reveals, str(files)],
         )  # fmt: skip
         self.ruleset = landlock.make_ruleset(rules, landlock.abi())
         if not _can_run(agent, self.argv[0]):  # said now, while another way is still open
@@ -213,21 +224,21 @@ def _wait(child: int, agent: AgentUser) -> int:
             return status
 
 
-def run(spec: dict[str, Any], status: Status) -> int:
+def run(spec: BoxSpec, status: Status) -> int:
     """Prepare, run, finish; the exit code of this program."""
     prepared: Prepared | None = None
     try:
-        agent = agent_user(spec["user"])
+        agent = agent_user(spec.user)
         prepared = Prepared(spec, agent)
         box_limits = limits.create(f"caa-lockdown-{os.getpid()}",
-                                   spec["limits"]["memory_bytes"])
+                                   spec.limits.memory_bytes)
     except (UserError, home.HomeError, tree.CopyTooLarge, landlock.LandlockError, OSError,
             KeyError, ValueError, TypeError) as exc:
         if prepared is not None:
             prepared.remove()
         reason = str(exc) + (" (the box's cap)" if isinstance(exc, tree.CopyTooLarge) else "")
-        status.write({"error": reason, "started": False,
-                      "too_large": isinstance(exc, tree.CopyTooLarge)})
+        status.write(BoxStatus(False, error=reason,
+                               too_large=isinstance(exc, tree.CopyTooLarge)))
         return EXIT_SETUP
     child = os.fork()
     if child == 0:
@@ -241,14 +252,12 @@ def run(spec: dict[str, Any], status: Status) -> int:
     for fd in (1, 2):  # the agent's output ends here
         os.dup2(null, fd)
     os.close(null)
-    result: dict[str, Any] = {
-        "started": True, "limits": box_limits.label, "network": None,
-        "returncode": -os.WTERMSIG(code) if os.WIFSIGNALED(code) else os.WEXITSTATUS(code),
-    }  # fmt: skip
-    if not gone:
-        result["error"] = "processes of the agent's user were still running after the run"
+    result = BoxStatus(
+        True, limits=box_limits.label, storage=prepared.copy.note,
+        returncode=-os.WTERMSIG(code) if os.WIFSIGNALED(code) else os.WEXITSTATUS(code),
+        error="" if gone else "processes of the agent's user were still running after the run")
     signal.alarm(FINISH_LIMIT_S)  # the patch, bounded: past it we die and the helper fails
-    result.update(storage.finish(spec, prepared.copy))
+    result = storage.finish(prepared.spec, prepared.copy).into(result)
     signal.alarm(0)
     box_limits.remove()
     prepared.remove()
@@ -264,10 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     path = Path(args[0])
     info = path.stat()
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    path.unlink()  # the agent's environment (its API key) is not left on disk
-    spec["owner"] = [info.st_uid, info.st_gid]
-    return run(spec, Status(spec["status_file"]))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    finally:
+        path.unlink()  # the agent's environment (its API key) is not left on disk
+    spec = replace(BoxSpec.from_json(data), owner=(info.st_uid, info.st_gid))
+    return run(spec, Status(spec.status_file))
 
 
 if __name__ == "__main__":

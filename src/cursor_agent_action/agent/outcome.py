@@ -27,9 +27,9 @@ def fail_run(record: RunRecord, message: str) -> None:
 def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -> None:
     """What the box said: a failure when it ended without a status (the agent is not run
     again: the box fails closed) or its changes could not come back; what stayed in it."""
-    network = ended.box.status.get("network") if ended.box is not None else None
-    if isinstance(network, dict):
-        record.network = network
+    status = ended.box.status if ended.box is not None else None
+    if status is not None and status.network is not None:
+        record.network = status.network
     if ended.box_error and record.has_result:  # the agent's own conclusion stands
         record.notes.append(
             f"The agent's box ended without a proper status after the agent's result "
@@ -42,9 +42,8 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
             "agent changed was brought back, and it was not run again. Fix: look at the agent's "
             "stderr and the transcript; a box killed for memory needs a smaller task."))
         return
-    status = ended.box.status if ended.box is not None else {}
-    if isinstance(status.get("patch_error"), str):
-        error = status["patch_error"]
+    if status is not None and status.patch_error:
+        error = status.patch_error
         fix = ("Fix: a change that large, or that many files, needs a smaller task." if "over "
                in error else "Fix: is the working directory a git work tree with a commit? A "
                "read-only run needs none." if "git" in error else "")
@@ -72,8 +71,11 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
 
 
 def limits_label(ended: AgentExit) -> str:
-    label = ended.box.status.get("limits") if ended.box is not None else None
-    return f", {label}" if isinstance(label, str) else ""
+    status = ended.box.status if ended.box is not None else None
+    if status is None:
+        return ""
+    return "".join(f", {part}" for part in (status.limits, status.storage and
+                                            f"the tree: {status.storage}") if part)
 
 
 def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained: bool) -> None:

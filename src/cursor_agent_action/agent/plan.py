@@ -68,8 +68,8 @@ class Box:
     home: Path | None = None
     masks: list[Path] = dataclasses.field(default_factory=list)
 
-    def jail(self, options: RunOptions, argv: Sequence[str], repo_root: Path | None,
-             dirty: Mapping[str, tuple[str, str]]) -> Jail | None:
+    def jail(self, options: RunOptions, argv: Sequence[str],
+             repo_root: Path | None) -> Jail | None:
         """A fresh box for one start of the agent (None: not contained), on a private copy of
         the work tree at ``repo_root`` (the working directory when it is no repository)."""
         if not self.isolation.contained or self.home is None:
@@ -90,14 +90,15 @@ class Box:
         if walled and options.net_policy is not None:
             # The runner's proxy is the relay's to use; nothing in the box is a proxy.
             network = dataclasses.replace(options.net_policy,
-                                          proxy=RunnerProxy.from_environ(self.env)).to_json()
+                                          proxy=RunnerProxy.from_environ(self.env))
             env = {name: value for name, value in env.items() if name not in PROXY_VARIABLES}
         return jail_for(self.isolation, state_dir=options.state_dir,
                         repo_root=(repo_root or options.workspace).resolve(),
                         cwd=options.workspace.resolve(), home=self.home,
                         argv=[str(agent), *argv[1:]], env=env, masks=self.masks,
                         reveals=[_cli_install(agent)], shares=_shares(), files=files,
-                        dirty=dirty, git=repo_root is not None, network=network)  # fmt: skip
+                        git=repo_root is not None, network=network,
+                        storage=os.environ.get(STORAGE_VARIABLE, "") or "auto")
 
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
@@ -125,6 +126,11 @@ def _cli_install(agent: Path) -> Path:
 SHARE_VARIABLE = "CURSOR_AGENT_ACTION_BOX_SHARE"
 """For tests: one directory the contained agent shares with the runner, read-write (the
 stand-in CLI records what it saw there). Never set in a workflow."""
+
+
+STORAGE_VARIABLE = "CURSOR_AGENT_ACTION_BOX_STORAGE"
+"""For tests: ``copy`` forces the box's copy of the tree where the overlay would be used (the
+fallback's own tests). Never set in a workflow."""
 
 
 def _shares() -> list[Path]:

@@ -96,7 +96,7 @@ def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None
     guard = PolicyGuard(options.workspace, options.policy,
                         instructions=options.repo_instructions)
     with guard:
-        jail = box.jail(options, argv, tracker.repo, tracker.dirty)
+        jail = box.jail(options, argv, tracker.repo)
         ended = run_agent_process(
             sandbox.for_run(jail, argv, options.workspace, box.env), sink=processor,
             runner=runner, transcript=options.transcript, stop=run.stop,
@@ -104,7 +104,7 @@ def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None
             append=append,
         )
         # Inside the guard: a change of the policy files comes back as tampering.
-        if ended.box is not None and not ended.box_error:
+        if ended.box is not None and ended.box.status is not None and not ended.box_error:
             applied = tracker.apply_box(ended.box.status)
     record = processor.close()
     if guard.changes:
@@ -171,7 +171,7 @@ def execute(
     launch = _prepare(options, runner, environ)
     started = time.monotonic()
     with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
-        tracker = ChangeTracker(options.workspace)
+        tracker = ChangeTracker(options.workspace, contained=launch.box.isolation.contained)
     run = Run(options, runner, environ, stop, started, tracker)
     warn_persisted_credentials(run.tracker, runner, launch.box.isolation.contained)
     with contextlib.ExitStack() as guards:
@@ -275,6 +275,8 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             box = _uncontained(options, runner, run.environ, Isolation(
                 False, why_not=f"the box could not be set up ({exc.reason})",
                 fix=launch.box.isolation.fix))
+            with interruptible(run.stop):  # the real tree is the agent's now: its base
+                run.tracker.uncontained()
             runner.log(f"Isolation: {box.isolation.label}.")
             launch = dataclasses.replace(launch, box=box)
             continue

@@ -12,17 +12,16 @@ import json
 import os
 import select
 import signal
-from typing import Any
 
 from cursor_agent_action.agent.box import limits, storage, tree
+from cursor_agent_action.agent.box.contract import BoxSpec, ContractError, Finished, Listed
 
 FINISH_LIMIT_S = 240
 """The patch and the chats after the run, at most (the helper waits 300 s for the box)."""
 PR_SET_PDEATHSIG = 1
 
 
-def bounded(spec: dict[str, Any], copy: tree.Copy,
-                    box_limits: limits.Limits) -> dict[str, Any]:
+def bounded(spec: BoxSpec, copy: tree.Copy, box_limits: limits.Limits) -> Finished:
     """:func:`storage.finish` (the patch, the chats) in a child process inside the box's
     cgroup (its memory limit holds for our git too) and within :data:`FINISH_LIMIT_S`: what it
     reports, or why it could not. It ends with the helper: when the control pipe (stdin) closes
@@ -40,7 +39,7 @@ def bounded(spec: dict[str, Any], copy: tree.Copy,
             with contextlib.suppress(OSError):
                 box_limits.enter(os.getpid())
             signal.alarm(FINISH_LIMIT_S)
-            data = json.dumps(storage.finish(spec, copy)).encode()
+            data = json.dumps(storage.finish(spec, copy).to_json()).encode()
             while data:
                 data = data[os.write(write_end, data):]
         finally:
@@ -68,16 +67,11 @@ def bounded(spec: dict[str, Any], copy: tree.Copy,
             os.killpg(child, signal.SIGKILL)  # git it started, if it was cut short
         _, code = os.waitpid(child, 0)
     if helper_gone:
-        return {"patch_error": "the helper stopped while the box made the patch (the run was "
-                               "cancelled or ended): nothing was brought back"}
-    try:
-        value = json.loads(answer)
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
-        return value
+        return Finished(patch_error="the helper stopped while the box made the patch (the run "
+                                    "was cancelled or ended): nothing was brought back")
+    with contextlib.suppress(ValueError, ContractError):
+        return Finished.from_json(json.loads(answer))
     how = (f"signal {os.WTERMSIG(code)}" if os.WIFSIGNALED(code) else
            f"code {os.WEXITSTATUS(code)}")  # fmt: skip
-    return {"patch_error": f"making the patch ended with {how} (over {FINISH_LIMIT_S} s, or "
-                           "out of the box's memory)", "left_out": copy.left_out[:50],
-            "left_out_count": len(copy.left_out)}
+    return Finished(patch_error=f"making the patch ended with {how} (over {FINISH_LIMIT_S} s, "
+                                "or out of the box's memory)", left_out=Listed.of(copy.left_out))

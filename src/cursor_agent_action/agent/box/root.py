@@ -38,6 +38,7 @@ import select
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,9 @@ from cursor_agent_action.agent.box import (
     tree,
     world,
 )
+from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
 from cursor_agent_action.agent.box.net import netns, notices
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
-from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 
@@ -84,17 +85,14 @@ class Status:
     def __init__(self, path: str) -> None:
         self.fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
-    def write(self, status: dict[str, Any]) -> None:
-        data = json.dumps(status, ensure_ascii=True).encode()
-        if len(data) >= STATUS_BYTES:
-            data = json.dumps({key: status[key] for key in ("returncode", "error", "started")
-                               if key in status}).encode()  # fmt: skip
+    def write(self, status: BoxStatus) -> None:
+        data = status.encoded(STATUS_BYTES)
         with contextlib.suppress(OSError):
             os.pwrite(self.fd, data.ljust(STATUS_BYTES), 0)
             os.fsync(self.fd)
 
 
-def _exec_agent(spec: dict[str, Any], agent: AgentUser, box_limits: limits.Limits) -> None:
+def _exec_agent(spec: BoxSpec, agent: AgentUser, box_limits: limits.Limits) -> None:
     """In the agent's process (never returns): drop to the agent user and exec the CLI."""
     try:
         os.setsid()
@@ -113,15 +111,15 @@ def _exec_agent(spec: dict[str, Any], agent: AgentUser, box_limits: limits.Limit
         _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
         seccomp.install(_libc())  # no kernel keyrings (they are not namespaced)
         os.umask(0o022)
-        os.chdir(spec["cwd"])
-        os.execve(spec["argv"][0], spec["argv"], spec["env"])  # noqa: S606 - no shell wanted
+        os.chdir(spec.cwd)
+        os.execve(spec.argv[0], spec.argv, dict(spec.env))  # noqa: S606 - no shell wanted
     except BaseException as exc:  # in a forked child: report and leave, never unwind
         with contextlib.suppress(OSError):
             os.write(2, f"cursor-agent-action: cannot start the agent: {exc}\n".encode())
         os._exit(127)
 
 
-def _namespace_init(spec: dict[str, Any], view: world.World, agent: AgentUser,
+def _namespace_init(spec: BoxSpec, view: world.World, agent: AgentUser,
                     box_limits: limits.Limits, *, go: int, report: int,
                     net_files: Path | None) -> None:
     """PID 1 of the agent's namespaces (never returns): build the view, start the agent, reap."""
@@ -204,7 +202,7 @@ def _control(parent: int, init: int, report: int) -> str:
             return answer.decode("ascii", "replace") + ("\nkilled\n" if killed else "")
 
 
-def _start_namespace(spec: dict[str, Any], view: world.World, agent: AgentUser,
+def _start_namespace(spec: BoxSpec, view: world.World, agent: AgentUser,
                      box_limits: limits.Limits, *, go: int, report: int,
                      net: BoxNetwork | None) -> None:
     """The namespace's parent (never returns): a new PID namespace for its children only, PID 1
@@ -220,7 +218,7 @@ def _start_namespace(spec: dict[str, Any], view: world.World, agent: AgentUser,
         _check(_libc().unshare(CLONE_NEWPID), "unshare (PID namespace)")
         init = os.fork()
         if init == 0:
-            net_files = Path(spec["box_dir"]) / "net" if net is not None else None
+            net_files = Path(spec.box_dir) / "net" if net is not None else None
             _namespace_init(spec, view, agent, box_limits, go=go, report=report,
                             net_files=net_files)
         os.close(go)
@@ -269,16 +267,16 @@ def _read_init(report: int, timeout_s: float = 30.0) -> tuple[int | None, bytes]
     return None, answer
 
 
-def _enter_network(spec: dict[str, Any]) -> BoxNetwork | None:
+def _enter_network(spec: BoxSpec) -> BoxNetwork | None:
     """With a network policy in the spec: this thread in the box's new network namespace, the
     wall's sockets bound there, its first refusals reported live into ``network_events``."""
-    if not spec.get("network"):
+    if spec.network is None:
         return None
-    events = os.open(spec["network_events"],
+    events = os.open(spec.network_events,
                      os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    os.fchown(events, *spec["owner"])
-    (Path(spec["box_dir"]) / "net").mkdir(mode=0o755)
-    return BoxNetwork.enter(NetPolicy.from_json(spec["network"]),
+    os.fchown(events, *spec.owner)
+    (Path(spec.box_dir) / "net").mkdir(mode=0o755)
+    return BoxNetwork.enter(spec.network,
                             on_event=notices.jsonl_sink(events))
 
 
@@ -294,7 +292,7 @@ def _raise_stopped(signum: int, frame: object) -> None:
     raise Stopped
 
 
-def run(spec: dict[str, Any], status: Status) -> int:
+def run(spec: BoxSpec, status: Status) -> int:
     """Prepare, run and finish (see the module docstring); the exit code of this program.
     SIGTERM, in any phase, ends it within moments: what it started is killed, the cgroup
     removed, and the status says it was stopped (never that the agent did not start, once it
@@ -310,22 +308,21 @@ def run(spec: dict[str, Any], status: Status) -> int:
         if state["limits"] is not None:
             state["limits"].remove()  # kills what is left in it: the agent's, the finish's
         # "started": a stopped box is never a reason to run the agent another way
-        status.write({"error": "the box was stopped (SIGTERM) before it finished",
-                      "started": True})
+        status.write(BoxStatus(True, error="the box was stopped (SIGTERM) before it finished"))
         return EXIT_SETUP
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run(spec: dict[str, Any], status: Status, state: dict[str, Any]) -> int:
+def _run(spec: BoxSpec, status: Status, state: dict[str, Any]) -> int:
     box_limits: limits.Limits | None = None
     net: BoxNetwork | None = None
     try:
-        agent = agent_user(spec["user"])
+        agent = agent_user(spec.user)
         _check(_libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
         view, copy = storage.prepare(spec, agent)
         box_limits = state["limits"] = limits.create(f"caa-box-{os.getpid()}",
-                                                     spec["limits"]["memory_bytes"])
+                                                     spec.limits.memory_bytes)
         net = state["net"] = _enter_network(spec)
     except (SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
             gitconfig.GitConfigError, OSError, KeyError, ValueError, TypeError) as exc:
@@ -336,8 +333,8 @@ def _run(spec: dict[str, Any], status: Status, state: dict[str, Any]) -> int:
         reason = str(exc)
         if isinstance(exc, tree.CopyTooLarge):
             reason += " (the box's cap)"
-        status.write({"error": reason, "started": False,
-                      "too_large": isinstance(exc, tree.CopyTooLarge)})
+        status.write(BoxStatus(False, error=reason,
+                               too_large=isinstance(exc, tree.CopyTooLarge)))
         return EXIT_SETUP
     go_read, go_write = os.pipe()
     read_end, write_end = os.pipe()
@@ -369,16 +366,17 @@ def _run(spec: dict[str, Any], status: Status, state: dict[str, Any]) -> int:
     if "started" not in words:
         box_limits.remove()
         reason = answer.partition("setup ")[2].strip() or answer.strip()
-        status.write({"error": reason or "the agent's namespace ended early", "started": False})
+        status.write(BoxStatus(False, error=reason or "the agent's namespace ended early"))
         return EXIT_SETUP
-    result: dict[str, Any] = {"started": True, "limits": box_limits.label, "network": network}
+    result = BoxStatus(True, limits=box_limits.label, storage=copy.note, network=network)
     if "exit" in words and words[words.index("exit") + 1].lstrip("-").isdigit():
-        result["returncode"] = _returncode(int(words[words.index("exit") + 1]))
+        result = replace(result, returncode=_returncode(int(words[words.index("exit") + 1])))
     elif "killed" in words:  # on the helper's order, before the agent's own end was seen
-        result["returncode"] = -signal.SIGKILL
+        result = replace(result, returncode=-signal.SIGKILL)
     else:
-        result["error"] = answer.strip() or "the agent's namespace ended without a status"
-    result.update(finish.bounded(spec, copy, box_limits))
+        result = replace(result, error=answer.strip() or
+                         "the agent's namespace ended without a status")
+    result = finish.bounded(spec, copy, box_limits).into(result)
     box_limits.remove()
     status.write(result)
     return 0
@@ -391,10 +389,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     path = Path(args[0])
     info = path.stat()
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    path.unlink()  # the agent's environment (its API key) is not left on disk
-    spec["owner"] = [info.st_uid, info.st_gid]  # whoever wrote it: the helper
-    return run(spec, Status(spec["status_file"]))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    finally:
+        path.unlink()  # the agent's environment (its API key) is not left on disk
+    spec = BoxSpec.from_json(data)
+    # whoever wrote it: the helper
+    spec = replace(spec, owner=(info.st_uid, info.st_gid))
+    status = Status(spec.status_file)
+    return run(spec, status)
 
 
 if __name__ == "__main__":

@@ -59,12 +59,17 @@ class Copy:
     absent: list[str] = field(default_factory=list)  # in HEAD, not in the tree when copied
     files: int = 0
     bytes: int = 0
+    git_files: list[str] = field(default_factory=list)  # ".git" files, shown read-only
+    storage: str = "copy"  # or "overlay" (:mod:`.overlay`): the tree is not copied
+    note: str = ""  # which storage, and why: one line for the summary
+    dirty: dict[str, tuple[str, str]] = field(default_factory=dict)  # the copy's base
 
 
 def nested_repositories(copy: Copy) -> list[str]:
     """The directories below the top that held a repository when copied (a ``.git``
     directory or a submodule's or worktree's ``.git`` file)."""
-    marks = [*copy.git_dirs, *(path for path in copy.stats if os.path.basename(path) == ".git")]
+    marks = [*copy.git_dirs, *copy.git_files,
+             *(path for path in copy.stats if os.path.basename(path) == ".git")]
     return sorted({os.path.dirname(path) for path in marks} - {""})
 
 
@@ -143,3 +148,51 @@ def copy_tree(source: str, target: str, uid: int, gid: int, *, max_file_bytes: i
         os.chmod(dst, stat.S_IMODE(info.st_mode) & 0o1777 | 0o700)
         os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns))
     return made
+
+
+@dataclass
+class Survey:
+    """What :func:`survey` found of the work tree, before anything is copied or mounted."""
+
+    git_dirs: list[str] = field(default_factory=list)  # ".git" directories, at any depth
+    git_files: list[str] = field(default_factory=list)  # ".git" files (submodules, worktrees)
+    special: list[str] = field(default_factory=list)  # fifos, sockets, devices; paths too long
+    entries: int = 0
+    bytes: int = 0  # regular files up to the per-file cap (counted only when asked)
+
+
+def survey(source: str, *, max_entries: int, count_bytes: bool = False,
+           max_file_bytes: int = 0, max_total_bytes: int = 0) -> Survey:
+    """Walk the work tree once, iteratively, from directory listings (``lstat`` only for
+    ``count_bytes``; nothing is opened, no link followed), and stop with :class:`CopyTooLarge`
+    as soon as it holds more than ``max_entries`` entries or (``count_bytes``) more than
+    ``max_total_bytes`` in files of at most ``max_file_bytes``: the caps cost nothing."""
+    found = Survey()
+    pending: list[str] = [""]
+    while pending:
+        relative = pending.pop()
+        with os.scandir(os.path.join(source, relative) if relative else source) as listing:
+            entries = [(entry.name, entry) for entry in listing]
+        found.entries += len(entries)
+        if found.entries > max_entries:
+            raise CopyTooLarge(f"the working tree holds more than {max_entries:,} files and "
+                               "directories (the box's cap)")
+        for name, entry in entries:
+            path = f"{relative}/{name}" if relative else name
+            if len(os.fsencode(path)) > MAX_PATH_BYTES:
+                found.special.append(path)
+            elif entry.is_dir(follow_symlinks=False):
+                (found.git_dirs if name == ".git" else pending).append(path)
+            elif entry.is_symlink():
+                continue
+            elif not entry.is_file(follow_symlinks=False):
+                found.special.append(path)
+            elif name == ".git":
+                found.git_files.append(path)
+            elif count_bytes:
+                size = entry.stat(follow_symlinks=False).st_size
+                found.bytes += size if size <= max_file_bytes else 0
+                if found.bytes > max_total_bytes:
+                    raise CopyTooLarge(f"the working tree holds more than "
+                                       f"{max_total_bytes >> 20} MiB of files")
+    return found

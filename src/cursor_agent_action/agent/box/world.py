@@ -66,14 +66,25 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int,
         raise WorldError(f"mounting {target} failed: {os.strerror(code)}", code)
 
 
+def unmount(target: str) -> None:
+    """umount2(MNT_DETACH); raises :class:`WorldError` naming the target."""
+    if _libc().umount2(os.fsencode(target), 2) != 0:
+        code = ctypes.get_errno()
+        raise WorldError(f"unmounting {target} failed: {os.strerror(code)}", code)
+
+
 def make_private(path: str = "/") -> None:
     """No mount made from now on reaches any other namespace."""
     mount("none", path, None, MS_REC | MS_PRIVATE)
 
 
-def tmpfs(target: str, *, size: str, mode: int, uid: int = 0, gid: int = 0) -> None:
+def tmpfs(target: str, *, size: str, mode: int, uid: int = 0, gid: int = 0,
+          inodes: int = 0) -> None:
+    """A tmpfs of ``size`` bytes (and at most ``inodes`` files and directories: 0, the
+    kernel's default)."""
+    count = f",nr_inodes={inodes}" if inodes else ""
     mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
-          f"size={size},mode={mode:o},uid={uid},gid={gid}")
+          f"size={size},mode={mode:o},uid={uid},gid={gid}{count}")
 
 
 def bind(source_fd: int, target: str, *, read_only: bool, recursive: bool = True) -> None:
