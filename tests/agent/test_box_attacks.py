@@ -315,15 +315,16 @@ def test_the_box_has_a_memory_limit(box: Box, capsys: pytest.CaptureFixture[str]
 def test_a_working_tree_over_the_cap_fails_before_the_agent_starts_without_a_fallback(
     box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("cursor_agent_action.agent.isolation.BOX_MAX_TREE_BYTES", 4)
-    monkeypatch.setattr("cursor_agent_action.agent.isolation.BOX_MAX_FILES", 2)  # the overlay
+    monkeypatch.setattr("cursor_agent_action.agent.isolation.BOX_MAX_TREE_BYTES", 4)  # copy
     agent = _agent(box, "id -u >> $SEEN/starts")
     code = main(["run", "--agent-bin", str(agent), "--working-directory", str(box.workspace),
                  "--output-file", str(box.base / "outputs.txt"), "--summary-file", os.devnull,
-                 "--prompt", "x"])
+                 "--prompt", "x", "--max-tree-files", "2"])
     log = capsys.readouterr().out
     assert code != 0
+    assert "more than 2 files and directories" in log
     assert "Make the working tree smaller" in log
+    assert "raise the input max-tree-files" in log
     assert _starts(box) == []
 
 

@@ -311,8 +311,9 @@ class ContainmentFailed(SetupError):
 
     def __init__(self, reason: str, *, cap: bool = False) -> None:
         fix = ("Make the working tree smaller, e.g. check out fewer files (a sparse "
-               f"checkout): the box takes at most {BOX_MAX_FILES:,} files and directories, and "
-               f"copies at most {BOX_MAX_TREE_BYTES >> 30} GiB where it has no overlay."
+               "checkout), or raise the input max-tree-files (default "
+               f"{BOX_MAX_FILES:,} files and directories); where the box has no overlay it also "
+               f"copies at most {BOX_MAX_TREE_BYTES >> 30} GiB."
                if cap else
                "Check that the runner allows root (or passwordless sudo), PID and mount "
                "namespaces; set isolation to none to run uncontained (unsafe).")
@@ -337,7 +338,7 @@ def jail_for(
     reveals: Sequence[Path] = (), shares: Sequence[Path] = (),
     files: Mapping[str, str | None] | None = None,
     git: bool = True,
-    network: NetPolicy | None = None, storage: str = "auto",
+    network: NetPolicy | None = None, storage: str = "auto", max_files: int = BOX_MAX_FILES,
 ) -> Jail:
     """The box that runs ``argv`` in ``cwd`` as the agent user, on its own view of the work
     tree at ``repo_root``."""
@@ -351,7 +352,7 @@ def jail_for(
         network_events=str(state_dir / "box-network.jsonl"),
         limits=BoxLimits(memory_bytes=limits.default_memory_bytes(), tmp_bytes=BOX_TMP_BYTES,
                          max_file_bytes=BOX_MAX_FILE_BYTES, max_total_bytes=BOX_MAX_TREE_BYTES,
-                         write_bytes=BOX_WRITE_BYTES, max_files=BOX_MAX_FILES),
+                         write_bytes=BOX_WRITE_BYTES, max_files=max_files),
         home_files=dict(files or {}),
         masks=tuple(sorted({str(path) for path in masks})),
         reveals=tuple(sorted({str(path) for path in reveals})),

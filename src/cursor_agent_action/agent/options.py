@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cursor_agent_action.agent.box.net.policy import NetPolicy, build_policy
 from cursor_agent_action.agent.extra_args import parse_extra_args
-from cursor_agent_action.agent.isolation import DEFAULT_AGENT_USER, MODES
+from cursor_agent_action.agent.isolation import BOX_MAX_FILES, DEFAULT_AGENT_USER, MODES
 from cursor_agent_action.agent.mcp import McpConfig, parse_mcp_config
 from cursor_agent_action.agent.permissions import (
     Policy,
@@ -73,6 +73,7 @@ class RunOptions:
     extra_args: tuple[str, ...] = field(default=())
     output_schema: OutputSchema | None = None
     max_tool_calls: int | None = None  # None: no budget
+    max_tree_files: int = BOX_MAX_FILES  # the box's cap on the work tree's entries
     mcp_config: McpConfig | None = None
     transcript_artifact: str = ""  # the artifact the action uploads the transcript as
     repo_instructions: str = "keep"  # or "ignore": set the repository's instruction files aside
@@ -129,6 +130,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     add_number(parser, "--max-tool-calls", default=0, integer=True, maximum=1_000_000,
                help="stop the agent when it starts more tool calls than this (conclusion "
                "budget); 0 for no limit")
+    add_number(parser, "--max-tree-files", default=BOX_MAX_FILES, integer=True, minimum=1,
+               maximum=100_000_000, help="the most files and directories the box takes from the "
+               "working tree; a larger tree fails before the agent starts")
     add_option(parser, "--mcp-config", default="", metavar="JSON",
                help="MCP servers for this run, in the CLI's mcp.json format (JSON or YAML); "
                "their secrets as ${env:NAME} with NAME in --pass-env")
@@ -258,6 +262,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         extra_args=extra_args,
         output_schema=output_schema,
         max_tool_calls=args.max_tool_calls or None,
+        max_tree_files=int(args.max_tree_files),
         mcp_config=mcp_config,
         transcript_artifact=_single_line(args.transcript_artifact,
                                          setting("--transcript-artifact")),

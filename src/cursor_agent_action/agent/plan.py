@@ -98,7 +98,8 @@ class Box:
                         argv=[str(agent), *argv[1:]], env=env, masks=self.masks,
                         reveals=[_cli_install(agent)], shares=_shares(), files=files,
                         git=repo_root is not None, network=network,
-                        storage=os.environ.get(STORAGE_VARIABLE, "") or "auto")
+                        storage=os.environ.get(STORAGE_VARIABLE, "") or "auto",
+                        max_files=options.max_tree_files)
 
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
