@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from cursor_agent_action.agent.box.net.addresses import GLOBAL, NEVER_REACHED, judge
 from cursor_agent_action.agent.box.net.policy import (
     DEFAULT_DOMAINS,
     NetPolicy,
@@ -139,7 +140,7 @@ def test_ipv4_inside_ipv6_in_every_form_is_judged_as_that_ipv4_metadata_never(
 
 
 @pytest.mark.parametrize("address", [
-    "::127.0.0.1", "::ffff:0:127.0.0.1", "64:ff9b:1::7f00:1", "::ffff:0:10.0.0.1",
+    "::127.0.0.1", "::ffff:0:127.0.0.1", "::ffff:0:10.0.0.1",
     "64:ff9b::a00:1", "2002:a00:1::1", "::ffff:127.0.0.1", "2001:db8::1", "198.18.0.1",
     "240.0.0.1", "192.0.2.1", "fec0::1", "100::1",
 ])
@@ -152,9 +153,26 @@ def test_ipv4_inside_ipv6_loopback_and_private_only_for_a_name_listed_exactly(
 
 
 @pytest.mark.parametrize("address", [
-    "140.82.112.3", "::ffff:140.82.112.3", "64:ff9b::8c52:7003", "64:ff9b:1::8c52:7003",
+    "140.82.112.3", "::ffff:140.82.112.3", "64:ff9b::8c52:7003",
     "2002:8c52:7003::1", "2606:4700::6810:84e5",
 ])
 def test_a_global_address_in_any_form_is_reached_for_any_allowed_name(address: str) -> None:
     policy = build_policy(["*.corp.example"])
     assert policy.address_allowed(address, "git.corp.example"), address
+
+
+@pytest.mark.parametrize("address", [
+    "64:ff9b:1::7f00:1", "64:ff9b:1::8c52:7003", "64:ff9b:1:a9fe:a9:fe00:808:808",
+    "64:ff9b:1:8c:52:7000:300:0",
+])
+def test_nat64_s_local_use_prefix_is_never_reached_by_a_wildcard_name(address: str) -> None:
+    """64:ff9b:1::/48 (RFC 8215) is a network's own: its translator may use a /48, /56, /64 or
+    /96 layout, each putting the IPv4 address in other bits. Before, only the last 32 bits
+    were read: 64:ff9b:1:a9fe:a9:fe00:808:808 (169.254.169.254 under a /48 layout, 8.8.8.8 in
+    the last bits) was reached as a global address."""
+    policy = build_policy(["mirror.example", "*.corp.example"])
+    assert not policy.address_allowed(address, "git.corp.example"), address
+    assert not policy.address_allowed(address, "api2.cursor.sh"), address
+    assert judge(address) != GLOBAL
+    if address == "64:ff9b:1:a9fe:a9:fe00:808:808":  # metadata under a /48 layout
+        assert judge(address) == NEVER_REACHED

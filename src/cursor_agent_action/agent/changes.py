@@ -163,9 +163,13 @@ class ChangeTracker:
             self._note_touched(self.repo, status.patch)
         except (changeset.ChangesetError, OSError) as exc:
             return Applied([], notes, f"the patch's paths could not be read: {exc}")
-        done = safegit.run(["apply", "--binary", "--whitespace=nowarn", status.patch],
-                           self.repo)
-        self.applied_box = True  # tried: the tree may have changed, the check must hold
+        # Checked whole first: a patch git cannot apply leaves the tree as it was.
+        done = safegit.run(["apply", "--check", "--binary", "--whitespace=nowarn",
+                            status.patch], self.repo)
+        if done.returncode == 0:
+            done = safegit.run(["apply", "--binary", "--whitespace=nowarn", status.patch],
+                               self.repo)
+            self.applied_box = True  # tried: the tree may have changed, the check must hold
         if done.returncode != 0:
             words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
             return Applied([], notes, f"git apply failed: {words or done.returncode}")
@@ -237,7 +241,8 @@ def _left_behind(status: BoxStatus) -> list[str]:
         notes.append(f"{status.left_behind} new or changed file(s) that .gitignore ignores were "
                      "left in the box: they never reach the working tree or the patch.")
     kinds: tuple[tuple[Listed, str], ...] = (
-        (status.skipped, "inside nested git repositories (a submodule's checkout)"),
+        (status.skipped, "inside nested git repositories (a submodule's checkout), or below "
+                         "a path the box left out"),
         (status.special, "that are fifos, sockets or devices (never opened)"),
         (status.too_long, "with paths longer than 3,072 bytes"),
         (status.too_large_files, "over 100 MiB (apparent size)"),

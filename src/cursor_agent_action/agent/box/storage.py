@@ -199,6 +199,10 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
             # Nested repositories as copied (a submodule's .git file is the agent's to delete,
             # which would make root's walk enter it): nothing inside them comes back.
             inside = tuple(f"{path}/" for path in tree.nested_repositories(copy))
+            # Nor does anything below a path the box left out (a file over the size cap, a
+            # fifo): the agent never saw what is there, and applying q/f over a real file q
+            # would replace it, or fail half-way.
+            inside += tuple(f"{path}/" for path in [*copy.left_out, *changes.too_large])
             changes.skipped += [e.path for e in changes.entries if e.path.startswith(inside)]
             changes.entries = [e for e in changes.entries if not e.path.startswith(inside)]
             # A link that leaves the repository (or leads into .git) fails the run: a later

@@ -41,11 +41,19 @@ LOCAL = _nets(
     # IPv6: loopback, discard, IETF assignments (Teredo among them), documentation, unique
     # local, site-local, SRv6 SIDs. The IPv4-carrying prefixes are judged by what they carry.
     "::1/128", "100::/64", "2001::/23", "2001:db8::/32", "3fff::/20", "fc00::/7",
-    "fec0::/10", "5f00::/16",
+    "fec0::/10", "5f00::/16", "64:ff9b:1::/48",
 )  # fmt: skip
 """Reached only for a name the workflow listed exactly (a self-hosted mirror)."""
-_CARRIERS = _nets("::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48")
+_CARRIERS = _nets("::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96")
 """IPv6 prefixes whose last 32 bits are an IPv4 address."""
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+"""NAT64's local-use prefix (RFC 8215): a network may use any RFC 6052 prefix length inside
+it, each putting the IPv4 address in other bits; every one of them is a candidate."""
+_RFC6052 = ((6, 8, 9, 11), (7, 8, 9, 12), (9, 13, 13, 13), (12, 16, 16, 16))
+"""Where /48, /56, /64 and /96 prefixes (the lengths that fit inside the /48) put the IPv4
+address: the bytes ``[a:b] + [c:d]`` of the IPv6 address (byte 8 is the reserved ``u``
+octet). A translator may ignore the suffix bits, so every layout is a candidate: an address
+there that some layout reads as a never-reached one (metadata, this host) is never reached."""
 _SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")
 _TEREDO = ipaddress.IPv6Network("2001::/32")
 _LOOPBACK6 = ipaddress.IPv6Network("::/127")  # :: and ::1 are themselves, not IPv4
@@ -59,6 +67,9 @@ def embedded(ip: Address) -> list[ipaddress.IPv4Address]:
     found = []
     if any(ip in net for net in _CARRIERS) and ip not in _LOOPBACK6:
         found.append(ipaddress.IPv4Address(value & 0xFFFFFFFF))
+    if ip in _LOCAL_NAT64:
+        packed = ip.packed
+        found += [ipaddress.IPv4Address(packed[a:b] + packed[c:d]) for a, b, c, d in _RFC6052]
     if ip in _SIX_TO_FOUR:
         found.append(ipaddress.IPv4Address((value >> 80) & 0xFFFFFFFF))
     if ip in _TEREDO:  # the server, and the client (its bits inverted)

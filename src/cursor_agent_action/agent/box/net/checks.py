@@ -72,8 +72,10 @@ class Checks:
         if claim.ech:
             raise Refused("sni-mismatch", name, "a TLS ClientHello with encrypted_client_hello"
                            " (the name it asks for is hidden)")
-        if claim.status == peek.DONE and claim.name and claim.name != name:
-            raise Refused("sni-mismatch", name, f"the connection asks for {claim.name}")
+        if claim.status == peek.DONE and not claim.http and claim.name != name:
+            # a hello without a host name is served whatever the far end's default host is
+            raise Refused("sni-mismatch", name, f"the connection asks for {claim.name}"
+                          if claim.name else "a TLS ClientHello that names no host (no SNI)")
 
     async def up_agent(self, agent: Agent, flow: pumps.Flow, seen: tuple[bytes, peek.Claim],
                        connect: plainhttp.Connect) -> None:

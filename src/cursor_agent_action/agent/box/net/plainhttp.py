@@ -99,19 +99,25 @@ def compose(request: h11.Request, host: bytes, prefix: bytes = b"",
     """The relay's own request for the agent's ``request`` (checked): its method, target and
     end-to-end fields, the dialed ``host``, ``Connection: close``; h11 frames its body. To the
     runner's proxy: the target after ``prefix`` (absolute form), its ``authorization``."""
-    headers = [*_forwarded(list(request.headers)), (b"host", host), (b"connection", b"close")]
+    chunked = any(field == b"transfer-encoding" for field, _ in request.headers)
+    # Never both lengths (RFC 9112 6.2): h11 read the body as chunked, so a Content-Length
+    # beside it would make a far end that frames by it read the body's bytes as a request.
+    headers = [(field, value) for field, value in _forwarded(list(request.headers))
+               if not (chunked and field == b"content-length")]
+    headers += [(b"host", host), (b"connection", b"close")]
     if authorization:
         headers.append((b"proxy-authorization", authorization))
-    if any(field == b"transfer-encoding" for field, _ in request.headers):
+    if chunked:
         headers.append((b"transfer-encoding", b"chunked"))  # h11 read no other coding
     return h11.Request(method=request.method, target=prefix + request.target, headers=headers)
 
 
 def _forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """The end-to-end fields of ``headers`` (hop-by-hop ones and those ``Connection``
-    names dropped)."""
+    names dropped; never the body's length, which ``Connection`` cannot take away: the
+    request would lose its framing)."""
     named = {token.strip().lower() for field, value in headers if field == b"connection"
-             for token in value.split(b",")}  # fmt: skip
+             for token in value.split(b",")} - {b"content-length"}  # fmt: skip
     return [(field, value) for field, value in headers
             if field not in HOP_BY_HOP and field not in named]  # fmt: skip
 
@@ -206,12 +212,15 @@ async def _body(agent: h11.Connection, reader: asyncio.StreamReader, far: Far,
     """The request's body, framed anew (h11: its length, else chunked)."""
     while True:
         event = await _next(agent, reader, flow)
-        if isinstance(event, h11.Data):
-            out = far.http.send(h11.Data(data=event.data)) or b""
-        elif isinstance(event, h11.EndOfMessage):
-            out = far.http.send(h11.EndOfMessage()) or b""
-        else:
-            return  # the agent's end before the body's: the far end sees an end
+        try:
+            if isinstance(event, h11.Data):
+                out = far.http.send(h11.Data(data=event.data)) or b""
+            elif isinstance(event, h11.EndOfMessage):
+                out = far.http.send(h11.EndOfMessage()) or b""
+            else:
+                return  # the agent's end before the body's: the far end sees an end
+        except h11.LocalProtocolError as exc:  # a body the relay's own framing cannot carry
+            raise BadRequest(f"a body the relay cannot frame ({exc})") from None
         far.writer.write(out)
         flow.moved[0] += len(out)
         await far.writer.drain()
