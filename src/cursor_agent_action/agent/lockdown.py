@@ -37,14 +37,13 @@ from pathlib import Path
 
 from cursor_agent_action import changeset
 from cursor_agent_action.agent import landlock
-from cursor_agent_action.agent.box import home, limits, seccomp, storage, tree
+from cursor_agent_action.agent.box import finish, home, limits, seccomp, storage, tree
 from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
 from cursor_agent_action.agent.box.root import Status
 from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 
 EXIT_SETUP = 125
 KILL_WAIT_S = 5.0
-FINISH_LIMIT_S = 240
 PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
 
@@ -256,9 +255,9 @@ def run(spec: BoxSpec, status: Status) -> int:
         True, limits=box_limits.label, storage=prepared.copy.note,
         returncode=-os.WTERMSIG(code) if os.WIFSIGNALED(code) else os.WEXITSTATUS(code),
         error="" if gone else "processes of the agent's user were still running after the run")
-    signal.alarm(FINISH_LIMIT_S)  # the patch, bounded: past it we die and the helper fails
-    result = storage.finish(prepared.spec, prepared.copy).into(result)
-    signal.alarm(0)
+    # The box's own bounded finish: in the cgroup, within its limit, and ended at once when the
+    # helper closes the control pipe (an alarm killed this program and left the copy behind).
+    result = finish.bounded(prepared.spec, prepared.copy, box_limits).into(result)
     box_limits.remove()
     prepared.remove()
     status.write(result)
