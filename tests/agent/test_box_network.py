@@ -16,7 +16,7 @@ import pytest
 from tests.support.box import Box
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
-from tests.support.netbox import TcpServer, http_host, servers
+from tests.support.netbox import TcpServer, http_host, loopback_name, servers
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sys.platform.startswith("linux"),
@@ -28,14 +28,8 @@ NAME = "caa-box-net-allowed.example"
 
 @pytest.fixture
 def hosts_name() -> Iterator[str]:
-    """``NAME`` at 127.0.0.1 in the runner's /etc/hosts, restored byte for byte after."""
-    path = Path("/etc/hosts")
-    before = path.read_bytes()
-    path.write_bytes(before + f"\n127.0.0.1 {NAME}\n".encode())
-    try:
-        yield NAME
-    finally:
-        path.write_bytes(before)
+    with loopback_name(NAME) as name:
+        yield name
 
 
 def _fetch(target: str, port: int, host: str) -> str:

@@ -35,7 +35,7 @@ from cursor_agent_action.agent.box.net.policy import NetPolicy, build_policy
 from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.box.net.upstream import RunnerProxy
 from tests.agent.test_net_upstream import real_proxy
-from tests.support.netbox import Emit, run_boxed, self_signed
+from tests.support.netbox import Emit, loopback_name, run_boxed, self_signed
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"),
                                 reason="network namespaces: root on Linux (CI here is root)")
@@ -45,14 +45,8 @@ GIT = ["git", "-c", "protocol.version=2", "-c", "init.defaultBranch=main"]
 
 @pytest.fixture(scope="module")
 def hosts_name() -> Iterator[str]:
-    """``NAME`` at 127.0.0.1 in the runner's /etc/hosts, restored byte for byte after."""
-    path = Path("/etc/hosts")
-    before = path.read_bytes()
-    path.write_bytes(before + f"\n127.0.0.1 {NAME}\n".encode())
-    try:
-        yield NAME
-    finally:
-        path.write_bytes(before)
+    with loopback_name(NAME) as name:
+        yield name
 
 
 def _site(root: Path) -> Path:

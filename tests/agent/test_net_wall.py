@@ -35,6 +35,7 @@ from tests.support.netbox import (
     hello,
     http_host,
     lookup,
+    loopback_name,
     run_boxed,
     self_signed,
     server_hello,
@@ -355,14 +356,8 @@ def test_dns_over_tcp_is_answered_the_same_way() -> None:
 def hosts_entry() -> Any:
     """A name in the runner's real /etc/hosts (for the relay's system resolver), restored
     byte for byte afterwards, even on failure."""
-    path = Path("/etc/hosts")
-    before = path.read_bytes()
-    name = f"{PREFIX}hosts.example"
-    path.write_bytes(before + f"\n127.0.0.1 {name}\n".encode())
-    try:
+    with loopback_name(f"{PREFIX}hosts.example") as name:
         yield name
-    finally:
-        path.write_bytes(before)
 
 
 def test_through_the_runners_hosts_file_and_the_boxs_own_resolv_conf(

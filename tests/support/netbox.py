@@ -372,3 +372,16 @@ def server_hello(*, retry: bool) -> bytes:
 
 
 CCS = record(0x14, b"\x01")
+
+
+@contextlib.contextmanager
+def loopback_name(name: str) -> Iterator[str]:
+    """``name`` at 127.0.0.1 in the runner's /etc/hosts (for the relay's system resolver),
+    restored byte for byte after, even on failure."""
+    path = Path("/etc/hosts")
+    before = path.read_bytes()
+    path.write_bytes(before + f"\n127.0.0.1 {name}\n".encode())
+    try:
+        yield name
+    finally:
+        path.write_bytes(before)
