@@ -32,7 +32,13 @@ from cursor_agent_action import safegit
 from cursor_agent_action.docfiles import MAX_SCANNED_BYTES, is_documentation, reads_outside
 from cursor_agent_action.links import judge, parse_ls_tree
 from cursor_agent_action.protected import protected_name
-from cursor_agent_action.worktree import MAX_RULES_TOTAL_BYTES, Unread, read_regular, walk
+from cursor_agent_action.worktree import (
+    MAX_RULES_TOTAL_BYTES,
+    Unread,
+    read_regular,
+    shown_path,
+    walk,
+)
 
 ABSENT_MODE = "000000"
 PATCH_HEADER = b"# cursor-agent-action patch (apply with: git apply --binary)\n"
@@ -371,8 +377,7 @@ def includes_outside(repo: Path, changes: Changeset) -> list[str]:
             continue
         data = read_regular(os.path.join(repo, entry.path), MAX_SCANNED_BYTES)
         if data is not None:
-            shown = entry.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            found += reads_outside(shown, data.decode("utf-8", "replace"))
+            found += reads_outside(shown_path(entry.path), data.decode("utf-8", "replace"))
     return found
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cursor_agent_action.protected import protected_name
+from cursor_agent_action.worktree import shown_path
 
 MAX_HOPS = 40
 """Links followed for one path at most (Linux's MAXSYMLINKS); more is a loop."""
@@ -118,13 +119,9 @@ def judge(tree: TreeLinks, changed: list[str],
     refused: list[str] = []
     kept: list[str] = []
     for path in sorted(changed):
-        shown = f"{_text(path)} -> {_text(tree.links[path])}"
+        shown = f"{shown_path(path)} -> {shown_path(tree.links[path])}"
         if why := tree.verdict(path, protected):
             refused.append(f"{shown} ({why})")
         else:
             kept.append(shown)
     return refused, kept
-
-
-def _text(name: str) -> str:
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

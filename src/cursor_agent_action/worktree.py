@@ -23,6 +23,12 @@ def _encode(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 
 
+def shown_path(path: str) -> str:
+    """A path as people read it (outputs, the summary, an error): bytes that are not UTF-8,
+    kept in the path as surrogate escapes, shown as U+FFFD."""
+    return _encode(path).decode("utf-8", "replace")
+
+
 @dataclass
 class Unread:
     """What a walk of the tree did not read, by why."""

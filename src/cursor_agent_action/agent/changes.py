@@ -22,7 +22,7 @@ from cursor_agent_action.agent.permissions import Policy
 from cursor_agent_action.docfiles import usually_executed
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.record import RunRecord
-from cursor_agent_action.worktree import MAX_PATH_BYTES
+from cursor_agent_action.worktree import MAX_PATH_BYTES, shown_path
 
 PATCH_NAME = "changes.patch"
 ABSENT = (changeset.ABSENT_MODE, "")
@@ -124,7 +124,7 @@ class ChangeTracker:
                                                "bytes")):
             if paths:
                 record.notes.append(f"{len(paths)} path(s) are not in the patch: {what}: "
-                                    f"{listing([_shown(p) for p in paths])}.")
+                                    f"{listing([shown_path(p) for p in paths])}.")
         _cross_check(record, {self._relative(self.repo, entry.path) for entry in changes.entries})
         try:
             links_refused, links_kept = changeset.links(self.repo, changes)
@@ -200,7 +200,7 @@ class ChangeTracker:
     def _relative(self, repo: Path, path: str) -> str:
         """A repository path as files-changed shows it: relative to the workspace."""
         full = os.path.join(repo, path)
-        return _shown(os.path.relpath(full, self.workspace).replace(os.sep, "/"))
+        return shown_path(os.path.relpath(full, self.workspace).replace(os.sep, "/"))
 
 
 def _touched_changes(repo: Path, touched: dict[str, tuple[str, str]]) -> changeset.Changeset:
@@ -251,13 +251,10 @@ def _left_behind(status: BoxStatus) -> list[str]:
     for listed, what in kinds:
         if listed.count:
             notes.append(f"{listed.count} file(s) {what} are not in the patch: "
-                         f"{listing([_shown(p) for p in listed.paths])}.")
+                         f"{listing([shown_path(p) for p in listed.paths])}.")
     return notes
 
 
-def _shown(path: str) -> str:
-    """Text for outputs and the summary: a name that is not UTF-8 with U+FFFD."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _cross_check(record: RunRecord, changed: set[str]) -> None:

@@ -34,6 +34,7 @@ from cursor_agent_action.globs import covers, file_pattern, names, names_directo
 from cursor_agent_action.links import TreeLinks, parse_ls_tree
 from cursor_agent_action.protected import AGENT_DIRS, fold_path, git_name
 from cursor_agent_action.runner_io import listing
+from cursor_agent_action.worktree import shown_path
 
 DEFAULT_PROTECTED = (
     "**/.github/**", "**/.cursor/**", "**/.claude/**", "**/AGENTS.md", "**/CLAUDE.md",
@@ -137,8 +138,7 @@ def problems(
     refused: dict[str, list[str]] = {}
 
     def refuse(reason: str, path: str) -> None:
-        refused.setdefault(reason, []).append(path.encode("utf-8", "surrogateescape")
-                                              .decode("utf-8", "replace"))  # fmt: skip
+        refused.setdefault(reason, []).append(shown_path(path))
 
     def is_protected(path: str) -> bool:  # the path, what is below it, or a directory above
         folded = fold_path(path)

@@ -31,6 +31,7 @@ from cursor_agent_action.gh.bodies import add_body_options, compose_body
 from cursor_agent_action.markdown import inline
 from cursor_agent_action.options import add_flag, add_option, items, lines
 from cursor_agent_action.runner_io import Runner, listing
+from cursor_agent_action.worktree import shown_path
 
 DEFAULT_BRANCH_TEMPLATE = "cursor-agent/{job}/{head_ref}"
 DEFAULT_TITLE = "cursor-agent: changes for {head_ref}"
@@ -212,8 +213,7 @@ def executed_note(found: list[patchcheck.Change], runner: Runner) -> str:
     executed = usually_executed([c.path for c in found if c.new_mode != ABSENT_MODE])
     if not executed:
         return ""
-    shown = [p.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-             for p in executed]
+    shown = [shown_path(path) for path in executed]
     runner.warning(f"The change holds {len(executed)} file(s) that builds, test runs or docs "
                    f"toolchains usually execute: {listing(shown)}. allowed-paths lets them "
                    "through; review them as code before merging (docs/permissions.md lists "
