@@ -54,9 +54,10 @@ class Change:
     new_oid: str
 
 
-def _git(repo: Path, *args: str, env: dict[str, str] | None = None, doing: str) -> bytes:
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None, doing: str,
+         input: bytes | None = None) -> bytes:
     try:
-        return safegit.git(args, repo, env=env).stdout
+        return safegit.git(args, repo, env=env, input=input).stdout
     except safegit.GitFailed as exc:
         if exc.timed_out:
             raise GitHubError(f"{doing}: {exc.command} did not finish within "
@@ -73,6 +74,27 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None, doing: str) 
 def blob(repo: Path, oid: str) -> bytes:
     """A blob's bytes, exactly (binary files included)."""
     return _git(repo, "cat-file", "blob", oid, doing=f"reading blob {oid[:12]}")
+
+
+def blobs(repo: Path, oids: list[str]) -> dict[str, bytes]:
+    """Many blobs' bytes in one ``git cat-file --batch`` (one git for a change of any size)."""
+    if not oids:
+        return {}
+    out = _git(repo, "cat-file", "--batch", input="".join(f"{o}\n" for o in oids).encode(),
+               doing=f"reading {len(oids)} blob(s)")
+    found: dict[str, bytes] = {}
+    at = 0
+    for oid in oids:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        if len(header) != 3 or header[1] != b"blob":
+            raise GitHubError(f"reading blob {oid[:12]} failed: git answered {out[at:end]!r}.",
+                              "See git's message; the patch must have been made from this "
+                              "commit.")
+        size = int(header[2])
+        found[oid] = out[end + 1:end + 1 + size]
+        at = end + 1 + size + 1  # the content, then a LF
+    return found
 
 
 def patch_base(patch: Path) -> str:
@@ -144,6 +166,13 @@ def problems(
         folded = fold_path(path)
         return covers(protected_folded, folded) or covers(protected_folded, folded + "/-")
 
+    documents = [c for c in found if c.new_mode in ("100644", "100755")
+                 and is_documentation(c.path)]
+    texts = blobs(repo, [c.new_oid for c in documents])
+    for change in documents:  # a docs page a later build would fill with the runner's files
+        text = texts[change.new_oid][:MAX_SCANNED_BYTES].decode("utf-8", "replace")
+        for read in reads_outside(change.path, text):
+            refuse("include directives that read outside the repository", read)
     links: TreeLinks | None = None
     for change in found:
         path = change.path
@@ -156,10 +185,6 @@ def problems(
             refuse("protected paths", path)
         if git_name(path):
             refuse(".git files (they change how git treats the tree)", path)
-        if change.new_mode in ("100644", "100755") and is_documentation(path):
-            text = blob(repo, change.new_oid)[:MAX_SCANNED_BYTES].decode("utf-8", "replace")
-            for read in reads_outside(path, text):
-                refuse("include directives that read outside the repository", read)
         if "160000" in (change.old_mode, change.new_mode):
             refuse("submodule changes", path)
         if change.new_mode == "120000" and not allow_links:
