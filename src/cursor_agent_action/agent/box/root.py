@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import json
 import os
 import resource
@@ -297,16 +298,16 @@ def run(spec: BoxSpec, status: Status) -> int:
     SIGTERM, in any phase, ends it within moments: what it started is killed, the cgroup
     removed, and the status says it was stopped (never that the agent did not start, once it
     may have)."""
-    state: dict[str, Any] = {"limits": None, "net": None}
+    state = _Held()
     previous = signal.signal(signal.SIGTERM, _raise_stopped)
     try:
         return _run(spec, status, state)
     except Stopped:
-        if state["net"] is not None:
+        if state.net is not None:
             with contextlib.suppress(Exception):
-                state["net"].finish()
-        if state["limits"] is not None:
-            state["limits"].remove()  # kills what is left in it: the agent's, the finish's
+                state.net.finish()
+        if state.limits is not None:
+            state.limits.remove()  # kills what is left in it: the agent's, the finish's
         # "started": a stopped box is never a reason to run the agent another way
         status.write(BoxStatus(True, error="the box was stopped (SIGTERM) before it finished"))
         return EXIT_SETUP
@@ -314,16 +315,24 @@ def run(spec: BoxSpec, status: Status) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run(spec: BoxSpec, status: Status, state: dict[str, Any]) -> int:
+@dataclasses.dataclass
+class _Held:
+    """What a SIGTERM must undo, whichever phase it comes in."""
+
+    limits: limits.Limits | None = None
+    net: BoxNetwork | None = None
+
+
+def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
     box_limits: limits.Limits | None = None
     net: BoxNetwork | None = None
     try:
         agent = agent_user(spec.user)
         _check(_libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
         view, copy = storage.prepare(spec, agent)
-        box_limits = state["limits"] = limits.create(f"caa-box-{os.getpid()}",
+        box_limits = state.limits = limits.create(f"caa-box-{os.getpid()}",
                                                      spec.limits.memory_bytes)
-        net = state["net"] = _enter_network(spec)
+        net = state.net = _enter_network(spec)
     except (SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
             gitconfig.GitConfigError, OSError, KeyError, ValueError, TypeError) as exc:
         if net is not None:
