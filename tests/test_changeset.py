@@ -205,10 +205,47 @@ def test_ignore_rules_of_regular_gitignore_files_still_hold(repo: Path) -> None:
     (repo / "docs").mkdir()
     (repo / "docs/.gitignore").write_text("*.log\n")
     (repo / "docs/a.log").write_text("x\n")
-    os.symlink("/etc/hostname", repo / "docs/sub.gitignore")
+    # A .gitignore that is a link is no rule file (git does not follow one either): its
+    # target's rules (here: ignore everything) are not read.
+    (repo / "rules.txt").write_text("*\n")
+    (repo / "docs/sub").mkdir()
+    os.symlink("../../rules.txt", repo / "docs/sub/.gitignore")
+    (repo / "docs/sub/kept.md").write_text("x\n")
     changes = changeset.compute(repo, before)
     assert "docs/a.log" in changes.ignored_paths
     assert "docs/.gitignore" in changes.paths
+    assert "docs/sub/kept.md" in changes.paths
+
+
+def test_the_rule_files_read_for_one_check_are_capped(repo: Path) -> None:
+    """Sparse .gitignore files cost the agent nothing; root copied a MiB of each."""
+    before = changeset.baseline(repo)
+    for index in range(20):
+        directory = repo / f"d{index}"
+        directory.mkdir()
+        with (directory / ".gitignore").open("wb") as handle:
+            handle.truncate(1 << 20)
+        (directory / "new.md").write_text("x\n")
+    with pytest.raises(changeset.ChangesetError, match="hold over 16 MiB"):
+        changeset.compute(repo, before)
+
+
+@pytest.mark.parametrize(("text", "refused"), [
+    (".. include:: /proc/self/environ", True),
+    (".. literalinclude:: ../../../home/runner/.bashrc", True),
+    (".. raw:: html\n   :file: /etc/passwd", True),
+    ("```{include} ../../x\n```", True),
+    ("include::/etc/hosts[]", True),
+    ('--8<-- "../secret"', True),
+    (".. include:: ../README.md", False),
+    (".. include:: <isonum.txt>", False),
+    ("include::partials/a.adoc[]", False),
+    ('--8<-- "docs/part.md"', False),
+])
+def test_include_directives_reading_outside_the_repository_are_found(text: str,
+                                                                     refused: bool) -> None:
+    from cursor_agent_action.docfiles import reads_outside
+    assert bool(reads_outside("docs/usage.rst", text + "\n")) is refused
 
 
 def test_new_ignored_files_stay_out_tracked_ones_do_not(repo: Path) -> None:
