@@ -124,7 +124,8 @@ def explain_exit(ended: AgentExit, timeout_minutes: float, max_tool_calls: int |
         )
     if ended.ended_by == "timeout":
         return (
-            f"The agent did not finish within {number_text(timeout_minutes)} minutes and was "
+            f"The agent did not finish within {number_text(timeout_minutes)} minute"
+            f"{'' if timeout_minutes == 1 else 's'} and was "
             "stopped. "
             "Fix: raise timeout-minutes or give the agent a smaller task."
         )
