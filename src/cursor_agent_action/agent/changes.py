@@ -30,18 +30,6 @@ ABSENT = (changeset.ABSENT_MODE, "")
 """A path the tree did not have before the run (its object id filled in when compared)."""
 
 
-def git_config_files(workspace: Path) -> list[Path]:
-    """The repository's own config files (where fsmonitor, hooks and filter drivers live)."""
-    try:
-        done = safegit.run(["rev-parse", "--absolute-git-dir"], workspace)
-    except (OSError, safegit.GitNotFound):
-        return []
-    if done.returncode != 0:
-        return []
-    root = Path(os.fsdecode(done.stdout.strip()))
-    return [root / "config", root / "config.worktree"]
-
-
 @dataclass
 class Handoff:
     """The run's changes as outputs: the patch file ("" without one) and whether anything
@@ -75,6 +63,15 @@ class ChangeTracker:
         hashed now, as the base of the changes after the run."""
         self.workspace = workspace
         self.repo = changeset.repository_root(workspace)
+        # The repository's own config files (where fsmonitor, hooks and filter drivers live),
+        # also of a repository with no commit yet.
+        self.git_config_files: list[Path] = []
+        try:
+            git_dir = safegit.git_dir(workspace)
+        except (safegit.GitFailed, safegit.GitNotFound):
+            pass
+        else:
+            self.git_config_files = [git_dir / "config", git_dir / "config.worktree"]
         self.baseline: changeset.Baseline | None = None
         self.touched: dict[str, tuple[str, str]] = {}  # path -> its state before the run
         self.problem = ""
@@ -162,7 +159,10 @@ class ChangeTracker:
                            links_refused=list(status.links_refused.paths),
                            links_refused_count=links_count, includes_refused=reads)
         try:
-            self._note_touched(self.repo, status.patch)
+            done = safegit.run(["apply", "--numstat", "-z", status.patch], self.repo)
+            if done.returncode != 0:
+                raise changeset.ChangesetError("git apply --numstat failed")
+            self._note_touched(self.repo, done.stdout)
         except (changeset.ChangesetError, OSError) as exc:
             return Applied([], notes, f"the patch's paths could not be read: {exc}")
         # Checked whole first: a patch git cannot apply leaves the tree as it was.
@@ -177,14 +177,12 @@ class ChangeTracker:
             return Applied([], notes, f"git apply failed: {words or done.returncode}")
         return Applied(refused, notes, refused_count=count)
 
-    def _note_touched(self, repo: Path, patch: str) -> None:
-        """Before a box's patch is applied: the state of each path it touches that no earlier
-        patch touched, as the base of the run's changes (hashed: only these paths)."""
-        done = safegit.run(["apply", "--numstat", "-z", patch], repo)
-        if done.returncode != 0:
-            raise changeset.ChangesetError("git apply --numstat failed")
-        paths = [os.fsdecode(record.split(b"\t", 2)[2]) for record in done.stdout.split(b"\0")
-                 if record.count(b"\t") >= 2]  # fmt: skip
+    def _note_touched(self, repo: Path, numstat: bytes) -> None:
+        """Before a box's patch is applied: the state of each path it touches (``numstat``:
+        ``git apply --numstat -z`` of it) that no earlier patch touched, as the base of the
+        run's changes (hashed: only these paths)."""
+        paths = [os.fsdecode(line.split(b"\t", 2)[2]) for line in numstat.split(b"\0")
+                 if line.count(b"\t") >= 2]  # fmt: skip
         real = RealTree(repo)
         found: dict[str, os.stat_result] = {}
         for path in paths:

@@ -26,12 +26,7 @@ from cursor_agent_action.agent.answer import structured_outputs, with_structured
 from cursor_agent_action.agent.attempts import Ended, Next, next_step, retry_delay
 from cursor_agent_action.agent.box.net import notices as net_notices
 from cursor_agent_action.agent.cancel import interruptible, stop_on_signals
-from cursor_agent_action.agent.changes import (
-    Applied,
-    ChangeTracker,
-    check_policy,
-    git_config_files,
-)
+from cursor_agent_action.agent.changes import Applied, ChangeTracker, check_policy
 from cursor_agent_action.agent.failures import classify, explain_exit, stderr_excerpt
 from cursor_agent_action.agent.isolation import (
     ContainmentFailed,
@@ -172,7 +167,7 @@ def execute(
     warn_persisted_credentials(run.tracker, runner, launch.box.isolation.contained)
     with contextlib.ExitStack() as guards:
         file_commands = guards.enter_context(Restored(file_command_paths(environ)))
-        git_config = guards.enter_context(Restored(git_config_files(options.workspace)))
+        git_config = guards.enter_context(Restored(tracker.git_config_files))
         done, launch = _attempts(run, launch)
         verdict = _conclude_run(run, done, launch)
     _fail_on_restored(verdict, git_config=git_config.changed,
