@@ -284,13 +284,8 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
         # Both clocks digits only (int() would also take "+1", " 1", "1_0" and other
         # scripts' digits): checked in one string (two values of another type fail the +).
         both = started + completed
-        if (
-            type(payload) is not dict
-            or not started
-            or not completed
-            or not both.isdigit()
-            or not both.isascii()
-        ):
+        digits = both.isdigit() and both.isascii()
+        if type(payload) is not dict or not started or not completed or not digits:
             return parse_any_tool_call(obj, subtype)
         return ToolCallEvent(
             subtype,
