@@ -19,9 +19,10 @@ from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent.box.contract import BoxStatus, Listed
 from cursor_agent_action.agent.box.upper import RealTree
 from cursor_agent_action.agent.permissions import Policy
+from cursor_agent_action.agent.verdict import Verdict
 from cursor_agent_action.docfiles import usually_executed
 from cursor_agent_action.runner_io import listing
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import Cause
 from cursor_agent_action.worktree import MAX_PATH_BYTES, shown_path
 
 PATCH_NAME = "changes.patch"
@@ -97,23 +98,23 @@ class ChangeTracker:
             self.problem = str(exc)
             self.repo = None
 
-    def finish(self, record: RunRecord, patch_dir: Path, ignore: set[Path]) -> Handoff:
-        """Compute the changes, write the patch, and set ``record.files_changed``."""
+    def finish(self, verdict: Verdict, patch_dir: Path, ignore: set[Path]) -> Handoff:
+        """Compute the changes, write the patch, and set ``verdict.files_changed``."""
         if self.repo is None:
             why = f" ({self.problem})" if self.problem else ""
             message = (f"{self.workspace} is not a git work tree with a commit{why}: "
                        "files-changed lists only what the write tools reported, and there is "
                        "no patch.")
-            record.notes.append(message)
-            return Handoff("", bool(record.files_changed), message)
+            verdict.notes.append(message)
+            return Handoff("", bool(verdict.files_changed), message)
         try:
             changes = (changeset.compute(self.repo, self.baseline) if self.baseline is not None
                        else _touched_changes(self.repo, self.touched))
         except (changeset.ChangesetError, OSError) as exc:
             message = (f"The changes could not be computed: {exc}. files-changed lists only "
                        "what the write tools reported, and there is no patch.")
-            record.notes.append(message)
-            return Handoff("", bool(record.files_changed), message)
+            verdict.notes.append(message)
+            return Handoff("", bool(verdict.files_changed), message)
         skip = {os.path.relpath(path, self.repo) for path in ignore
                 if path.is_relative_to(self.repo)}  # fmt: skip
         changes.entries = [entry for entry in changes.entries if entry.path not in skip]
@@ -123,20 +124,21 @@ class ChangeTracker:
                             (changes.too_long, f"paths longer than {MAX_PATH_BYTES:,} "
                                                "bytes")):
             if paths:
-                record.notes.append(f"{len(paths)} path(s) are not in the patch: {what}: "
+                verdict.notes.append(f"{len(paths)} path(s) are not in the patch: {what}: "
                                     f"{listing([shown_path(p) for p in paths])}.")
-        _cross_check(record, {self._relative(self.repo, entry.path) for entry in changes.entries})
+        _cross_check(verdict, {self._relative(self.repo, entry.path) for entry in changes.entries})
         try:
             links_refused, links_kept = changeset.links(self.repo, changes)
         except changeset.ChangesetError as exc:
             links_refused, links_kept = [f"(the links could not be read: {exc})"], []
         if links_kept:
-            record.notes.append(_links_note(links_kept))
+            verdict.notes.append(_links_note(links_kept))
         if links_refused:
-            _fail(record, links_failure(links_refused, len(links_refused),
-                                        contained=self.applied_box))
+            verdict.fail(Cause.REFUSED_CHANGES, links_failure(
+                links_refused, len(links_refused), contained=self.applied_box))
         if reads := changeset.includes_outside(self.repo, changes):
-            _fail(record, includes_failure(reads, contained=self.applied_box))
+            verdict.fail(Cause.REFUSED_CHANGES,
+                         includes_failure(reads, contained=self.applied_box))
         patch = patch_dir / PATCH_NAME
         changeset.write_patch(self.repo, changes, patch)
         return Handoff(str(patch), bool(changes.entries))
@@ -257,27 +259,27 @@ def _left_behind(status: BoxStatus) -> list[str]:
 
 
 
-def _cross_check(record: RunRecord, changed: set[str]) -> None:
+def _cross_check(verdict: Verdict, changed: set[str]) -> None:
     """``files_changed`` becomes what the tree shows; a mismatch with the tools is noted."""
-    reported = set(record.files_changed)
+    reported = set(verdict.files_changed)
     inside = {path for path in reported if not path.startswith("/")}
     by_shell = sorted(changed - reported)
     unseen = sorted(inside - changed)
     outside = sorted(path for path in reported if path.startswith("/"))
-    record.files_changed = sorted(changed | set(outside))
+    verdict.files_changed = sorted(changed | set(outside))
     if by_shell:
-        record.notes.append(
+        verdict.notes.append(
             f"{len(by_shell)} file(s) changed in the working tree without a write tool "
             f"(e.g. through the shell): {listing(by_shell)}."
         )
     if unseen:
-        record.notes.append(
+        verdict.notes.append(
             f"{len(unseen)} file(s) reported written by a tool show no change in the working "
             f"tree (same content, reverted, or ignored by .gitignore): {listing(unseen)}."
         )
 
 
-def check_policy(record: RunRecord, policy: Policy) -> list[str]:
+def check_policy(verdict: Verdict, policy: Policy) -> list[str]:
     """Fail the run if the workspace changed where the policy does not allow writing, or (under
     read-only and docs) if a write tool wrote outside the workspace; the warnings to annotate.
 
@@ -286,7 +288,7 @@ def check_policy(record: RunRecord, policy: Policy) -> list[str]:
     """
     warnings: list[str] = []
     denied = [
-        path for path in record.files_changed
+        path for path in verdict.files_changed
         if not path.startswith("/") and not policy.permits_write(path)
     ]
     if denied:
@@ -298,21 +300,22 @@ def check_policy(record: RunRecord, policy: Policy) -> list[str]:
                    "files, and the docs preset never writes them. Fix: review and revert them "
                    "before publishing; for a task that must change them, use permissions: edit "
                    "with allow tokens naming them.")
-        _fail(record, (
+        verdict.fail(Cause.POLICY, (
             f"The agent changed {len(denied)} file(s) that the {policy.preset} policy does not "
             f"allow writing: {listing(denied)}. {fix}"
         ))
-    outside = [path for path in record.files_changed if path.startswith("/")]
+    outside = [path for path in verdict.files_changed if path.startswith("/")]
     if outside:
         message = (
             f"The agent wrote {len(outside)} file(s) outside the working directory: "
             f"{listing(outside)}. They are not in the patch, and a later step may read them."
         )
         if policy.preset in ("read-only", "docs"):
-            _fail(record, f"{message} Fix: nothing outside the working directory may be "
-                          f"written under the {policy.preset} preset; review what the agent ran.")
+            verdict.fail(Cause.POLICY, f"{message} Fix: nothing outside the working directory "
+                         f"may be written under the {policy.preset} preset; review what the "
+                         "agent ran.")
         else:
-            record.notes.append(message)
+            verdict.notes.append(message)
             warnings.append(message)
     return warnings
 
@@ -341,10 +344,3 @@ def links_failure(refused: list[str], count: int, *, contained: bool) -> str:
             "review what the agent ran (the transcript); links must stay inside the "
             "repository.")
 
-
-def _fail(record: RunRecord, message: str) -> None:
-    if record.conclusion == "success":
-        record.conclusion = "failure"
-        record.failure_reason = message
-    else:
-        record.notes.append(message)

@@ -1,4 +1,5 @@
-"""Bytes to lines: the first stage of bytes -> events -> run record -> log / summary / outputs.
+"""Bytes to lines: the first stage of bytes -> events -> the stream result -> the run report ->
+log / summary / outputs.
 
 The stream is newline-delimited JSON, but we accept any bytes: a UTF-8 byte-order mark at the
 start is dropped, ``\\r\\n`` line ends work (the ``\\r`` is JSON whitespace, left for the parser),

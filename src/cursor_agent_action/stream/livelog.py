@@ -34,7 +34,7 @@ from cursor_agent_action.stream.notices import (
     describe_notice,
     interaction_label,
 )
-from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.record import StreamResult, ToolCallRecord
 from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
 MALFORMED_SHOWN = 5
@@ -273,10 +273,10 @@ class LogRenderer:
         else:
             self.runner.log(f"interaction query {label}: {one_line(event.subtype, 40)}")
 
-    def close(self, record: RunRecord) -> None:
+    def close(self, stream: StreamResult) -> None:
         """End-of-stream notes: pending calls, totals of what was skipped."""
         runner = self.runner
-        for call in record.grouped().pending:
+        for call in stream.grouped().pending:
             with runner.group(self.call_title(call)):
                 runner.log("this tool call started but no completion event arrived")
         if self._malformed > MALFORMED_SHOWN:

@@ -1,7 +1,7 @@
 """The network wall's report in the job summary and the step outputs.
 
 The report is the plain dict the wall's relay makes (``agent.box.net.ledger``: ``mode``,
-``rules``, ``allowed``, ``refused``, ...) carried on the run record as ``network``; this module
+``rules``, ``allowed``, ``refused``, ...) carried on the run report as ``network``; this module
 only reads it, defensively (it crossed a process boundary as JSON), and never imports the
 agent wing. Every value in it may come from the agent (a refused name is whatever it asked
 for): all of it goes through :mod:`cursor_agent_action.markdown`.
