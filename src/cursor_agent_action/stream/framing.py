@@ -72,8 +72,7 @@ class LineSplitter:
         # the chunk itself is longer than the cap. The cap is on a line's bytes before its \n.
         limit = self._max_line + 1
         if lines and (len(lines[0]) > limit or len(chunk) > limit):
-            lines = [_cut(line, len(line) - 1) if len(line) > limit else line
-                     for line in lines]  # fmt: skip
+            lines = [_cut(line, len(line) - 1) if len(line) > limit else line for line in lines]
         return lines
 
     def _feed(self, chunk: bytes) -> list[Line]:

@@ -68,8 +68,12 @@ class Ledger:
             entry = self._refused.get((kind, destination))
             if entry is None and len(self._refused) < MAX_ENTRIES:
                 entry = self._refused[(kind, destination)] = {
-                    "destination": destination, "kind": kind, "count": 0,
-                    "first": detail, "first_at": _now()}  # fmt: skip
+                    "destination": destination,
+                    "kind": kind,
+                    "count": 0,
+                    "first": detail,
+                    "first_at": _now(),
+                }
                 first = True
             else:
                 first = False
@@ -84,8 +88,12 @@ class Ledger:
         entry = self._allowed.get(destination)
         if entry is None and len(self._allowed) < MAX_ENTRIES:
             entry = self._allowed[destination] = {
-                "destination": destination, "connections": 0, "failed": 0,
-                "bytes_out": 0, "bytes_in": 0}  # fmt: skip
+                "destination": destination,
+                "connections": 0,
+                "failed": 0,
+                "bytes_out": 0,
+                "bytes_in": 0,
+            }
         elif entry is None:
             self._omitted += 1
         return entry
@@ -121,12 +129,16 @@ class Ledger:
                 "mode": "restricted",
                 "rules": list(self._policy.get("rules", [])),
                 "unreachable": list(self._policy.get("unreachable", [])),
-                "allowed": sorted((dict(e) for e in self._allowed.values()),
-                                  key=lambda e: (-e["connections"], e["destination"])),
-                "refused": sorted((dict(e) for e in self._refused.values()),
-                                  key=lambda e: (-e["count"], e["destination"])),
+                "allowed": sorted(
+                    (dict(e) for e in self._allowed.values()),
+                    key=lambda e: (-e["connections"], e["destination"]),
+                ),
+                "refused": sorted(
+                    (dict(e) for e in self._refused.values()),
+                    key=lambda e: (-e["count"], e["destination"]),
+                ),
                 "allowed_total": self.allowed_total,
                 "refused_total": self.refused_total,
                 "omitted": self._omitted,
                 "error": self.error,
-            }  # fmt: skip
+            }
