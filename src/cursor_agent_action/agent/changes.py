@@ -112,8 +112,9 @@ class ChangeTracker:
                        "what the write tools reported, and there is no patch.")
             verdict.notes.append(message)
             return Handoff("", bool(verdict.files_changed), message)
-        skip = {os.path.relpath(path, self.repo) for path in ignore
-                if path.is_relative_to(self.repo)}  # fmt: skip
+        skip = {
+            os.path.relpath(path, self.repo) for path in ignore if path.is_relative_to(self.repo)
+        }
         changes.entries = [entry for entry in changes.entries if entry.path not in skip]
         for paths, what in ((changes.skipped, "nested git repositories (a submodule's "
                                               "checkout)"),
@@ -147,8 +148,11 @@ class ChangeTracker:
         what the box left behind is said in the notes. What the policy does not allow is
         applied and fails the run (:func:`check_policy`), as for an uncontained run."""
         notes = _left_behind(status)
-        refused = ([self._relative(self.repo, path) for path in status.protected.paths]
-                   if self.repo else [])  # fmt: skip
+        refused = (
+            [self._relative(self.repo, path) for path in status.protected.paths]
+            if self.repo
+            else []
+        )
         count = status.protected.count
         links_count = status.links_refused.count
         reads = list(status.includes_refused.paths)
@@ -181,8 +185,11 @@ class ChangeTracker:
         """Before a box's patch is applied: the state of each path it touches (``numstat``:
         ``git apply --numstat -z`` of it) that no earlier patch touched, as the base of the
         run's changes (hashed: only these paths)."""
-        paths = [os.fsdecode(line.split(b"\t", 2)[2]) for line in numstat.split(b"\0")
-                 if line.count(b"\t") >= 2]  # fmt: skip
+        paths = [
+            os.fsdecode(line.split(b"\t", 2)[2])
+            for line in numstat.split(b"\0")
+            if line.count(b"\t") >= 2
+        ]
         real = RealTree(repo)
         found: dict[str, os.stat_result] = {}
         for path in paths:
@@ -194,8 +201,9 @@ class ChangeTracker:
             else:
                 self.touched[path] = ABSENT
         oids = changeset.hash_paths(repo, sorted(found), found)
-        self.touched.update({path: (changeset.mode_of(info), oids[path])
-                             for path, info in found.items()})  # fmt: skip
+        self.touched.update(
+            {path: (changeset.mode_of(info), oids[path]) for path, info in found.items()}
+        )
 
     def _relative(self, repo: Path, path: str) -> str:
         """A repository path as files-changed shows it: relative to the workspace."""

@@ -288,11 +288,17 @@ class Aggregator:
         elif isinstance(event, InteractionEvent):
             kept = seen.interactions
             if event.subtype == "response":
-                ok = add_response(kept, event.query_type, event.query_id, event.answer,
-                                  self._cut(event.reason, DETAIL_LIMIT))  # fmt: skip
+                ok = add_response(
+                    kept,
+                    event.query_type,
+                    event.query_id,
+                    event.answer,
+                    self._cut(event.reason, DETAIL_LIMIT),
+                )
             else:
-                ok = add_request(kept, event.query_type, event.query_id,
-                                 self._cut(event.text, DETAIL_LIMIT))  # fmt: skip
+                ok = add_request(
+                    kept, event.query_type, event.query_id, self._cut(event.text, DETAIL_LIMIT)
+                )
             seen.interactions_left_out += not ok
         elif isinstance(event, SystemEvent):
             if len(seen.notices) < NOTICES_KEPT:

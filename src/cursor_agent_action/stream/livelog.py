@@ -251,8 +251,10 @@ class LogRenderer:
             runner.log(f"system event: {one_line(event.subtype, 80)}")
         elif event.subtype == "background_shell_timeout":
             about = one_line(runner.redact(event.text), 300)
-            runner.warning(describe_notice(notice) + (f": {about}" if about else ""),
-                           title="background command stopped")  # fmt: skip
+            runner.warning(
+                describe_notice(notice) + (f": {about}" if about else ""),
+                title="background command stopped",
+            )
         else:
             runner.log(f"{describe_notice(notice)}:" if event.text else describe_notice(notice))
             if event.text:
@@ -263,8 +265,13 @@ class LogRenderer:
         answer it got."""
         label = interaction_label(one_line(event.query_type, 80))
         if event.subtype == "response":
-            item = Interaction(event.query_type, "", "", event.answer or "answered",
-                               one_line(self.runner.redact(event.reason), 300))  # fmt: skip
+            item = Interaction(
+                event.query_type,
+                "",
+                "",
+                event.answer or "answered",
+                one_line(self.runner.redact(event.reason), 300),
+            )
             self.runner.log(f"the agent's {label}: {describe_interaction(item)}")
         elif event.subtype == "request":
             self.runner.log(f"the agent raised a {label}" + (":" if event.text else ""))

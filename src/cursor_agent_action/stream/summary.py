@@ -195,10 +195,14 @@ def _detail_table(
     title: str, calls: Sequence[ToolCallRecord], budget: int, *, detail: str, what: str
 ) -> str:
     rows = (
-        [code_cell(c.kind, 40), code_cell(c.target, 160), code_cell(describe_outcome(c), 60),
-         code_cell(c.detail, 300)]
+        [
+            code_cell(c.kind, 40),
+            code_cell(c.target, 160),
+            code_cell(describe_outcome(c), 60),
+            code_cell(c.detail, 300),
+        ]
         for c in calls
-    )  # fmt: skip
+    )
     headers = ["Kind", "Target", "Outcome", detail]
     return _table(title, headers, rows, len(calls), budget, what=what)
 
@@ -229,23 +233,35 @@ def _interactions(run: RunReport, budget: int) -> str:
     """The questions and prompts the agent raised and how each was answered, then the CLI's
     system notices (a background command stopped, a task notification, newer kinds by name)."""
     items = run.stream.interactions
-    rows = ([inline(item.label, 60), code_cell(item.text, 300),
-             code_cell(describe_interaction(item), 300)] for item in items)  # fmt: skip
+    rows = (
+        [
+            inline(item.label, 60),
+            code_cell(item.text, 300),
+            code_cell(describe_interaction(item), 300),
+        ]
+        for item in items
+    )
     total = len(items) + run.stream.interactions_left_out
-    table = _table("Questions and prompts from the agent", ["Kind", "Asked", "Answer"], rows,
-                   total, budget, what="questions and prompts")  # fmt: skip
+    table = _table(
+        "Questions and prompts from the agent",
+        ["Kind", "Asked", "Answer"],
+        rows,
+        total,
+        budget,
+        what="questions and prompts",
+    )
     budget -= utf8_len(table)
     notices = run.stream.notices
     rows = ([inline(describe_notice(n), 200), code_cell(n.text, 300)] for n in notices)
     total = len(notices) + run.stream.notices_left_out
-    return table + _table("Notices from the CLI", ["Notice", "About"], rows, total, budget,
-                          what="notices")  # fmt: skip
+    return table + _table(
+        "Notices from the CLI", ["Notice", "About"], rows, total, budget, what="notices"
+    )
 
 
 def _errors(run: RunReport, groups: CallGroups, budget: int) -> str:
     parts: list[str] = []
-    table = _detail_table("Failed tool calls", groups.failed, budget, detail="Detail",
-                          what="calls")  # fmt: skip
+    table = _detail_table("Failed tool calls", groups.failed, budget, detail="Detail", what="calls")
     parts.append(table)
     budget -= utf8_len(table)
     pending = len(groups.pending)
