@@ -368,9 +368,9 @@ def _report(run: Run, verdict: Verdict, ended: AgentExit) -> RunReport:
                          f"{handoff.message} Fix: review the working tree before using it.")
     for warning in check_policy(verdict, options.policy):
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
-    net_notices.warn_refusals(runner, verdict.network)
     structured = structured_outputs(verdict, options.state_dir, runner.redact)  # may add a note
     done = verdict.report(_described(options))
+    net_notices.warn_refusals(runner, done.network)
     report(done, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript),
                           "patch-file": handoff.patch_file,
