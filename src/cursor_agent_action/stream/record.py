@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Literal, NamedTuple, get_args
 
+from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.notices import Interaction, Notice
 from cursor_agent_action.stream.toolcalls import UNKNOWN
 
@@ -97,7 +98,7 @@ class RunRecord:
     isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
     notes: list[str] = field(default_factory=list)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
-    network: dict[str, Any] | None = None  # the network wall's report (stream/network.py)
+    network: NetReport | None = None  # the network wall's report (stream/network.py)
 
     def grouped(self) -> CallGroups:
         """The calls sorted by what became of them, in one pass (the reports need several

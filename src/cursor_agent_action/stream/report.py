@@ -133,7 +133,7 @@ def report(
             prompt=redact(record.prompt),
             stderr=redact(record.stderr),
             notes=[redact(note) for note in record.notes],
-            network=network.redacted(record.network, redact),
+            network=record.network.redacted(redact) if record.network else None,
         )
     result_file = ""
     try:

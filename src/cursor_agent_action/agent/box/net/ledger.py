@@ -1,16 +1,7 @@
 """What the wall let through and what it refused, bounded, as the run's report.
 
-The report (:meth:`Ledger.report`) is a JSON-able dict, the ``network`` field of the run
-record::
-
-    {"mode": "restricted",
-     "rules": [{"pattern": "*.cursor.sh", "ports": [443], "source": "default"}, ...],
-     "unreachable": ["http://10.0.0.5/mcp"],       # MCP URLs the wall cannot pass
-     "allowed": [{"destination": "api2.cursor.sh:443", "connections": 3,
-                  "failed": 0, "bytes_out": 1200, "bytes_in": 56000}, ...],
-     "refused": [{"destination": "evil.example", "kind": "dns", "count": 2,
-                  "first": "no rule allows this name", "first_at": "2026-11-25T10:00:00Z"}],
-     "allowed_total": 3, "refused_total": 2, "omitted": 0, "error": ""}
+The report (:meth:`Ledger.report`) is a :class:`~cursor_agent_action.stream.netreport.NetReport`
+(its JSON is there), the ``network`` field of the run record.
 
 Kinds of refusal (:data:`KINDS`): ``dns`` (a name no rule allows), ``port`` (an allowed name on
 a port no rule gives it), ``address`` (it resolved to a metadata, link-local or, for a name not
@@ -26,7 +17,16 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
+
+from cursor_agent_action.stream.netreport import (
+    RESTRICTED,
+    AllowRule,
+    Destination,
+    NetReport,
+    Refusal,
+)
 
 KINDS = ("dns", "port", "address", "ip-literal", "sni-mismatch", "limit")
 MAX_ENTRIES = 200
@@ -45,8 +45,8 @@ class Ledger:
         self._policy = policy_json
         self._on_event = on_event
         self._lock = threading.Lock()
-        self._allowed: dict[str, dict[str, Any]] = {}
-        self._refused: dict[tuple[str, str], dict[str, Any]] = {}
+        self._allowed: dict[str, Destination] = {}
+        self._refused: dict[tuple[str, str], Refusal] = {}
         self.allowed_total = 0
         self.refused_total = 0
         self._omitted = 0
@@ -67,25 +67,21 @@ class Ledger:
             first_of_run = self.refused_total == 1
             entry = self._refused.get((kind, destination))
             if entry is None and len(self._refused) < MAX_ENTRIES:
-                entry = self._refused[(kind, destination)] = {
-                    "destination": destination, "kind": kind, "count": 0,
-                    "first": detail, "first_at": _now()}  # fmt: skip
+                entry = Refusal(destination, kind, 0, detail, _now())
                 first = True
             else:
                 first = False
                 if entry is None:
                     self._omitted += 1
             if entry is not None:
-                entry["count"] += 1
+                self._refused[(kind, destination)] = replace(entry, count=entry.count + 1)
         self._emit({"event": "refused", "kind": kind, "destination": destination,
                     "detail": detail, "first": first, "first_of_run": first_of_run})
 
-    def _entry(self, destination: str) -> dict[str, Any] | None:
+    def _entry(self, destination: str) -> Destination | None:
         entry = self._allowed.get(destination)
         if entry is None and len(self._allowed) < MAX_ENTRIES:
-            entry = self._allowed[destination] = {
-                "destination": destination, "connections": 0, "failed": 0,
-                "bytes_out": 0, "bytes_in": 0}  # fmt: skip
+            entry = self._allowed[destination] = Destination(destination)
         elif entry is None:
             self._omitted += 1
         return entry
@@ -94,20 +90,20 @@ class Ledger:
         with self._lock:
             self.allowed_total += 1
             if (entry := self._entry(destination)) is not None:
-                entry["connections"] += 1
+                self._allowed[destination] = replace(entry, connections=entry.connections + 1)
 
     def failed(self, destination: str, detail: str) -> None:
         """An allowed destination that could not be reached (resolution or connect failed)."""
         with self._lock:
             if (entry := self._entry(destination)) is not None:
-                entry["failed"] += 1
+                self._allowed[destination] = replace(entry, failed=entry.failed + 1)
         self._emit({"event": "failed", "destination": destination, "detail": detail[:MAX_DETAIL]})
 
     def moved(self, destination: str, out: int, back: int) -> None:
         with self._lock:
             if (entry := self._allowed.get(destination)) is not None:
-                entry["bytes_out"] += out
-                entry["bytes_in"] += back
+                self._allowed[destination] = replace(entry, bytes_out=entry.bytes_out + out,
+                                                     bytes_in=entry.bytes_in + back)
 
     def broke(self, detail: str) -> None:
         """The relay itself stopped on an error: every connection of the box now fails."""
@@ -115,18 +111,20 @@ class Ledger:
             self.error = detail[:MAX_DETAIL]
         self._emit({"event": "relay-failed", "detail": self.error})
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> NetReport:
+        rules = self._policy.get("rules", [])
+        unreachable = self._policy.get("unreachable", [])
         with self._lock:
-            return {
-                "mode": "restricted",
-                "rules": list(self._policy.get("rules", [])),
-                "unreachable": list(self._policy.get("unreachable", [])),
-                "allowed": sorted((dict(e) for e in self._allowed.values()),
-                                  key=lambda e: (-e["connections"], e["destination"])),
-                "refused": sorted((dict(e) for e in self._refused.values()),
-                                  key=lambda e: (-e["count"], e["destination"])),
-                "allowed_total": self.allowed_total,
-                "refused_total": self.refused_total,
-                "omitted": self._omitted,
-                "error": self.error,
-            }  # fmt: skip
+            return NetReport(
+                mode=RESTRICTED,
+                rules=tuple(AllowRule.from_json(rule) for rule in rules),
+                unreachable=tuple(str(url) for url in unreachable),
+                allowed=tuple(sorted(self._allowed.values(),
+                                     key=lambda e: (-e.connections, e.destination))),
+                refused=tuple(sorted(self._refused.values(),
+                                     key=lambda e: (-e.count, e.destination))),
+                allowed_total=self.allowed_total,
+                refused_total=self.refused_total,
+                omitted=self._omitted,
+                error=self.error,
+            )

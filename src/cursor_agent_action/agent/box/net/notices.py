@@ -17,6 +17,7 @@ from cursor_agent_action.agent.box.net.ledger import EventSink
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.options import setting
 from cursor_agent_action.runner_io import Runner, one_line
+from cursor_agent_action.stream.netreport import NetReport
 
 MAX_WARNINGS = 10
 MAX_LIVE_EVENTS = 1000
@@ -99,39 +100,37 @@ def live(runner: Runner, event: dict[str, Any]) -> None:
                                 " every connection of the agent fails from now on.", 1000),
                        title="network wall stopped")
     elif event.get("event") == "refused" and event.get("first_of_run"):
-        runner.log(one_line(f"Network: refused {_what(event)} (the first refusal; the job "
-                            "summary lists them all).", 1000))
+        what = _what(event.get("kind", ""), event.get("destination", ""), event.get("detail", ""))
+        runner.log(one_line(f"Network: refused {what} (the first refusal; the job summary "
+                            "lists them all).", 1000))
 
 
-def _what(entry: dict[str, Any]) -> str:
-    kind, destination = entry.get("kind", ""), entry.get("destination", "")
-    detail = entry.get("detail", entry.get("first", ""))
+def _what(kind: object, destination: object, detail: object) -> str:
     return f"{destination} ({kind}: {detail})"
 
 
-def warn_refusals(runner: Runner, report: dict[str, Any] | None) -> None:
+def warn_refusals(runner: Runner, report: NetReport | None) -> None:
     """After the run: one warning per refused destination, the first :data:`MAX_WARNINGS`."""
-    if not report or report.get("mode") != "restricted":
+    if report is None or not report.walled:
         return
-    refused = report.get("refused", [])
+    refused = report.refused
     for entry in refused[:MAX_WARNINGS]:
-        count = entry.get("count", 0)
+        count = entry.count
         runner.warning(one_line(
-            f"The network wall refused {_what(entry)}"
+            f"The network wall refused {_what(entry.kind, entry.destination, entry.first)}"
             f"{f', {count} attempts' if count > 1 else ''}. If the agent needs it, add the "
             f"name to {setting('--allowed-domains')}.", 1000), title="network refused")
-    total = report.get("refused_total", 0)
     if len(refused) > MAX_WARNINGS:
-        runner.warning(f"The network wall refused {total:,} attempts to "
-                       f"{len(refused) + report.get('omitted', 0):,} destinations; the job "
+        runner.warning(f"The network wall refused {report.refused_total:,} attempts to "
+                       f"{len(refused) + report.omitted:,} destinations; the job "
                        "summary's Network section lists them.", title="network refused")
-    if report.get("error"):
-        runner.warning(one_line(f"The network wall's relay stopped ({report['error']}); the "
+    if report.error:
+        runner.warning(one_line(f"The network wall's relay stopped ({report.error}); the "
                                 "agent's connections failed from then on.", 1000),
                        title="network wall stopped")
 
 
-def unwalled_report(mode: str, why: str = "") -> dict[str, Any]:
-    """The record's ``network`` for a run without the wall: ``open`` (the input) or
-    ``uncontained`` (``why``: the reason the agent was not contained)."""
-    return {"mode": mode, "why": why}
+def unwalled_report(mode: str, why: str = "") -> NetReport:
+    """The record's ``network`` for a run without the wall: ``open`` (the input),
+    ``uncontained`` or ``landlock`` (``why``: the reason the agent was not in the box)."""
+    return NetReport(mode=mode, why=why)

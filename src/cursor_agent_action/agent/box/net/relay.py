@@ -38,6 +38,7 @@ from cursor_agent_action.agent.box.net.dns import Resolver
 from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.agent.box.net.upstream import RunnerProxy
+from cursor_agent_action.stream.netreport import NetReport
 
 DNS_ADDRESS = "127.0.0.1"
 DNS_PORT = 53
@@ -138,7 +139,7 @@ class Wall:
             self._thread.join(timeout_s)
         self._close_sockets()
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> NetReport:
         return self.ledger.report()
 
     def close_in_child(self) -> None:
