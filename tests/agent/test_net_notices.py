@@ -8,7 +8,7 @@ import os
 import time
 
 from cursor_agent_action.agent.box.net import notices
-from cursor_agent_action.agent.box.net.ledger import Ledger
+from cursor_agent_action.agent.box.net.ledger import MAX_DETAIL, Ledger, NetEvent
 from cursor_agent_action.agent.box.net.policy import build_policy
 from cursor_agent_action.runner_io import Runner
 from tests.support.runner import RUNNER_ENV
@@ -82,16 +82,17 @@ def test_the_live_event_pipe_never_blocks_the_relay_and_sends_firsts_only() -> N
         ledger.refused("dns", "a.example", "x")  # not a first: not sent
         started = time.monotonic()
         for i in range(5000):  # far more than the pipe holds: dropped, never waited for
-            sink({"event": "refused", "first": True, "destination": f"n{i}", "pad": "x" * 900})
+            sink(NetEvent("refused", "x" * 900, f"n{i}", "dns", first=True))
         assert time.monotonic() - started < 5
         data = os.read(read_end, 1 << 20)
         reader = notices.EventLines()
         lines = reader.feed(data[:100]) + reader.feed(data[100:])  # whole events, however cut
-        assert lines[0]["destination"] == "a.example"
-        assert lines[0]["first_of_run"] is True
-        assert all(line["first"] for line in lines)
+        assert lines[0] == NetEvent("refused", "x", "a.example", "dns", True, True)
+        assert all(line.first for line in lines)
         assert len(lines) == data.count(b"\n") < notices.MAX_LIVE_EVENTS
-        assert reader.feed(b"not json\n[1]\n") == []
+        assert reader.feed(b'not json\n[1]\n{"event": "hello"}\n{"detail": "x"}\n') == []
+        hostile = b'{"event": "refused", "destination": ["a"], "first": "yes", "detail": "%s"}\n'
+        assert reader.feed(hostile % (b"d" * 5000)) == [NetEvent("refused", "d" * MAX_DETAIL)]
     finally:
         os.close(read_end)
         os.close(write_end)

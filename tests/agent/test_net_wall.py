@@ -183,9 +183,9 @@ def test_refused_names_ip_literals_ports_host_loopback_and_abstract_sockets_all_
     kinds = {(r.kind, r.destination) for r in run.report.refused}
     assert kinds == {("dns", "refused.example"), ("ip-literal", "127.0.0.1:443"),
                      ("ip-literal", "127.77.200.1:443"), ("port", f"{WEB}:8080")}
-    firsts = [e for e in run.events if e["event"] == "refused" and e["first_of_run"]]
+    firsts = [e for e in run.events if e.event == "refused" and e.first_of_run]
     assert len(firsts) == 1
-    assert firsts[0]["kind"] == "dns"
+    assert firsts[0].kind == "dns"
 
 
 def test_udp_and_a_dns_query_carrying_a_secret_never_leave_the_box() -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
+from cursor_agent_action.agent.box.net.ledger import NetEvent
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.agent.box.net.relay import Limits, Resolve, system_resolve
 from cursor_agent_action.stream.netreport import NetReport, Refusal
@@ -41,7 +42,7 @@ Emit = Callable[[Any], None]
 class BoxedRun:
     messages: list[Any]
     report: NetReport
-    events: list[dict[str, Any]]
+    events: list[NetEvent]
     jail_status: int | None
 
     @property
@@ -65,7 +66,7 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
         os.setpgid(0, 0)
         stop_early = threading.Event()
         signal.signal(signal.SIGUSR1, lambda *_: stop_early.set())
-        events: list[dict[str, Any]] = []
+        events: list[NetEvent] = []
         network = BoxNetwork.enter(policy, on_event=events.append, resolve=resolve,
                                    limits=limits)
         pid = os.fork()
@@ -85,7 +86,8 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
             ended = bool(os.waitpid(pid, os.WNOHANG)[0])
             time.sleep(0.02)
         report = network.finish()
-        _write_json(report_fd, {"report": report.to_json(), "events": events,
+        said = [event.to_json() for event in events]
+        _write_json(report_fd, {"report": report.to_json(), "events": said,
                                 "alive": network.wall.alive})  # fmt: skip
         # The client may go on after an early stop (to see the box fail closed).
         while time.monotonic() < deadline and not ended:
@@ -153,7 +155,8 @@ def run_boxed(policy: NetPolicy, client: Callable[[Emit], Any], *,
         os.close(from_jail)
     # Across the process boundary as the box's status carries it: read by the contract.
     report = NetReport.from_json(jail_out.get("report", {"mode": "none"}))
-    return BoxedRun(messages, report, jail_out.get("events", []), status)
+    events = [NetEvent.from_json(e) for e in jail_out.get("events", [])]
+    return BoxedRun(messages, report, [e for e in events if e is not None], status)
 
 
 def fixed_resolver(table: dict[str, list[str]], calls: list[str] | None = None) -> Resolve:

@@ -9,6 +9,11 @@ listed exactly, private address), ``ip-literal`` (an address dialed without a na
 ``sni-mismatch`` (the TLS SNI or HTTP Host names another host), ``limit`` (too many
 connections at once). At most :data:`MAX_ENTRIES` destinations of each list are kept; the
 rest are counted in ``omitted``.
+
+As it happens, the ledger tells its listener (``on_event``) of each refusal, failed attempt
+and a relay that stopped, as a :class:`NetEvent`: the box's root side writes the ones the
+runner's log needs to a file, one JSON line each, and the helper reads them back
+(``notices.jsonl_sink``, ``notices.EventLines``).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from cursor_agent_action.stream.netreport import (
@@ -31,7 +36,47 @@ from cursor_agent_action.stream.netreport import (
 KINDS = ("dns", "port", "address", "ip-literal", "sni-mismatch", "limit")
 MAX_ENTRIES = 200
 MAX_DETAIL = 300
-EventSink = Callable[[dict[str, Any]], None]
+EVENTS = ("refused", "failed", "relay-failed")
+
+
+@dataclass(frozen=True)
+class NetEvent:
+    """One thing the wall tells as it happens: ``refused`` (of ``kind``; ``first``: the first
+    of its kind and destination, ``first_of_run``: the run's very first), ``failed`` (an
+    allowed destination that could not be reached) or ``relay-failed`` (the relay stopped)."""
+
+    event: str
+    detail: str = ""
+    destination: str = ""
+    kind: str = ""
+    first: bool = False
+    first_of_run: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> NetEvent | None:
+        """The event of a JSON line, or None when it is none (it crossed a process boundary:
+        a value of the wrong type is dropped)."""
+        if not isinstance(data, dict) or data.get("event") not in EVENTS:
+            return None
+
+        def text(key: str) -> str:
+            value = data.get(key)
+            return value[:MAX_DETAIL] if isinstance(value, str) else ""
+
+        return cls(
+            data["event"],
+            text("detail"),
+            text("destination"),
+            text("kind"),
+            data.get("first") is True,
+            data.get("first_of_run") is True,
+        )
+
+
+EventSink = Callable[[NetEvent], None]
 
 
 def _now() -> str:
@@ -52,7 +97,7 @@ class Ledger:
         self._omitted = 0
         self.error = ""
 
-    def _emit(self, event: dict[str, Any]) -> None:
+    def _emit(self, event: NetEvent) -> None:
         if self._on_event is None:
             return
         with contextlib.suppress(Exception):  # a listener's bug must not stop the relay
@@ -75,8 +120,7 @@ class Ledger:
                     self._omitted += 1
             if entry is not None:
                 self._refused[(kind, destination)] = replace(entry, count=entry.count + 1)
-        self._emit({"event": "refused", "kind": kind, "destination": destination,
-                    "detail": detail, "first": first, "first_of_run": first_of_run})
+        self._emit(NetEvent("refused", detail, destination, kind, first, first_of_run))
 
     def _entry(self, destination: str) -> Destination | None:
         entry = self._allowed.get(destination)
@@ -97,7 +141,7 @@ class Ledger:
         with self._lock:
             if (entry := self._entry(destination)) is not None:
                 self._allowed[destination] = replace(entry, failed=entry.failed + 1)
-        self._emit({"event": "failed", "destination": destination, "detail": detail[:MAX_DETAIL]})
+        self._emit(NetEvent("failed", detail[:MAX_DETAIL], destination))
 
     def moved(self, destination: str, out: int, back: int) -> None:
         with self._lock:
@@ -109,7 +153,7 @@ class Ledger:
         """The relay itself stopped on an error: every connection of the box now fails."""
         with self._lock:
             self.error = detail[:MAX_DETAIL]
-        self._emit({"event": "relay-failed", "detail": self.error})
+        self._emit(NetEvent("relay-failed", self.error))
 
     def report(self) -> NetReport:
         rules = self._policy.get("rules", [])

@@ -11,9 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from typing import Any
 
-from cursor_agent_action.agent.box.net.ledger import EventSink
+from cursor_agent_action.agent.box.net.ledger import EventSink, NetEvent
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.options import setting
 from cursor_agent_action.runner_io import Runner, one_line
@@ -57,27 +56,28 @@ def jsonl_sink(fd: int) -> EventSink:
     os.set_blocking(fd, False)
     written = [0]
 
-    def sink(event: dict[str, Any]) -> None:
-        wanted = event.get("first") or event.get("event") == "relay-failed"
+    def sink(event: NetEvent) -> None:
+        wanted = event.first or event.event == "relay-failed"
         if not wanted or written[0] >= MAX_LIVE_EVENTS:
             return
         written[0] += 1
         with contextlib.suppress(BlockingIOError, BrokenPipeError):
-            os.write(fd, json.dumps(event).encode() + b"\n")
+            os.write(fd, json.dumps(event.to_json()).encode() + b"\n")
 
     return sink
 
 
 class EventLines:
     """The helper's side of :func:`jsonl_sink`: bytes read from the pipe in, whole events out
-    (a line over 64 KiB or not JSON is skipped: the jail wrote it, but never trust a pipe)."""
+    (a line over 64 KiB, not JSON or no event is skipped: the jail wrote it, but never trust a
+    pipe)."""
 
     LIMIT = 64 * 1024
 
     def __init__(self) -> None:
         self._partial = b""
 
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
+    def feed(self, data: bytes) -> list[NetEvent]:
         *lines, self._partial = (self._partial + data).split(b"\n")
         if len(self._partial) > self.LIMIT:
             self._partial = b""
@@ -87,25 +87,25 @@ class EventLines:
                 event = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(event, dict):
-                events.append(event)
+            if (read := NetEvent.from_json(event)) is not None:
+                events.append(read)
         return events
 
 
-def live(runner: Runner, event: dict[str, Any]) -> None:
+def live(runner: Runner, event: NetEvent) -> None:
     """One event from the relay in the live log: the run's first refusal and a failed relay
     (every refused destination gets its warning after the run, see :func:`warn_refusals`)."""
-    if event.get("event") == "relay-failed":
-        runner.warning(one_line(f"The network wall's relay stopped ({event.get('detail', '')});"
+    if event.event == "relay-failed":
+        runner.warning(one_line(f"The network wall's relay stopped ({event.detail});"
                                 " every connection of the agent fails from now on.", 1000),
                        title="network wall stopped")
-    elif event.get("event") == "refused" and event.get("first_of_run"):
-        what = _what(event.get("kind", ""), event.get("destination", ""), event.get("detail", ""))
+    elif event.event == "refused" and event.first_of_run:
+        what = _what(event.kind, event.destination, event.detail)
         runner.log(one_line(f"Network: refused {what} (the first refusal; the job summary "
                             "lists them all).", 1000))
 
 
-def _what(kind: object, destination: object, detail: object) -> str:
+def _what(kind: str, destination: str, detail: str) -> str:
     return f"{destination} ({kind}: {detail})"
 
 
