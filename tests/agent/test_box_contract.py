@@ -135,7 +135,7 @@ def test_a_hostile_network_report_in_the_status_renders_safely() -> None:
 def test_a_secret_in_a_refused_name_is_redacted_from_the_summary_and_outputs(
     tmp_path: Path,
 ) -> None:
-    ledger = Ledger({"rules": [{"pattern": "*.cursor.sh", "ports": [443], "source": "default"}]})
+    ledger = Ledger(NetPolicy((Rule("*.cursor.sh", (443,), "default"),)))
     ledger.refused("dns", f"{SECRET}.evil.test", f"no rule allows {SECRET}.evil.test")
     ledger.connected(f"{SECRET}.allowed.test:443")
     ledger.broke(f"relay: {ESCAPED}")  # the summary escapes it: only redacting first hides it

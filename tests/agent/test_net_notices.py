@@ -43,7 +43,7 @@ def test_the_start_of_a_run_names_the_rules_or_warns_there_is_no_wall() -> None:
 
 def test_the_live_log_tells_the_first_refusal_once_and_a_stopped_relay() -> None:
     runner, out = _runner()
-    ledger = Ledger({}, lambda event: notices.live(runner, event))
+    ledger = Ledger(None, lambda event: notices.live(runner, event))
     ledger.refused("dns", "evil.example", "no rule allows this name")
     ledger.refused("ip-literal", "127.0.0.1:443", "an address dialed without a name")
     ledger.broke("the relay stopped: OSError: x")
@@ -55,7 +55,7 @@ def test_the_live_log_tells_the_first_refusal_once_and_a_stopped_relay() -> None
 
 
 def test_after_the_run_one_warning_per_refused_destination_capped() -> None:
-    ledger = Ledger({})
+    ledger = Ledger()
     for i in range(15):
         ledger.refused("dns", f"h{i}.example", "no rule allows this name")
     ledger.refused("dns", "h0.example", "no rule allows this name")
@@ -77,7 +77,7 @@ def test_the_live_event_pipe_never_blocks_the_relay_and_sends_firsts_only() -> N
     read_end, write_end = os.pipe()
     try:
         sink = notices.jsonl_sink(write_end)
-        ledger = Ledger({}, sink)
+        ledger = Ledger(None, sink)
         ledger.refused("dns", "a.example", "x")
         ledger.refused("dns", "a.example", "x")  # not a first: not sent
         started = time.monotonic()

@@ -23,8 +23,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any
 
+from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.stream.netreport import (
     RESTRICTED,
     AllowRule,
@@ -86,8 +86,8 @@ def _now() -> str:
 class Ledger:
     """Counts by destination; thread-safe (the relay thread writes, the jail reads)."""
 
-    def __init__(self, policy_json: dict[str, Any], on_event: EventSink | None = None) -> None:
-        self._policy = policy_json
+    def __init__(self, policy: NetPolicy | None = None, on_event: EventSink | None = None) -> None:
+        self._policy = policy if policy is not None else NetPolicy(())
         self._on_event = on_event
         self._lock = threading.Lock()
         self._allowed: dict[str, Destination] = {}
@@ -156,13 +156,12 @@ class Ledger:
         self._emit(NetEvent("relay-failed", self.error))
 
     def report(self) -> NetReport:
-        rules = self._policy.get("rules", [])
-        unreachable = self._policy.get("unreachable", [])
+        rules = tuple(AllowRule(r.pattern, r.ports, r.source) for r in self._policy.rules)
         with self._lock:
             return NetReport(
                 mode=RESTRICTED,
-                rules=tuple(AllowRule.from_json(rule) for rule in rules),
-                unreachable=tuple(str(url) for url in unreachable),
+                rules=rules,
+                unreachable=self._policy.unreachable,
                 allowed=tuple(sorted(self._allowed.values(),
                                      key=lambda e: (-e.connections, e.destination))),
                 refused=tuple(sorted(self._refused.values(),

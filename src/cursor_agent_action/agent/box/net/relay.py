@@ -79,7 +79,7 @@ class Wall:
         self._udp = dns_udp
         self._resolve = resolve
         self._resolver = Resolver(policy)
-        self.ledger = Ledger(policy.to_json(), on_event)
+        self.ledger = Ledger(policy, on_event)
         self.checks = Checks(policy, self.ledger)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
