@@ -12,6 +12,15 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cursor_agent_action"
 NAME = "cursor_agent_action"
 MAX_LINES = 420  # "no module much over 400 lines"
+LONGER = {
+    # module: (its cap, why it is one idea that would only be split by length)
+    f"{NAME}.stream.aggregate": (
+        480,
+        "folding the events into the stream's result is one state machine: segments, deltas, "
+        "tool calls and the result share its private state; a split would pass that state "
+        "across modules",
+    ),
+}
 WINGS = ("stream", "agent", "gh")
 # The renderers of the stream wing; what builds the run record must not know them.
 RENDERERS = {f"{NAME}.stream.livelog", f"{NAME}.stream.summary", f"{NAME}.stream.report"}
@@ -85,7 +94,7 @@ def test_no_import_circle_anywhere_in_the_package() -> None:
 
 
 def test_the_record_builders_import_no_renderer() -> None:
-    """One-way flow: bytes -> events -> run record -> renderers, never back."""
+    """One-way flow: bytes -> events -> stream result -> report -> renderers, never back."""
     graph = _graph()
     for module in RECORD_BUILDERS:
         assert not graph[module] & RENDERERS, f"{module} imports {graph[module] & RENDERERS}"
@@ -122,8 +131,21 @@ def test_no_module_much_over_400_lines() -> None:
         name: len(path.read_text(encoding="utf-8").splitlines())
         for name, path in _modules().items()
     }
-    too_long = {name: lines for name, lines in sizes.items() if lines > MAX_LINES}
+    too_long = {
+        name: lines
+        for name, lines in sizes.items()
+        if lines > LONGER.get(name, (MAX_LINES, ""))[0]
+    }
     assert not too_long
+
+
+def test_a_longer_module_is_allowed_only_with_its_reason_and_while_it_needs_it() -> None:
+    modules = _modules()
+    for name, (cap, why) in LONGER.items():
+        assert name in modules, f"{name} is gone: drop it from LONGER"
+        assert len(why.split()) >= 10, f"{name}: say why it is one idea"
+        lines = len(modules[name].read_text(encoding="utf-8").splitlines())
+        assert MAX_LINES < lines <= cap, f"{name} has {lines} lines: fix its cap in LONGER"
 
 
 def _private_imports() -> list[str]:

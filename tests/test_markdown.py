@@ -20,7 +20,13 @@ from cursor_agent_action.markdown import (
     inline,
     utf8_len,
 )
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import (
+    Cause,
+    Conclusion,
+    Failure,
+    RunReport,
+    StreamResult,
+)
 from cursor_agent_action.stream.summary import render_summary
 
 
@@ -184,9 +190,10 @@ def test_prose_still_breaks_mentions_and_issue_references() -> None:
 
 
 def test_a_failure_with_a_url_in_the_summary_has_no_hidden_character_in_it() -> None:
-    record = RunRecord(conclusion="failure", failure_reason=(
-        "Cursor API unavailable. Fix: wait (status: https://status.cursor.com)."))
-    record.notes.append("See https://cursor.com/docs/cli/reference for the flags.")
+    failure = Failure(Cause.AGENT,
+                      "Cursor API unavailable. Fix: wait (status: https://status.cursor.com).")
+    record = RunReport(StreamResult(), Conclusion.FAILURE, (failure,),
+                       notes=("See https://cursor.com/docs/cli/reference for the flags.",))
     text = render_summary(record, budget_bytes=1 << 20)
     assert "`https://status.cursor.com`" in text
     assert "`https://cursor.com/docs/cli/reference`" in text

@@ -19,6 +19,7 @@ from cursor_agent_action.agent.process import TranscriptWriter
 from cursor_agent_action.redact import MASK, PATTERNS, Redactor, base64_pieces, scrub
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import StreamProcessor
+from cursor_agent_action.stream.record import RunReport
 from cursor_agent_action.stream.report import record_outputs
 from tests.support.runner import RUNNER_ENV
 
@@ -91,8 +92,8 @@ def test_a_secret_cut_across_stream_chunks_never_reaches_the_transcript_or_log(
     record = processor.close()
     runner.flush()
     shown = log.getvalue().split("::add-mask::")[-1].split("\n", 1)[-1]
-    outputs = record_outputs(dataclasses.replace(record, final_message=runner.redact(
-        record.final_message)), "")  # as report() writes them
+    shown_stream = dataclasses.replace(record, final_message=runner.redact(record.final_message))
+    outputs = record_outputs(RunReport.of_stream(shown_stream), "")  # as report() writes them
     for text in (out.getvalue().decode(), shown, outputs["final-message"]):
         assert secret not in text
         for piece in base64_pieces(secret.encode()):

@@ -184,8 +184,11 @@ def baseline(repo: Path) -> Baseline:
     head = head_tree(repo)
     tree = walk(repo, Unread())
     hashed = hash_paths(repo, sorted(tree), tree)
-    state = {path: (mode_of(tree[path]), oid) for path, oid in hashed.items()
-             if head.get(path) != (mode_of(tree[path]), oid)}  # fmt: skip
+    state = {
+        path: (mode_of(tree[path]), oid)
+        for path, oid in hashed.items()
+        if head.get(path) != (mode_of(tree[path]), oid)
+    }
     new = [path for path in state if path not in head]
     for path in ignored_in(repo, new):
         del state[path]
@@ -199,6 +202,11 @@ def mode_of(info: os.stat_result) -> str:
     if stat.S_ISLNK(info.st_mode):
         return "120000"
     return "100755" if info.st_mode & stat.S_IXUSR else "100644"
+
+
+def over_size(info: os.stat_result, max_bytes: int | None) -> bool:
+    """A regular file larger than ``max_bytes`` (None: no cap)."""
+    return max_bytes is not None and stat.S_ISREG(info.st_mode) and info.st_size > max_bytes
 
 
 def hash_paths(repo: Path, paths: list[str], tree: dict[str, os.stat_result]) -> dict[str, str]:
@@ -300,9 +308,7 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
             base[path] = state
     unread = Unread()
     tree = walk(repo, unread)
-    too_large = sorted(path for path, info in tree.items()
-                       if max_file_bytes is not None and stat.S_ISREG(info.st_mode)
-                       and info.st_size > max_file_bytes)  # fmt: skip
+    too_large = sorted(path for path, info in tree.items() if over_size(info, max_file_bytes))
     for path in [*too_large, *left_out]:
         tree.pop(path, None)
         base.pop(path, None)

@@ -24,6 +24,7 @@ from cursor_agent_action.agent.run import execute
 from cursor_agent_action.agent.standin import write_wrapper
 from cursor_agent_action.gh.gitops import git
 from cursor_agent_action.runner_io import Runner, readable_outputs
+from cursor_agent_action.stream.record import Conclusion
 
 DEFAULT_OUT = "cursor-agent-action-demo"
 PROMPT = (
@@ -98,17 +99,18 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
             runner.log(NO_BOX)
             started = time.monotonic()
             with stop_on_signals() as stop:
-                record = execute(options, runner, environ, stop)
+                run = execute(options, runner, environ, stop)
             took = time.monotonic() - started
         _git(workspace, "add", "-A")
         diff.write_text(_git(workspace, "diff", "--cached"), encoding="utf-8")
     runner.log("")
-    recorded = f" (recorded: {record.duration_ms / 1000:.1f} s)" if record.duration_ms else ""
+    duration_ms = run.stream.duration_ms
+    recorded = f" (recorded: {duration_ms / 1000:.1f} s)" if duration_ms else ""
     with summary.open("a", encoding="utf-8") as handle:
         handle.write(f"\n### About this demo\n\n- {NO_BOX}\n- The durations above are the "
                      f"recording's{recorded.replace(' (recorded:', ':').rstrip(')')}; this "
                      f"replay took {took:.1f} s.\n")
-    runner.log(f"Demo finished: conclusion {record.conclusion}; the replay took {took:.1f} s"
+    runner.log(f"Demo finished: conclusion {run.conclusion}; the replay took {took:.1f} s"
                f"{recorded}. Files written:")
     readable = [(readable_outputs(outputs), "the same, one name=value a line")]
     for path, what in ((summary, "the job summary, Markdown"),
@@ -117,4 +119,4 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                        (out / "transcript.jsonl", "the agent's raw stream-json output"),
                        (diff, "the agent's changes")):
         runner.log(f"  {path}  ({what})")
-    return 0 if record.conclusion == "success" else 1
+    return 0 if run.conclusion is Conclusion.SUCCESS else 1

@@ -41,11 +41,14 @@ PATTERNS: tuple[tuple[str, str, str], ...] = (
     ("OpenAI or Anthropic key", "sk-", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"),
     ("Slack token", "xox", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
     ("Google API key", "AIz", r"\bAIza[0-9A-Za-z_-]{35}"),
-    ("private key block", "PRIVATE KEY-----",
-     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.{0,16384}?-----END [A-Z0-9 ]*PRIVATE KEY-----"
-     r"|[A-Za-z0-9+/=\s\\n\u2502]{0,16384})"),  # \u2502: the log's agent-line mark
+    (
+        "private key block",
+        "PRIVATE KEY-----",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.{0,16384}?-----END [A-Z0-9 ]*PRIVATE KEY-----"
+        r"|[A-Za-z0-9+/=\s\\n\u2502]{0,16384})",  # \u2502: the log's agent-line mark
+    ),
     ("JSON web token", "eyJ", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-)  # fmt: skip
+)
 """Secret shapes scrubbed whether or not the run knows them; one test per row."""
 
 _PATTERN_RX = re.compile("|".join(f"(?:{rx})" for _, _, rx in PATTERNS), re.DOTALL)
@@ -58,9 +61,12 @@ _PATTERN_HINTS = tuple(dict.fromkeys(h for _, hints, _ in PATTERNS for h in hint
 _BY_LAST: dict[str, list[str]] = {}
 for _hint in _PATTERN_HINTS:
     _BY_LAST.setdefault(_hint[-1], []).append(re.escape(_hint[-2::-1]))
-_HINTS_REVERSED = re.compile("|".join(
-    re.escape(first) + (f"(?:{'|'.join(rest)})" if len(rest) > 1 else rest[0])
-    for first, rest in _BY_LAST.items()))  # fmt: skip
+_HINTS_REVERSED = re.compile(
+    "|".join(
+        re.escape(first) + (f"(?:{'|'.join(rest)})" if len(rest) > 1 else rest[0])
+        for first, rest in _BY_LAST.items()
+    )
+)
 # A long text is searched on its UTF-8 bytes (a hint is ASCII, so it is in the text exactly
 # when it is in the bytes), forward, with one expression per first character of the hints
 # ("g(?:hp_|ho_|...|ithub_pat_)", "A(?:KIA|SIA|Iz)", ...): an expression that starts with one
@@ -78,14 +84,16 @@ def _anchor(hints: list[str]) -> bytes:
     return bytes([min(shared, key=lambda byte: (_RARITY + bytes([byte])).index(byte))])
 
 
+def _scan(first: str, hints: list[str]) -> re.Pattern[bytes]:
+    """``first`` then the rest of one of ``hints`` (all starting with it), on bytes."""
+    rest = "|".join(re.escape(hint[1:]) for hint in hints)
+    return re.compile(f"{re.escape(first)}(?:{rest})".encode("ascii"))
+
+
 _BY_FIRST: dict[str, list[str]] = {}
 for _hint in _PATTERN_HINTS:
     _BY_FIRST.setdefault(_hint[0], []).append(_hint)
-_HINTS_UTF8 = tuple(
-    (_anchor(hints), re.compile((re.escape(first) + "(?:" + "|".join(
-        re.escape(hint[1:]) for hint in hints) + ")").encode("ascii")))
-    for first, hints in _BY_FIRST.items()
-)  # fmt: skip
+_HINTS_UTF8 = tuple((_anchor(hints), _scan(first, hints)) for first, hints in _BY_FIRST.items())
 _HINT_SHORT = 4096  # up to this many characters, the one reversed expression is faster
 _HINT_WINDOW = 1024 * 1024  # a long text is encoded a piece at a time, never copied whole
 _HINT_OVERLAP = max(map(len, _PATTERN_HINTS)) - 1
@@ -97,8 +105,10 @@ def has_hint(text: str) -> bool:
     if len(text) <= _HINT_SHORT:
         return _HINTS_REVERSED.search(text[::-1]) is not None
     step = _HINT_WINDOW - _HINT_OVERLAP
-    return any(has_hint_utf8(text[start : start + _HINT_WINDOW].encode("utf-8", "surrogatepass"))
-               for start in range(0, len(text), step))  # fmt: skip
+    return any(
+        has_hint_utf8(text[start : start + _HINT_WINDOW].encode("utf-8", "surrogatepass"))
+        for start in range(0, len(text), step)
+    )
 
 
 def has_hint_utf8(data: bytes) -> bool:

@@ -35,18 +35,42 @@ TIMEOUT_S = 300
 SYSTEM_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/opt/homebrew/bin")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 _PASSED = (
-    "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO", "TMPDIR", "TZ",
-)  # fmt: skip
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "GIT_SSL_CAINFO",
+    "TMPDIR",
+    "TZ",
+)
 HARDENED_CONFIG = (
-    "core.fsmonitor=false", f"core.hooksPath={os.devnull}", "credential.helper=",
-    f"core.attributesFile={os.devnull}", f"core.excludesFile={os.devnull}", "core.pager=cat",
-    "core.untrackedCache=false", "core.autocrlf=false", "core.safecrlf=false",
-    "core.splitIndex=false", "gc.auto=0", "maintenance.auto=false", "submodule.recurse=false",
-    "commit.gpgSign=false", "tag.gpgSign=false", "log.showSignature=false", "color.ui=false",
-    "diff.noprefix=false", "diff.mnemonicPrefix=false", "diff.relative=false",
-    "protocol.ext.allow=never", "core.askPass=",
-)  # fmt: skip
+    "core.fsmonitor=false",
+    f"core.hooksPath={os.devnull}",
+    "credential.helper=",
+    f"core.attributesFile={os.devnull}",
+    f"core.excludesFile={os.devnull}",
+    "core.pager=cat",
+    "core.untrackedCache=false",
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "core.splitIndex=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "submodule.recurse=false",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "log.showSignature=false",
+    "color.ui=false",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+    "diff.relative=false",
+    "protocol.ext.allow=never",
+    "core.askPass=",
+)
 
 
 DETAIL_CHARS = 600
@@ -166,4 +190,11 @@ def head_commit(repo: Path, *, env: Mapping[str, str] | None = None) -> str:
 def toplevel(path: Path) -> Path:
     """The top of the work tree ``path`` is in; :class:`GitFailed` when it is in none."""
     found = git(["rev-parse", "--show-toplevel"], path).stdout.strip()
+    return Path(found.decode("utf-8", "surrogateescape"))
+
+
+def git_dir(path: Path) -> Path:
+    """The git directory of the repository ``path`` is in (a linked worktree's own);
+    :class:`GitFailed` when it is in none."""
+    found = git(["rev-parse", "--absolute-git-dir"], path).stdout.strip()
     return Path(found.decode("utf-8", "surrogateescape"))

@@ -16,6 +16,7 @@ from cursor_agent_action.errors import EXIT_OK, EXIT_RUN_FAILED, UsageError
 from cursor_agent_action.options import add_flag, add_option
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import open_transcript, process_stream
+from cursor_agent_action.stream.record import Conclusion
 from cursor_agent_action.stream.report import report
 
 
@@ -60,8 +61,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         _refuse_binary(path)
     result_dir = Path(args.result_dir) if args.result_dir else default_result_dir()
     with open_transcript(path) as source:
-        record = process_stream(source, runner, verbose=args.verbose)
-    if args.transcript != "-":
-        record.transcript_file = str(path)
-    report(record, runner, result_dir=result_dir)
-    return EXIT_OK if record.conclusion == "success" else EXIT_RUN_FAILED
+        run = process_stream(source, runner, verbose=args.verbose,
+                             transcript_file="" if args.transcript == "-" else str(path))
+    report(run, runner, result_dir=result_dir)
+    return EXIT_OK if run.conclusion is Conclusion.SUCCESS else EXIT_RUN_FAILED

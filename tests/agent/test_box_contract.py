@@ -28,7 +28,7 @@ from cursor_agent_action.stream.netreport import (
     NetReport,
     Refusal,
 )
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
 from cursor_agent_action.stream.report import report
 from cursor_agent_action.stream.summary import render_summary
 
@@ -125,7 +125,7 @@ def test_a_hostile_network_report_in_the_status_renders_safely() -> None:
     }
     data = json.dumps({"version": VERSION, "started": True, "network": hostile})
     status = BoxStatus.from_json(json.loads(data))
-    record = RunRecord(conclusion="success", model="m", network=status.network)
+    record = RunReport(StreamResult(model="m"), Conclusion.SUCCESS, network=status.network)
     text = render_summary(record, budget_bytes=100_000)
     assert "**Network:** restricted, 0 refused" in text
     assert "**Refused (1):**" in text
@@ -144,7 +144,7 @@ def test_a_secret_in_a_refused_name_is_redacted_from_the_summary_and_outputs(
     out, summary = tmp_path / "out", tmp_path / "summary.md"
     runner = Runner(stdout=io.StringIO(), output_file=out, summary_file=summary,
                     secrets=[SECRET, ESCAPED])
-    report(RunRecord(conclusion="success", model="m", network=back.network), runner,
+    report(RunReport(StreamResult(model="m"), Conclusion.SUCCESS, network=back.network), runner,
            result_dir=tmp_path / "r")
     written = summary.read_text() + out.read_text()
     assert SECRET not in written

@@ -178,11 +178,13 @@ def test_the_standin_plays_every_new_shape(tmp_path: Path) -> None:
     out = _run_standin(tmp_path, {"new_shapes": True})
     assert out.returncode == 0
     record = process_stream(io.BytesIO(out.stdout), None)
-    groups = record.grouped()
+    groups = record.stream.grouped()
     assert [c.target for c in groups.hook_denied] == ["docs/frozen.md", "curl example.com"]
-    assert [(i.label, i.answer) for i in record.interactions] == [
+    assert [(i.label, i.answer) for i in record.stream.interactions] == [
         ("question", "rejected"), ("plan for approval", "")]
-    assert [n.subtype for n in record.notices] == ["task_notification",
+    assert [n.subtype for n in record.stream.notices] == ["task_notification",
                                                    "background_shell_timeout"]
-    assert (record.input_tokens, record.output_tokens, record.cache_read_tokens,
-            record.cache_write_tokens) == (1200, 34, 560, 7)  # fmt: skip
+    stream = record.stream
+    tokens = (stream.input_tokens, stream.output_tokens, stream.cache_read_tokens,
+              stream.cache_write_tokens)
+    assert tokens == (1200, 34, 560, 7)

@@ -1,4 +1,4 @@
-"""aggregate: events -> run record (text reconstruction, tool calls, files, conclusion)."""
+"""aggregate: events -> the stream result (text reconstruction, tool calls, files, its verdict)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_reconstruction_equals_the_clis_own_result_text(fixture: str) -> None:
     record = _record(lines)
     assert record.result_text == expected
     assert not record.has_result
-    assert record.conclusion == "failure"
+    assert not record.succeeded
     assert expected.endswith(record.final_message)
 
 
@@ -100,8 +100,8 @@ def test_result_text_wins_over_reconstruction() -> None:
     ).encode()
     record = _record([_say("mine"), result])
     assert (record.result_text, record.final_message) == ("from CLI", "mine")
-    assert record.conclusion == "success"
-    assert record.failure_reason == ""
+    assert record.succeeded
+    assert record.failure == ""
 
 
 def test_tool_calls_counted_by_call_id_in_every_order() -> None:
@@ -165,7 +165,7 @@ def test_files_changed_only_for_successful_writes_relative_to_workspace() -> Non
             _call("completed", "6", "editToolCall", ok, path="/tmp/ws/b.md"),
         ]
     )
-    assert record.files_changed == ["a.md", "b.md", "old/c.md"]
+    assert record.files_changed == ("a.md", "b.md", "old/c.md")
 
 
 @pytest.mark.parametrize(
@@ -209,8 +209,8 @@ def test_workspace_relative(path: str, cwd: str, expected: str) -> None:
 )
 def test_failure_reasons(lines: list[bytes], reason: str) -> None:
     record = _record(lines)
-    assert record.conclusion == "failure"
-    assert reason in record.failure_reason
+    assert not record.succeeded
+    assert reason in record.failure
 
 
 def test_thousands_of_calls_keep_bounded_text() -> None:

@@ -53,11 +53,11 @@ STREAM = INIT + "".join([
 
 def test_every_refusal_shape_is_counted_once_where_it_belongs() -> None:
     record = process_stream(io.BytesIO(STREAM.encode()), None)
-    assert [c.target for c in record.grouped().denied] == ["a.md", "b.md", "rm -rf /"]
-    assert [c.target for c in record.grouped().hook_denied] == [".env", "c.md"]
-    assert [c.target for c in record.grouped().unknown] == ["d.md"]
-    assert [c.target for c in record.grouped().failed] == ["make"]
-    assert len(record.tool_calls) == 9
+    assert [c.target for c in record.stream.grouped().denied] == ["a.md", "b.md", "rm -rf /"]
+    assert [c.target for c in record.stream.grouped().hook_denied] == [".env", "c.md"]
+    assert [c.target for c in record.stream.grouped().unknown] == ["d.md"]
+    assert [c.target for c in record.stream.grouped().failed] == ["make"]
+    assert len(record.stream.tool_calls) == 9
 
 
 def test_outputs_summary_and_log_show_the_shapes(tmp_path: Any) -> None:
@@ -130,7 +130,7 @@ def test_each_hook_refusal_shape_counts_as_a_hook_denial_with_the_hooks_own_word
 ) -> None:
     key, result, message = HOOK_SHAPES[shape]
     record = process_stream(io.BytesIO(_one_call(key, result)), None)
-    groups = record.grouped()
+    groups = record.stream.grouped()
     assert [len(groups.hook_denied), len(groups.denied), len(groups.failed)] == [1, 0, 0]
     assert groups.hook_denied[0].detail == message  # the CLI's two notes left out
     runner = Runner(stdout=io.StringIO(), env=RUNNER_ENV, output_file=tmp_path / "out",
@@ -152,6 +152,6 @@ def test_policy_refusals_and_ordinary_failures_naming_a_hook_are_not_hook_denial
     """Only the CLI's own words make a hook refusal: a command's output about a git hook is
     an ordinary failure."""
     record = process_stream(io.BytesIO(_one_call("shellToolCall", result)), None)
-    groups = record.grouped()
+    groups = record.stream.grouped()
     assert not groups.hook_denied
     assert len(getattr(groups, group)) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -17,7 +18,7 @@ from cursor_agent_action.runner_io import AGENT_MARK, Runner
 from cursor_agent_action.stream import engine as pipeline
 from cursor_agent_action.stream import events
 from cursor_agent_action.stream import livelog as logrender
-from cursor_agent_action.stream.engine import StreamProcessor, load_record, process_stream
+from cursor_agent_action.stream.engine import StreamProcessor, load_report, process_stream
 from cursor_agent_action.stream.report import RESULT_OUTPUT_LIMIT, cap_text, report
 from tests.support.runner import RUNNER_ENV
 from tests.support.stream import FIXTURES, processed_commands
@@ -54,7 +55,8 @@ def test_report_writes_every_output_and_the_result_file(tmp_path: Path) -> None:
     # The one refused call is a denial, not also a failure.
     assert (outputs["tool-calls"], outputs["failed-tool-calls"]) == ("11", "0")
     assert outputs["permission-denials"] == "1"
-    assert Path(outputs["result-file"]).read_text() == outputs["result"] == record.result_text
+    result = record.stream.result_text
+    assert Path(outputs["result-file"]).read_text() == outputs["result"] == result
     assert outputs["final-message"].startswith("Updated the docs")
     assert outputs["transcript-file"] == "/t"
 
@@ -122,7 +124,7 @@ def test_byte_by_byte_feed_equals_whole_input(tmp_path: Path) -> None:
     processor = StreamProcessor(None)
     for i in range(len(data)):
         processor.feed(data[i : i + 1])
-    assert processor.close() == whole
+    assert processor.close() == whole.stream
 
 
 def test_fast_path_reconstructs_the_clis_result_text() -> None:
@@ -130,8 +132,8 @@ def test_fast_path_reconstructs_the_clis_result_text() -> None:
     lines = (FIXTURES / "corpus-segmented-turn.jsonl").read_bytes().splitlines(keepends=True)
     expected = json.loads(lines[-1])["result"]
     record = process_stream(io.BytesIO(b"".join(lines[:-1])), None)
-    assert record.result_text == expected
-    assert not record.has_result
+    assert record.stream.result_text == expected
+    assert not record.stream.has_result
 
 
 def test_finished_turns_true_at_the_result_event_and_close_is_idempotent() -> None:
@@ -199,10 +201,10 @@ def test_read_error_keeps_what_was_read_and_says_so() -> None:
     data = (FIXTURES / "corpus-usage.jsonl").read_bytes()
     record = process_stream(_FailingSource(data), None)  # type: ignore[arg-type]
     assert record.conclusion == "success"
-    assert record.notes == [
+    assert record.notes == (
         "Reading the transcript failed (Input/output error); the report covers only what "
-        "was read before."
-    ]
+        "was read before.",
+    )
 
 
 def test_unwritable_result_dir_is_a_note_not_a_crash(tmp_path: Path) -> None:
@@ -248,9 +250,9 @@ def test_huge_tool_result_and_agent_text_are_read_whole() -> None:
         {"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}}
     )
     record = process_stream(io.BytesIO(tool + b"\n" + say.encode()), None)
-    (call,) = record.tool_calls
+    (call,) = record.stream.tool_calls
     assert (call.kind, call.target, call.outcome) == ("read", "/w/big.txt", "success")
-    assert record.result_text == text
+    assert record.stream.result_text == text
 
 
 def test_unwritable_summary_warns_and_unwritable_outputs_fail_clearly(tmp_path: Path) -> None:
@@ -279,8 +281,8 @@ def test_no_piece_of_a_secret_survives_a_cut(tmp_path: Path, offset: int) -> Non
                           "result": {"error": {"errorMessage": filler[:5000]}}}}}  # fmt: skip
     junk = ("x" * min(offset, 100) + SECRET + " not json").encode()
     record = process_stream(io.BytesIO(_lines(say, shell) + junk + b"\n"), runner)
-    record.stderr = "e" * offset + SECRET + "f" * 9000
-    record.notes.append(filler[:1200])
+    record = dataclasses.replace(record, stderr="e" * offset + SECRET + "f" * 9000,
+                                 notes=(*record.notes, filler[:1200]))
     report(record, runner, result_dir=tmp_path / "r")
     outputs = parse_output_file((tmp_path / "out").read_text())
     shown = log.getvalue().replace(f"::add-mask::{SECRET}\n", "", 1)
@@ -290,11 +292,11 @@ def test_no_piece_of_a_secret_survives_a_cut(tmp_path: Path, offset: int) -> Non
     assert [text.count(piece) for text in written] == [0] * len(written)
 
 
-def test_load_record_redacts_before_cutting() -> None:
-    record = load_record(FIXTURES / "docs-update.jsonl", redact=lambda text: text.replace(
+def test_load_report_redacts_before_cutting() -> None:
+    record = load_report(FIXTURES / "docs-update.jsonl", redact=lambda text: text.replace(
         "acme_widgets", "***"))  # fmt: skip
-    assert all("acme_widgets" not in call.target for call in record.tool_calls)
-    assert any("***" in call.target for call in record.tool_calls)
+    assert all("acme_widgets" not in call.target for call in record.stream.tool_calls)
+    assert any("***" in call.target for call in record.stream.tool_calls)
 
 
 def _agent_text(log: str) -> str:

@@ -10,7 +10,6 @@ version on generated input, so a fast path can never report, redact or print som
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import itertools
 import json
@@ -35,7 +34,7 @@ from cursor_agent_action.redact import (
 from cursor_agent_action.runner_io import _CONTROL, Runner, _visible, has_control, one_line
 from cursor_agent_action.stream import toolcalls
 from cursor_agent_action.stream.aggregate import SEGMENTS_KEPT_CHARS, Aggregator
-from cursor_agent_action.stream.engine import load_record
+from cursor_agent_action.stream.engine import load_report
 from cursor_agent_action.stream.events import (
     AssistantEvent,
     _assistant,
@@ -43,7 +42,7 @@ from cursor_agent_action.stream.events import (
     parse_line,
 )
 from cursor_agent_action.stream.livelog import LogRenderer, describe_outcome, format_duration
-from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.record import StreamResult, ToolCallRecord
 from cursor_agent_action.stream.toolcalls import (
     ToolCallEvent,
     json_int,
@@ -310,17 +309,17 @@ def test_the_contents_only_search_writes_the_same_log_as_a_full_pass(
 
 
 @st.composite
-def records(draw: st.DrawFn) -> RunRecord:
+def records(draw: st.DrawFn) -> StreamResult:
     calls = draw(st.lists(st.builds(
         ToolCallRecord, st.just("id"), st.sampled_from(["shell", "read"]), st.just("t"),
         st.sampled_from(["success", "error", "pending", "unknown", "rejected", "x"]),
         refused_by=st.sampled_from(["", "", "policy", "hook"])), max_size=30))  # fmt: skip
-    return RunRecord(tool_calls=calls)
+    return StreamResult(tool_calls=tuple(calls))
 
 
 @SETTINGS
 @given(record=records())
-def test_grouped_sorts_each_call_as_its_own_predicates_say(record: RunRecord) -> None:
+def test_grouped_sorts_each_call_as_its_own_predicates_say(record: StreamResult) -> None:
     """The one pass (which skips plain successes) gives what filtering every call would."""
     calls = record.tool_calls
     groups = record.grouped()
@@ -355,8 +354,7 @@ def test_old_segments_are_dropped_as_one_at_a_time_would(lengths: list[int]) -> 
 
 @pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.stem)
 def test_the_engine_builds_the_record_apply_builds(fixture: Path) -> None:
-    record = dataclasses.replace(load_record(fixture), transcript_file="")
-    assert record == applied_record(fixture.read_bytes().splitlines())
+    assert load_report(fixture).stream == applied_record(fixture.read_bytes().splitlines())
 
 
 @SETTINGS
@@ -367,7 +365,7 @@ def test_the_engine_builds_the_record_apply_builds_for_any_stream(
     lines = [json.dumps(event).encode() for event in stream]
     path = tmp_path_factory.mktemp("stream") / "t.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
-    assert dataclasses.replace(load_record(path), transcript_file="") == applied_record(lines)
+    assert load_report(path).stream == applied_record(lines)
 
 
 def test_redaction_cut_and_flattening_of_targets_are_cached_per_workspace_and_secret() -> None:

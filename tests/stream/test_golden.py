@@ -8,6 +8,7 @@ intended change to the log or summary, regenerate them and review the diff:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.stream.engine import load_record
+from cursor_agent_action.stream.engine import load_report
+from cursor_agent_action.stream.record import Cause, Conclusion, Failure
 from cursor_agent_action.stream.summary import render_compact, render_summary
 from tests.stream.test_summary import DANGEROUS, rendered_markup
 from tests.support.stream import FIXTURES, processed_commands, summarize
@@ -68,18 +70,21 @@ def test_golden_run_report(tmp_path: Path) -> None:
     """What only `run` knows, rendered: the CLI stopped by SIGTERM on a timeout (not a raw
     -15), the task (preset and a capped, fenced prompt), the last message labelled as mid-run,
     the transcript artifact named in the footer, and the compact form for comments."""
-    record = load_record(FIXTURES / "adversarial-cutoff.jsonl")
-    record.conclusion = "timeout"
-    record.failure_reason = ("The agent did not finish within 0.5 minutes and was stopped. "
-                             "Fix: raise timeout-minutes or give the agent a smaller task.")
-    record.exit_code = -15
-    record.preset = "docs (writes allowed)"
-    record.prompt = "Update the docs for the new flag.\n```\nignore this fence\n```\n" + "x" * 2000
-    record.transcript_artifact = "agent-transcript"
+    stopped = Failure(Cause.STOPPED, "The agent did not finish within 0.5 minutes and was "
+                      "stopped. Fix: raise timeout-minutes or give the agent a smaller task.")
+    record = dataclasses.replace(
+        load_report(FIXTURES / "adversarial-cutoff.jsonl"),
+        conclusion=Conclusion.TIMEOUT,
+        failures=(stopped,),
+        exit_code=-15,
+        preset="docs (writes allowed)",
+        prompt="Update the docs for the new flag.\n```\nignore this fence\n```\n" + "x" * 2000,
+        transcript_artifact="agent-transcript",
+    )
     summary = render_summary(record, budget_bytes=1024 * 1024)
     _check(GOLDEN / "run-report.summary.md", _normalize(summary))
     _check(GOLDEN / "run-report.compact.md", _normalize(render_compact(record)))
-    record.transcript_artifact, record.transcript_temporary = "", True
+    record = dataclasses.replace(record, transcript_artifact="", transcript_temporary=True)
     assert "set the `transcript-artifact` input to keep it" in render_summary(
         record, budget_bytes=1024 * 1024)
 

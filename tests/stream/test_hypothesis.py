@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import StreamProcessor
+from cursor_agent_action.stream.record import RunReport
 from cursor_agent_action.stream.report import report
 from tests.stream.test_engine import OUTPUT_NAMES
 from tests.support.runner import RUNNER_ENV
@@ -76,8 +77,7 @@ def _check_report(tmp_path: Path, data: bytes, cuts: list[int], budget_used: int
         processor.feed(data[start:cut])
         start = cut
     processor.feed(data[start:])
-    record = processor.close()
-    report(record, runner, result_dir=tmp_path / "results")
+    report(RunReport.of_stream(processor.close()), runner, result_dir=tmp_path / "results")
     outputs = parse_output_file(out.read_text("utf-8"))
     assert list(outputs) == OUTPUT_NAMES
     assert outputs["conclusion"] in ("success", "failure")

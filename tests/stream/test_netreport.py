@@ -18,7 +18,7 @@ from cursor_agent_action.stream.netreport import (
     Refusal,
     ReportError,
 )
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
 from cursor_agent_action.stream.summary import render_summary
 from tests.stream.test_network_summary import HOSTILE, SECRET, wall_json, wall_report
 from tests.stream.test_summary import DANGEROUS, rendered_markup
@@ -151,7 +151,7 @@ def test_a_huge_hostile_report_is_read_bounded_and_renders_within_budget() -> No
     assert text.count("\n| `") <= 2 * network.ROWS
     for bad in DANGEROUS:
         assert bad not in rendered_markup(text), bad
-    record = RunRecord(conclusion="success", model="m", network=report)
+    record = RunReport(StreamResult(model="m"), Conclusion.SUCCESS, network=report)
     assert utf8_len(render_summary(record, budget_bytes=20_000)) <= 20_000
 
 

@@ -12,7 +12,7 @@ from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream import network
 from cursor_agent_action.stream.netreport import NetReport
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
 from cursor_agent_action.stream.report import report
 from cursor_agent_action.stream.summary import render_summary
 from tests.stream.test_summary import DANGEROUS, rendered_markup
@@ -46,13 +46,13 @@ def wall_report(**changes: Any) -> NetReport:
 
 
 def test_without_a_report_the_summary_has_no_network_section_and_the_output_is_empty() -> None:
-    record = RunRecord(conclusion="success", model="m")
+    record = RunReport(StreamResult(model="m"), Conclusion.SUCCESS)
     assert "Network" not in render_summary(record, budget_bytes=100_000)
     assert network.denials(None) == ""
 
 
 def test_the_section_lists_what_was_allowed_reached_and_refused() -> None:
-    record = RunRecord(conclusion="success", model="m", network=wall_report())
+    record = RunReport(StreamResult(model="m"), Conclusion.SUCCESS, network=wall_report())
     text = render_summary(record, budget_bytes=100_000)
     assert "**Network:** restricted, 5 refused" in text
     section = text[text.index("### Network"):]
@@ -103,7 +103,7 @@ def test_report_redacts_the_network_report_and_sets_network_denials(tmp_path: Pa
     summary = tmp_path / "summary.md"
     runner = Runner(stdout=io.StringIO(), output_file=out, summary_file=summary,
                     secrets=[SECRET])
-    record = RunRecord(conclusion="success", model="m", network=wall_report())
+    record = RunReport(StreamResult(model="m"), Conclusion.SUCCESS, network=wall_report())
     report(record, runner, result_dir=tmp_path / "r")
     assert parse_output_file(out.read_text())["network-denials"] == "5"
     assert SECRET not in summary.read_text()

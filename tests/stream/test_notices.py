@@ -93,7 +93,7 @@ def test_responses_answer_their_own_request_by_id_then_by_type() -> None:
         _response("webFetchRequestQuery", {"webFetchRequestResponse": {"approved": {}}}),
         _response("shellRequestQuery", {"id": 5, "rejected": {"reason": "no"}}),
     )), None)
-    assert record.interactions == [
+    assert list(record.stream.interactions) == [
         Interaction("askQuestionInteractionQuery", "1", "first?", "rejected",
                     "Questions skipped by the user"),
         Interaction("webFetchRequestQuery", "2", "https://x.test", "approved", ""),
@@ -105,8 +105,8 @@ def test_questions_beyond_the_cap_are_counted_not_kept() -> None:
     asks = [_request("askQuestionInteractionQuery", {"title": f"q{i}"}, i)
             for i in range(INTERACTIONS_KEPT + 3)]  # fmt: skip
     record = process_stream(io.BytesIO(_stream(*asks)), None)
-    assert len(record.interactions) == INTERACTIONS_KEPT
-    assert record.interactions_left_out == 3
+    assert len(record.stream.interactions) == INTERACTIONS_KEPT
+    assert record.stream.interactions_left_out == 3
     summary = render_summary(record, budget_bytes=1024 * 1024)
     assert f"### Questions and prompts from the agent ({INTERACTIONS_KEPT + 3:,})" in summary
 

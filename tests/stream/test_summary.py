@@ -10,8 +10,15 @@ import pytest
 
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.markdown import utf8_len
-from cursor_agent_action.stream.engine import load_record
-from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.engine import load_report
+from cursor_agent_action.stream.record import (
+    Cause,
+    Conclusion,
+    Failure,
+    RunReport,
+    StreamResult,
+    ToolCallRecord,
+)
 from cursor_agent_action.stream.summary import render_compact, render_summary
 from tests.support.stream import FIXTURES, summarize
 
@@ -37,13 +44,12 @@ def rendered_markup(markdown: str) -> str:
     return re.sub(r"(`+)(?:(?!\1).)+?\1", "", text.replace("\\|", ""))
 
 
-def _big_record(calls: int = 5000, message_bytes: int = 2_000_000) -> RunRecord:
-    return RunRecord(
-        conclusion="failure",
-        failure_reason="The stream ended without a result event.",
+def _big_record(calls: int = 5000, message_bytes: int = 2_000_000) -> RunReport:
+    stream = StreamResult(
+        failure="The stream ended without a result event.",
         model="Auto",
         final_message="é" * (message_bytes // 2),
-        tool_calls=[
+        tool_calls=tuple(
             ToolCallRecord(
                 f"id-{i}",
                 "shell",
@@ -54,10 +60,15 @@ def _big_record(calls: int = 5000, message_bytes: int = 2_000_000) -> RunRecord:
                 i,
             )
             for i in range(calls)
-        ],
-        files_changed=[f"src/file_{i}.py" for i in range(3000)],
+        ),
+    )
+    return RunReport(
+        stream,
+        Conclusion.FAILURE,
+        (Failure(Cause.NO_RESULT, stream.failure),),
+        files_changed=tuple(f"src/file_{i}.py" for i in range(3000)),
         stderr="fatal\n" * 10_000,
-        notes=["git status shows a file the transcript does not mention"],
+        notes=("git status shows a file the transcript does not mention",),
     )
 
 
@@ -76,7 +87,7 @@ def test_cut_sections_say_what_was_left_out() -> None:
 
 
 def test_headline_has_the_ten_second_facts() -> None:
-    record = load_record(FIXTURES / "docs-update.jsonl")
+    record = load_report(FIXTURES / "docs-update.jsonl")
     head = render_summary(record, budget_bytes=100_000).split("\n\n", 3)
     assert head[0] == "## ✅ Cursor agent: success"
     for fact in ("GPT-5.4 Mini Low", "48.2 s", "31,877 in", "1,204 out", "118,528 cache read",
@@ -85,7 +96,7 @@ def test_headline_has_the_ten_second_facts() -> None:
 
 
 def test_agent_markup_never_renders() -> None:
-    record = load_record(FIXTURES / "adversarial-injection.jsonl")
+    record = load_report(FIXTURES / "adversarial-injection.jsonl")
     summary = render_summary(record, budget_bytes=1_000_000)
     outside = rendered_markup(summary)
     for marker in DANGEROUS:
@@ -105,33 +116,34 @@ def test_compact_form_fits_and_stays_inert() -> None:
     assert "[job](<https://github.com/o/r/actions/runs/1>)" in compact
     assert "javascript" not in compact
     assert "final message cut to fit" in compact
-    injected = render_compact(load_record(FIXTURES / "adversarial-injection.jsonl"))
+    injected = render_compact(load_report(FIXTURES / "adversarial-injection.jsonl"))
     for marker in DANGEROUS:
         assert marker not in rendered_markup(injected)
 
 
 def test_compact_form_of_a_small_run_is_whole() -> None:
-    compact = render_compact(load_record(FIXTURES / "docs-update.jsonl"))
+    compact = render_compact(load_report(FIXTURES / "docs-update.jsonl"))
     assert compact.startswith("✅ **Cursor agent: success**")
     assert "git is blocked" in compact
     assert "`docs/upgrading.md`" in compact
 
 
-def test_load_record_reads_silently_and_names_the_transcript(
+def test_load_report_reads_silently_and_names_the_transcript(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = FIXTURES / "corpus-usage.jsonl"
-    record = load_record(path)
-    assert (record.conclusion, record.result_text, record.input_tokens) == ("success", "ok", 20450)
+    record = load_report(path)
+    stream = record.stream
+    assert (record.conclusion, stream.result_text, stream.input_tokens) == ("success", "ok", 20450)
     assert record.transcript_file == str(path)
     assert capsys.readouterr().out == ""
 
 
-def test_load_record_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+def test_load_report_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="does not exist"):
-        load_record(tmp_path / "nope.jsonl")
+        load_report(tmp_path / "nope.jsonl")
     with pytest.raises(UsageError, match="is a directory"):
-        load_record(tmp_path)
+        load_report(tmp_path)
 
 
 def test_long_tables_stop_at_max_rows_or_at_the_size_limit() -> None:

@@ -6,7 +6,7 @@ Found by the shape of the code, not by a list kept by hand:
 - ``X(message, ...)`` where ``X`` is :class:`cursor_agent_action.errors.ActionError` or a
   subclass of it (any module's), the message first: raised there, or returned to be raised;
 - ``runner.warning(message, ...)`` and ``runner.error(message, ...)``;
-- ``fail_run(record, message)`` (a run that fails after the agent ran);
+- ``verdict.fail(Cause.X, message)`` (a run that fails after the agent ran);
 - what a function named ``*_warning`` returns (a warning built in one place, printed in another);
 - and the action's shell steps (:func:`shell_messages`).
 
@@ -74,6 +74,12 @@ def _error_classes(trees: dict[str, ast.Module]) -> set[str]:
     return names
 
 
+def _is_cause(node: ast.expr) -> bool:
+    """``Cause.SOMETHING``: the first argument of ``Verdict.fail``."""
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "Cause")
+
+
 def _called(node: ast.Call) -> str:
     func = node.func
     return func.id if isinstance(func, ast.Name) else (
@@ -100,7 +106,7 @@ def messages() -> list[Message]:
                 elif name in ("warning", "error") and isinstance(node.func, ast.Attribute):
                     text = _text(node.args[0])
                     kind = name
-                elif name == "fail_run" and len(node.args) > 1:
+                elif name == "fail" and len(node.args) > 1 and _is_cause(node.args[0]):
                     text, kind = _text(node.args[1]), "error"
                 else:
                     continue

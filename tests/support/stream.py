@@ -17,7 +17,7 @@ from cursor_agent_action.cli import main
 from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.stream.aggregate import Aggregator
 from cursor_agent_action.stream.events import parse_line
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import StreamResult
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -106,8 +106,8 @@ def processed_commands(log: str) -> list[tuple[str, str, str]]:
     return commands
 
 
-def applied_record(lines: list[bytes]) -> RunRecord:
-    """The record ``Aggregator.apply`` builds line by line (no engine, no fast path)."""
+def applied_record(lines: list[bytes]) -> StreamResult:
+    """The result ``Aggregator.apply`` builds line by line (no engine, no fast path)."""
     aggregator = Aggregator()
     for line in lines:
         if line.strip():

@@ -19,26 +19,15 @@ from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent.box.contract import BoxStatus, Listed
 from cursor_agent_action.agent.box.upper import RealTree
 from cursor_agent_action.agent.permissions import Policy
+from cursor_agent_action.agent.verdict import Verdict
 from cursor_agent_action.docfiles import usually_executed
 from cursor_agent_action.runner_io import listing
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import Cause
 from cursor_agent_action.worktree import MAX_PATH_BYTES, shown_path
 
 PATCH_NAME = "changes.patch"
 ABSENT = (changeset.ABSENT_MODE, "")
 """A path the tree did not have before the run (its object id filled in when compared)."""
-
-
-def git_config_files(workspace: Path) -> list[Path]:
-    """The repository's own config files (where fsmonitor, hooks and filter drivers live)."""
-    try:
-        done = safegit.run(["rev-parse", "--absolute-git-dir"], workspace)
-    except (OSError, safegit.GitNotFound):
-        return []
-    if done.returncode != 0:
-        return []
-    root = Path(os.fsdecode(done.stdout.strip()))
-    return [root / "config", root / "config.worktree"]
 
 
 @dataclass
@@ -74,6 +63,15 @@ class ChangeTracker:
         hashed now, as the base of the changes after the run."""
         self.workspace = workspace
         self.repo = changeset.repository_root(workspace)
+        # The repository's own config files (where fsmonitor, hooks and filter drivers live),
+        # also of a repository with no commit yet.
+        self.git_config_files: list[Path] = []
+        try:
+            git_dir = safegit.git_dir(workspace)
+        except (safegit.GitFailed, safegit.GitNotFound):
+            pass
+        else:
+            self.git_config_files = [git_dir / "config", git_dir / "config.worktree"]
         self.baseline: changeset.Baseline | None = None
         self.touched: dict[str, tuple[str, str]] = {}  # path -> its state before the run
         self.problem = ""
@@ -97,25 +95,26 @@ class ChangeTracker:
             self.problem = str(exc)
             self.repo = None
 
-    def finish(self, record: RunRecord, patch_dir: Path, ignore: set[Path]) -> Handoff:
-        """Compute the changes, write the patch, and set ``record.files_changed``."""
+    def finish(self, verdict: Verdict, patch_dir: Path, ignore: set[Path]) -> Handoff:
+        """Compute the changes, write the patch, and set ``verdict.files_changed``."""
         if self.repo is None:
             why = f" ({self.problem})" if self.problem else ""
             message = (f"{self.workspace} is not a git work tree with a commit{why}: "
                        "files-changed lists only what the write tools reported, and there is "
                        "no patch.")
-            record.notes.append(message)
-            return Handoff("", bool(record.files_changed), message)
+            verdict.notes.append(message)
+            return Handoff("", bool(verdict.files_changed), message)
         try:
             changes = (changeset.compute(self.repo, self.baseline) if self.baseline is not None
                        else _touched_changes(self.repo, self.touched))
         except (changeset.ChangesetError, OSError) as exc:
             message = (f"The changes could not be computed: {exc}. files-changed lists only "
                        "what the write tools reported, and there is no patch.")
-            record.notes.append(message)
-            return Handoff("", bool(record.files_changed), message)
-        skip = {os.path.relpath(path, self.repo) for path in ignore
-                if path.is_relative_to(self.repo)}  # fmt: skip
+            verdict.notes.append(message)
+            return Handoff("", bool(verdict.files_changed), message)
+        skip = {
+            os.path.relpath(path, self.repo) for path in ignore if path.is_relative_to(self.repo)
+        }
         changes.entries = [entry for entry in changes.entries if entry.path not in skip]
         for paths, what in ((changes.skipped, "nested git repositories (a submodule's "
                                               "checkout)"),
@@ -123,20 +122,21 @@ class ChangeTracker:
                             (changes.too_long, f"paths longer than {MAX_PATH_BYTES:,} "
                                                "bytes")):
             if paths:
-                record.notes.append(f"{len(paths)} path(s) are not in the patch: {what}: "
+                verdict.notes.append(f"{len(paths)} path(s) are not in the patch: {what}: "
                                     f"{listing([shown_path(p) for p in paths])}.")
-        _cross_check(record, {self._relative(self.repo, entry.path) for entry in changes.entries})
+        _cross_check(verdict, {self._relative(self.repo, entry.path) for entry in changes.entries})
         try:
             links_refused, links_kept = changeset.links(self.repo, changes)
         except changeset.ChangesetError as exc:
             links_refused, links_kept = [f"(the links could not be read: {exc})"], []
         if links_kept:
-            record.notes.append(_links_note(links_kept))
+            verdict.notes.append(_links_note(links_kept))
         if links_refused:
-            _fail(record, links_failure(links_refused, len(links_refused),
-                                        contained=self.applied_box))
+            verdict.fail(Cause.REFUSED_CHANGES, links_failure(
+                links_refused, len(links_refused), contained=self.applied_box))
         if reads := changeset.includes_outside(self.repo, changes):
-            _fail(record, includes_failure(reads, contained=self.applied_box))
+            verdict.fail(Cause.REFUSED_CHANGES,
+                         includes_failure(reads, contained=self.applied_box))
         patch = patch_dir / PATCH_NAME
         changeset.write_patch(self.repo, changes, patch)
         return Handoff(str(patch), bool(changes.entries))
@@ -148,8 +148,11 @@ class ChangeTracker:
         what the box left behind is said in the notes. What the policy does not allow is
         applied and fails the run (:func:`check_policy`), as for an uncontained run."""
         notes = _left_behind(status)
-        refused = ([self._relative(self.repo, path) for path in status.protected.paths]
-                   if self.repo else [])  # fmt: skip
+        refused = (
+            [self._relative(self.repo, path) for path in status.protected.paths]
+            if self.repo
+            else []
+        )
         count = status.protected.count
         links_count = status.links_refused.count
         reads = list(status.includes_refused.paths)
@@ -160,7 +163,10 @@ class ChangeTracker:
                            links_refused=list(status.links_refused.paths),
                            links_refused_count=links_count, includes_refused=reads)
         try:
-            self._note_touched(self.repo, status.patch)
+            done = safegit.run(["apply", "--numstat", "-z", status.patch], self.repo)
+            if done.returncode != 0:
+                raise changeset.ChangesetError("git apply --numstat failed")
+            self._note_touched(self.repo, done.stdout)
         except (changeset.ChangesetError, OSError) as exc:
             return Applied([], notes, f"the patch's paths could not be read: {exc}")
         # Checked whole first: a patch git cannot apply leaves the tree as it was.
@@ -175,14 +181,15 @@ class ChangeTracker:
             return Applied([], notes, f"git apply failed: {words or done.returncode}")
         return Applied(refused, notes, refused_count=count)
 
-    def _note_touched(self, repo: Path, patch: str) -> None:
-        """Before a box's patch is applied: the state of each path it touches that no earlier
-        patch touched, as the base of the run's changes (hashed: only these paths)."""
-        done = safegit.run(["apply", "--numstat", "-z", patch], repo)
-        if done.returncode != 0:
-            raise changeset.ChangesetError("git apply --numstat failed")
-        paths = [os.fsdecode(record.split(b"\t", 2)[2]) for record in done.stdout.split(b"\0")
-                 if record.count(b"\t") >= 2]  # fmt: skip
+    def _note_touched(self, repo: Path, numstat: bytes) -> None:
+        """Before a box's patch is applied: the state of each path it touches (``numstat``:
+        ``git apply --numstat -z`` of it) that no earlier patch touched, as the base of the
+        run's changes (hashed: only these paths)."""
+        paths = [
+            os.fsdecode(line.split(b"\t", 2)[2])
+            for line in numstat.split(b"\0")
+            if line.count(b"\t") >= 2
+        ]
         real = RealTree(repo)
         found: dict[str, os.stat_result] = {}
         for path in paths:
@@ -194,8 +201,9 @@ class ChangeTracker:
             else:
                 self.touched[path] = ABSENT
         oids = changeset.hash_paths(repo, sorted(found), found)
-        self.touched.update({path: (changeset.mode_of(info), oids[path])
-                             for path, info in found.items()})  # fmt: skip
+        self.touched.update(
+            {path: (changeset.mode_of(info), oids[path]) for path, info in found.items()}
+        )
 
     def _relative(self, repo: Path, path: str) -> str:
         """A repository path as files-changed shows it: relative to the workspace."""
@@ -257,27 +265,27 @@ def _left_behind(status: BoxStatus) -> list[str]:
 
 
 
-def _cross_check(record: RunRecord, changed: set[str]) -> None:
+def _cross_check(verdict: Verdict, changed: set[str]) -> None:
     """``files_changed`` becomes what the tree shows; a mismatch with the tools is noted."""
-    reported = set(record.files_changed)
+    reported = set(verdict.files_changed)
     inside = {path for path in reported if not path.startswith("/")}
     by_shell = sorted(changed - reported)
     unseen = sorted(inside - changed)
     outside = sorted(path for path in reported if path.startswith("/"))
-    record.files_changed = sorted(changed | set(outside))
+    verdict.files_changed = sorted(changed | set(outside))
     if by_shell:
-        record.notes.append(
+        verdict.notes.append(
             f"{len(by_shell)} file(s) changed in the working tree without a write tool "
             f"(e.g. through the shell): {listing(by_shell)}."
         )
     if unseen:
-        record.notes.append(
+        verdict.notes.append(
             f"{len(unseen)} file(s) reported written by a tool show no change in the working "
             f"tree (same content, reverted, or ignored by .gitignore): {listing(unseen)}."
         )
 
 
-def check_policy(record: RunRecord, policy: Policy) -> list[str]:
+def check_policy(verdict: Verdict, policy: Policy) -> list[str]:
     """Fail the run if the workspace changed where the policy does not allow writing, or (under
     read-only and docs) if a write tool wrote outside the workspace; the warnings to annotate.
 
@@ -286,7 +294,7 @@ def check_policy(record: RunRecord, policy: Policy) -> list[str]:
     """
     warnings: list[str] = []
     denied = [
-        path for path in record.files_changed
+        path for path in verdict.files_changed
         if not path.startswith("/") and not policy.permits_write(path)
     ]
     if denied:
@@ -298,21 +306,22 @@ def check_policy(record: RunRecord, policy: Policy) -> list[str]:
                    "files, and the docs preset never writes them. Fix: review and revert them "
                    "before publishing; for a task that must change them, use permissions: edit "
                    "with allow tokens naming them.")
-        _fail(record, (
+        verdict.fail(Cause.POLICY, (
             f"The agent changed {len(denied)} file(s) that the {policy.preset} policy does not "
             f"allow writing: {listing(denied)}. {fix}"
         ))
-    outside = [path for path in record.files_changed if path.startswith("/")]
+    outside = [path for path in verdict.files_changed if path.startswith("/")]
     if outside:
         message = (
             f"The agent wrote {len(outside)} file(s) outside the working directory: "
             f"{listing(outside)}. They are not in the patch, and a later step may read them."
         )
         if policy.preset in ("read-only", "docs"):
-            _fail(record, f"{message} Fix: nothing outside the working directory may be "
-                          f"written under the {policy.preset} preset; review what the agent ran.")
+            verdict.fail(Cause.POLICY, f"{message} Fix: nothing outside the working directory "
+                         f"may be written under the {policy.preset} preset; review what the "
+                         "agent ran.")
         else:
-            record.notes.append(message)
+            verdict.notes.append(message)
             warnings.append(message)
     return warnings
 
@@ -341,10 +350,3 @@ def links_failure(refused: list[str], count: int, *, contained: bool) -> str:
             "review what the agent ran (the transcript); links must stay inside the "
             "repository.")
 
-
-def _fail(record: RunRecord, message: str) -> None:
-    if record.conclusion == "success":
-        record.conclusion = "failure"
-        record.failure_reason = message
-    else:
-        record.notes.append(message)

@@ -35,8 +35,12 @@ HOME_FILE = ".cursor/sandbox.json"
 """Where the CLI reads the user-level sandbox settings, relative to its HOME."""
 
 CURSOR_DOMAINS = (
-    "cursor.com", "*.cursor.com", "*.cursor.sh", "*.cursorapi.com", "*.cursor-cdn.com",
-)  # fmt: skip
+    "cursor.com",
+    "*.cursor.com",
+    "*.cursor.sh",
+    "*.cursorapi.com",
+    "*.cursor-cdn.com",
+)
 """The domains the Cursor CLI itself talks to (cursor.com/docs/enterprise/network-configuration):
 the caller's value for ``domains`` until the network wall's allow-list is an input."""
 
@@ -47,8 +51,7 @@ _FLAG = re.compile(rb"(^|\s)--sandbox\b")
 _DOMAIN = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
 
 
-def sandbox_json(*, read_only: bool, domains: Sequence[str],
-                 writable: Sequence[str] = ()) -> str:  # fmt: skip
+def sandbox_json(*, read_only: bool, domains: Sequence[str], writable: Sequence[str] = ()) -> str:
     """The home ``sandbox.json``: the preset's filesystem mode and a deny-by-default network
     policy allowing only ``domains``. ``writable``: more paths a read-write preset's commands
     may write (e.g. the agent's ``TMPDIR`` in its home); a read-only preset gets none."""
@@ -88,8 +91,9 @@ def _kernel(release: str) -> tuple[int, int]:
     return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
 
 
-def probe(system: str | None = None, release: str | None = None,
-          read: Callable[[str], str | None] = _read) -> SandboxSupport:  # fmt: skip
+def probe(
+    system: str | None = None, release: str | None = None, read: Callable[[str], str | None] = _read
+) -> SandboxSupport:
     """Whether the CLI's sandbox can start here (the docs' requirements, checked where the
     kernel shows them; ``read`` returns a file's text or None)."""
     system = system or platform.system()

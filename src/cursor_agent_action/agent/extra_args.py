@@ -12,10 +12,16 @@ from collections.abc import Sequence
 from cursor_agent_action.errors import UsageError
 
 REFUSED: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
-    (("--force", "-f", "--yolo"), None,
-     "it lifts the allow list; the permissions preset decides (edit and docs pass --force)"),
-    (("--api-key", "-a"), None,
-     "argv is readable by every process on the runner; the key goes in CURSOR_API_KEY"),
+    (
+        ("--force", "-f", "--yolo"),
+        None,
+        "it lifts the allow list; the permissions preset decides (edit and docs pass --force)",
+    ),
+    (
+        ("--api-key", "-a"),
+        None,
+        "argv is readable by every process on the runner; the key goes in CURSOR_API_KEY",
+    ),
     (("--output-format",), None, "the action reads stream-json and sets it itself"),
     (("--print", "-p"), None, "the action always runs in print mode and sets it itself"),
     (("--resume",), None, "use the resume input"),
@@ -23,12 +29,15 @@ REFUSED: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
     (("--trust",), None, "the action passes it when the CLI supports it"),
     (("--workspace",), None, "use the working-directory input"),
     (("--sandbox",), "disabled", "it turns the CLI's own sandbox off"),
-    (("--approve-mcps",), None,
-     "the action passes it when mcp-config is given, for those servers alone; otherwise it "
-     "would start servers nobody configured for this run"),
+    (
+        ("--approve-mcps",),
+        None,
+        "the action passes it when mcp-config is given, for those servers alone; otherwise it "
+        "would start servers nobody configured for this run",
+    ),
     (("--add-dir",), None, "it widens what the agent can reach beyond the workspace"),
     (("--worktree",), None, "it moves the agent's work out of the checked workspace"),
-)  # fmt: skip
+)
 """(spellings, refused value or None for any, reason)."""
 
 _BY_NAME = {name: (value, reason) for names, value, reason in REFUSED for name in names}

@@ -287,9 +287,15 @@ def install_cli(
             verify_sha256(got, expected, version=version, platform=f"{os_name}/{arch}", url=url,
                           say=say, tell=tell)
             root = unpack(archive, staging / "unpacked", url)
-            marker = {"version": version, "os": os_name, "arch": arch, "url": url,
-                      "sha256": got, "verified": expected is not None,
-                      "tree": tree_digest(root, skip=MARKER)}  # fmt: skip
+            marker = {
+                "version": version,
+                "os": os_name,
+                "arch": arch,
+                "url": url,
+                "sha256": got,
+                "verified": expected is not None,
+                "tree": tree_digest(root, skip=MARKER),
+            }
             (root / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
             _place(root, version_dir,
                    lambda: _cached(version_dir, version, os_name, arch, expected), say,

@@ -83,9 +83,11 @@ class Prepared:
                                                 git_dir=git_dir, work_tree=real):
                     self.copy.dirty = changeset.baseline(real).dirty  # the copy's base
                 known = {**changeset.head_tree(real), **self.copy.dirty}
-                self.copy.absent = [path for path, (mode, _) in known.items()
-                                    if mode not in ("160000", changeset.ABSENT_MODE)
-                                    and path not in self.copy.stats]  # fmt: skip
+                self.copy.absent = [
+                    path
+                    for path, (mode, _) in known.items()
+                    if mode not in ("160000", changeset.ABSENT_MODE) and path not in self.copy.stats
+                ]
         store = Path(spec.chats_store)
         home.make_home(self.area / "home", agent, dict(spec.home_files),
                        store if store.is_dir() else None)
@@ -113,10 +115,9 @@ class Prepared:
         self.env["TMPDIR"] = str(tmp)
         rules = landlock.agent_rules(
             masks=[*spec.masks, str(real), str(self.area)],
-            writable=[str(self.area / "tree"), str(self.area / "home"), str(tmp),
-                      *spec.shares],
+            writable=[str(self.area / "tree"), str(self.area / "home"), str(tmp), *spec.shares],
             readable=[*spec.reveals, str(files)],
-        )  # fmt: skip
+        )
         self.ruleset = landlock.make_ruleset(rules, landlock.abi())
         if not _can_run(agent, self.argv[0]):  # said now, while another way is still open
             raise OSError(f"the agent's user {agent.name} cannot run the CLI at "

@@ -37,25 +37,27 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["mcpServers"],
     "additionalProperties": False,
-    "properties": {"mcpServers": {
-        "type": "object",
-        "minProperties": 1,
-        "propertyNames": {"pattern": "^[A-Za-z0-9_-]{1,64}$"},
-        "additionalProperties": {
+    "properties": {
+        "mcpServers": {
             "type": "object",
-            "oneOf": [{"required": ["command"]}, {"required": ["url"]}],
-            "properties": {
-                "command": {"type": "string", "minLength": 1},
-                "args": {"type": "array", "items": {"type": "string"}},
-                "env": _STRINGS,
-                "url": {"type": "string", "pattern": "^https?://"},
-                "headers": _STRINGS,
-                "type": {"enum": ["stdio", "sse", "http", "streamable-http"]},
+            "minProperties": 1,
+            "propertyNames": {"pattern": "^[A-Za-z0-9_-]{1,64}$"},
+            "additionalProperties": {
+                "type": "object",
+                "oneOf": [{"required": ["command"]}, {"required": ["url"]}],
+                "properties": {
+                    "command": {"type": "string", "minLength": 1},
+                    "args": {"type": "array", "items": {"type": "string"}},
+                    "env": _STRINGS,
+                    "url": {"type": "string", "pattern": "^https?://"},
+                    "headers": _STRINGS,
+                    "type": {"enum": ["stdio", "sse", "http", "streamable-http"]},
+                },
+                "additionalProperties": False,
             },
-            "additionalProperties": False,
-        },
-    }},
-}  # fmt: skip
+        }
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,15 @@ def parse_mcp_config(text: str, pass_env: Sequence[str]) -> McpConfig | None:
                          'Each server under "mcpServers" (a name of letters, digits, "_" and '
                          '"-") needs "command" (with "args", "env") or "url" (with "headers").')
     servers = config["mcpServers"]
-    names = sorted({name for server in servers.values()
-                    for field in ("env", "headers") for value in server.get(field, {}).values()
-                    for name in _ENV_REF.findall(value)})  # fmt: skip
+    names = sorted(
+        {
+            name
+            for server in servers.values()
+            for field in ("env", "headers")
+            for value in server.get(field, {}).values()
+            for name in _ENV_REF.findall(value)
+        }
+    )
     missing = [name for name in names if name not in pass_env]
     if missing:
         raise UsageError(f"mcp-config refers to ${{env:{missing[0]}}}, which pass-env does not "

@@ -1,4 +1,4 @@
-"""What a run's box said, into its record: the wall's report, a box that ended without a
+"""What a run's box said, into its verdict: the wall's report, a box that ended without a
 status (the run fails closed), the patch that could not come back, protected paths kept in the
 box, what stayed there; and the failures that outweigh the agent's own conclusion."""
 
@@ -14,30 +14,25 @@ from cursor_agent_action.agent.changes import (
     links_failure,
 )
 from cursor_agent_action.agent.process import AgentExit
+from cursor_agent_action.agent.verdict import Verdict
 from cursor_agent_action.runner_io import Runner, listing
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import Cause
 
 
-def fail_run(record: RunRecord, message: str) -> None:
-    """A failure that outweighs the run's own result (timeout and cancelled stay)."""
-    record.conclusion = "failure" if record.conclusion == "success" else record.conclusion
-    record.failure_reason = " ".join(filter(None, [message, record.failure_reason]))
-
-
-def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -> None:
+def conclude_box(verdict: Verdict, ended: AgentExit, applied: Applied | None) -> None:
     """What the box said: a failure when it ended without a status (the agent is not run
     again: the box fails closed) or its changes could not come back; what stayed in it."""
     status = ended.box.status if ended.box is not None else None
     if status is not None and status.network is not None:
-        record.network = status.network
-    if ended.box_error and record.has_result:  # the agent's own conclusion stands
-        record.notes.append(
+        verdict.network = status.network
+    if ended.box_error and verdict.stream.has_result:  # the agent's own conclusion stands
+        verdict.notes.append(
             f"The agent's box ended without a proper status after the agent's result "
             f"({ended.box_error}): nothing the agent changed was brought back, and it was not "
             "run again.")
         return
     if ended.box_error:
-        fail_run(record, (
+        verdict.fail(Cause.BOX, (
             f"The agent's box ended without a proper status ({ended.box_error}). Nothing the "
             "agent changed was brought back, and it was not run again. Fix: look at the agent's "
             "stderr and the transcript; a box killed for memory needs a smaller task."))
@@ -47,27 +42,28 @@ def conclude_box(record: RunRecord, ended: AgentExit, applied: Applied | None) -
         fix = ("Fix: a change that large, or that many files, needs a smaller task." if "over "
                in error else "Fix: is the working directory a git work tree with a commit? A "
                "read-only run needs none." if "git" in error else "")
-        fail_run(record, " ".join(filter(None, (
+        verdict.fail(Cause.BOX, " ".join(filter(None, (
             f"The agent's changes could not be computed in its box ({error}); none were "
             "brought back.", fix))))
     if applied is None:
         return
-    record.notes.extend(applied.notes)
+    verdict.notes.extend(applied.notes)
     if applied.error:
-        fail_run(record, f"The agent's changes could not be applied to the working tree "
+        verdict.fail(Cause.BOX, f"The agent's changes could not be applied to the working tree "
                          f"({applied.error}); none were.")
     if applied.refused:
-        fail_run(record, (
+        verdict.fail(Cause.REFUSED_CHANGES, (
             f"The agent changed {applied.refused_count} protected file(s) (the CLI's, git's or "
             f"the workflows' configuration): {listing(applied.refused)}. They, and every other "
             "change of this run, stayed in the box: the working tree and the patch have none of "
             "them. Fix: review what the agent "
             "ran (the transcript); such files are changed by people, not by the agent."))
     if applied.includes_refused:
-        fail_run(record, includes_failure(applied.includes_refused, contained=True))
+        verdict.fail(Cause.REFUSED_CHANGES,
+                    includes_failure(applied.includes_refused, contained=True))
     if applied.links_refused_count:
-        fail_run(record, links_failure(applied.links_refused, applied.links_refused_count,
-                                       contained=True))
+        verdict.fail(Cause.REFUSED_CHANGES, links_failure(
+            applied.links_refused, applied.links_refused_count, contained=True))
 
 
 def limits_label(ended: AgentExit) -> str:

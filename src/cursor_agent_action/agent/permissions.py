@@ -36,9 +36,23 @@ CLI_JSON_VERSION = 1
 # against the policy afterwards). Not `find` or `rg`: they run any program (`find -exec`,
 # `rg --pre`), like `xargs` in the floor; the CLI's own glob and grep tools search under Read().
 _READ_ONLY_SHELL = (
-    "basename", "cat", "cut", "diff", "dirname", "du", "echo", "file", "grep", "head", "ls",
-    "pwd", "realpath", "stat", "tail", "wc",
-)  # fmt: skip
+    "basename",
+    "cat",
+    "cut",
+    "diff",
+    "dirname",
+    "du",
+    "echo",
+    "file",
+    "grep",
+    "head",
+    "ls",
+    "pwd",
+    "realpath",
+    "stat",
+    "tail",
+    "wc",
+)
 
 # Never lifted. Writes that would change CI or the agent's own configuration, or plant git hooks
 # that run in our later `git commit`, at any depth (the CLI reads configuration from every
@@ -48,21 +62,68 @@ _READ_ONLY_SHELL = (
 # (`env curl ...`). The CLI matches these globs as written; Policy.permits_write (the check
 # after the run) and publish also compare case-folded and normalized names (protected.py).
 _FLOOR_WRITE = (
-    *(f"**/{name}/**" for name in PROTECTED_DIRS), "**/.git*", "**/AGENTS.md", "**/CLAUDE.md",
-    "**/.mcp.json", "**/.cursorrules", "**/.clinerules", "**/GEMINI.md", "**/.windsurfrules",
-)  # fmt: skip
+    *(f"**/{name}/**" for name in PROTECTED_DIRS),
+    "**/.git*",
+    "**/AGENTS.md",
+    "**/CLAUDE.md",
+    "**/.mcp.json",
+    "**/.cursorrules",
+    "**/.clinerules",
+    "**/GEMINI.md",
+    "**/.windsurfrules",
+)
 _SECRET_GLOBS = (
-    "**/.env*", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx", "**/*.jks", "**/*.keystore",
-    "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*", "**/.ssh/**", "**/.aws/**",
-    "**/.gnupg/**", "**/.docker/config.json", "**/.kube/config", "**/.npmrc", "**/.pypirc",
-    "**/.netrc", "**/.git-credentials", "**/.pgpass", "**/.yarnrc.yml", "**/credentials*",
+    "**/.env*",
+    "**/*.pem",
+    "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
+    "**/*.jks",
+    "**/*.keystore",
+    "**/id_rsa*",
+    "**/id_dsa*",
+    "**/id_ecdsa*",
+    "**/id_ed25519*",
+    "**/.ssh/**",
+    "**/.aws/**",
+    "**/.gnupg/**",
+    "**/.docker/config.json",
+    "**/.kube/config",
+    "**/.npmrc",
+    "**/.pypirc",
+    "**/.netrc",
+    "**/.git-credentials",
+    "**/.pgpass",
+    "**/.yarnrc.yml",
+    "**/credentials*",
     ".git/config",
-)  # fmt: skip
+)
 _FLOOR_SHELL = (
-    "curl", "doas", "env", "eval", "exec", "ftp", "gh", "git", "nc", "ncat", "netcat", "nohup",
-    "printenv", "rsync", "scp", "setsid", "sftp", "socat", "ssh", "su", "sudo", "telnet", "wget",
+    "curl",
+    "doas",
+    "env",
+    "eval",
+    "exec",
+    "ftp",
+    "gh",
+    "git",
+    "nc",
+    "ncat",
+    "netcat",
+    "nohup",
+    "printenv",
+    "rsync",
+    "scp",
+    "setsid",
+    "sftp",
+    "socat",
+    "ssh",
+    "su",
+    "sudo",
+    "telnet",
+    "wget",
     "xargs",
-)  # fmt: skip
+)
 
 FLOOR: tuple[str, ...] = tuple(
     sorted(
@@ -254,8 +315,11 @@ def build_policy(preset: str, allow: Sequence[str] = (), deny: Sequence[str] = (
             )
     # No web fetches and no MCP tools unless the workflow allows some explicitly: then the
     # CLI's deny-wins rule would cancel that allow, so the floor's blanket deny steps aside.
-    closed = {kind: f"{kind}({arg})" for kind, arg in (("WebFetch", "*"), ("Mcp", "*:*"))
-              if not any(t.startswith(f"{kind}(") for t in user_allow)}  # fmt: skip
+    closed = {
+        kind: f"{kind}({arg})"
+        for kind, arg in (("WebFetch", "*"), ("Mcp", "*:*"))
+        if not any(t.startswith(f"{kind}(") for t in user_allow)
+    }
     return Policy(
         preset=preset,
         allow=tuple(sorted({*_PRESET_ALLOW[preset], *user_allow})),

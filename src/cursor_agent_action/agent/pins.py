@@ -61,9 +61,11 @@ def verify_sha256(
 ) -> None:
     """Refuse an archive whose SHA-256 is not the expected one; say when none is expected."""
     if expected is None:
-        tell(f"Cursor CLI {version} ({platform}) is installed unverified: no SHA-256 is "
-             f"known for it (only the default {DEFAULT_CLI_VERSION} ships one). Its SHA-256 "
-             f"is {got}.")  # fmt: skip
+        tell(
+            f"Cursor CLI {version} ({platform}) is installed unverified: no SHA-256 is "
+            f"known for it (only the default {DEFAULT_CLI_VERSION} ships one). Its SHA-256 "
+            f"is {got}."
+        )
         return
     if got != expected:
         raise InstallError(

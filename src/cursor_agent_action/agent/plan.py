@@ -33,11 +33,31 @@ HELP_PROBE_TIMEOUT_S = 15.0
 # The agent's environment is built from these names only (plus --pass-env). Everything else,
 # in particular GITHUB_TOKEN, GH_TOKEN, ACTIONS_* and INPUT_*, never reaches it.
 ENV_ALLOWLIST = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
-    "CI", "GITHUB_ACTIONS", "RUNNER_OS", "RUNNER_ARCH", "CURSOR_API_KEY",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
-)  # fmt: skip
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "TMPDIR",
+    "CI",
+    "GITHUB_ACTIONS",
+    "RUNNER_OS",
+    "RUNNER_ARCH",
+    "CURSOR_API_KEY",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+)
 ENV_ALLOWLIST_PREFIXES = ("LC_",)
 
 
@@ -196,8 +216,9 @@ def accepts_trust(help_output: bytes) -> bool:
     return re.search(rb"(^|\s)--trust\b", help_output) is not None
 
 
-def build_argv(options: RunOptions, prompt_arg: str, *, trust: bool,
-               sandbox: str = "") -> list[str]:  # fmt: skip
+def build_argv(
+    options: RunOptions, prompt_arg: str, *, trust: bool, sandbox: str = ""
+) -> list[str]:
     """``sandbox``: the CLI's sandbox mode (``cli_sandbox.sandbox_mode``), "" for none."""
     argv = [str(options.agent_bin), "-p", "--output-format", "stream-json"]
     if sandbox:

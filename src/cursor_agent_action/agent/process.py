@@ -202,8 +202,9 @@ def run_agent_process(
             if not ended_by and not finished and (
                 stop.is_set() or now >= deadline or sink.over_budget
             ):
-                ended_by = ("cancelled" if stop.is_set() else
-                            "timeout" if now >= deadline else "budget")  # fmt: skip
+                ended_by = (
+                    "cancelled" if stop.is_set() else "timeout" if now >= deadline else "budget"
+                )
                 term_at = now
             if term_at is None and finished:
                 term_at = now + (0.0 if stop.is_set() else result_grace_s)

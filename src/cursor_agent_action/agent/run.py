@@ -3,9 +3,9 @@
 The agent gets the effective permission policy in ``.cursor/cli.json`` (restored afterwards),
 an allowlisted environment, a private ``CURSOR_CONFIG_DIR``, closed stdin and its prompt after
 ``--``. Its stdout goes to the transcript file (byte for byte, except secrets replaced by
-``***``) and live through the stream engine; the run record then gets the CLI's stderr
-(explained for known failures), the conclusions ``timeout``/``cancelled``, and a cross-check of
-the changed files against ``git status``.
+``***``) and live through the stream engine; the run's verdict (:mod:`.verdict`) then gets the
+CLI's stderr (explained for known failures), how the agent was stopped, and a cross-check of
+the changed files against ``git status``; the one report made of it is written once.
 """
 
 from __future__ import annotations
@@ -26,12 +26,7 @@ from cursor_agent_action.agent.answer import structured_outputs, with_structured
 from cursor_agent_action.agent.attempts import Ended, Next, next_step, retry_delay
 from cursor_agent_action.agent.box.net import notices as net_notices
 from cursor_agent_action.agent.cancel import interruptible, stop_on_signals
-from cursor_agent_action.agent.changes import (
-    Applied,
-    ChangeTracker,
-    check_policy,
-    git_config_files,
-)
+from cursor_agent_action.agent.changes import Applied, ChangeTracker, check_policy
 from cursor_agent_action.agent.failures import classify, explain_exit, stderr_excerpt
 from cursor_agent_action.agent.isolation import (
     ContainmentFailed,
@@ -44,7 +39,6 @@ from cursor_agent_action.agent.mcp import announce_servers
 from cursor_agent_action.agent.options import RunOptions, add_run_options, options_from_args
 from cursor_agent_action.agent.outcome import (
     conclude_box,
-    fail_run,
     limits_label,
     warn_missing_key,
     warn_persisted_credentials,
@@ -62,25 +56,22 @@ from cursor_agent_action.agent.process import AgentExit, run_agent_process
 from cursor_agent_action.agent.repo_config import PolicyGuard
 from cursor_agent_action.agent.runnerfiles import Restored, file_command_paths
 from cursor_agent_action.agent.structured import instruction
+from cursor_agent_action.agent.verdict import STOPPED, Described, Verdict
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.options import number_text
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
-from cursor_agent_action.stream.record import Conclusion, RunRecord
+from cursor_agent_action.stream.record import Cause, Conclusion, RunReport, StreamResult
 from cursor_agent_action.stream.report import report
 
 # -- the run -----------------------------------------------------------------------------------
 
-STOPPED: dict[str, Conclusion] = {"timeout": "timeout", "cancelled": "cancelled",
-                                  "budget": "budget"}
-"""How the agent was stopped (``AgentExit.ended_by``) -> the run's conclusion."""
-
 
 @dataclass
 class Attempt:
-    """One start of the agent: its record, how it ended, and (contained) what came back."""
+    """One start of the agent: its verdict, how it ended, and (contained) what came back."""
 
-    record: RunRecord
+    verdict: Verdict
     ended: AgentExit
     tampered: bool
     applied: Applied | None = None
@@ -106,11 +97,11 @@ def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None
         # Inside the guard: a change of the policy files comes back as tampering.
         if ended.box is not None and ended.box.status is not None and not ended.box_error:
             applied = tracker.apply_box(ended.box.status)
-    record = processor.close()
+    verdict = Verdict.of(processor.close())
     if guard.changes:
-        record.notes.append("The repository's CLI configuration was touched during the run and "
-                            f"has been restored: {'; '.join(guard.changes)}.")
-    return Attempt(record, ended, guard.tampered, applied)
+        verdict.notes.append("The repository's CLI configuration was touched during the run and "
+                             f"has been restored: {'; '.join(guard.changes)}.")
+    return Attempt(verdict, ended, guard.tampered, applied)
 
 
 def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str],
@@ -121,37 +112,37 @@ def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str]
     return make_box(options, environ, isolation)
 
 
-def _describe(record: RunRecord, options: RunOptions) -> None:
+def _described(options: RunOptions) -> Described:
     """What the report says about the request itself (once, for the whole run)."""
-    record.transcript_file = str(options.transcript)
-    record.transcript_artifact = options.transcript_artifact
-    record.transcript_temporary = options.transcript.is_relative_to(options.state_dir.parent)
-    record.preset = (f"{options.policy.preset} (writes "
-                     f"{'allowed' if options.policy.allows_writes else 'denied'})")
-    record.prompt = options.prompt
+    return Described(
+        transcript_file=str(options.transcript),
+        transcript_artifact=options.transcript_artifact,
+        transcript_temporary=options.transcript.is_relative_to(options.state_dir.parent),
+        preset=(f"{options.policy.preset} (writes "
+                f"{'allowed' if options.policy.allows_writes else 'denied'})"),
+        prompt=options.prompt,
+    )
 
 
 def _conclude(attempt: Attempt, options: RunOptions) -> None:
-    """How this start of the agent ended, into its record."""
-    record, ended, tampered = attempt.record, attempt.ended, attempt.tampered
-    record.stderr = ended.stderr
-    record.exit_code = ended.returncode
+    """How this start of the agent ended, into its verdict."""
+    verdict, ended, tampered = attempt.verdict, attempt.ended, attempt.tampered
+    verdict.stderr = ended.stderr
+    verdict.exit_code = ended.returncode
     if ended.transcript_error:
-        record.notes.append(f"Writing the transcript file failed ({ended.transcript_error}); it "
-                            "is incomplete. The log and this summary cover the whole run.")
+        verdict.notes.append(f"Writing the transcript file failed ({ended.transcript_error}); "
+                             "it is incomplete. The log and this summary cover the whole run.")
     if (stopped := STOPPED.get(ended.ended_by)) is not None:
-        record.conclusion = stopped
-        record.failure_reason = explain_exit(ended, options.timeout_minutes,
-                                             options.max_tool_calls)
-    elif not record.has_result:
-        record.conclusion = "failure"
-        record.failure_reason = explain_exit(ended, options.timeout_minutes)
+        verdict.stop(stopped, explain_exit(ended, options.timeout_minutes,
+                                           options.max_tool_calls))
+    elif not verdict.stream.has_result:
+        verdict.stop(None, explain_exit(ended, options.timeout_minutes))
     elif ended.returncode is not None and ended.returncode < 0:
-        record.notes.append("cursor-agent kept running after its result event and was stopped "
-                            "(hence the negative exit code); the run itself had finished.")
-    conclude_box(attempt.record, attempt.ended, attempt.applied)
+        verdict.notes.append("cursor-agent kept running after its result event and was stopped "
+                             "(hence the negative exit code); the run itself had finished.")
+    conclude_box(verdict, attempt.ended, attempt.applied)
     if tampered:
-        fail_run(record, (
+        verdict.fail(Cause.TAMPERED, (
             ".cursor/cli.json was changed during the run, or a configuration file the CLI "
             "reads (hooks, MCP servers, sandbox, ...) appeared, so the agent may have widened "
             "its own permissions or planted commands; the repository's own files have been "
@@ -162,7 +153,7 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
 
 def execute(
     options: RunOptions, runner: Runner, environ: Mapping[str, str], stop: threading.Event
-) -> RunRecord:
+) -> RunReport:
     """Run the agent (with retries), then write the summary, outputs and annotation: four
     phases, prepare, attempts, conclude and report. The snapshot-and-restore guards of the whole
     run (the runner's file commands, the repository's git config) are one ``ExitStack``: what
@@ -176,11 +167,12 @@ def execute(
     warn_persisted_credentials(run.tracker, runner, launch.box.isolation.contained)
     with contextlib.ExitStack() as guards:
         file_commands = guards.enter_context(Restored(file_command_paths(environ)))
-        git_config = guards.enter_context(Restored(git_config_files(options.workspace)))
+        git_config = guards.enter_context(Restored(tracker.git_config_files))
         done, launch = _attempts(run, launch)
-        record = _conclude_run(run, done, launch)
-    _fail_on_restored(record, git_config=git_config.changed, file_commands=file_commands.changed)
-    return _report(run, record, done.ended)
+        verdict = _conclude_run(run, done, launch)
+    _fail_on_restored(verdict, git_config=git_config.changed,
+                      file_commands=file_commands.changed)
+    return _report(run, verdict, done.ended)
 
 
 @dataclass(frozen=True)
@@ -287,7 +279,8 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             seen[known.title] = seen.get(known.title, 0) + 1
         step = next_step(Ended(
             number=number, allowed=allowed, ended_by=done.ended.ended_by,
-            has_result=done.record.has_result, tool_calls=len(done.record.tool_calls),
+            has_result=done.verdict.stream.has_result,
+            tool_calls=len(done.verdict.stream.tool_calls),
             tampered=done.tampered, box_error=bool(done.ended.box_error), failure=known,
             seen=seen.get(known.title, 0) if known is not None else 0,
             cli_sandbox=launch.sandbox))
@@ -316,42 +309,42 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
 
 
 def _label(done: Attempt, box: Box, options: RunOptions) -> None:
-    """What the record says of the start's containment and network."""
-    record = done.record
-    if record.network is None and (not box.isolation.walled or options.network == "open"):
-        record.network = net_notices.unwalled_report(
+    """What the verdict says of the start's containment and network."""
+    verdict = done.verdict
+    if verdict.network is None and (not box.isolation.walled or options.network == "open"):
+        verdict.network = net_notices.unwalled_report(
             "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
-    record.isolation = box.isolation.label + limits_label(done.ended)
+    verdict.isolation = box.isolation.label + limits_label(done.ended)
 
 
-def _conclude_run(run: Run, done: Attempt, launch: Launch) -> RunRecord:
-    """How the run ended, into its record; with ``output-schema``, the answer checked (and
+def _conclude_run(run: Run, done: Attempt, launch: Launch) -> Verdict:
+    """How the run ended, into its verdict; with ``output-schema``, the answer checked (and
     asked for once more when it does not match)."""
     _conclude(done, run.options)
-    record = done.record
+    verdict = done.verdict
     schema = run.options.output_schema
-    if schema is None or record.conclusion != "success":
-        return record
-    first = record
+    if schema is None or not verdict.succeeded:
+        return verdict
+    first = verdict.stream
 
-    def ask_again(prompt: str) -> RunRecord:
+    def ask_again(prompt: str) -> Verdict:
         return _ask_again(run, launch, first=first, prompt=prompt)
 
-    return with_structured_output(schema, record, run.runner, ask_again)
+    return with_structured_output(schema, verdict, run.runner, ask_again)
 
 
-def _fail_on_restored(record: RunRecord, *, git_config: list[str],
+def _fail_on_restored(verdict: Verdict, *, git_config: list[str],
                       file_commands: list[str]) -> None:
     """A change of the guarded files fails the run (they have been put back)."""
     if git_config:
-        fail_run(record, (
+        verdict.fail(Cause.GUARDED_FILES, (
             f"The agent changed the repository's git configuration ({', '.join(git_config)}), "
             "where settings such as core.fsmonitor, hooks or filter drivers run commands in "
             "later git steps; the original has been restored. Fix: review what the agent ran "
             "(the transcript)."
         ))
     if file_commands:
-        fail_run(record, (
+        verdict.fail(Cause.GUARDED_FILES, (
             f"The agent tried to change the runner's file commands ({', '.join(file_commands)}), "
             "which set environment variables, PATH, outputs and state for later steps; the "
             "original files have been restored. Fix: review what the agent ran (the "
@@ -359,31 +352,33 @@ def _fail_on_restored(record: RunRecord, *, git_config: list[str],
         ))
 
 
-def _report(run: Run, record: RunRecord, ended: AgentExit) -> RunRecord:
-    """The changes handed on, the checks on them, then the log, summary and outputs."""
+def _report(run: Run, verdict: Verdict, ended: AgentExit) -> RunReport:
+    """The changes handed on, the checks on them, then the one report: the log, summary and
+    outputs."""
     options, runner, tracker = run.options, run.runner, run.tracker
     if ended.stderr.strip():
         with runner.group("cursor-agent stderr"):
             runner.untrusted(ended.stderr)
     ignore = {options.transcript, options.state_dir / "prompt.md", options.state_dir / "home"}
-    handoff = tracker.finish(record, options.state_dir, ignore)
+    handoff = tracker.finish(verdict, options.state_dir, ignore)
     if handoff.message:
         runner.log(one_line(handoff.message, 4000))
         if tracker.applied_box:  # what came back from the box could not be checked: fail
-            fail_run(record, f"{handoff.message} Fix: review the working tree before using it.")
-    for warning in check_policy(record, options.policy):
+            verdict.fail(Cause.UNCHECKED,
+                         f"{handoff.message} Fix: review the working tree before using it.")
+    for warning in check_policy(verdict, options.policy):
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
-    _describe(record, options)
-    net_notices.warn_refusals(runner, record.network)
-    structured = structured_outputs(record, options.state_dir, runner.redact)  # may add a note
-    report(record, runner, result_dir=options.state_dir,
+    net_notices.warn_refusals(runner, verdict.network)
+    structured = structured_outputs(verdict, options.state_dir, runner.redact)  # may add a note
+    done = verdict.report(_described(options))
+    report(done, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript),
                           "patch-file": handoff.patch_file,
                           "changed": "true" if handoff.changed else "false", **structured})
-    return record
+    return done
 
 
-def _ask_again(run: Run, launch: Launch, *, first: RunRecord, prompt: str) -> RunRecord:
+def _ask_again(run: Run, launch: Launch, *, first: StreamResult, prompt: str) -> Verdict:
     """The follow-up turn: ``--resume`` the chat, what is left of the timeout (at least one
     minute) and of the tool-call budget, the transcript appended to."""
     options = run.options
@@ -398,7 +393,7 @@ def _ask_again(run: Run, launch: Launch, *, first: RunRecord, prompt: str) -> Ru
     done = _attempt(dataclasses.replace(run, options=resumed), argv, launch.box,
                     timeout_s=left, append=True)
     _conclude(done, options)
-    return done.record
+    return done.verdict
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -408,5 +403,5 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def command(args: argparse.Namespace, runner: Runner) -> int:
     options = options_from_args(args)
     with stop_on_signals() as stop:
-        record = execute(options, runner, os.environ, stop)
-    return 0 if record.conclusion == "success" or not options.fail_on_error else 1
+        done = execute(options, runner, os.environ, stop)
+    return 0 if done.conclusion is Conclusion.SUCCESS or not options.fail_on_error else 1

@@ -72,8 +72,8 @@ def compose_body(
                 f"transcript {transcript} does not exist.",
                 "Pass the run step's transcript-file output.",
             )
-        record = engine.load_record(path, redact=redact)
-        compact: str = summary.render_compact(record, max_chars=max_chars, links=dict(links))
+        run = engine.load_report(path, redact=redact)
+        compact: str = summary.render_compact(run, max_chars=max_chars, links=dict(links))
         return _shown(redact(compact))
     footer = "".join(f"\n\n[{name}]({url})" for name, url in links.items() if url)
     room = max_chars - len(footer)

@@ -37,10 +37,17 @@ from cursor_agent_action.runner_io import listing
 from cursor_agent_action.worktree import shown_path
 
 DEFAULT_PROTECTED = (
-    "**/.github/**", "**/.cursor/**", "**/.claude/**", "**/AGENTS.md", "**/CLAUDE.md",
-    "**/.mcp.json", "**/.cursorrules", *(f"**/{d}" for d in AGENT_DIRS), "**/GEMINI.md",
+    "**/.github/**",
+    "**/.cursor/**",
+    "**/.claude/**",
+    "**/AGENTS.md",
+    "**/CLAUDE.md",
+    "**/.mcp.json",
+    "**/.cursorrules",
+    *(f"**/{d}" for d in AGENT_DIRS),
+    "**/GEMINI.md",
     "**/.windsurfrules",
-)  # fmt: skip
+)
 _BASE_LINE = re.compile(rb"^# base: ([0-9a-f]{40,64})$", re.MULTILINE)
 
 
@@ -121,8 +128,9 @@ def tree_from_work_tree(repo: Path, head: str) -> str:
     try:
         changes = changeset.compute(repo, None)
         with tempfile.TemporaryDirectory(prefix="caa-index-") as tmp:
-            return changeset.build_tree(repo, {"GIT_INDEX_FILE": str(Path(tmp) / "index")},
-                                   head, changes.entries)  # fmt: skip
+            return changeset.build_tree(
+                repo, {"GIT_INDEX_FILE": str(Path(tmp) / "index")}, head, changes.entries
+            )
     except changeset.ChangesetError as exc:
         raise GitHubError(f"reading the working tree failed: {exc}.",
                           "Check that working-directory is a git checkout with a commit.") from exc
@@ -138,8 +146,7 @@ def changes(repo: Path, old_tree: str, new_tree: str) -> list[Change]:
         if not meta.startswith(b":"):
             continue
         old_mode, new_mode, _old_oid, new_oid, _status = meta[1:].decode().split(" ")
-        found.append(Change(path.decode("utf-8", "surrogateescape"), old_mode, new_mode,
-                            new_oid))  # fmt: skip
+        found.append(Change(path.decode("utf-8", "surrogateescape"), old_mode, new_mode, new_oid))
     return found
 
 

@@ -80,12 +80,14 @@ def commit_on_branch(gh: GitHub, repo: Path, found: Sequence[Change], *, branch:
     changes = file_changes(repo, found)
     _set_branch(gh, branch, head, exists=exists)
     headline, _, body = message.strip().partition("\n")
-    variables = {"input": {
-        "branch": {"repositoryNameWithOwner": gh.ctx.repository, "branchName": branch},
-        "message": {"headline": headline.strip(), "body": body.strip()},
-        "fileChanges": changes,
-        "expectedHeadOid": head,
-    }}  # fmt: skip
+    variables = {
+        "input": {
+            "branch": {"repositoryNameWithOwner": gh.ctx.repository, "branchName": branch},
+            "message": {"headline": headline.strip(), "body": body.strip()},
+            "fileChanges": changes,
+            "expectedHeadOid": head,
+        }
+    }
     data = gh.call("creating the signed commit (GraphQL createCommitOnBranch)",
                    lambda: gh.graphql(MUTATION, variables), permission="contents: write")
     errors = data.get("errors")

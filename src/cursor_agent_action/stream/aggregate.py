@@ -1,15 +1,17 @@
-"""Events to a run record (:mod:`.record`): what happened in the run, independent of how it is
-shown.
+"""Events to the stream's result (:mod:`.record`): what happened in the run, independent of how
+it is shown.
 
-:class:`Aggregator` folds events into a :class:`~.record.RunRecord`. It renders nothing and calls no
-renderer: with ``news=True`` it keeps what just became final (each finished assistant segment
-and tool call) in :attr:`Aggregator.news`, which the engine hands on to the live log.
+:class:`Aggregator` folds events in and :meth:`~Aggregator.finish` makes the read-only
+:class:`~.record.StreamResult` of them. It renders nothing and calls no renderer: with
+``news=True`` it keeps what just became final (each finished assistant segment and tool call)
+in :attr:`Aggregator.news`, which the engine hands on to the live log.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from cursor_agent_action.markdown import shorten
 from cursor_agent_action.redact import Redactor
@@ -25,9 +27,15 @@ from cursor_agent_action.stream.events import (
     delta_text,
 )
 from cursor_agent_action.stream.framing import Line
-from cursor_agent_action.stream.notices import NOTICES_KEPT, Notice, add_request, add_response
+from cursor_agent_action.stream.notices import (
+    NOTICES_KEPT,
+    Interaction,
+    Notice,
+    add_request,
+    add_response,
+)
 from cursor_agent_action.stream.paths import workspace_relative
-from cursor_agent_action.stream.record import ROWS_SHOWN, RunRecord, ToolCallRecord
+from cursor_agent_action.stream.record import ROWS_SHOWN, StreamResult, ToolCallRecord
 from cursor_agent_action.stream.toolcalls import ToolCallEvent, hook_message, refusal
 
 TARGET_LIMIT = 1000
@@ -49,11 +57,34 @@ has not been handed as return values (segments rebuilt from deltas, events given
 :meth:`Aggregator.apply`)."""
 
 
+@dataclass
+class _Seen:
+    """What the events said so far, as :class:`~.record.StreamResult` will hold it."""
+
+    has_result: bool = False
+    succeeded: bool = False  # the result event said success
+    session_id: str = ""
+    request_id: str = ""
+    model: str = ""
+    cwd: str = ""
+    duration_ms: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    result_text: str = ""
+    malformed_lines: int = 0
+    interactions: list[Interaction] = field(default_factory=list)
+    interactions_left_out: int = 0
+    notices: list[Notice] = field(default_factory=list)
+    notices_left_out: int = 0
+
+
 class Aggregator:
-    """Folds events into a :class:`RunRecord`; :meth:`finish` computes the conclusion."""
+    """Folds events in; :meth:`finish` makes the stream's read-only result of them."""
 
     def __init__(self, *, news: bool = False, redact: Callable[[str], str] | None = None) -> None:
-        self.record = RunRecord()
+        self._seen = _Seen()
         # What the live log has not been given yet; None when nobody reads it.
         self.news: News | None = [] if news else None
         # Secrets are removed as text enters the record, before anything cuts it: a cut
@@ -117,7 +148,7 @@ class Aggregator:
             if text is not None and self.news is not None:
                 self.news.append(text)
         elif kind is MalformedLine:
-            self.record.malformed_lines += 1
+            self._seen.malformed_lines += 1
         else:
             self.events += 1
             if kind is not ThinkingEvent:
@@ -237,7 +268,7 @@ class Aggregator:
         if outcome == "success":
             if kind in _WRITE_KINDS:
                 for path in event.paths:
-                    self._files.add(workspace_relative(path, self.record.cwd))
+                    self._files.add(workspace_relative(path, self._seen.cwd))
             if index >= ROWS_SHOWN:  # its details are never shown again
                 del self._open[call_id]
                 settled = self._settled_now
@@ -248,44 +279,50 @@ class Aggregator:
         return call
 
     def _other(self, event: Event) -> None:
-        record = self.record
+        seen = self._seen
         if isinstance(event, InitEvent):
             # A resumed session can repeat init: the first one names the workspace.
-            record.session_id = record.session_id or self._redact(event.session_id)
-            record.model = record.model or self._redact(event.model)
-            record.cwd = record.cwd or event.cwd  # for paths only; never cut
+            seen.session_id = seen.session_id or self._redact(event.session_id)
+            seen.model = seen.model or self._redact(event.model)
+            seen.cwd = seen.cwd or event.cwd  # for paths only; never cut
         elif isinstance(event, InteractionEvent):
-            kept = record.interactions
+            kept = seen.interactions
             if event.subtype == "response":
-                ok = add_response(kept, event.query_type, event.query_id, event.answer,
-                                  self._cut(event.reason, DETAIL_LIMIT))  # fmt: skip
+                ok = add_response(
+                    kept,
+                    event.query_type,
+                    event.query_id,
+                    event.answer,
+                    self._cut(event.reason, DETAIL_LIMIT),
+                )
             else:
-                ok = add_request(kept, event.query_type, event.query_id,
-                                 self._cut(event.text, DETAIL_LIMIT))  # fmt: skip
-            record.interactions_left_out += not ok
+                ok = add_request(
+                    kept, event.query_type, event.query_id, self._cut(event.text, DETAIL_LIMIT)
+                )
+            seen.interactions_left_out += not ok
         elif isinstance(event, SystemEvent):
-            if len(record.notices) < NOTICES_KEPT:
-                record.notices.append(Notice(event.subtype, event.status,
+            if len(seen.notices) < NOTICES_KEPT:
+                seen.notices.append(Notice(event.subtype, event.status,
                                              self._cut(event.text, TARGET_LIMIT)))
             else:
-                record.notices_left_out += 1
+                seen.notices_left_out += 1
         elif isinstance(event, ResultEvent):
             self._end_segment()
-            record.has_result = True
+            seen.has_result = True
             ok = event.subtype == "success" and not event.is_error
-            record.conclusion = "success" if ok else "failure"
-            record.result_text = self._redact(self._separated(event.result))
+            seen.succeeded = ok
+            seen.result_text = self._redact(self._separated(event.result))
             del self._segments[:-1]  # the result has the text: only the final message is needed
             self._segment_chars = len(self._segments[0]) if self._segments else 0
             self._dropped_chars = 0
-            self._result_error = "" if ok else _result_error(event, record.result_text)
-            record.duration_ms = event.duration_ms
-            record.session_id = self._redact(event.session_id) or record.session_id
-            record.request_id = self._redact(event.request_id) or record.request_id
-            record.input_tokens = event.usage.get("input")
-            record.output_tokens = event.usage.get("output")
-            record.cache_read_tokens = event.usage.get("cache_read")
-            record.cache_write_tokens = event.usage.get("cache_write")
+            self._result_error = "" if ok else _result_error(event, seen.result_text)
+            seen.duration_ms = event.duration_ms
+            seen.session_id = self._redact(event.session_id) or seen.session_id
+            seen.request_id = self._redact(event.request_id) or seen.request_id
+            seen.input_tokens = event.usage.get("input")
+            seen.output_tokens = event.usage.get("output")
+            seen.cache_read_tokens = event.usage.get("cache_read")
+            seen.cache_write_tokens = event.usage.get("cache_write")
 
     def _separated(self, result: str) -> str:
         """The CLI's result joins the segments with nothing between ("…then reply.done"):
@@ -303,7 +340,7 @@ class Aggregator:
             self._shown_paths.clear()
             self._shown_targets.clear()
             self._shown_version = redactor.version
-        cwd = self.record.cwd
+        cwd = self._seen.cwd
         is_path = is_path and bool(cwd)
         cache = self._shown_paths if is_path else self._shown_targets
         shown = cache.get(target)
@@ -323,7 +360,7 @@ class Aggregator:
 
     @property
     def finished(self) -> bool:
-        return self.record.has_result
+        return self._seen.has_result
 
     @property
     def calls_started(self) -> int:
@@ -331,27 +368,43 @@ class Aggregator:
 
     # -- end of stream --------------------------------------------------------------------
 
-    def finish(self) -> RunRecord:
-        """The record for everything seen; may be called more than once."""
+    def finish(self) -> StreamResult:
+        """The result of everything seen; may be called more than once."""
         self._end_segment()
-        record = self.record
-        record.tool_calls = list(self._calls)
-        record.files_changed = sorted(self._files)
-        record.final_message = self._segments[-1] if self._segments else ""
-        if not record.has_result:
-            record.result_text = "".join(self._segments)
+        seen = self._seen
+        result_text = seen.result_text
+        if not seen.has_result:
+            result_text = "".join(self._segments)
             if self._dropped_chars:
-                record.result_text = (
+                result_text = (
                     f"[… {self._dropped_chars:,} earlier characters of the agent's text left "
-                    "out by cursor-agent-action; the transcript has them]\n\n"
-                    + record.result_text
+                    "out by cursor-agent-action; the transcript has them]\n\n" + result_text
                 )
-        record.failure_reason = "" if record.conclusion == "success" else self._failure_reason()
-        return record
+        return StreamResult(
+            has_result=seen.has_result,
+            failure="" if seen.succeeded else self._failure_reason(),
+            session_id=seen.session_id,
+            request_id=seen.request_id,
+            model=seen.model,
+            cwd=seen.cwd,
+            duration_ms=seen.duration_ms,
+            input_tokens=seen.input_tokens,
+            output_tokens=seen.output_tokens,
+            cache_read_tokens=seen.cache_read_tokens,
+            cache_write_tokens=seen.cache_write_tokens,
+            result_text=result_text,
+            final_message=self._segments[-1] if self._segments else "",
+            tool_calls=tuple(self._calls),
+            files_changed=tuple(sorted(self._files)),
+            malformed_lines=seen.malformed_lines,
+            interactions=tuple(seen.interactions),
+            interactions_left_out=seen.interactions_left_out,
+            notices=tuple(seen.notices),
+            notices_left_out=seen.notices_left_out,
+        )
 
     def _failure_reason(self) -> str:
-        record = self.record
-        if record.has_result:
+        if self._seen.has_result:
             return self._result_error
         if self.lines == 0:
             return ("The transcript is empty: cursor-agent wrote nothing on stdout. Fix: see "

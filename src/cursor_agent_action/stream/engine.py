@@ -1,10 +1,12 @@
-"""The stream engine: bytes -> lines -> events -> run record, with the live log beside it.
+"""The stream engine: bytes -> lines -> events -> the stream's result, with the live log beside
+it.
 
 Data flows one way. Each event goes to the :class:`~.aggregate.Aggregator` (which builds the
-run record) and then, with whatever the record just finished, to the live log; the aggregator
+stream's result) and then, with whatever it just finished, to the live log; the aggregator
 never calls a renderer. ``run`` feeds the CLI's stdout to a :class:`StreamProcessor` as it
-arrives; ``summarize`` and :func:`load_record` push a saved transcript through the same code.
-The job summary and the step outputs are rendered from the finished record (:mod:`.report`).
+arrives and makes the run's report of its result; ``summarize`` and :func:`load_report` push a
+saved transcript through the same code. The job summary and the step outputs are rendered from
+the one finished report (:mod:`.report`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from cursor_agent_action.stream.events import (
 )
 from cursor_agent_action.stream.framing import CHUNK_SIZE, Line, LineSplitter
 from cursor_agent_action.stream.livelog import LogRenderer
-from cursor_agent_action.stream.record import RunRecord
+from cursor_agent_action.stream.record import RunReport, StreamResult
 from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
 RELEASE_LINE_BYTES = 1024 * 1024
@@ -64,7 +66,7 @@ class StreamProcessor:
         )
         self._splitter = LineSplitter()
         self._line_no = 0
-        self._record: RunRecord | None = None
+        self._result: StreamResult | None = None
 
     def feed(self, chunk: bytes) -> None:
         """Process any bytes; complete lines are rendered at once, then the log is flushed."""
@@ -147,19 +149,19 @@ class StreamProcessor:
         limit = self.max_tool_calls
         return limit is not None and self._aggregator.calls_started > limit
 
-    def close(self) -> RunRecord:
-        """Process the last partial line and compute the conclusion (idempotent)."""
-        if self._record is None:
+    def close(self) -> StreamResult:
+        """Process the last partial line; the stream's result (idempotent)."""
+        if self._result is None:
             self._lines(self._splitter.close())
-            self._record = self._aggregator.finish()
+            self._result = self._aggregator.finish()
             if self._renderer:
                 if self._aggregator.news:
                     self._renderer.show(self._aggregator.news)
                     self._aggregator.news.clear()
-                self._renderer.close(self._record)
+                self._renderer.close(self._result)
             if self.runner:
                 self.runner.flush()
-        return self._record
+        return self._result
 
 
 def _index(lines: list[Line], line: Line) -> int:
@@ -198,11 +200,13 @@ def process_stream(
     *,
     verbose: bool = False,
     redact: Callable[[str], str] | None = None,
-) -> RunRecord:
-    """Read ``source`` to its end through a :class:`StreamProcessor`.
+    transcript_file: str = "",
+) -> RunReport:
+    """The report of ``source`` read to its end through a :class:`StreamProcessor` (a saved
+    transcript, where the stream is all there is).
 
     A read error ends the stream early; everything read before it is kept and the error
-    becomes a note on the record.
+    becomes a note of the report.
     """
     processor = StreamProcessor(runner, verbose=verbose, redact=redact)
     read = getattr(source, "read1", source.read)
@@ -213,16 +217,12 @@ def process_stream(
     except OSError as exc:
         error = f"Reading the transcript failed ({exc.strerror or exc}); the report covers "
         error += "only what was read before."
-    record = processor.close()
-    if error:
-        record.notes.append(error)
-    return record
+    notes = (error,) if error else ()
+    return RunReport.of_stream(processor.close(), transcript_file=transcript_file, notes=notes)
 
 
-def load_record(path: Path, *, redact: Callable[[str], str] | None = None) -> RunRecord:
-    """Parse a saved transcript silently (no log) into a record; pass ``Runner.redact`` as
+def load_report(path: Path, *, redact: Callable[[str], str] | None = None) -> RunReport:
+    """Parse a saved transcript silently (no log) into its report; pass ``Runner.redact`` as
     ``redact`` so secrets are removed before any text is cut for display."""
     with open_transcript(path) as source:
-        record = process_stream(source, None, redact=redact)
-    record.transcript_file = str(path)
-    return record
+        return process_stream(source, None, redact=redact, transcript_file=str(path))

@@ -131,9 +131,17 @@ class MalformedLine:
 
 
 Event = (
-    InitEvent | SystemEvent | UserEvent | ThinkingEvent | AssistantEvent | ToolCallEvent
-    | InteractionEvent | ResultEvent | UnknownEvent | MalformedLine
-)  # fmt: skip
+    InitEvent
+    | SystemEvent
+    | UserEvent
+    | ThinkingEvent
+    | AssistantEvent
+    | ToolCallEvent
+    | InteractionEvent
+    | ResultEvent
+    | UnknownEvent
+    | MalformedLine
+)
 
 
 def _repair_escapes(text: str) -> str:

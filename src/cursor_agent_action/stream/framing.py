@@ -1,4 +1,5 @@
-"""Bytes to lines: the first stage of bytes -> events -> run record -> log / summary / outputs.
+"""Bytes to lines: the first stage of bytes -> events -> the stream result -> the run report ->
+log / summary / outputs.
 
 The stream is newline-delimited JSON, but we accept any bytes: a UTF-8 byte-order mark at the
 start is dropped, ``\\r\\n`` line ends work (the ``\\r`` is JSON whitespace, left for the parser),
@@ -71,8 +72,7 @@ class LineSplitter:
         # the chunk itself is longer than the cap. The cap is on a line's bytes before its \n.
         limit = self._max_line + 1
         if lines and (len(lines[0]) > limit or len(chunk) > limit):
-            lines = [_cut(line, len(line) - 1) if len(line) > limit else line
-                     for line in lines]  # fmt: skip
+            lines = [_cut(line, len(line) - 1) if len(line) > limit else line for line in lines]
         return lines
 
     def _feed(self, chunk: bytes) -> list[Line]:

@@ -34,7 +34,7 @@ from cursor_agent_action.stream.notices import (
     describe_notice,
     interaction_label,
 )
-from cursor_agent_action.stream.record import RunRecord, ToolCallRecord
+from cursor_agent_action.stream.record import StreamResult, ToolCallRecord
 from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
 MALFORMED_SHOWN = 5
@@ -251,8 +251,10 @@ class LogRenderer:
             runner.log(f"system event: {one_line(event.subtype, 80)}")
         elif event.subtype == "background_shell_timeout":
             about = one_line(runner.redact(event.text), 300)
-            runner.warning(describe_notice(notice) + (f": {about}" if about else ""),
-                           title="background command stopped")  # fmt: skip
+            runner.warning(
+                describe_notice(notice) + (f": {about}" if about else ""),
+                title="background command stopped",
+            )
         else:
             runner.log(f"{describe_notice(notice)}:" if event.text else describe_notice(notice))
             if event.text:
@@ -263,8 +265,13 @@ class LogRenderer:
         answer it got."""
         label = interaction_label(one_line(event.query_type, 80))
         if event.subtype == "response":
-            item = Interaction(event.query_type, "", "", event.answer or "answered",
-                               one_line(self.runner.redact(event.reason), 300))  # fmt: skip
+            item = Interaction(
+                event.query_type,
+                "",
+                "",
+                event.answer or "answered",
+                one_line(self.runner.redact(event.reason), 300),
+            )
             self.runner.log(f"the agent's {label}: {describe_interaction(item)}")
         elif event.subtype == "request":
             self.runner.log(f"the agent raised a {label}" + (":" if event.text else ""))
@@ -273,10 +280,10 @@ class LogRenderer:
         else:
             self.runner.log(f"interaction query {label}: {one_line(event.subtype, 40)}")
 
-    def close(self, record: RunRecord) -> None:
+    def close(self, stream: StreamResult) -> None:
         """End-of-stream notes: pending calls, totals of what was skipped."""
         runner = self.runner
-        for call in record.grouped().pending:
+        for call in stream.grouped().pending:
             with runner.group(self.call_title(call)):
                 runner.log("this tool call started but no completion event arrived")
         if self._malformed > MALFORMED_SHOWN:

@@ -21,8 +21,18 @@ INTERACTIONS_KEPT = 200
 """The most questions and prompts a record keeps (the transcript has every one)."""
 NOTICES_KEPT = 200
 """The most system notices a record keeps."""
-_TEXT_KEYS = ("title", "question", "prompt", "plan", "command", "url", "query", "text",
-              "message", "description")  # fmt: skip
+_TEXT_KEYS = (
+    "title",
+    "question",
+    "prompt",
+    "plan",
+    "command",
+    "url",
+    "query",
+    "text",
+    "message",
+    "description",
+)
 _ANSWERS = ("approved", "rejected", "accepted", "denied", "skipped", "answered", "cancelled")
 _NOTICE_KEYS = ("command", "summary", "message", "description", "text", "output_file")
 _LABELS = {
@@ -92,8 +102,8 @@ def answer_fields(obj: dict[str, Any]) -> tuple[str, str, str]:
     response = json_dict(obj.get("response")) or json_dict(obj.get("result"))
     found = _answer(response)
     if found is None:  # one level down: {"webFetchRequestResponse": {"approved": {}}}
-        found = next((a for v in response.values() if isinstance(v, dict)
-                      if (a := _answer(v)) is not None), None)  # fmt: skip
+        below = (_answer(value) for value in response.values() if isinstance(value, dict))
+        found = next((answer for answer in below if answer is not None), None)
     answer, reason = found or ("", "")
     return _id(response.get("id")), answer, reason
 
@@ -139,8 +149,10 @@ def describe_interaction(item: Interaction) -> str:
 def describe_notice(notice: Notice) -> str:
     """One sentence on a system notice (its text is shown apart, as untrusted)."""
     if notice.subtype == "background_shell_timeout":
-        return ("a background command was still running when the agent finished and was "
-                "stopped (timed out)")  # fmt: skip
+        return (
+            "a background command was still running when the agent finished and was "
+            "stopped (timed out)"
+        )
     if notice.subtype == "task_notification":
         return f"task notification ({notice.status})" if notice.status else "task notification"
     return f"system event {notice.subtype or '(no subtype)'}"
@@ -154,8 +166,9 @@ def add_request(kept: list[Interaction], query_type: str, query_id: str, text: s
     return True
 
 
-def add_response(kept: list[Interaction], query_type: str, query_id: str, answer: str,
-                 reason: str) -> bool:  # fmt: skip
+def add_response(
+    kept: list[Interaction], query_type: str, query_id: str, answer: str, reason: str
+) -> bool:
     """Answer the request it responds to: the unanswered one with its id, else the latest
     unanswered of its type, else the latest unanswered; a response to no kept request is kept
     on its own (False: left out, the cap reached)."""

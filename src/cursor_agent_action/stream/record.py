@@ -1,10 +1,13 @@
-"""The run record: what happened in a run, as the reports need it; built by
-:class:`~.aggregate.Aggregator`, rendered by the live log, the job summary and the outputs."""
+"""What a run's report holds, read-only: the stream's :class:`StreamResult` (built by
+:class:`~.aggregate.Aggregator`), and the one :class:`RunReport` a run (or ``summarize``) makes
+of it, with a :class:`Conclusion` and the :class:`Failure` list it follows from; the live log,
+the job summary and the outputs only read them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, get_args
+import enum
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.notices import Interaction, Notice
@@ -17,14 +20,55 @@ succeed; a later successful call is kept as a shared, detail-free entry of its k
 everywhere, listed nowhere), so 100,000 calls do not cost 100,000 records."""
 _NOT_FAILED = frozenset({"success", "pending", UNKNOWN})
 
-Conclusion = Literal["success", "failure", "timeout", "budget", "cancelled"]
-"""How a run ended (docs/how-it-works.md, "Conclusions"): a closed set, checked where it is
-set."""
-CONCLUSIONS: tuple[Conclusion, ...] = get_args(Conclusion)
+
+class Conclusion(str, enum.Enum):
+    """How a run ended (docs/how-it-works.md, "Conclusions"): a closed set. Shown and output
+    as its value."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    TIMEOUT = "timeout"
+    BUDGET = "budget"
+    CANCELLED = "cancelled"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __hash__(self) -> int:  # as its value: equal to it, so found by it in a mapping
+        return hash(self.value)
+
+
+CONCLUSIONS: tuple[str, ...] = tuple(conclusion.value for conclusion in Conclusion)
+
+
+class Cause(enum.Enum):
+    """What a :class:`Failure` is about."""
+
+    AGENT = "the agent's result said it failed"
+    NO_RESULT = "the stream ended without a result"
+    STOPPED = "the action stopped the agent (timeout, budget, cancel)"
+    TAMPERED = "the agent changed the CLI's configuration"
+    GUARDED_FILES = "the agent changed the git config or the runner's file commands"
+    BOX = "the box ended without a status, or its changes could not come back"
+    REFUSED_CHANGES = "the agent changed files no run may change (protected, links, includes)"
+    POLICY = "the agent wrote where its permissions do not allow"
+    UNCHECKED = "the changes could not be checked"
+    ANSWER = "the answer does not match the output schema"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One reason the run failed, in the user's words (with its fix)."""
+
+    cause: Cause
+    message: str
 
 
 class CallGroups(NamedTuple):
-    """The calls of a record by what became of them (see :meth:`RunRecord.grouped`)."""
+    """The calls of a record by what became of them (see :meth:`StreamResult.grouped`)."""
 
     failed: list[ToolCallRecord]
     denied: list[ToolCallRecord]
@@ -62,11 +106,15 @@ class ToolCallRecord:
         return self.refused_by == "hook"
 
 
-@dataclass
-class RunRecord:
-    conclusion: Conclusion = "failure"
-    failure_reason: str = ""
+@dataclass(frozen=True)
+class StreamResult:
+    """What the stream said, and nothing else: built once by the aggregator, never changed.
+
+    ``failure`` is the stream's own verdict: "" when its result event said success, else why
+    not (an error result, no result, no events at all)."""
+
     has_result: bool = False
+    failure: str = "the stream has not been read"
     session_id: str = ""
     request_id: str = ""
     model: str = ""
@@ -78,27 +126,19 @@ class RunRecord:
     cache_write_tokens: int | None = None
     result_text: str = ""
     final_message: str = ""
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    files_changed: list[str] = field(default_factory=list)
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    files_changed: tuple[str, ...] = ()  # as the write tools reported them
     malformed_lines: int = 0
     # Questions and prompts the agent raised, and the CLI's system notices (capped; how many
     # more there were: the transcript has them).
-    interactions: list[Interaction] = field(default_factory=list)
+    interactions: tuple[Interaction, ...] = ()
     interactions_left_out: int = 0
-    notices: list[Notice] = field(default_factory=list)
+    notices: tuple[Notice, ...] = ()
     notices_left_out: int = 0
-    # Set by `run` before report():
-    stderr: str = ""
-    exit_code: int | None = None
-    transcript_file: str = ""
-    transcript_artifact: str = ""  # the artifact the transcript is uploaded as, if any
-    transcript_temporary: bool = False  # in the job's RUNNER_TEMP: gone after the job
-    preset: str = ""  # the permission preset and whether it writes, e.g. "docs (writes allowed)"
-    prompt: str = ""  # the task as given
-    isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
-    notes: list[str] = field(default_factory=list)
-    structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
-    network: NetReport | None = None  # the network wall's report (stream/network.py)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.has_result and not self.failure
 
     def grouped(self) -> CallGroups:
         """The calls sorted by what became of them, in one pass (the reports need several
@@ -118,3 +158,48 @@ class RunRecord:
             elif call.outcome == "pending":
                 groups.pending.append(call)
         return groups
+
+
+def stream_failures(stream: StreamResult) -> tuple[Failure, ...]:
+    """The stream's own verdict as failures (none when its result said success)."""
+    if stream.succeeded:
+        return ()
+    return (Failure(Cause.AGENT if stream.has_result else Cause.NO_RESULT, stream.failure),)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The one report of a run: what the stream said, how the run concluded and why, and what
+    the run itself found (its changes, notes, containment); made once, then only read.
+
+    ``failures`` come newest first: a later check's failure is the first thing the reason
+    says."""
+
+    stream: StreamResult
+    conclusion: Conclusion
+    failures: tuple[Failure, ...] = ()
+    files_changed: tuple[str, ...] = ()  # the checked list (git's, or the tools' without git)
+    notes: tuple[str, ...] = ()
+    stderr: str = ""
+    exit_code: int | None = None
+    transcript_file: str = ""
+    transcript_artifact: str = ""  # the artifact the transcript is uploaded as, if any
+    transcript_temporary: bool = False  # in the job's RUNNER_TEMP: gone after the job
+    preset: str = ""  # the permission preset and whether it writes, e.g. "docs (writes allowed)"
+    prompt: str = ""  # the task as given
+    isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
+    structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
+    network: NetReport | None = None  # the network wall's report (stream/network.py)
+
+    @property
+    def failure_reason(self) -> str:
+        """Every failure's message, newest first ("" for a success)."""
+        return " ".join(failure.message for failure in self.failures)
+
+    @classmethod
+    def of_stream(cls, stream: StreamResult, *, transcript_file: str = "",
+                  notes: tuple[str, ...] = ()) -> RunReport:
+        """The report of a saved transcript, where the stream is all there is."""
+        return cls(stream, Conclusion.SUCCESS if stream.succeeded else Conclusion.FAILURE,
+                   stream_failures(stream), files_changed=stream.files_changed, notes=notes,
+                   transcript_file=transcript_file)

@@ -1,6 +1,7 @@
-"""The finished run record to the runner: result file, step outputs, job summary, annotation.
+"""The run's one report to the runner: result file, step outputs, job summary, annotation.
 
-Everything here renders a finished :class:`~.aggregate.RunRecord`; nothing reads the stream.
+Everything here renders a finished :class:`~.record.RunReport`; nothing reads the stream or
+changes the report.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import orjson
@@ -18,7 +19,7 @@ from cursor_agent_action.errors import SetupError
 from cursor_agent_action.markdown import cut_utf8, utf8_len
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream import network
-from cursor_agent_action.stream.record import CallGroups, RunRecord
+from cursor_agent_action.stream.record import CallGroups, Conclusion, RunReport
 from cursor_agent_action.stream.summary import render_summary
 
 WRITE_PIECE_CHARS = 1024 * 1024
@@ -84,90 +85,106 @@ def _write_files_list(paths: list[str], result_dir: Path) -> str:
     return write_state_file(result_dir, "files-changed-", ".json", orjson.dumps(paths))
 
 
-def record_outputs(record: RunRecord, result_file: str,
-                   groups: CallGroups | None = None) -> dict[str, str]:  # fmt: skip
-    """The step outputs of a record (values not yet redacted: Runner.set_outputs does it)."""
-    files, cut = files_output(record.files_changed)
-    groups = record.grouped() if groups is None else groups
+def record_outputs(
+    run: RunReport, result_file: str, groups: CallGroups | None = None
+) -> dict[str, str]:
+    """The step outputs of a report (values not yet redacted: Runner.set_outputs does it)."""
+    files, cut = files_output(list(run.files_changed))
+    stream = run.stream
+    groups = stream.grouped() if groups is None else groups
     return {
-        "conclusion": record.conclusion,
-        "result": cap_text(record.result_text),
+        "conclusion": run.conclusion.value,
+        "result": cap_text(stream.result_text),
         "result-file": result_file,
-        "final-message": cap_text(record.final_message),
-        "session-id": record.session_id,
-        "request-id": record.request_id,
-        "model": record.model,
-        "duration-ms": _int_output(record.duration_ms),
-        "input-tokens": _int_output(record.input_tokens),
-        "output-tokens": _int_output(record.output_tokens),
-        "cache-read-tokens": _int_output(record.cache_read_tokens),
-        "cache-write-tokens": _int_output(record.cache_write_tokens),
-        "tool-calls": str(len(record.tool_calls)),
+        "final-message": cap_text(stream.final_message),
+        "session-id": stream.session_id,
+        "request-id": stream.request_id,
+        "model": stream.model,
+        "duration-ms": _int_output(stream.duration_ms),
+        "input-tokens": _int_output(stream.input_tokens),
+        "output-tokens": _int_output(stream.output_tokens),
+        "cache-read-tokens": _int_output(stream.cache_read_tokens),
+        "cache-write-tokens": _int_output(stream.cache_write_tokens),
+        "tool-calls": str(len(stream.tool_calls)),
         "failed-tool-calls": str(len(groups.failed)),
         "permission-denials": str(len(groups.denied)),
         "hook-denials": str(len(groups.hook_denied)),
-        "network-denials": network.denials(record.network),
+        "network-denials": network.denials(run.network),
         "files-changed": files,
         "files-changed-truncated": "true" if cut else "false",
     }
 
 
+def redacted(run: RunReport, redact: Callable[[str], str]) -> RunReport:
+    """A copy of ``run`` with the text ``run`` added (and anything processed without this
+    runner's secrets) redacted; paths too (git's, and the tools'): sorted again, as a redacted
+    name sorts elsewhere."""
+    failures = tuple(dataclasses.replace(failure, message=redact(failure.message))
+                     for failure in run.failures)
+    stream = dataclasses.replace(run.stream, result_text=redact(run.stream.result_text),
+                                 final_message=redact(run.stream.final_message))
+    return dataclasses.replace(
+        run,
+        stream=stream,
+        failures=failures,
+        files_changed=tuple(sorted(redact(path) for path in run.files_changed)),
+        structured_output=redact(run.structured_output),
+        prompt=redact(run.prompt),
+        stderr=redact(run.stderr),
+        notes=tuple(redact(note) for note in run.notes),
+        network=run.network.redacted(redact) if run.network else None,
+    )
+
+
 def report(
-    record: RunRecord,
+    run: RunReport,
     runner: Runner,
     *,
     result_dir: Path,
     extra_outputs: Mapping[str, str] | None = None,
 ) -> None:
-    """Write the result file, every step output, the job summary and, on failure, ::error::."""
-    redact = runner.redact
-    if redact:  # text `run` added, and anything processed without this runner's secrets
-        record = dataclasses.replace(
-            record,
-            # Paths too (git's, and the tools'): sorted again, as a redacted name sorts elsewhere.
-            files_changed=sorted(redact(path) for path in record.files_changed),
-            failure_reason=redact(record.failure_reason),
-            result_text=redact(record.result_text),
-            final_message=redact(record.final_message),
-            structured_output=redact(record.structured_output),
-            prompt=redact(record.prompt),
-            stderr=redact(record.stderr),
-            notes=[redact(note) for note in record.notes],
-            network=record.network.redacted(redact) if record.network else None,
-        )
+    """Write the result file, every step output, the job summary and, on failure, ::error::;
+    what could not be written is said in the summary's notes."""
+    if runner.redact:
+        run = redacted(run, runner.redact)
+    notes: list[str] = []
     result_file = ""
     try:
-        result_file = str(_write_result_file(record.result_text, result_dir))
+        result_file = str(_write_result_file(run.stream.result_text, result_dir))
     except OSError as exc:
-        record.notes.append(
+        notes.append(
             f"The result file could not be written in {result_dir} ({exc.strerror or exc}); "
             "the result output still holds the (capped) text."
         )
     files_file = ""
     try:
-        files_file = _write_files_list(record.files_changed, result_dir)
+        files_file = _write_files_list(list(run.files_changed), result_dir)
     except OSError as exc:
-        record.notes.append(f"The files-changed file could not be written in {result_dir} "
-                            f"({exc.strerror or exc}).")
+        notes.append(
+            f"The files-changed file could not be written in {result_dir} "
+            f"({exc.strerror or exc})."
+        )
+    if notes:
+        run = dataclasses.replace(run, notes=(*run.notes, *notes))
     outputs_error: OSError | None = None
-    groups = record.grouped()  # one pass over the calls for the outputs and the summary
+    groups = run.stream.grouped()  # one pass over the calls for the outputs and the summary
+    outputs = record_outputs(run, result_file, groups)
     try:
-        runner.set_outputs({**record_outputs(record, result_file, groups),
-                            "files-changed-file": files_file, **(extra_outputs or {})})
+        runner.set_outputs({**outputs, "files-changed-file": files_file, **(extra_outputs or {})})
     except OSError as exc:  # still write the summary and the annotation below
         outputs_error = exc
     try:
-        runner.append_summary(render_summary(record, budget_bytes=runner.summary_budget(),
-                                             groups=groups))  # fmt: skip
+        budget = runner.summary_budget()
+        runner.append_summary(render_summary(run, budget_bytes=budget, groups=groups))
     except OSError as exc:
         runner.warning(
             f"The job summary could not be written to {runner.summary_path} "
             f"({exc.strerror or exc}); the log above has the whole report.",
             title="job summary not written",
         )
-    if record.conclusion != "success":
-        reason = record.failure_reason or f"the run ended with conclusion {record.conclusion}"
-        runner.error(one_line(reason, 1000), title=f"cursor-agent: {record.conclusion}")
+    if run.conclusion is not Conclusion.SUCCESS:
+        reason = run.failure_reason or f"the run ended with conclusion {run.conclusion}"
+        runner.error(one_line(reason, 1000), title=f"cursor-agent: {run.conclusion}")
     with contextlib.suppress(OSError, ValueError):
         runner.flush()
     if outputs_error is not None:

@@ -15,7 +15,7 @@ from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, pro
 from cursor_agent_action.stream import network
 from cursor_agent_action.stream.livelog import describe_outcome, format_duration
 from cursor_agent_action.stream.notices import describe_interaction, describe_notice
-from cursor_agent_action.stream.record import ROWS_SHOWN, CallGroups, RunRecord, ToolCallRecord
+from cursor_agent_action.stream.record import ROWS_SHOWN, CallGroups, RunReport, ToolCallRecord
 
 ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫", "budget": "🛑"}
 STDERR_TAIL_CHARS = 8 * 1024  # of the CLI stderr shown (the log has all of it)
@@ -30,29 +30,34 @@ def _code(text: str, limit: int) -> str:
     return code_cell(text, limit, in_table=False)
 
 
-def _headline(record: RunRecord, groups: CallGroups) -> str:
-    icon = ICONS.get(record.conclusion, "❔")
-    facts = [f"**Model:** {inline(record.model, 80) or 'unknown'}"]
-    if record.duration_ms is not None:
-        facts.append(f"**Duration:** {format_duration(record.duration_ms)}")
-    tokens = [f"{value:,} {label}" for value, label in (
-        (record.input_tokens, "in"), (record.output_tokens, "out"),
-        (record.cache_read_tokens, "cache read"), (record.cache_write_tokens, "cache write"),
-    ) if value is not None]  # fmt: skip
+def _headline(run: RunReport, groups: CallGroups) -> str:
+    icon = ICONS.get(run.conclusion.value, "❔")
+    stream = run.stream
+    facts = [f"**Model:** {inline(stream.model, 80) or 'unknown'}"]
+    if stream.duration_ms is not None:
+        facts.append(f"**Duration:** {format_duration(stream.duration_ms)}")
+    counts = (
+        (stream.input_tokens, "in"),
+        (stream.output_tokens, "out"),
+        (stream.cache_read_tokens, "cache read"),
+        (stream.cache_write_tokens, "cache write"),
+    )
+    tokens = [f"{value:,} {label}" for value, label in counts if value is not None]
     if tokens:  # only the counts the CLI reported: never a bare "- out"
         facts.append(f"**Tokens:** {' · '.join(tokens)}")
-    facts.append(f"**Tool calls:** {tool_call_counts(record, groups)}")
-    facts.append(f"**Files changed:** {len(record.files_changed)}")
-    if record.exit_code is not None:
-        facts.append(f"**CLI exit code:** {exit_status(record.exit_code)}")
-    if record.isolation:
-        facts.append(f"**Isolation:** {inline(record.isolation, 400)}")  # ours, whole
-    if record.network:
-        facts.append(f"**Network:** {network.headline(record.network)}")
-    ids = [f"**Session:** {_code(record.session_id, 80)}"] if record.session_id else []
-    if record.request_id:
-        ids.append(f"**Request:** {_code(record.request_id, 80)}")
-    lines = [f"## {icon} Cursor agent: {inline(record.conclusion, 40)}", "", " · ".join(facts)]
+    facts.append(f"**Tool calls:** {tool_call_counts(run, groups)}")
+    facts.append(f"**Files changed:** {len(run.files_changed)}")
+    if run.exit_code is not None:
+        facts.append(f"**CLI exit code:** {exit_status(run.exit_code)}")
+    if run.isolation:
+        facts.append(f"**Isolation:** {inline(run.isolation, 400)}")  # ours, whole
+    if run.network:
+        facts.append(f"**Network:** {network.headline(run.network)}")
+    ids = [f"**Session:** {_code(stream.session_id, 80)}"] if stream.session_id else []
+    if stream.request_id:
+        ids.append(f"**Request:** {_code(stream.request_id, 80)}")
+    title = f"## {icon} Cursor agent: {inline(run.conclusion.value, 40)}"
+    lines = [title, "", " · ".join(facts)]
     if ids:
         lines += ["", " · ".join(ids)]
     return "\n".join(lines) + "\n\n"
@@ -71,35 +76,35 @@ def exit_status(code: int) -> str:
 PROMPT_SHOWN_CHARS = 1500
 
 
-def _task(record: RunRecord) -> str:
+def _task(run: RunReport) -> str:
     """The permission preset and the start of the prompt: what the agent was asked, how."""
-    if not record.prompt and not record.preset:
+    if not run.prompt and not run.preset:
         return ""
     lines = ["### Task", ""]
-    if record.preset:
-        lines += [f"**Permissions:** {inline(record.preset, 200)}", ""]
+    if run.preset:
+        lines += [f"**Permissions:** {inline(run.preset, 200)}", ""]
     text = "\n".join(lines) + "\n"
-    if record.prompt:
-        shown = record.prompt[:PROMPT_SHOWN_CHARS]
+    if run.prompt:
+        shown = run.prompt[:PROMPT_SHOWN_CHARS]
         text += fence(shown)
-        if len(shown) < len(record.prompt):
-            text += (f"*The first {len(shown):,} of {len(record.prompt):,} characters of the "
+        if len(shown) < len(run.prompt):
+            text += (f"*The first {len(shown):,} of {len(run.prompt):,} characters of the "
                      "prompt.*\n")
         text += "\n"
     return text
 
 
-def _problems(record: RunRecord) -> str:
+def _problems(run: RunReport) -> str:
     lines: list[str] = []
-    if record.conclusion != "success":
-        reason = record.failure_reason or f"The run ended with conclusion {record.conclusion}."
+    if run.conclusion != "success":
+        reason = run.failure_reason or f"The run ended with conclusion {run.conclusion}."
         lines += ["> [!CAUTION]", f"> {prose(reason, 1000)}"]
-    if record.notes:
+    if run.notes:
         if lines:
             lines.append(">")
         else:
             lines.append("> [!WARNING]")
-        lines += [f"> - {prose(note, 1000)}" for note in record.notes]
+        lines += [f"> - {prose(note, 1000)}" for note in run.notes]
     return "\n".join(lines) + "\n\n" if lines else ""
 
 
@@ -180,8 +185,8 @@ def _call_row(number: int, call: ToolCallRecord) -> list[str]:
     ]
 
 
-def _files(record: RunRecord, budget: int) -> str:
-    files = record.files_changed
+def _files(run: RunReport, budget: int) -> str:
+    files = run.files_changed
     rows = ([code_cell(path, 300)] for path in files)
     return _table("Files changed", ["Path"], rows, len(files), budget, what="files")
 
@@ -190,19 +195,23 @@ def _detail_table(
     title: str, calls: Sequence[ToolCallRecord], budget: int, *, detail: str, what: str
 ) -> str:
     rows = (
-        [code_cell(c.kind, 40), code_cell(c.target, 160), code_cell(describe_outcome(c), 60),
-         code_cell(c.detail, 300)]
+        [
+            code_cell(c.kind, 40),
+            code_cell(c.target, 160),
+            code_cell(describe_outcome(c), 60),
+            code_cell(c.detail, 300),
+        ]
         for c in calls
-    )  # fmt: skip
+    )
     headers = ["Kind", "Target", "Outcome", detail]
     return _table(title, headers, rows, len(calls), budget, what=what)
 
 
-def tool_call_counts(record: RunRecord, groups: CallGroups | None = None) -> str:
+def tool_call_counts(run: RunReport, groups: CallGroups | None = None) -> str:
     """``12 (1 failed, 2 denied, 1 blocked by a hook, 1 unknown)``: each call counted once
-    (``groups``: the record's :meth:`~.record.RunRecord.grouped`, when the caller has it)."""
-    calls = len(record.tool_calls)
-    groups = record.grouped() if groups is None else groups
+    (``groups``: the stream's :meth:`~.record.StreamResult.grouped`, when the caller has it)."""
+    calls = len(run.stream.tool_calls)
+    groups = run.stream.grouped() if groups is None else groups
     parts = [f"{len(groups.failed)} failed", f"{len(groups.denied)} denied"]
     if hooks := len(groups.hook_denied):
         parts.append(f"{hooks} blocked by a hook")
@@ -220,36 +229,48 @@ def _denials(groups: CallGroups, budget: int) -> str:
                                  what="calls")
 
 
-def _interactions(record: RunRecord, budget: int) -> str:
+def _interactions(run: RunReport, budget: int) -> str:
     """The questions and prompts the agent raised and how each was answered, then the CLI's
     system notices (a background command stopped, a task notification, newer kinds by name)."""
-    items = record.interactions
-    rows = ([inline(item.label, 60), code_cell(item.text, 300),
-             code_cell(describe_interaction(item), 300)] for item in items)  # fmt: skip
-    total = len(items) + record.interactions_left_out
-    table = _table("Questions and prompts from the agent", ["Kind", "Asked", "Answer"], rows,
-                   total, budget, what="questions and prompts")  # fmt: skip
+    items = run.stream.interactions
+    rows = (
+        [
+            inline(item.label, 60),
+            code_cell(item.text, 300),
+            code_cell(describe_interaction(item), 300),
+        ]
+        for item in items
+    )
+    total = len(items) + run.stream.interactions_left_out
+    table = _table(
+        "Questions and prompts from the agent",
+        ["Kind", "Asked", "Answer"],
+        rows,
+        total,
+        budget,
+        what="questions and prompts",
+    )
     budget -= utf8_len(table)
-    notices = record.notices
+    notices = run.stream.notices
     rows = ([inline(describe_notice(n), 200), code_cell(n.text, 300)] for n in notices)
-    total = len(notices) + record.notices_left_out
-    return table + _table("Notices from the CLI", ["Notice", "About"], rows, total, budget,
-                          what="notices")  # fmt: skip
+    total = len(notices) + run.stream.notices_left_out
+    return table + _table(
+        "Notices from the CLI", ["Notice", "About"], rows, total, budget, what="notices"
+    )
 
 
-def _errors(record: RunRecord, groups: CallGroups, budget: int) -> str:
+def _errors(run: RunReport, groups: CallGroups, budget: int) -> str:
     parts: list[str] = []
-    table = _detail_table("Failed tool calls", groups.failed, budget, detail="Detail",
-                          what="calls")  # fmt: skip
+    table = _detail_table("Failed tool calls", groups.failed, budget, detail="Detail", what="calls")
     parts.append(table)
     budget -= utf8_len(table)
     pending = len(groups.pending)
     lines = []
     if pending:
         lines.append(f"- {pending} tool call(s) started but never completed.")
-    if record.malformed_lines:
+    if run.stream.malformed_lines:
         lines.append(
-            f"- {record.malformed_lines:,} line(s) of the stream were not JSON events and were "
+            f"- {run.stream.malformed_lines:,} line(s) of the stream were not JSON events and were "
             "skipped (the log shows the first few)."
         )
     if lines:
@@ -257,38 +278,39 @@ def _errors(record: RunRecord, groups: CallGroups, budget: int) -> str:
         if utf8_len(text) <= budget:
             parts.append(text)
             budget -= utf8_len(text)
-    if record.stderr:
-        tail = record.stderr[-STDERR_TAIL_CHARS:]
+    if run.stderr:
+        tail = run.stderr[-STDERR_TAIL_CHARS:]
         parts.append(_fenced("CLI stderr (last lines)", tail, budget, "the log has all of it"))
     return "".join(parts)
 
 
-def _tool_calls(record: RunRecord, budget: int) -> str:
-    calls = record.tool_calls
+def _tool_calls(run: RunReport, budget: int) -> str:
+    calls = run.stream.tool_calls
     rows = (_call_row(i, call) for i, call in enumerate(calls, 1))
     headers = ["#", "Kind", "Target", "Outcome", "Duration"]
     return _table("Tool calls", headers, rows, len(calls), budget, what="tool calls")
 
 
-def _footer(record: RunRecord) -> str:
-    if record.transcript_artifact:
-        return (f"Full transcript: the artifact {_code(record.transcript_artifact, 200)} of "
+def _footer(run: RunReport) -> str:
+    if run.transcript_artifact:
+        return (f"Full transcript: the artifact {_code(run.transcript_artifact, 200)} of "
                 "this workflow run (secrets replaced by `***`).\n")
-    if record.transcript_file and record.transcript_temporary:
-        return (f"Full transcript: {_code(record.transcript_file, 500)} on the runner, gone "
+    if run.transcript_file and run.transcript_temporary:
+        return (f"Full transcript: {_code(run.transcript_file, 500)} on the runner, gone "
                 "when the job ends; set the `transcript-artifact` input to keep it.\n")
-    if record.transcript_file:
-        return f"Full transcript: {_code(record.transcript_file, 500)}\n"
+    if run.transcript_file:
+        return f"Full transcript: {_code(run.transcript_file, 500)}\n"
     return "The raw transcript was not saved by this step.\n"
 
 
-def render_summary(record: RunRecord, *, budget_bytes: int,
-                   groups: CallGroups | None = None) -> str:  # fmt: skip
+def render_summary(
+    run: RunReport, *, budget_bytes: int, groups: CallGroups | None = None
+) -> str:
     """The job summary, never longer than ``budget_bytes`` UTF-8 bytes (``groups``: the
-    record's :meth:`~.record.RunRecord.grouped`, when the caller has it: one pass over up to
+    stream's :meth:`~.record.StreamResult.grouped`, when the caller has it: one pass over up to
     100,000 calls is enough)."""
-    groups = record.grouped() if groups is None else groups
-    footer = _footer(record)
+    groups = run.stream.grouped() if groups is None else groups
+    footer = _footer(run)
     remaining = budget_bytes - utf8_len(footer)
     if remaining <= 0:
         return ""
@@ -301,28 +323,28 @@ def render_summary(record: RunRecord, *, budget_bytes: int,
             out.append(text)
             remaining -= size
 
-    add(_headline(record, groups))
-    add(_problems(record))
-    add(_task(record))
-    if record.final_message:
+    add(_headline(run, groups))
+    add(_problems(run))
+    add(_task(run))
+    if run.stream.final_message:
         share = min(remaining, int(budget_bytes * FINAL_MESSAGE_SHARE))
         # Without a result event the last segment was written mid-run, not as an answer.
-        title = ("Final message" if record.has_result
+        title = ("Final message" if run.stream.has_result
                  else "Last message (the run did not finish)")
-        add(_fenced(title, record.final_message, share,
+        add(_fenced(title, run.stream.final_message, share,
                     "the result-file output and the transcript have all of it"))
     else:
         add("*The agent wrote no final message.*\n\n")
-    if record.structured_output:
-        add(_fenced("Structured output", _pretty(record.structured_output), remaining,
+    if run.structured_output:
+        add(_fenced("Structured output", _pretty(run.structured_output), remaining,
                     "the structured-output-file output has all of it", info="json"))
     # Shell commands are in the tool-call table (with their exit codes): no table of their own.
-    add(_files(record, remaining))
+    add(_files(run, remaining))
     add(_denials(groups, remaining))
-    add(_interactions(record, remaining))
-    add(network.section(record.network, remaining))
-    add(_errors(record, groups, remaining))
-    add(_tool_calls(record, remaining))
+    add(_interactions(run, remaining))
+    add(network.section(run.network, remaining))
+    add(_errors(run, groups, remaining))
+    add(_tool_calls(run, remaining))
     out.append(footer)
     return "".join(out)
 
@@ -341,35 +363,35 @@ def _safe_link(label: str, url: str) -> str:
 
 
 def render_compact(
-    record: RunRecord, *, max_chars: int = 60000, links: Mapping[str, str] | None = None
+    run: RunReport, *, max_chars: int = 60000, links: Mapping[str, str] | None = None
 ) -> str:
     """Short Markdown for PR bodies and sticky comments, never over ``max_chars`` characters.
 
     Not redacted here: callers pass it through ``Runner.redact`` like everything they write.
     """
-    icon = ICONS.get(record.conclusion, "❔")
-    facts = [f"{icon} **Cursor agent: {inline(record.conclusion, 40)}**"]
-    if record.model:
-        facts.append(f"model {inline(record.model, 80)}")
-    if record.duration_ms is not None:
-        facts.append(format_duration(record.duration_ms))
-    facts.append(f"tool calls: {tool_call_counts(record)}")
+    icon = ICONS.get(run.conclusion.value, "❔")
+    facts = [f"{icon} **Cursor agent: {inline(run.conclusion.value, 40)}**"]
+    if run.stream.model:
+        facts.append(f"model {inline(run.stream.model, 80)}")
+    if run.stream.duration_ms is not None:
+        facts.append(format_duration(run.stream.duration_ms))
+    facts.append(f"tool calls: {tool_call_counts(run)}")
     facts += [link for label, url in (links or {}).items() if (link := _safe_link(label, url))]
     head = " · ".join(facts) + "\n\n"
-    if record.conclusion != "success" and record.failure_reason:
-        head += f"> {inline(record.failure_reason, 600)}\n\n"
+    if run.conclusion != "success" and run.failure_reason:
+        head += f"> {inline(run.failure_reason, 600)}\n\n"
     files = ""
-    if record.files_changed:
-        listed = ", ".join(_code(p, 200) for p in record.files_changed[:50])
-        more = len(record.files_changed) - 50
-        files = f"**Files changed ({len(record.files_changed)}):** {listed}"
+    if run.files_changed:
+        listed = ", ".join(_code(p, 200) for p in run.files_changed[:50])
+        more = len(run.files_changed) - 50
+        files = f"**Files changed ({len(run.files_changed)}):** {listed}"
         files += f" and {more} more\n" if more > 0 else "\n"
     room = max_chars - len(head) - len(files) - 200
     message = ""
-    if record.final_message and room > 0:
-        text = record.final_message[:room]  # only what can fit is fenced
+    if run.stream.final_message and room > 0:
+        text = run.stream.final_message[:room]  # only what can fit is fenced
         message = fence(text) + "\n"
-        if len(text) < len(record.final_message) or len(message) > room:
+        if len(text) < len(run.stream.final_message) or len(message) > room:
             text = text[: max(0, room - (len(message) - len(text)))]
             message = fence(text) + "\n*(final message cut to fit)*\n\n"
     compact = head + message + files

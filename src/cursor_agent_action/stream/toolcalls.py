@@ -15,9 +15,15 @@ import orjson
 
 # Keys of a completed call's result that say how it ended, in the order we prefer them.
 OUTCOMES = (
-    "success", "error", "rejected", "permissionDenied", "writePermissionDenied", "spawnError",
-    "failure", "timeout",
-)  # fmt: skip
+    "success",
+    "error",
+    "rejected",
+    "permissionDenied",
+    "writePermissionDenied",
+    "spawnError",
+    "failure",
+    "timeout",
+)
 DENIALS = frozenset({"rejected", "permissionDenied", "writePermissionDenied"})
 """Result keys of a call the permission policy (or, by its message, a hook) refused."""
 UNKNOWN = "unknown"
@@ -35,9 +41,13 @@ _HOOK_TEXT = re.compile(
     r"|^\s*hook (denied|failed \(fail-closed\)):"
     r"|agent note: do not suggest workarounds to the blocked tool"
     r"|to view or modify configured hooks, go to cursor settings > hooks",
-    re.IGNORECASE | re.MULTILINE)  # fmt: skip
-_POLICY_TEXT = re.compile(r"blocked by permissions configuration|not (on|in) the allow ?list"
-                          r"|permission denied by (the )?polic", re.IGNORECASE)  # fmt: skip
+    re.IGNORECASE | re.MULTILINE,
+)
+_POLICY_TEXT = re.compile(
+    r"blocked by permissions configuration|not (on|in) the allow ?list"
+    r"|permission denied by (the )?polic",
+    re.IGNORECASE,
+)
 
 
 def refusal(outcome: str | None, detail: str) -> str:
@@ -53,9 +63,11 @@ def refusal(outcome: str | None, detail: str) -> str:
     if outcome in DENIALS or _POLICY_TEXT.search(detail):
         return "policy"
     return ""
-_HOOK_NOTES = re.compile(r"\s*(agent note: do not suggest workarounds to the blocked tool\.?"
-                         r"|to view or modify configured hooks, go to cursor settings > hooks\.?)",
-                         re.IGNORECASE)  # fmt: skip
+_HOOK_NOTES = re.compile(
+    r"\s*(agent note: do not suggest workarounds to the blocked tool\.?"
+    r"|to view or modify configured hooks, go to cursor settings > hooks\.?)",
+    re.IGNORECASE,
+)
 
 
 def hook_message(detail: str) -> str:
@@ -65,9 +77,20 @@ def hook_message(detail: str) -> str:
 
 # Argument names that make a good display target, in priority order.
 _TARGET_KEYS = (
-    "command", "path", "targetFile", "filePath", "pattern", "globPattern", "query", "url",
-    "targetDirectory", "directory", "description", "name", "toolName",
-)  # fmt: skip
+    "command",
+    "path",
+    "targetFile",
+    "filePath",
+    "pattern",
+    "globPattern",
+    "query",
+    "url",
+    "targetDirectory",
+    "directory",
+    "description",
+    "name",
+    "toolName",
+)
 
 
 # Kinds whose best target is not the first of _TARGET_KEYS they carry (grep also has a path).
@@ -147,11 +170,25 @@ class ToolCallEvent:
 _KIND_NAMES = {
     f"{name}ToolCall": name
     for name in (
-        "shell", "read", "edit", "write", "delete", "grep", "glob", "ls", "semSearch",
-        "readLints", "todo", "updateTodos", "mcp", "getMcpTools", "webSearch", "webFetch",
+        "shell",
+        "read",
+        "edit",
+        "write",
+        "delete",
+        "grep",
+        "glob",
+        "ls",
+        "semSearch",
+        "readLints",
+        "todo",
+        "updateTodos",
+        "mcp",
+        "getMcpTools",
+        "webSearch",
+        "webFetch",
         "task",
     )
-}  # fmt: skip
+}
 
 
 def _tool_key(tool_call: dict[str, Any]) -> str:
@@ -238,19 +275,30 @@ def parse_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
                 target = value
                 break
         if subtype != "completed":
-            return ToolCallEvent(subtype, call_id, kind, target, args, None, {}, None, None,
-                                 timestamp_ms)  # fmt: skip
+            return ToolCallEvent(
+                subtype, call_id, kind, target, args, None, {}, None, None, timestamp_ms
+            )
         payload = inner["result"]["success"]
         started = tool_call["startedAtMs"]
         completed = tool_call["completedAtMs"]
         # Both clocks digits only (int() would also take "+1", " 1", "1_0" and other
         # scripts' digits): checked in one string (two values of another type fail the +).
         both = started + completed
-        if (type(payload) is not dict or not started or not completed or not both.isdigit()
-                or not both.isascii()):  # fmt: skip
+        digits = both.isdigit() and both.isascii()
+        if type(payload) is not dict or not started or not completed or not digits:
             return parse_any_tool_call(obj, subtype)
-        return ToolCallEvent(subtype, call_id, kind, target, args, "success", payload,
-                             int(started), int(completed), timestamp_ms)  # fmt: skip
+        return ToolCallEvent(
+            subtype,
+            call_id,
+            kind,
+            target,
+            args,
+            "success",
+            payload,
+            int(started),
+            int(completed),
+            timestamp_ms,
+        )
     except (KeyError, TypeError, IndexError, AttributeError):
         return parse_any_tool_call(obj, subtype)
 
@@ -283,9 +331,12 @@ def parse_any_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
     timestamp_ms = obj.get("timestamp_ms")
     if type(timestamp_ms) is not int:
         timestamp_ms = json_int(timestamp_ms)
+    target = _target(kind, inner, args)
+    kind = kind or "unknown"
     if subtype != "completed":
-        return ToolCallEvent(subtype, call_id, kind or "unknown", _target(kind, inner, args),
-                             args, None, {}, None, None, timestamp_ms)  # fmt: skip
+        return ToolCallEvent(
+            subtype, call_id, kind, target, args, None, {}, None, None, timestamp_ms
+        )
     # The generic `function` form may carry its result beside the call rather than inside.
     result = inner.get("result")
     if not result or type(result) is not dict:
@@ -295,8 +346,8 @@ def parse_any_tool_call(obj: dict[str, Any], subtype: str) -> ToolCallEvent:
     return ToolCallEvent(
         subtype,
         call_id,
-        kind or "unknown",
-        _target(kind, inner, args),
+        kind,
+        target,
         args,
         UNKNOWN if outcome is None else outcome,
         payload if type(payload) is dict else {},

@@ -71,7 +71,6 @@ def bounded(spec: BoxSpec, copy: tree.Copy, box_limits: limits.Limits) -> Finish
                                     "was cancelled or ended): nothing was brought back")
     with contextlib.suppress(ValueError, ContractError):
         return Finished.from_json(json.loads(answer))
-    how = (f"signal {os.WTERMSIG(code)}" if os.WIFSIGNALED(code) else
-           f"code {os.WEXITSTATUS(code)}")  # fmt: skip
+    how = f"signal {os.WTERMSIG(code)}" if os.WIFSIGNALED(code) else f"code {os.WEXITSTATUS(code)}"
     return Finished(patch_error=f"making the patch ended with {how} (over {FINISH_LIMIT_S} s, "
                                 "or out of the box's memory)", left_out=Listed.of(copy.left_out))

@@ -57,8 +57,13 @@ def _entries(path: Path) -> list[tuple[str, str]]:
 
 
 def _quote(value: str) -> str:
-    escaped = (value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-               .replace("\t", "\\t").replace("\b", "\\b"))  # fmt: skip
+    escaped = (
+        value.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\t", "\\t")
+        .replace("\b", "\\b")
+    )
     return f'"{escaped}"'
 
 

@@ -112,8 +112,9 @@ def keep_chats(home: Path, store: Path, owner: tuple[int, int]) -> None:
         source = home / kept
         info = os.lstat(source) if os.path.lexists(source) else None
         if info is not None and stat.S_ISDIR(info.st_mode):
-            parents_ok = all(not (home / p).is_symlink() for p in Path(kept).parents
-                             if str(p) != ".")  # fmt: skip
+            parents_ok = all(
+                not (home / p).is_symlink() for p in Path(kept).parents if str(p) != "."
+            )
             if parents_ok:
                 carry(str(source), str(store / kept), 0, 0)
     for directory, dirs, files in os.walk(store):  # our own files, just made

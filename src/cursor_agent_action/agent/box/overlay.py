@@ -43,8 +43,12 @@ class OverlayError(Exception):
 
 
 class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]  # fmt: skip
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
 def _libc() -> Any:
@@ -97,22 +101,25 @@ def mount_lower(source: str, target: str, *, owner: tuple[int, int],
     """``source`` (the real tree, its submounts not included) at ``target``: read-only,
     ``nosuid``, ``nodev``, its ``owner`` ids shown as the ``agent``'s."""
     libc = _libc()
-    tree = libc.syscall(SYS_OPEN_TREE, AT_FDCWD, os.fsencode(source),
-                        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)  # fmt: skip
+    clone = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC
+    tree = libc.syscall(SYS_OPEN_TREE, AT_FDCWD, os.fsencode(source), clone)
     if tree < 0:
         raise _failed("open_tree of the work tree")
     try:
         userns = _user_namespace(owner, agent)
         try:
-            attr = _MountAttr(MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID
-                              | MOUNT_ATTR_NODEV, 0, 0, userns)  # fmt: skip
-            if libc.syscall(SYS_MOUNT_SETATTR, tree, b"", AT_EMPTY_PATH, ctypes.byref(attr),
-                            ctypes.sizeof(attr)) != 0:  # fmt: skip
+            flags = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+            attr = _MountAttr(flags, 0, 0, userns)
+            set_attr = libc.syscall(
+                SYS_MOUNT_SETATTR, tree, b"", AT_EMPTY_PATH, ctypes.byref(attr), ctypes.sizeof(attr)
+            )
+            if set_attr != 0:
                 raise _failed("an id-mapped mount (mount_setattr)")
         finally:
             os.close(userns)
-        if libc.syscall(SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, os.fsencode(target),
-                        MOVE_MOUNT_F_EMPTY_PATH) != 0:  # fmt: skip
+        into = os.fsencode(target)
+        moved = libc.syscall(SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, into, MOVE_MOUNT_F_EMPTY_PATH)
+        if moved != 0:
             raise _failed("move_mount of the id-mapped tree")
     finally:
         os.close(tree)

@@ -62,9 +62,11 @@ def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
                 copy.dirty = changeset.baseline(Path(real)).dirty
             # What the tree lacked when copied is no deletion.
             known = {**changeset.head_tree(area / "tree"), **copy.dirty}
-            copy.absent = [path for path, (mode, _) in known.items()
-                           if mode not in ("160000", changeset.ABSENT_MODE)
-                           and path not in copy.stats]  # fmt: skip
+            copy.absent = [
+                path
+                for path, (mode, _) in known.items()
+                if mode not in ("160000", changeset.ABSENT_MODE) and path not in copy.stats
+            ]
     store = Path(spec.chats_store)
     home.make_home(area / "home", agent, dict(spec.home_files),
                    store if store.is_dir() else None)

@@ -53,9 +53,14 @@ class RealTree:
         while pending:
             here = pending.pop()
             with os.scandir(self.root / here) as listing:
-                entries = [(entry.name, entry.is_dir(follow_symlinks=False),
-                            entry.is_file(follow_symlinks=False) or entry.is_symlink())
-                           for entry in listing]  # fmt: skip
+                entries = [
+                    (
+                        entry.name,
+                        entry.is_dir(follow_symlinks=False),
+                        entry.is_file(follow_symlinks=False) or entry.is_symlink(),
+                    )
+                    for entry in listing
+                ]
             for name, is_dir, is_file in entries:
                 if name == ".git":
                     continue
@@ -97,17 +102,20 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
         if kind == "file":
             deleted.add(path)
         elif kind == _DIR and path in wrote.opaque:
-            deleted.update(below for below in base.files_below(path)
-                           if below not in wrote.files)  # fmt: skip
-    too_large = sorted(path for path, info in wrote.files.items()
-                       if stat.S_ISREG(info.st_mode) and info.st_size > max_file_bytes)  # fmt: skip
-    new_files = {path: info for path, info in wrote.files.items()
-                 if path not in too_large and path not in never}  # fmt: skip
+            deleted.update(below for below in base.files_below(path) if below not in wrote.files)
+    too_large = sorted(
+        path for path, info in wrote.files.items() if changeset.over_size(info, max_file_bytes)
+    )
+    new_files = {
+        path: info
+        for path, info in wrote.files.items()
+        if path not in too_large and path not in never
+    }
     before: dict[str, os.stat_result] = {}
     for path in sorted((set(new_files) | deleted) - never):
         info = base.lstat(path)
         if _kind(info) == "file" and info is not None:
-            if stat.S_ISREG(info.st_mode) and info.st_size > max_file_bytes:
+            if changeset.over_size(info, max_file_bytes):
                 too_large.append(path)
                 new_files.pop(path, None)
                 deleted.discard(path)
@@ -132,8 +140,7 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
     entries: list[changeset.Entry] = []
     for path in sorted((set(new_files) | deleted) - never):
         old = ((changeset.mode_of(before[path]), old_oids[path]) if path in before else absent)
-        new = ((changeset.mode_of(new_files[path]), new_oids[path]) if path in new_files
-               else absent)  # fmt: skip
+        new = (changeset.mode_of(new_files[path]), new_oids[path]) if path in new_files else absent
         if old != head_state.get(path, absent):
             overlay[path] = old  # the tree already differed from HEAD here before the run
         if old != new:

@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass
 
 USERADD = "/usr/sbin/useradd"
+_NO_LOGIN = ("--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin")
 
 
 class UserError(Exception):
@@ -40,11 +41,8 @@ def agent_user(name: str) -> AgentUser:
             group = ["--gid", grp.getgrnam(name).gr_name]
         except KeyError:
             group = ["--user-group"]
-        done = subprocess.run(
-            [USERADD, "--system", *group, "--no-create-home", "--home-dir", "/nonexistent",
-             "--shell", "/usr/sbin/nologin", name],
-            capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
+        argv = [USERADD, "--system", *group, *_NO_LOGIN, name]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
         if done.returncode != 0:
             raise UserError(f"cannot create the agent user {name!r} with useradd: "
                             f"{done.stderr.strip() or done.returncode}") from None

@@ -33,8 +33,14 @@ from typing import Any
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
-_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
-          "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}  # fmt: skip
+_FLAGS = {
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": MS_NOATIME,
+    "nodiratime": MS_NODIRATIME,
+    "relatime": MS_RELATIME,
+}
 TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108 - they are made private here
 _SPECIAL = ("/proc", "/sys")
 """Left as they are (the kernel's views). /dev is remounted read-only too (device nodes work
@@ -57,10 +63,12 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int,
           data: str | None = None) -> None:
     """mount(2); raises :class:`WorldError` naming the target."""
     result = _libc().mount(
-        None if source is None else os.fsencode(source), os.fsencode(target),
-        None if fstype is None else fstype.encode(), flags,
+        None if source is None else os.fsencode(source),
+        os.fsencode(target),
+        None if fstype is None else fstype.encode(),
+        flags,
         None if data is None else data.encode(),
-    )  # fmt: skip
+    )
     if result != 0:
         code = ctypes.get_errno()
         raise WorldError(f"mounting {target} failed: {os.strerror(code)}", code)
@@ -199,8 +207,7 @@ def build(world: World) -> None:
     try:
         shown += [(_open(path), path, True, os.path.isdir(path)) for path in world.reveals]
         shown += [(_open(path), path, False, True) for path in world.shares]
-        private += [(_open(source), target, True, False)
-                    for target, source in world.files.items()]  # fmt: skip
+        private += [(_open(source), target, True, False) for target, source in world.files.items()]
         private.append((_open(world.home), world.home_target, False, True))
         private.append((_open(world.tree), world.tree_target, False, True))
         masked: list[str] = []

@@ -26,16 +26,32 @@ def answer_lines(text: str, session: str = SESSION,
                  "fileSize": len(content.encode("utf-8"))}}}}},
         ]
     return [
-        {"type": "system", "subtype": "init", "apiKeySource": "env", "cwd": cwd,
-         "session_id": session, "model": "Auto", "permissionMode": "default"},
+        {
+            "type": "system",
+            "subtype": "init",
+            "apiKeySource": "env",
+            "cwd": cwd,
+            "session_id": session,
+            "model": "Auto",
+            "permissionMode": "default",
+        },
         *calls,
-        {"type": "assistant", "message": {"role": "assistant",
-                                          "content": [{"type": "text", "text": text}]},
-         "session_id": session},
-        {"type": "result", "subtype": "success", "duration_ms": 1200, "duration_api_ms": 1200,
-         "is_error": False, "result": text, "session_id": session,
-         "request_id": "00000000-0000-4000-8000-000000000001"},
-    ]  # fmt: skip
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+            "session_id": session,
+        },
+        {
+            "type": "result",
+            "subtype": "success",
+            "duration_ms": 1200,
+            "duration_api_ms": 1200,
+            "is_error": False,
+            "result": text,
+            "session_id": session,
+            "request_id": "00000000-0000-4000-8000-000000000001",
+        },
+    ]
 
 
 SANDBOX_UNAVAILABLE = (
@@ -52,11 +68,21 @@ _HINT = "\n\nTo view or modify configured hooks, go to Cursor Settings > Hooks."
 def _call(number: int, key: str, args: dict[str, Any], result: dict[str, Any]) -> list[Any]:
     call_id = f"call-{number}\nfc_{number}"
     return [
-        {"type": "tool_call", "subtype": "started", "call_id": call_id,
-         "tool_call": {key: {"args": args}}, "session_id": SESSION},
-        {"type": "tool_call", "subtype": "completed", "call_id": call_id,
-         "tool_call": {key: {"args": args, "result": result}}, "session_id": SESSION},
-    ]  # fmt: skip
+        {
+            "type": "tool_call",
+            "subtype": "started",
+            "call_id": call_id,
+            "tool_call": {key: {"args": args}},
+            "session_id": SESSION,
+        },
+        {
+            "type": "tool_call",
+            "subtype": "completed",
+            "call_id": call_id,
+            "tool_call": {key: {"args": args, "result": result}},
+            "session_id": SESSION,
+        },
+    ]
 
 
 def new_shape_lines() -> list[Any]:
@@ -65,28 +91,57 @@ def new_shape_lines() -> list[Any]:
     command stopped, a task notification, and usage with cache tokens."""
     init, message, result = answer_lines("Done, with one file left alone.")
     query = "askQuestionInteractionQuery"
+    skipped = "Questions skipped by the user, continue with the information you already have"
     lines: list[Any] = [
         init,
-        {"type": "interaction_query", "subtype": "request", "query_type": query,
-         "query": {"id": 1, query: {"args": {"title": "Which release?"}}}},
-        {"type": "interaction_query", "subtype": "response", "query_type": query,
-         "response": {"id": 1, "result": {"rejected": {
-             "reason": "Questions skipped by the user, continue with the information you "
-                       "already have"}}}},
-        {"type": "interaction_query", "subtype": "request",
-         "query_type": "createPlanRequestQuery",
-         "query": {"id": 2, "createPlanRequestQuery": {"args": {"plan": "# Plan\n- edit"}}}},
-        *_call(1, "editToolCall", {"path": "docs/frozen.md"}, {"error": {
-            "errorMessage": "Edit was blocked by a hook: frozen" + _HINT + _NOTE}}),
-        *_call(2, "shellToolCall", {"command": "curl example.com"}, {"rejected": {
-            "command": "curl example.com", "reason": "no network" + _NOTE}}),
-        {"type": "system", "subtype": "task_notification", "status": "completed",
-         "summary": "Background command finished"},
+        {
+            "type": "interaction_query",
+            "subtype": "request",
+            "query_type": query,
+            "query": {"id": 1, query: {"args": {"title": "Which release?"}}},
+        },
+        {
+            "type": "interaction_query",
+            "subtype": "response",
+            "query_type": query,
+            "response": {"id": 1, "result": {"rejected": {"reason": skipped}}},
+        },
+        {
+            "type": "interaction_query",
+            "subtype": "request",
+            "query_type": "createPlanRequestQuery",
+            "query": {"id": 2, "createPlanRequestQuery": {"args": {"plan": "# Plan\n- edit"}}},
+        },
+        *_call(
+            1,
+            "editToolCall",
+            {"path": "docs/frozen.md"},
+            {"error": {"errorMessage": "Edit was blocked by a hook: frozen" + _HINT + _NOTE}},
+        ),
+        *_call(
+            2,
+            "shellToolCall",
+            {"command": "curl example.com"},
+            {"rejected": {"command": "curl example.com", "reason": "no network" + _NOTE}},
+        ),
+        {
+            "type": "system",
+            "subtype": "task_notification",
+            "status": "completed",
+            "summary": "Background command finished",
+        },
         {"type": "system", "subtype": "background_shell_timeout", "command": "npm run dev"},
         message,
-        {**result, "usage": {"inputTokens": 1200, "outputTokens": 34,
-                             "cacheReadTokens": 560, "cacheWriteTokens": 7}},
-    ]  # fmt: skip
+        {
+            **result,
+            "usage": {
+                "inputTokens": 1200,
+                "outputTokens": 34,
+                "cacheReadTokens": 560,
+                "cacheWriteTokens": 7,
+            },
+        },
+    ]
     return lines
 
 

@@ -28,21 +28,40 @@ NEVER = _nets(
     "100.100.100.200/32",  # Alibaba Cloud metadata
     "fd00:ec2::254/128",  # AWS metadata over IPv6
     "192.0.0.192/32",  # Oracle Cloud's older metadata address
-    "0.0.0.0/8", "::/128",  # "this host": a connect to it reaches the runner itself
-    "224.0.0.0/4", "ff00::/8", "255.255.255.255/32",  # multicast and broadcast
-)  # fmt: skip
+    "0.0.0.0/8",  # "this host": a connect to it reaches the runner itself
+    "::/128",  # "this host" in IPv6
+    "224.0.0.0/4",  # multicast
+    "ff00::/8",  # IPv6 multicast
+    "255.255.255.255/32",  # broadcast
+)
 """Never reached, whatever the name."""
 LOCAL = _nets(
     # IPv4 (IANA's special-purpose registry): private, shared, loopback, IETF, documentation,
     # benchmarking, the old 6to4 relay, reserved
-    "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "172.16.0.0/12", "192.0.0.0/24",
-    "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
-    "203.0.113.0/24", "240.0.0.0/4",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.0.2.0/24",
+    "192.88.99.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "198.51.100.0/24",
+    "203.0.113.0/24",
+    "240.0.0.0/4",
     # IPv6: loopback, discard, IETF assignments (Teredo among them), documentation, unique
     # local, site-local, SRv6 SIDs. The IPv4-carrying prefixes are judged by what they carry.
-    "::1/128", "100::/64", "2001::/23", "2001:db8::/32", "3fff::/20", "fc00::/7",
-    "fec0::/10", "5f00::/16", "64:ff9b:1::/48",
-)  # fmt: skip
+    "::1/128",
+    "100::/64",
+    "2001::/23",
+    "2001:db8::/32",
+    "3fff::/20",
+    "fc00::/7",
+    "fec0::/10",
+    "5f00::/16",
+    "64:ff9b:1::/48",
+)
 """Reached only for a name the workflow listed exactly (a self-hosted mirror)."""
 _CARRIERS = _nets("::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96")
 """IPv6 prefixes whose last 32 bits are an IPv4 address."""

@@ -68,8 +68,8 @@ def parse_query(data: bytes) -> Query:
         label = data[offset : offset + length]
         if len(label) != length:
             raise DnsError("a label runs past the end")
-        labels.append("".join(chr(b) if 0x21 <= b < 0x7F and b != 0x2E else f"\\x{b:02x}"
-                              for b in label.lower()))  # fmt: skip
+        shown = (chr(b) if 0x21 <= b < 0x7F and b != 0x2E else f"\\x{b:02x}" for b in label.lower())
+        labels.append("".join(shown))
         offset += length
         if offset - _HEADER.size > 255:
             raise DnsError("the name is longer than 255 bytes")

@@ -6,7 +6,7 @@
     network.leave()          # the jail back in the runner's network namespace
     network.start()          # the relay runs (a thread of the jail)
     # ... the agent runs; the init exits
-    report = network.finish()  # stop; the report (a NetReport) for the run record
+    report = network.finish()  # stop; the report (a NetReport) for the run report
 
 Between :meth:`BoxNetwork.enter` and :meth:`BoxNetwork.leave` the calling thread is in the
 box's network namespace: whatever it forks (the agent's namespace init) lives there. Start no

@@ -1,7 +1,7 @@
 """What the wall let through and what it refused, bounded, as the run's report.
 
 The report (:meth:`Ledger.report`) is a :class:`~cursor_agent_action.stream.netreport.NetReport`
-(its JSON is there), the ``network`` field of the run record.
+(its JSON is there), the ``network`` field of the run report.
 
 Kinds of refusal (:data:`KINDS`): ``dns`` (a name no rule allows), ``port`` (an allowed name on
 a port no rule gives it), ``address`` (it resolved to a metadata, link-local or, for a name not
@@ -146,8 +146,9 @@ class Ledger:
     def moved(self, destination: str, out: int, back: int) -> None:
         with self._lock:
             if (entry := self._allowed.get(destination)) is not None:
-                self._allowed[destination] = replace(entry, bytes_out=entry.bytes_out + out,
-                                                     bytes_in=entry.bytes_in + back)
+                self._allowed[destination] = replace(
+                    entry, bytes_out=entry.bytes_out + out, bytes_in=entry.bytes_in + back
+                )
 
     def broke(self, detail: str) -> None:
         """The relay itself stopped on an error: every connection of the box now fails."""
@@ -162,10 +163,12 @@ class Ledger:
                 mode=RESTRICTED,
                 rules=rules,
                 unreachable=self._policy.unreachable,
-                allowed=tuple(sorted(self._allowed.values(),
-                                     key=lambda e: (-e.connections, e.destination))),
-                refused=tuple(sorted(self._refused.values(),
-                                     key=lambda e: (-e.count, e.destination))),
+                allowed=tuple(
+                    sorted(self._allowed.values(), key=lambda e: (-e.connections, e.destination))
+                ),
+                refused=tuple(
+                    sorted(self._refused.values(), key=lambda e: (-e.count, e.destination))
+                ),
                 allowed_total=self.allowed_total,
                 refused_total=self.refused_total,
                 omitted=self._omitted,

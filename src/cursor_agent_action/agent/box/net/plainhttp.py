@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import h11
@@ -24,11 +24,22 @@ from cursor_agent_action.agent.box.net.pumps import Flow
 
 MAX_HEAD = 64 * 1024
 CHUNK = 64 * 1024
-HOP_BY_HOP = frozenset({
-    b"connection", b"keep-alive", b"proxy-connection", b"proxy-authenticate",
-    b"proxy-authorization", b"te", b"trailer", b"transfer-encoding", b"upgrade", b"host",
-    b"expect", b"http2-settings",
-})  # fmt: skip
+HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"expect",
+        b"http2-settings",
+    }
+)
 _ORIGIN_FORM = re.compile(rb"/(?!/)[\x21-\x5b\x5d-\x7e]*")
 """A path and query of visible ASCII; not ``//`` first nor a backslash anywhere (WHATWG URL
 readers, node's, take ``//host`` and ``/\\host`` for a URL with a host)."""
@@ -74,8 +85,7 @@ def check_request(request: h11.Request, name: str, port: int) -> bytes:
             raise BadRequest("an absolute-form request: nothing in the box is a proxy")
         raise BadRequest("a request target that is not a plain path (a byte outside visible "
                          "ASCII, a backslash, or // first)")
-    upgrades = {token.strip().lower() for field, value in request.headers if field == b"upgrade"
-                for token in value.split(b",")}  # fmt: skip
+    upgrades = _tokens(request.headers, b"upgrade")
     if upgrades - {b"h2c"}:  # h2c (curl --http2) is left out: the answer is HTTP/1.1's
         raise BadRequest("a protocol upgrade on plain HTTP (use TLS: wss://, https://)")
     hosts = [value for field, value in request.headers if field == b"host"]
@@ -116,10 +126,18 @@ def _forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """The end-to-end fields of ``headers`` (hop-by-hop ones and those ``Connection``
     names dropped; never the body's length, which ``Connection`` cannot take away: the
     request would lose its framing)."""
-    named = {token.strip().lower() for field, value in headers if field == b"connection"
-             for token in value.split(b",")} - {b"content-length"}  # fmt: skip
-    return [(field, value) for field, value in headers
-            if field not in HOP_BY_HOP and field not in named]  # fmt: skip
+    dropped = HOP_BY_HOP | (_tokens(headers, b"connection") - {b"content-length"})
+    return [(field, value) for field, value in headers if field not in dropped]
+
+
+def _tokens(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> set[bytes]:
+    """The comma-separated tokens of every ``name`` field, trimmed and lower-cased."""
+    return {
+        token.strip().lower()
+        for field, value in headers
+        if field == name
+        for token in value.split(b",")
+    }
 
 
 async def _next(connection: h11.Connection, reader: asyncio.StreamReader,

@@ -82,8 +82,11 @@ def is_ip_literal(host: str) -> bool:
 def valid_name(name: str) -> bool:
     """A host name of LDH labels (``_`` allowed), at most 253 characters, not an address."""
     labels = name.split(".")
-    return (0 < len(name) <= 253 and all(_LABEL.match(label) for label in labels)
-            and not is_ip_literal(name))  # fmt: skip
+    return (
+        0 < len(name) <= 253
+        and all(_LABEL.match(label) for label in labels)
+        and not is_ip_literal(name)
+    )
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,7 @@ class NetPolicy:
     def explicit(self, name: str) -> bool:
         """The workflow listed exactly this name (not through a wildcard, not by default)."""
         name = normalise(name)
-        return any(rule.pattern == name and rule.source != SOURCE_DEFAULT
-                   for rule in self.rules)  # fmt: skip
+        return any(rule.pattern == name and rule.source != SOURCE_DEFAULT for rule in self.rules)
 
     def address_allowed(self, address: str, name: str) -> bool:
         """May the relay connect to ``address`` for ``name``: never a metadata or link-local
@@ -143,15 +145,21 @@ class NetPolicy:
         return tuple(sorted({port for rule in self.rules for port in rule.ports}))
 
     def to_json(self) -> dict[str, Any]:
-        return {"rules": [{"pattern": r.pattern, "ports": list(r.ports), "source": r.source}
-                          for r in self.rules],
-                "unreachable": list(self.unreachable),
-                "proxy": self.proxy.to_json() if self.proxy else None}  # fmt: skip
+        return {
+            "rules": [
+                {"pattern": r.pattern, "ports": list(r.ports), "source": r.source}
+                for r in self.rules
+            ],
+            "unreachable": list(self.unreachable),
+            "proxy": self.proxy.to_json() if self.proxy else None,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NetPolicy:
-        rules = tuple(Rule(str(r["pattern"]), tuple(int(p) for p in r["ports"]), str(r["source"]))
-                      for r in data["rules"])  # fmt: skip
+        rules = tuple(
+            Rule(str(r["pattern"]), tuple(int(p) for p in r["ports"]), str(r["source"]))
+            for r in data["rules"]
+        )
         return cls(rules, tuple(str(url) for url in data.get("unreachable", ())),
                    RunnerProxy.from_json(data.get("proxy")))
 

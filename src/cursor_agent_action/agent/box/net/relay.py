@@ -175,9 +175,10 @@ class Wall:
         self._stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
         transport, _ = await loop.create_datagram_endpoint(lambda: _DnsUdp(self), sock=self._udp)
-        servers = [await asyncio.start_server(self._accept, sock=sock,
-                                              limit=self.limits.buffer_bytes)
-                   for sock in self._listeners]  # fmt: skip
+        servers = [
+            await asyncio.start_server(self._accept, sock=sock, limit=self.limits.buffer_bytes)
+            for sock in self._listeners
+        ]
         self._ready.set()
         try:
             await self._stopping.wait()

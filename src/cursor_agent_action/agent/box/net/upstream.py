@@ -75,8 +75,11 @@ class RunnerProxy:
         http = Proxy.parse(value("HTTP_PROXY") or value("ALL_PROXY"))
         if https is None and http is None:
             return None
-        no_proxy = tuple(entry.strip().lstrip(".").lower() for entry in
-                         value("NO_PROXY").split(",") if entry.strip())  # fmt: skip
+        no_proxy = tuple(
+            entry.strip().lstrip(".").lower()
+            for entry in value("NO_PROXY").split(",")
+            if entry.strip()
+        )
         return cls(https, http, no_proxy)
 
     def direct(self, name: str) -> bool:

@@ -1,0 +1,147 @@
+"""The run's verdict while the run finds it: the stream's read-only result, the failures the
+checks after it add, and the run's own facts; made into the one read-only
+:class:`~cursor_agent_action.stream.record.RunReport` at the end (:meth:`Verdict.report`).
+
+The conclusion is never set: it follows from how the agent was stopped and the failures
+(:meth:`Verdict.conclusion`), so a check can only add a failure, and a timeout or a cancel
+stays what it was."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from cursor_agent_action.stream.netreport import NetReport
+from cursor_agent_action.stream.record import (
+    Cause,
+    Conclusion,
+    Failure,
+    RunReport,
+    StreamResult,
+    stream_failures,
+)
+
+STOPPED: dict[str, Conclusion] = {
+    "timeout": Conclusion.TIMEOUT,
+    "cancelled": Conclusion.CANCELLED,
+    "budget": Conclusion.BUDGET,
+}
+"""How the agent was stopped (``AgentExit.ended_by``) -> the run's conclusion."""
+
+
+@dataclass(frozen=True)
+class Described:
+    """What the report says about the request itself (the same for every start)."""
+
+    transcript_file: str = ""
+    transcript_artifact: str = ""
+    transcript_temporary: bool = False
+    preset: str = ""
+    prompt: str = ""
+
+
+@dataclass
+class Verdict:
+    """One start of the agent (or a run and its follow-up turn) as the checks find it.
+
+    ``failures`` come newest first: the latest check's failure leads the reason."""
+
+    stream: StreamResult
+    stopped: Conclusion | None = None
+    failures: list[Failure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files_changed: list[str] = field(default_factory=list)
+    stderr: str = ""
+    exit_code: int | None = None
+    isolation: str = ""
+    network: NetReport | None = None
+    structured_output: str = ""
+
+    @classmethod
+    def of(cls, stream: StreamResult) -> Verdict:
+        """The verdict of the stream alone: its own failure, the files its tools wrote."""
+        return cls(stream, failures=list(stream_failures(stream)),
+                   files_changed=list(stream.files_changed))
+
+    @property
+    def conclusion(self) -> Conclusion:
+        if self.stopped is not None:
+            return self.stopped
+        return Conclusion.FAILURE if self.failures else Conclusion.SUCCESS
+
+    @property
+    def succeeded(self) -> bool:
+        return self.conclusion is Conclusion.SUCCESS
+
+    def fail(self, cause: Cause, message: str) -> None:
+        """A failure that outweighs the run's own result (a timeout or cancel stays)."""
+        self.failures.insert(0, Failure(cause, message))
+
+    def stop(self, stopped: Conclusion | None, message: str) -> None:
+        """How the agent ended replaces the stream's verdict: stopped by the action
+        (``stopped``), or ended without a result (None)."""
+        self.stopped = stopped
+        cause = Cause.NO_RESULT if stopped is None else Cause.STOPPED
+        self.failures = [Failure(cause, message)]
+
+    def answered(self, value: str) -> None:
+        """The checked answer to ``output-schema``, compact JSON."""
+        self.structured_output = value
+
+    def followed_by(self, second: Verdict) -> Verdict:
+        """One verdict for a run and its follow-up turn: the second's conclusion, both turns'
+        calls, files, tokens and notes."""
+        return dataclasses.replace(
+            second,
+            stream=_both(self.stream, second.stream),
+            failures=list(second.failures),
+            notes=[*self.notes, *second.notes],
+            files_changed=sorted({*self.files_changed, *second.files_changed}),
+            isolation=self.isolation or second.isolation,
+        )
+
+    def report(self, described: Described) -> RunReport:
+        """The read-only report of this verdict."""
+        return RunReport(
+            self.stream,
+            self.conclusion,
+            tuple(self.failures),
+            files_changed=tuple(self.files_changed),
+            notes=tuple(self.notes),
+            stderr=self.stderr,
+            exit_code=self.exit_code,
+            transcript_file=described.transcript_file,
+            transcript_artifact=described.transcript_artifact,
+            transcript_temporary=described.transcript_temporary,
+            preset=described.preset,
+            prompt=described.prompt,
+            isolation=self.isolation,
+            structured_output=self.structured_output,
+            network=self.network,
+        )
+
+
+def _sum(first: int | None, second: int | None) -> int | None:
+    return None if first is None and second is None else (first or 0) + (second or 0)
+
+
+def _both(first: StreamResult, second: StreamResult) -> StreamResult:
+    """The streams of a run and its follow-up turn as one (the second's answer)."""
+    return dataclasses.replace(
+        second,
+        session_id=second.session_id or first.session_id,
+        model=first.model or second.model,
+        cwd=first.cwd or second.cwd,
+        duration_ms=_sum(first.duration_ms, second.duration_ms),
+        input_tokens=_sum(first.input_tokens, second.input_tokens),
+        output_tokens=_sum(first.output_tokens, second.output_tokens),
+        cache_read_tokens=_sum(first.cache_read_tokens, second.cache_read_tokens),
+        cache_write_tokens=_sum(first.cache_write_tokens, second.cache_write_tokens),
+        tool_calls=(*first.tool_calls, *second.tool_calls),
+        files_changed=tuple(sorted({*first.files_changed, *second.files_changed})),
+        malformed_lines=first.malformed_lines + second.malformed_lines,
+        interactions=(*first.interactions, *second.interactions),
+        interactions_left_out=first.interactions_left_out + second.interactions_left_out,
+        notices=(*first.notices, *second.notices),
+        notices_left_out=first.notices_left_out + second.notices_left_out,
+    )
