@@ -7,12 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from cursor_agent_action.errors import GitHubError, UsageError
-from cursor_agent_action.gh.api import (
-    Context,
-    GitHub,
-    Retrier,
-    retry_delay,
-)
+from cursor_agent_action.gh.api import Context, GitHub
+from cursor_agent_action.gh.ratelimits import Retrier, retry_delay
 from tests.support.github_server import TOKEN, GitHubServer
 
 NOW = 1_800_000_000.0

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action import cli
-from cursor_agent_action.errors import EXIT_USAGE
+from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import GitHubServer, error_line
 
@@ -109,3 +109,28 @@ def test_no_pull_request_is_one_clear_error(env: Env) -> None:
     code, _, _, log = env.context()
     assert code == EXIT_USAGE
     assert "pr-number must be a pull request number" in error_line(log)
+
+
+def test_the_diff_request_is_retried_on_a_rate_limit_like_every_call(env: Env) -> None:
+    """The diff is no PyGithub call (no PyGithub method reads the diff media type) but gets
+    the same bounded retries: a secondary rate limit on it is waited out, not fatal."""
+    env.gh.fail("GET", rf"/pulls/{env.number}$", 429, headers={"retry-after": "0"},
+                message="You have exceeded a secondary rate limit.", accept="diff")
+    code, _, text, log = env.context()
+    assert code == 0
+    assert "From GitHub's diff of the pull request." in text
+    assert "GitHub answered 429; waiting 0 s before retry 1/4." in log
+    diffs = [r for r in env.gh.requests_to("GET", rf"/pulls/{env.number}$")
+             if "diff" in r.headers.get("Accept", "")]
+    assert len(diffs) == 2
+
+
+def test_a_refused_diff_is_one_github_error_naming_the_permission(env: Env) -> None:
+    env.gh.fail("GET", rf"/pulls/{env.number}$", 403, accept="diff",
+                message="Resource not accessible by integration")
+    code, _, text, log = env.context()
+    assert code == EXIT_GITHUB
+    assert text == ""
+    line = error_line(log)
+    assert "reading the diff of pull request" in line
+    assert "pull-requests: read" in log

@@ -52,6 +52,7 @@ class Fault:
     headers: dict[str, str]
     body: Any
     times: int
+    accept: str = ""  # only requests whose Accept header holds this
 
 
 @dataclass
@@ -135,15 +136,17 @@ class GitHubServer:
         headers: dict[str, str] | None = None,
         body: Any = None,
         times: int = 1,
+        accept: str = "",
     ) -> None:
-        """Answer the next ``times`` matching requests with ``status`` (and ``body``, default
-        GitHub's error shape)."""
+        """Answer the next ``times`` matching requests (``accept``: only those whose Accept
+        header holds it) with ``status`` (and ``body``, default GitHub's error shape)."""
         if body is None:
             body = {"message": message or _REASONS.get(status, "error"),
                     "documentation_url": "https://docs.github.com/rest"}
         with self._lock:
             self._faults.append(
-                Fault(method, re.compile(path_regex), status, headers or {}, body, times)
+                Fault(method, re.compile(path_regex), status, headers or {}, body, times,
+                      accept)
             )
 
     def rate_limit(self, method: str, path_regex: str, *, primary: bool, reset_in: int = 0,
@@ -406,7 +409,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with gh._lock:
             for fault in gh._faults:
-                if fault.times > 0 and fault.method == method and fault.path.search(parsed.path):
+                if (fault.times > 0 and fault.method == method and fault.path.search(parsed.path)
+                        and fault.accept in self.headers.get("Accept", "")):
                     fault.times -= 1
                     self._send(fault.status, fault.body, fault.headers)
                     return

@@ -1,8 +1,10 @@
 """What the GitHub follow-up commands share: environment, token, REST client, retries, errors.
 
-PyGithub does the REST calls; every call goes through :meth:`GitHub.call`, which retries rate
-limits and transient server errors (bounded in count and total wait) and turns every failure
-into one :class:`GitHubError` with a fix-it hint.
+PyGithub does the REST calls, through its public API; every call goes through
+:meth:`GitHub.call`, which retries rate limits and transient server errors (bounded in count
+and total wait) and turns every failure into one :class:`GitHubError` with a fix-it hint. What
+PyGithub has no call for (a job's log, a pull request's raw diff) is one ``GET`` through
+:meth:`GitHub.fetch` (httpx), with the same retries and errors.
 
 References:
 - Rate limits, ``retry-after`` and ``x-ratelimit-reset``:
@@ -18,17 +20,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import github
+import httpx
 import requests
 
-from cursor_agent_action import retry
 from cursor_agent_action.errors import GitHubError, UsageError
+from cursor_agent_action.gh.ratelimits import (
+    MAX_ATTEMPTS,
+    MAX_TOTAL_WAIT_S,
+    RateLimitWaitTooLong,
+    Retrier,
+    retry_delay,
+)
 from cursor_agent_action.options import add_option
 from cursor_agent_action.runner_io import Runner, scrub_urls
 
@@ -39,12 +47,6 @@ DEFAULT_SERVER_URL = "https://github.com"
 COMMENT_LIMIT = 65536
 """GitHub rejects issue/PR comments and PR bodies longer than this many characters."""
 
-MAX_ATTEMPTS = 5
-"""Attempts per REST call (the first one plus retries)."""
-MAX_TOTAL_WAIT_S = 300.0
-"""Longest we wait in total for rate limits or transient errors before giving up."""
-_SECONDARY_LIMIT_WAIT_S = 60.0  # GitHub: "wait at least one minute" when no header says how long
-_TRANSIENT = frozenset({500, 502, 503, 504})
 _HTTP_TIMEOUT_S = 30
 
 
@@ -171,78 +173,6 @@ def fork_note(ctx: Context) -> str:
     )
 
 
-# -- retries ---------------------------------------------------------------------------------
-
-
-def retry_delay(status: int, headers: Mapping[str, str], message: str, now: float) -> float | None:
-    """Seconds to wait before retrying a failed request, or None when retrying cannot help.
-
-    Follows GitHub's documented order: ``retry-after`` first, then ``x-ratelimit-remaining: 0``
-    with ``x-ratelimit-reset`` (epoch seconds), then one minute for a secondary rate limit
-    that names no time. Transient 5xx errors get a short delay.
-    """
-    lower = {key.lower(): value for key, value in headers.items()}
-    limited = status in (403, 429)
-    if limited and lower.get("retry-after", "").strip():
-        try:
-            return max(0.0, float(lower["retry-after"]))
-        except ValueError:
-            return _SECONDARY_LIMIT_WAIT_S
-    if limited and lower.get("x-ratelimit-remaining", "").strip() == "0":
-        try:
-            return max(0.0, float(lower.get("x-ratelimit-reset", "")) - now) + 1.0
-        except ValueError:
-            return _SECONDARY_LIMIT_WAIT_S
-    if status == 429 or (status == 403 and "secondary rate limit" in message.lower()):
-        return _SECONDARY_LIMIT_WAIT_S
-    if status in _TRANSIENT:
-        return 2.0
-    return None
-
-
-@dataclass
-class Retrier:
-    """Runs a request function, waiting and retrying as :func:`retry_delay` says; bounded."""
-
-    sleep: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.time
-    max_attempts: int = MAX_ATTEMPTS
-    max_total_wait: float = MAX_TOTAL_WAIT_S
-    log: Callable[[str], None] = lambda _line: None
-
-    def run(
-        self,
-        attempt: Callable[[], T],
-        failure: Callable[[BaseException], tuple[int, Mapping[str, str], str] | None],
-    ) -> T:
-        """``failure(exc)`` returns (status, headers, message) for HTTP errors, else None."""
-        def delay(exc: BaseException, _number: int = 0) -> float | None:
-            info = failure(exc)
-            return None if info is None else retry_delay(*info, self.clock())
-
-        def announce(exc: BaseException, number: int, seconds: float) -> None:
-            status = info[0] if (info := failure(exc)) else 0
-            self.log(f"GitHub answered {status}; waiting {seconds:.0f} s before retry "
-                     f"{number}/{self.max_attempts - 1}.")
-
-        bounds = retry.Bounds(self.max_attempts, self.max_total_wait, self.sleep)
-        try:
-            return retry.call(attempt, bounds, retryable=lambda exc: delay(exc) is not None,
-                              wait=delay, announce=announce)
-        except retry.GaveUp as exc:
-            last = exc.__cause__
-            if exc.over_budget and exc.delay is not None:
-                raise RateLimitWaitTooLong(exc.delay, exc.waited) from last
-            raise last if last is not None else exc from None
-
-
-class RateLimitWaitTooLong(Exception):
-    def __init__(self, delay: float, waited: float) -> None:
-        super().__init__(f"retry in {delay:.0f} s after waiting {waited:.0f} s")
-        self.delay = delay
-        self.waited = waited
-
-
 # -- errors ------------------------------------------------------------------------------------
 
 
@@ -349,19 +279,61 @@ class GitHub:
                 return exc.status, exc.headers or {}, error_message(exc.data)
             return None
 
+        return self._retried(doing, request, failure, permission=permission,
+                             raised=(github.GithubException, requests.RequestException),
+                             url=self.ctx.api_url)
+
+    def _retried(self, doing: str, attempt: Callable[[], T],
+                 failure: Callable[[BaseException], tuple[int, Mapping[str, str], str] | None],
+                 *, permission: str, raised: tuple[type[Exception], ...], url: str) -> T:
+        """``attempt`` retried as GitHub's answers say; what it ``raised`` as one
+        :class:`GitHubError`: GitHub's answer (``failure`` reads it), or no answer at all."""
         try:
-            return self.retrier.run(request, failure)
+            return self.retrier.run(attempt, failure)
         except RateLimitWaitTooLong as exc:
             raise rate_limit_error(doing, exc) from None
-        except github.GithubException as exc:
-            status, headers, message = exc.status, exc.headers or {}, error_message(exc.data)
+        except raised as exc:
+            answer = failure(exc)
+            if answer is None:
+                raise network_error(doing, url, exc) from None
+            status, headers, message = answer
             retried = retry_delay(status, headers, message, self.retrier.clock()) is not None
             raise github_error(
                 doing, status, message, self.ctx, permission=permission, retried=retried
             ) from None
-        except requests.RequestException as exc:
-            raise network_error(doing, self.ctx.api_url, exc) from None
 
+    def http(self) -> httpx.Client:
+        """A client for :meth:`fetch`: the token, GitHub's headers, redirects followed (httpx
+        drops the Authorization header when a redirect leaves the host, as to log storage)."""
+        return httpx.Client(follow_redirects=True, timeout=60, headers={
+            "Authorization": f"Bearer {self.token}", "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "cursor-agent-action",
+        })
+
+    def fetch(self, http: httpx.Client, doing: str, url: str, *, accept: str = "",
+              permission: str = "", passes: Container[int] = (),
+              stream: bool = False) -> httpx.Response:
+        """``GET url`` for what PyGithub has no call for, retried as :meth:`call` retries; an
+        error status raises the same :class:`GitHubError`, except those in ``passes``, which
+        come back for the caller to read. With ``stream``, the caller closes the response."""
+        headers = {"Accept": accept} if accept else {}
+
+        def failure(exc: BaseException) -> tuple[int, Mapping[str, str], str] | None:
+            if isinstance(exc, httpx.HTTPStatusError):
+                response = exc.response
+                return response.status_code, response.headers, _response_message(response)
+            return None
+
+        def attempt() -> httpx.Response:
+            response = http.send(http.build_request("GET", url, headers=headers), stream=stream)
+            if response.status_code >= 400 and response.status_code not in passes:
+                response.read()
+                response.close()
+                response.raise_for_status()
+            return response
+
+        return self._retried(doing, attempt, failure, permission=permission,
+                             raised=(httpx.HTTPError,), url=url)
 
     def graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
         """A GraphQL request through PyGithub's entry point (``Requester.graphql_query``); an
@@ -374,6 +346,13 @@ class GitHub:
                 return dict(exc.data)
             raise
         return data
+
+
+def _response_message(response: httpx.Response) -> str:
+    try:
+        return error_message(response.json())
+    except ValueError:
+        return ""
 
 
 def error_message(data: object) -> str:

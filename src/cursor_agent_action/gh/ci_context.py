@@ -26,14 +26,9 @@ from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.gh.api import (
     Context,
     GitHub,
-    RateLimitWaitTooLong,
     add_token_option,
-    error_message,
-    github_error,
     network_error,
-    rate_limit_error,
     read_token,
-    retry_delay,
 )
 from cursor_agent_action.markdown import code_cell, fence, inline, utf8_len
 from cursor_agent_action.options import add_number, add_option
@@ -173,10 +168,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     sections = sum(max(1, sum(s.conclusion in _FAILED for s in job.steps)) for job in jobs)
     budget = max(_MIN_SECTION_BYTES, max_bytes // max(1, sections))
     reports = []
-    with httpx.Client(follow_redirects=True, timeout=60, headers={
-        "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-        "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "cursor-agent-action",
-    }) as http:
+    with gh.http() as http:
         for job in jobs:
             reports.append(_job_report(gh, http, job, budget, runner))
     # The file becomes the agent's prompt: a log may echo this job's own token or another secret.
@@ -234,49 +226,20 @@ class LogUnavailable(Exception):
 
 
 def _log_lines(gh: GitHub, http: httpx.Client, url: str, doing: str) -> Iterator[str]:
-    def failure(exc: BaseException) -> tuple[int, Any, str] | None:
-        if isinstance(exc, httpx.HTTPStatusError):
-            return exc.response.status_code, exc.response.headers, ""
-        return None
-
-    def open_log() -> httpx.Response:
-        response = http.send(http.build_request("GET", url), stream=True)
-        if response.status_code >= 400:
-            response.read()
-            response.close()
-            response.raise_for_status()
-        return response
-
-    try:
-        response = gh.retrier.run(open_log, failure)
-    except RateLimitWaitTooLong as exc:
-        raise rate_limit_error(doing, exc) from None
-    except httpx.HTTPStatusError as exc:
-        status = exc.response.status_code
-        if status == 410:
-            raise LogUnavailable("GitHub answered 410 Gone: the log has expired") from None
-        if status == 404:
-            raise LogUnavailable("GitHub answered 404: the log has expired or was deleted, or "
-                                 "the token lacks actions: read") from None
-        message = _error_message(exc.response)
-        retried = retry_delay(status, exc.response.headers, message, gh.retrier.clock())
-        raise github_error(doing, status, message, gh.ctx, permission="actions: read",
-                           retried=retried is not None) from None
-    except httpx.HTTPError as exc:
-        raise network_error(doing, url, exc) from None
+    response = gh.fetch(http, doing, url, permission="actions: read", passes=(404, 410),
+                        stream=True)
+    if response.status_code in (404, 410):
+        response.close()
+        if response.status_code == 410:
+            raise LogUnavailable("GitHub answered 410 Gone: the log has expired")
+        raise LogUnavailable("GitHub answered 404: the log has expired or was deleted, or the "
+                             "token lacks actions: read")
     try:
         yield from response.iter_lines()
     except httpx.HTTPError as exc:
         raise network_error(doing, url, exc) from None
     finally:
         response.close()
-
-
-def _error_message(response: httpx.Response) -> str:
-    try:
-        return error_message(response.json())
-    except ValueError:
-        return ""
 
 
 def _run_id(raw: str, ctx: Context) -> int:

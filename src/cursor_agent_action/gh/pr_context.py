@@ -18,8 +18,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import github
-
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.gh.api import Context, GitHub, add_token_option, read_token
 from cursor_agent_action.gh.review import pr_number
@@ -84,26 +82,15 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
 
 
 def _diff(gh: GitHub, number: int, files: list[Any]) -> tuple[str, str]:
-    """(the unified diff, where it came from). No PyGithub object reads the diff media type:
-    this is the one request made through ``Github.requester``, which PyGithub documents for
-    "endpoints not yet supported by PyGitHub"."""
-    requester = gh.client.requester
+    """(the unified diff, where it came from). No PyGithub call reads the diff media type: it
+    is one ``GET`` through :meth:`GitHub.fetch`."""
     url = f"{gh.ctx.api_url}/repos/{gh.ctx.repository}/pulls/{number}"
-
-    def get() -> str | None:
-        try:
-            _, data = requester.requestJsonAndCheck(
-                "GET", url, headers={"Accept": "application/vnd.github.diff"})
-        except github.GithubException as exc:
-            if exc.status == 406:  # too large for GitHub to make
-                return None
-            raise
-        return str((data or {}).get("data", "")) if isinstance(data, dict) else ""
-
-    text = gh.call(f"reading the diff of pull request #{number}", get,
-                   permission="pull-requests: read")
-    if text is not None:
-        return text, "GitHub's diff of the pull request"
+    with gh.http() as http:
+        response = gh.fetch(http, f"reading the diff of pull request #{number}", url,
+                            accept="application/vnd.github.diff",
+                            permission="pull-requests: read", passes=(406,))
+    if response.status_code != 406:  # 406: too large for GitHub to make
+        return response.text, "GitHub's diff of the pull request"
     parts = []
     for file in files:
         old = file.previous_filename or file.filename
