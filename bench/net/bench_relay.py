@@ -204,7 +204,7 @@ def main() -> int:
     for what in ("upload", "http upload", "download"):
         print(f"{what} {args.mib} MiB: direct {direct[f'{what}_mib_s']:,.0f} MiB/s, relay "
               f"{relayed[f'{what}_mib_s']:,.0f} MiB/s (target >= 200 MB/s = 191 MiB/s)")
-    print(json.dumps(wall.report()["allowed"]))
+    print(json.dumps(wall.report().to_json()["allowed"]))
     return 0
 
 

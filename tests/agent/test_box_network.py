@@ -57,6 +57,10 @@ def test_only_the_allowed_name_gets_through_and_the_summary_says_what_was_refuse
     assert int(out["network-denials"]) >= 1
     assert "## Network" in out["summary"] or "Network" in out["summary"]
     assert hosts_name in out["summary"]
+    # The first refusal came live from the box's root side (its event file), one warning per
+    # refused destination after the run (its report, through the box's status).
+    assert "Network: refused " in out["log"], out["log"]
+    assert "::warning title=network refused::The network wall refused " in out["log"]
 
 
 def test_network_open_keeps_the_runners_network_and_warns(

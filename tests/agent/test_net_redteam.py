@@ -98,7 +98,7 @@ def test_a_connection_field_naming_content_length_is_refused_and_reported() -> N
     sent = bytes(web.received)
     print(sent, run.report)
     # Either the relay refuses it (nothing leaves, a refusal is reported) or it sends it whole.
-    refused = run.report["refused"]
+    refused = run.report.refused
     assert (sent == b"" and refused) or sent.endswith(b"abcd"), (sent, run.report)
 
 
@@ -148,6 +148,6 @@ def test_a_client_hello_without_sni_is_refused(tmp_path: Any) -> None:
                 return f"refused: {exc}"
 
         run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK))
-    print(seen_sni, run.result, run.report["refused"])
+    print(seen_sni, run.result, run.report.refused)
     assert seen_sni == [], f"a hello without SNI reached the far end: {run.result!r}"
     assert run.refused("sni-mismatch")

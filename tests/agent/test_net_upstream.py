@@ -132,7 +132,7 @@ def test_behind_the_runners_proxy_http_and_tls_reach_their_servers(tmp_path: Pat
     assert plain.startswith("HTTP/1.1 200")
     assert plain.endswith(f"host={NAME}:{web.port}")
     assert answer == "over tls"
-    assert run.report["refused"] == []
+    assert run.report.refused == ()
 
 
 @ROOT
@@ -151,7 +151,7 @@ def test_the_agents_own_connect_and_absolute_form_are_refused_behind_a_proxy_too
     assert run.result == ["", ""]
     assert bytes(web.received) == b""
     [refused] = run.refused("sni-mismatch")
-    assert refused["count"] == 2
+    assert refused.count == 2
 
 
 @ROOT
@@ -188,7 +188,7 @@ def test_no_proxy_names_go_direct(tmp_path: Path) -> None:
                             resolve=fixed_resolver({NAME: ["127.0.0.1"]}))
     assert run.result.endswith(f"host={NAME}")
     assert proxied.result == ""  # through the (absent) proxy: it really is used
-    assert proxied.report["allowed"][0]["failed"] == 1
+    assert proxied.report.allowed[0].failed == 1
     assert web.connections == 1
 
 

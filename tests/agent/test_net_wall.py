@@ -76,13 +76,13 @@ def test_an_allowed_name_reaches_its_server_over_http() -> None:
         run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK))
     assert run.result.endswith(f"host={WEB}")
     assert web.connections == 1
-    [entry] = run.report["allowed"]
-    assert entry["destination"] == f"{WEB}:{web.port}"
-    assert entry["connections"] == 1
-    assert entry["bytes_out"] > 20
-    assert entry["bytes_in"] > 20
-    assert run.report["refused"] == []
-    assert run.report["error"] == ""
+    [entry] = run.report.allowed
+    assert entry.destination == f"{WEB}:{web.port}"
+    assert entry.connections == 1
+    assert entry.bytes_out > 20
+    assert entry.bytes_in > 20
+    assert run.report.refused == ()
+    assert run.report.error == ""
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +126,8 @@ def test_an_allowed_name_reaches_its_server_over_tls_and_another_sni_is_refused(
     assert run.result[1] != "connected"
     assert bytes(raw.received) == b""  # the fronted ClientHello never left the box
     [refusal] = run.refused("sni-mismatch")
-    assert refusal["destination"] == OTHER
-    assert WEB in refusal["first"]
+    assert refusal.destination == OTHER
+    assert WEB in refusal.first
 
 
 def test_an_http_host_for_another_name_is_refused() -> None:
@@ -140,7 +140,7 @@ def test_an_http_host_for_another_name_is_refused() -> None:
         run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK))
     assert run.result == ""
     assert bytes(web.received) == b""
-    assert run.refused("sni-mismatch")[0]["first"] == "the connection asks for evil.example"
+    assert run.refused("sni-mismatch")[0].first == "the connection asks for evil.example"
 
 
 def test_refused_names_ip_literals_ports_host_loopback_and_abstract_sockets_all_fail() -> None:
@@ -180,12 +180,12 @@ def test_refused_names_ip_literals_ports_host_loopback_and_abstract_sockets_all_
     assert outside == "ENETUNREACH"
     assert web.connections == 0
     assert calls == []
-    kinds = {(r["kind"], r["destination"]) for r in run.report["refused"]}
+    kinds = {(r.kind, r.destination) for r in run.report.refused}
     assert kinds == {("dns", "refused.example"), ("ip-literal", "127.0.0.1:443"),
                      ("ip-literal", "127.77.200.1:443"), ("port", f"{WEB}:8080")}
-    firsts = [e for e in run.events if e["event"] == "refused" and e["first_of_run"]]
+    firsts = [e for e in run.events if e.event == "refused" and e.first_of_run]
     assert len(firsts) == 1
-    assert firsts[0]["kind"] == "dns"
+    assert firsts[0].kind == "dns"
 
 
 def test_udp_and_a_dns_query_carrying_a_secret_never_leave_the_box() -> None:
@@ -211,7 +211,7 @@ def test_udp_and_a_dns_query_carrying_a_secret_never_leave_the_box() -> None:
     assert run.result == ["ENETUNREACH", -1, 5]
     assert calls == []  # the resolver never forwards: the secret went nowhere
     [refusal] = run.refused("dns")
-    assert refusal["destination"] == f"{secret}.example.test".lower()
+    assert refusal.destination == f"{secret}.example.test".lower()
 
 
 def test_the_metadata_address_is_refused_even_when_an_allowed_name_resolves_to_it() -> None:
@@ -234,7 +234,7 @@ def test_the_metadata_address_is_refused_even_when_an_allowed_name_resolves_to_i
         run = run_boxed(policy, client, resolve=fixed_resolver(table))
     assert run.result == ["", "", ""]
     assert web.connections == 0
-    refused = {r["destination"]: r["first"] for r in run.refused("address")}
+    refused = {r.destination: r.first for r in run.refused("address")}
     assert refused == {f"{WEB}:{web.port}": f"{WEB} resolves to 169.254.169.254",
                        f"{OTHER}:{web.port}": f"{OTHER} resolves to fd00:ec2::254, "
                        "100.100.100.200", f"{wild}:{web.port}": f"{wild} resolves to 127.0.0.1"}
@@ -403,7 +403,7 @@ def test_through_the_runners_hosts_file_and_the_boxs_own_resolv_conf(
     assert body == f"host={hosts_entry}:{web.port}"
     assert hosts == HOSTS_TEXT
     assert unknown != "connected"
-    assert run.report["allowed"][0]["destination"] == f"{hosts_entry}:{web.port}"
+    assert run.report.allowed[0].destination == f"{hosts_entry}:{web.port}"
     assert Path("/etc/hosts").read_text().count(hosts_entry) == 1  # the runner's, untouched
 
 
@@ -454,7 +454,7 @@ def test_a_client_hello_sent_a_byte_at_a_time_is_still_read_and_checked() -> Non
     assert echoed > 0  # echoed back: the hello naming WEB went through
     assert closed == 0  # closed: the hello naming OTHER on WEB's address did not
     assert len(web.received) == sent  # only the first hello reached the server
-    assert [r["destination"] for r in run.refused("sni-mismatch")] == [WEB]
+    assert [r.destination for r in run.refused("sni-mismatch")] == [WEB]
 
 
 def test_a_connect_from_the_agent_is_refused_even_to_an_allowed_name() -> None:
@@ -487,9 +487,9 @@ def test_a_connect_from_the_agent_is_refused_even_to_an_allowed_name() -> None:
     assert set(run.result) <= {"", "reset"}
     assert bytes(web.received) == b""
     [refused] = run.refused("sni-mismatch")
-    assert refused["first"] == ("an HTTP request refused (a CONNECT: nothing in the box is a "
-                                "proxy)")
-    assert refused["count"] == 2
+    assert refused.first == ("an HTTP request refused (a CONNECT: nothing in the box is a "
+                             "proxy)")
+    assert refused.count == 2
 
 
 def test_connections_over_the_limit_are_refused_and_reported() -> None:
@@ -517,8 +517,8 @@ def test_connections_over_the_limit_are_refused_and_reported() -> None:
     assert run.result[:5] == ["x0", "x1", "x2", "x3", "x4"]
     assert set(run.result[5:]) <= {"", "reset"}
     [limit] = run.refused("limit")
-    assert limit["count"] == 3
-    assert limit["first"] == "over 5 connections at once"
+    assert limit.count == 3
+    assert limit.first == "over 5 connections at once"
 
 
 def _recording(answer: bytes = b"") -> Any:
@@ -556,7 +556,7 @@ def test_a_second_client_hello_after_a_hello_retry_request_is_checked() -> None:
     assert b"evil.example" not in bytes(web.received)
     assert bytes(web.received).startswith(hello(WEB))
     [refusal] = run.refused("sni-mismatch")
-    assert "evil.example" in refusal["first"]
+    assert "evil.example" in refusal.first
 
 
 def test_a_client_hello_after_the_first_bytes_wait_is_still_read_as_tls() -> None:
@@ -577,7 +577,7 @@ def test_a_client_hello_after_the_first_bytes_wait_is_still_read_as_tls() -> Non
         run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK),
                         limits=Limits(peek_timeout_s=0.3))
     assert bytes(web.received) == b""
-    assert "evil.example" in run.refused("sni-mismatch")[0]["first"]
+    assert "evil.example" in run.refused("sni-mismatch")[0].first
 
 
 def test_a_client_hello_with_encrypted_client_hello_is_refused_and_reported() -> None:
@@ -595,7 +595,7 @@ def test_a_client_hello_with_encrypted_client_hello_is_refused_and_reported() ->
 
         run = run_boxed(policy, client, resolve=fixed_resolver(LOOPBACK))
     assert bytes(web.received) == b""
-    assert "encrypted_client_hello" in run.refused("sni-mismatch")[0]["first"]
+    assert "encrypted_client_hello" in run.refused("sni-mismatch")[0].first
 
 
 def test_dns_over_tcp_counts_toward_the_connection_cap() -> None:
@@ -620,5 +620,5 @@ def test_dns_over_tcp_counts_toward_the_connection_cap() -> None:
                     limits=Limits(max_connections=5))
     assert run.result == 5
     [limit] = run.refused("limit")
-    assert limit["count"] == 3
-    assert limit["first"] == "over 5 connections at once"
+    assert limit.count == 3
+    assert limit.first == "over 5 connections at once"

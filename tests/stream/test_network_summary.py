@@ -11,6 +11,7 @@ from cursor_agent_action.markdown import utf8_len
 from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream import network
+from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
 from cursor_agent_action.stream.report import report
 from cursor_agent_action.stream.summary import render_summary
@@ -20,7 +21,8 @@ SECRET = "sk-live-0123456789abcdef"
 HOSTILE = "x`|<script>alert(1)</script>\n## Heading ![img](http://e/)"
 
 
-def wall_report(**changes: Any) -> dict[str, Any]:
+def wall_json(**changes: Any) -> dict[str, Any]:
+    """The report as the box's status carries it (JSON)."""
     base: dict[str, Any] = {
         "mode": "restricted",
         "rules": [{"pattern": "*.cursor.sh", "ports": [443], "source": "default"},
@@ -37,6 +39,10 @@ def wall_report(**changes: Any) -> dict[str, Any]:
         "allowed_total": 3, "refused_total": 5, "omitted": 0, "error": "",
     }
     return {**base, **changes}
+
+
+def wall_report(**changes: Any) -> NetReport:
+    return NetReport.from_json(wall_json(**changes))
 
 
 def test_without_a_report_the_summary_has_no_network_section_and_the_output_is_empty() -> None:
@@ -64,11 +70,11 @@ def test_the_section_lists_what_was_allowed_reached_and_refused() -> None:
 
 
 def test_open_and_uncontained_runs_say_there_was_no_wall() -> None:
-    opened = network.section({"mode": "open", "why": ""}, 10_000)
+    opened = network.section(NetReport("open"), 10_000)
     assert "`network: open`" in opened
-    uncontained = network.section({"mode": "uncontained", "why": "no root"}, 10_000)
+    uncontained = network.section(NetReport("uncontained", "no root"), 10_000)
     assert "No network wall: the agent was not contained (no root)" in uncontained
-    assert network.denials({"mode": "open"}) == ""
+    assert network.denials(NetReport("open")) == ""
 
 
 def test_a_stopped_relay_and_unreachable_mcp_servers_are_called_out() -> None:
@@ -86,8 +92,8 @@ def test_the_section_fits_its_budget_and_a_malformed_report_does_not_crash() -> 
     assert network.section(wall_report(refused=many), 500) == (
         "*Network: left out to stay under the summary size limit.*\n\n")
     assert utf8_len(network.section(wall_report(refused=many), 10)) <= 10
-    junk: dict[str, Any] = {"mode": "restricted", "rules": "x", "allowed": [1, None, {}],
-                            "refused": [{"count": "many"}], "refused_total": True}
+    junk = NetReport.from_json({"mode": "restricted", "rules": "x", "allowed": [1, None, {}],
+                                "refused": [{"count": "many"}], "refused_total": True})
     assert "### Network" in network.section(junk, 10_000)
     assert network.denials(junk) == "0"
 

@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
+from cursor_agent_action.agent.box.net.ledger import NetEvent
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.agent.box.net.relay import Limits, Resolve, system_resolve
+from cursor_agent_action.stream.netreport import NetReport, Refusal
 
 PREFIX = "caa-net-test-"
 Emit = Callable[[Any], None]
@@ -39,16 +41,16 @@ Emit = Callable[[Any], None]
 @dataclass
 class BoxedRun:
     messages: list[Any]
-    report: dict[str, Any]
-    events: list[dict[str, Any]]
+    report: NetReport
+    events: list[NetEvent]
     jail_status: int | None
 
     @property
     def result(self) -> Any:
         return self.messages[-1] if self.messages else None
 
-    def refused(self, kind: str) -> list[dict[str, Any]]:
-        return [entry for entry in self.report.get("refused", []) if entry["kind"] == kind]
+    def refused(self, kind: str) -> list[Refusal]:
+        return [entry for entry in self.report.refused if entry.kind == kind]
 
 
 def _write_json(fd: int, value: Any) -> None:
@@ -64,7 +66,7 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
         os.setpgid(0, 0)
         stop_early = threading.Event()
         signal.signal(signal.SIGUSR1, lambda *_: stop_early.set())
-        events: list[dict[str, Any]] = []
+        events: list[NetEvent] = []
         network = BoxNetwork.enter(policy, on_event=events.append, resolve=resolve,
                                    limits=limits)
         pid = os.fork()
@@ -84,7 +86,8 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
             ended = bool(os.waitpid(pid, os.WNOHANG)[0])
             time.sleep(0.02)
         report = network.finish()
-        _write_json(report_fd, {"report": report, "events": events,
+        said = [event.to_json() for event in events]
+        _write_json(report_fd, {"report": report.to_json(), "events": said,
                                 "alive": network.wall.alive})  # fmt: skip
         # The client may go on after an early stop (to see the box fail closed).
         while time.monotonic() < deadline and not ended:
@@ -150,7 +153,10 @@ def run_boxed(policy: NetPolicy, client: Callable[[Emit], Any], *,
         _, status = os.waitpid(jail, 0)
         os.close(from_client)
         os.close(from_jail)
-    return BoxedRun(messages, jail_out.get("report", {}), jail_out.get("events", []), status)
+    # Across the process boundary as the box's status carries it: read by the contract.
+    report = NetReport.from_json(jail_out.get("report", {"mode": "none"}))
+    events = [NetEvent.from_json(e) for e in jail_out.get("events", [])]
+    return BoxedRun(messages, report, [e for e in events if e is not None], status)
 
 
 def fixed_resolver(table: dict[str, list[str]], calls: list[str] | None = None) -> Resolve:

@@ -25,11 +25,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from cursor_agent_action.agent import landlock
 from cursor_agent_action.agent.box import limits
 from cursor_agent_action.agent.box.contract import BoxLimits, BoxSpec, BoxStatus, ContractError
+from cursor_agent_action.agent.box.net.ledger import NetEvent
 from cursor_agent_action.agent.box.net.notices import UNCONTAINED_NOTE, EventLines
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.agent.boxprobe import ProbeResult, has_cap_sys_admin
@@ -257,7 +258,7 @@ class Jail:
         argv = [sys.executable, "-I", "-m", program, str(self.spec_file)]
         return ["sudo", "-n", "--", *argv] if self.isolation.via_sudo else argv
 
-    def network_events(self) -> list[dict[str, Any]]:
+    def network_events(self) -> list[NetEvent]:
         """What the wall reported live since the last call (its first refusals)."""
         path = self.state_dir / "box-network.jsonl"
         done, lines = self._events

@@ -22,8 +22,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from cursor_agent_action.agent.box.net.ledger import NetEvent
 from cursor_agent_action.agent.isolation import JAIL_EXIT_WAIT_S, BoxFailed, BoxResult, Jail
 
 ORPHAN_REAP_S = 2.0
@@ -53,7 +54,7 @@ class Sandbox(Protocol):
     def stop(self, proc: subprocess.Popen[bytes], sig: int) -> None:
         """Stop the agent (SIGTERM) or kill everything it started (SIGKILL)."""
 
-    def network_events(self) -> list[dict[str, Any]]:
+    def network_events(self) -> list[NetEvent]:
         """The wall's reports since the last call (none without a wall)."""
 
     @property
@@ -109,7 +110,7 @@ class Uncontained:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
 
-    def network_events(self) -> list[dict[str, Any]]:
+    def network_events(self) -> list[NetEvent]:
         return []
 
     ends_when_output_closes = False  # a descendant may hold the output after the CLI exits
@@ -146,7 +147,7 @@ class Contained:
     def stop(self, proc: subprocess.Popen[bytes], sig: int) -> None:
         Jail.send(proc.stdin, b"T" if sig == signal.SIGTERM else b"K")
 
-    def network_events(self) -> list[dict[str, Any]]:
+    def network_events(self) -> list[NetEvent]:
         return self.jail.network_events()
 
     ends_when_output_closes = True  # the box closes it once the agent's namespace is gone

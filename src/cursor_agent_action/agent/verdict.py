@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
+from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.record import (
     Cause,
     Conclusion,
@@ -54,7 +54,7 @@ class Verdict:
     stderr: str = ""
     exit_code: int | None = None
     isolation: str = ""
-    network: dict[str, Any] | None = None
+    network: NetReport | None = None
     structured_output: str = ""
 
     @classmethod

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.notices import Interaction, Notice
 from cursor_agent_action.stream.toolcalls import UNKNOWN
 
@@ -188,7 +189,7 @@ class RunReport:
     prompt: str = ""  # the task as given
     isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
-    network: dict[str, Any] | None = None  # the network wall's report (stream/network.py)
+    network: NetReport | None = None  # the network wall's report (stream/network.py)
 
     @property
     def failure_reason(self) -> str:

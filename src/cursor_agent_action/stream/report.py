@@ -132,7 +132,7 @@ def redacted(run: RunReport, redact: Callable[[str], str]) -> RunReport:
         prompt=redact(run.prompt),
         stderr=redact(run.stderr),
         notes=tuple(redact(note) for note in run.notes),
-        network=network.redacted(run.network, redact),
+        network=run.network.redacted(redact) if run.network else None,
     )
 
 

@@ -14,8 +14,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from cursor_agent_action.agent.box.net.policy import NetPolicy
+from cursor_agent_action.stream.netreport import NetReport
 
-VERSION = 1
+VERSION = 2
+"""2: the network report is a :class:`NetReport` (with ``why``), refused when no object."""
 LISTED = 50
 """How many paths of a kind the status lists (the counts are whole)."""
 STORAGES = ("auto", "copy")
@@ -113,7 +115,7 @@ class BoxStatus:
     too_large: bool = False  # not started: the tree is over the box's cap
     limits: str = ""
     storage: str = ""  # which storage the tree had, and why (one line for the summary)
-    network: dict[str, Any] | None = None  # the wall's report (box.net)
+    network: NetReport | None = None  # the wall's report (box.net.ledger)
     patch: str = ""
     patch_error: str = ""
     changed: int = 0
@@ -128,7 +130,9 @@ class BoxStatus:
     includes_refused: Listed = Listed()  # docs pages that would read outside the repository
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": VERSION, **asdict(self)}
+        data = asdict(self)
+        data["network"] = self.network.to_json() if self.network is not None else None
+        return {"version": VERSION, **data}
 
     def encoded(self, limit: int) -> bytes:
         """The JSON, under ``limit`` bytes: the lists and the network report dropped first."""
@@ -148,7 +152,8 @@ class BoxStatus:
         body = _versioned(data, "status")
         try:
             _lists(body)
-            status = cls(**body)
+            network = body.pop("network", None)
+            status = cls(**body, network=None if network is None else NetReport.from_json(network))
         except (KeyError, TypeError, ValueError) as exc:
             raise ContractError(f"the box's status is not of version {VERSION}: {exc}") from exc
         if not isinstance(status.started, bool) or not isinstance(status.returncode,

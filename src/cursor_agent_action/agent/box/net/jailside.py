@@ -6,7 +6,7 @@
     network.leave()          # the jail back in the runner's network namespace
     network.start()          # the relay runs (a thread of the jail)
     # ... the agent runs; the init exits
-    report = network.finish()  # stop; the JSON-able report for the run report
+    report = network.finish()  # stop; the report (a NetReport) for the run report
 
 Between :meth:`BoxNetwork.enter` and :meth:`BoxNetwork.leave` the calling thread is in the
 box's network namespace: whatever it forks (the agent's namespace init) lives there. Start no
@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
 
 from cursor_agent_action.agent.box.net import netns
 from cursor_agent_action.agent.box.net.ledger import EventSink
@@ -30,6 +29,7 @@ from cursor_agent_action.agent.box.net.relay import (
     Wall,
     system_resolve,
 )
+from cursor_agent_action.stream.netreport import NetReport
 
 
 class BoxNetwork:
@@ -73,7 +73,7 @@ class BoxNetwork:
         """Run the relay (after :meth:`leave`: its connections go out from the runner's side)."""
         self.wall.start()
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> NetReport:
         """Stop the relay (every listener and connection closed) and return its report."""
         self.leave()  # in case an error skipped it
         self.wall.stop()

@@ -1,16 +1,7 @@
 """What the wall let through and what it refused, bounded, as the run's report.
 
-The report (:meth:`Ledger.report`) is a JSON-able dict, the ``network`` field of the run
-record::
-
-    {"mode": "restricted",
-     "rules": [{"pattern": "*.cursor.sh", "ports": [443], "source": "default"}, ...],
-     "unreachable": ["http://10.0.0.5/mcp"],       # MCP URLs the wall cannot pass
-     "allowed": [{"destination": "api2.cursor.sh:443", "connections": 3,
-                  "failed": 0, "bytes_out": 1200, "bytes_in": 56000}, ...],
-     "refused": [{"destination": "evil.example", "kind": "dns", "count": 2,
-                  "first": "no rule allows this name", "first_at": "2026-11-25T10:00:00Z"}],
-     "allowed_total": 3, "refused_total": 2, "omitted": 0, "error": ""}
+The report (:meth:`Ledger.report`) is a :class:`~cursor_agent_action.stream.netreport.NetReport`
+(its JSON is there), the ``network`` field of the run report.
 
 Kinds of refusal (:data:`KINDS`): ``dns`` (a name no rule allows), ``port`` (an allowed name on
 a port no rule gives it), ``address`` (it resolved to a metadata, link-local or, for a name not
@@ -18,6 +9,11 @@ listed exactly, private address), ``ip-literal`` (an address dialed without a na
 ``sni-mismatch`` (the TLS SNI or HTTP Host names another host), ``limit`` (too many
 connections at once). At most :data:`MAX_ENTRIES` destinations of each list are kept; the
 rest are counted in ``omitted``.
+
+As it happens, the ledger tells its listener (``on_event``) of each refusal, failed attempt
+and a relay that stopped, as a :class:`NetEvent`: the box's root side writes the ones the
+runner's log needs to a file, one JSON line each, and the helper reads them back
+(``notices.jsonl_sink``, ``notices.EventLines``).
 """
 
 from __future__ import annotations
@@ -26,12 +22,61 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import asdict, dataclass, replace
+
+from cursor_agent_action.agent.box.net.policy import NetPolicy
+from cursor_agent_action.stream.netreport import (
+    RESTRICTED,
+    AllowRule,
+    Destination,
+    NetReport,
+    Refusal,
+)
 
 KINDS = ("dns", "port", "address", "ip-literal", "sni-mismatch", "limit")
 MAX_ENTRIES = 200
 MAX_DETAIL = 300
-EventSink = Callable[[dict[str, Any]], None]
+EVENTS = ("refused", "failed", "relay-failed")
+
+
+@dataclass(frozen=True)
+class NetEvent:
+    """One thing the wall tells as it happens: ``refused`` (of ``kind``; ``first``: the first
+    of its kind and destination, ``first_of_run``: the run's very first), ``failed`` (an
+    allowed destination that could not be reached) or ``relay-failed`` (the relay stopped)."""
+
+    event: str
+    detail: str = ""
+    destination: str = ""
+    kind: str = ""
+    first: bool = False
+    first_of_run: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> NetEvent | None:
+        """The event of a JSON line, or None when it is none (it crossed a process boundary:
+        a value of the wrong type is dropped)."""
+        if not isinstance(data, dict) or data.get("event") not in EVENTS:
+            return None
+
+        def text(key: str) -> str:
+            value = data.get(key)
+            return value[:MAX_DETAIL] if isinstance(value, str) else ""
+
+        return cls(
+            data["event"],
+            text("detail"),
+            text("destination"),
+            text("kind"),
+            data.get("first") is True,
+            data.get("first_of_run") is True,
+        )
+
+
+EventSink = Callable[[NetEvent], None]
 
 
 def _now() -> str:
@@ -41,18 +86,18 @@ def _now() -> str:
 class Ledger:
     """Counts by destination; thread-safe (the relay thread writes, the jail reads)."""
 
-    def __init__(self, policy_json: dict[str, Any], on_event: EventSink | None = None) -> None:
-        self._policy = policy_json
+    def __init__(self, policy: NetPolicy | None = None, on_event: EventSink | None = None) -> None:
+        self._policy = policy if policy is not None else NetPolicy(())
         self._on_event = on_event
         self._lock = threading.Lock()
-        self._allowed: dict[str, dict[str, Any]] = {}
-        self._refused: dict[tuple[str, str], dict[str, Any]] = {}
+        self._allowed: dict[str, Destination] = {}
+        self._refused: dict[tuple[str, str], Refusal] = {}
         self.allowed_total = 0
         self.refused_total = 0
         self._omitted = 0
         self.error = ""
 
-    def _emit(self, event: dict[str, Any]) -> None:
+    def _emit(self, event: NetEvent) -> None:
         if self._on_event is None:
             return
         with contextlib.suppress(Exception):  # a listener's bug must not stop the relay
@@ -67,33 +112,20 @@ class Ledger:
             first_of_run = self.refused_total == 1
             entry = self._refused.get((kind, destination))
             if entry is None and len(self._refused) < MAX_ENTRIES:
-                entry = self._refused[(kind, destination)] = {
-                    "destination": destination,
-                    "kind": kind,
-                    "count": 0,
-                    "first": detail,
-                    "first_at": _now(),
-                }
+                entry = Refusal(destination, kind, 0, detail, _now())
                 first = True
             else:
                 first = False
                 if entry is None:
                     self._omitted += 1
             if entry is not None:
-                entry["count"] += 1
-        self._emit({"event": "refused", "kind": kind, "destination": destination,
-                    "detail": detail, "first": first, "first_of_run": first_of_run})
+                self._refused[(kind, destination)] = replace(entry, count=entry.count + 1)
+        self._emit(NetEvent("refused", detail, destination, kind, first, first_of_run))
 
-    def _entry(self, destination: str) -> dict[str, Any] | None:
+    def _entry(self, destination: str) -> Destination | None:
         entry = self._allowed.get(destination)
         if entry is None and len(self._allowed) < MAX_ENTRIES:
-            entry = self._allowed[destination] = {
-                "destination": destination,
-                "connections": 0,
-                "failed": 0,
-                "bytes_out": 0,
-                "bytes_in": 0,
-            }
+            entry = self._allowed[destination] = Destination(destination)
         elif entry is None:
             self._omitted += 1
         return entry
@@ -102,43 +134,43 @@ class Ledger:
         with self._lock:
             self.allowed_total += 1
             if (entry := self._entry(destination)) is not None:
-                entry["connections"] += 1
+                self._allowed[destination] = replace(entry, connections=entry.connections + 1)
 
     def failed(self, destination: str, detail: str) -> None:
         """An allowed destination that could not be reached (resolution or connect failed)."""
         with self._lock:
             if (entry := self._entry(destination)) is not None:
-                entry["failed"] += 1
-        self._emit({"event": "failed", "destination": destination, "detail": detail[:MAX_DETAIL]})
+                self._allowed[destination] = replace(entry, failed=entry.failed + 1)
+        self._emit(NetEvent("failed", detail[:MAX_DETAIL], destination))
 
     def moved(self, destination: str, out: int, back: int) -> None:
         with self._lock:
             if (entry := self._allowed.get(destination)) is not None:
-                entry["bytes_out"] += out
-                entry["bytes_in"] += back
+                self._allowed[destination] = replace(
+                    entry, bytes_out=entry.bytes_out + out, bytes_in=entry.bytes_in + back
+                )
 
     def broke(self, detail: str) -> None:
         """The relay itself stopped on an error: every connection of the box now fails."""
         with self._lock:
             self.error = detail[:MAX_DETAIL]
-        self._emit({"event": "relay-failed", "detail": self.error})
+        self._emit(NetEvent("relay-failed", self.error))
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> NetReport:
+        rules = tuple(AllowRule(r.pattern, r.ports, r.source) for r in self._policy.rules)
         with self._lock:
-            return {
-                "mode": "restricted",
-                "rules": list(self._policy.get("rules", [])),
-                "unreachable": list(self._policy.get("unreachable", [])),
-                "allowed": sorted(
-                    (dict(e) for e in self._allowed.values()),
-                    key=lambda e: (-e["connections"], e["destination"]),
+            return NetReport(
+                mode=RESTRICTED,
+                rules=rules,
+                unreachable=self._policy.unreachable,
+                allowed=tuple(
+                    sorted(self._allowed.values(), key=lambda e: (-e.connections, e.destination))
                 ),
-                "refused": sorted(
-                    (dict(e) for e in self._refused.values()),
-                    key=lambda e: (-e["count"], e["destination"]),
+                refused=tuple(
+                    sorted(self._refused.values(), key=lambda e: (-e.count, e.destination))
                 ),
-                "allowed_total": self.allowed_total,
-                "refused_total": self.refused_total,
-                "omitted": self._omitted,
-                "error": self.error,
-            }
+                allowed_total=self.allowed_total,
+                refused_total=self.refused_total,
+                omitted=self._omitted,
+                error=self.error,
+            )

@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from typing import Any
 
-from cursor_agent_action.agent.box.net.ledger import EventSink
+from cursor_agent_action.agent.box.net.ledger import EventSink, NetEvent
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.options import setting
 from cursor_agent_action.runner_io import Runner, one_line
+from cursor_agent_action.stream.netreport import NetReport
 
 MAX_WARNINGS = 10
 MAX_LIVE_EVENTS = 1000
@@ -56,27 +56,28 @@ def jsonl_sink(fd: int) -> EventSink:
     os.set_blocking(fd, False)
     written = [0]
 
-    def sink(event: dict[str, Any]) -> None:
-        wanted = event.get("first") or event.get("event") == "relay-failed"
+    def sink(event: NetEvent) -> None:
+        wanted = event.first or event.event == "relay-failed"
         if not wanted or written[0] >= MAX_LIVE_EVENTS:
             return
         written[0] += 1
         with contextlib.suppress(BlockingIOError, BrokenPipeError):
-            os.write(fd, json.dumps(event).encode() + b"\n")
+            os.write(fd, json.dumps(event.to_json()).encode() + b"\n")
 
     return sink
 
 
 class EventLines:
     """The helper's side of :func:`jsonl_sink`: bytes read from the pipe in, whole events out
-    (a line over 64 KiB or not JSON is skipped: the jail wrote it, but never trust a pipe)."""
+    (a line over 64 KiB, not JSON or no event is skipped: the jail wrote it, but never trust a
+    pipe)."""
 
     LIMIT = 64 * 1024
 
     def __init__(self) -> None:
         self._partial = b""
 
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
+    def feed(self, data: bytes) -> list[NetEvent]:
         *lines, self._partial = (self._partial + data).split(b"\n")
         if len(self._partial) > self.LIMIT:
             self._partial = b""
@@ -86,52 +87,50 @@ class EventLines:
                 event = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(event, dict):
-                events.append(event)
+            if (read := NetEvent.from_json(event)) is not None:
+                events.append(read)
         return events
 
 
-def live(runner: Runner, event: dict[str, Any]) -> None:
+def live(runner: Runner, event: NetEvent) -> None:
     """One event from the relay in the live log: the run's first refusal and a failed relay
     (every refused destination gets its warning after the run, see :func:`warn_refusals`)."""
-    if event.get("event") == "relay-failed":
-        runner.warning(one_line(f"The network wall's relay stopped ({event.get('detail', '')});"
+    if event.event == "relay-failed":
+        runner.warning(one_line(f"The network wall's relay stopped ({event.detail});"
                                 " every connection of the agent fails from now on.", 1000),
                        title="network wall stopped")
-    elif event.get("event") == "refused" and event.get("first_of_run"):
-        runner.log(one_line(f"Network: refused {_what(event)} (the first refusal; the job "
-                            "summary lists them all).", 1000))
+    elif event.event == "refused" and event.first_of_run:
+        what = _what(event.kind, event.destination, event.detail)
+        runner.log(one_line(f"Network: refused {what} (the first refusal; the job summary "
+                            "lists them all).", 1000))
 
 
-def _what(entry: dict[str, Any]) -> str:
-    kind, destination = entry.get("kind", ""), entry.get("destination", "")
-    detail = entry.get("detail", entry.get("first", ""))
+def _what(kind: str, destination: str, detail: str) -> str:
     return f"{destination} ({kind}: {detail})"
 
 
-def warn_refusals(runner: Runner, report: dict[str, Any] | None) -> None:
+def warn_refusals(runner: Runner, report: NetReport | None) -> None:
     """After the run: one warning per refused destination, the first :data:`MAX_WARNINGS`."""
-    if not report or report.get("mode") != "restricted":
+    if report is None or not report.walled:
         return
-    refused = report.get("refused", [])
+    refused = report.refused
     for entry in refused[:MAX_WARNINGS]:
-        count = entry.get("count", 0)
+        count = entry.count
         runner.warning(one_line(
-            f"The network wall refused {_what(entry)}"
+            f"The network wall refused {_what(entry.kind, entry.destination, entry.first)}"
             f"{f', {count} attempts' if count > 1 else ''}. If the agent needs it, add the "
             f"name to {setting('--allowed-domains')}.", 1000), title="network refused")
-    total = report.get("refused_total", 0)
     if len(refused) > MAX_WARNINGS:
-        runner.warning(f"The network wall refused {total:,} attempts to "
-                       f"{len(refused) + report.get('omitted', 0):,} destinations; the job "
+        runner.warning(f"The network wall refused {report.refused_total:,} attempts to "
+                       f"{len(refused) + report.omitted:,} destinations; the job "
                        "summary's Network section lists them.", title="network refused")
-    if report.get("error"):
-        runner.warning(one_line(f"The network wall's relay stopped ({report['error']}); the "
+    if report.error:
+        runner.warning(one_line(f"The network wall's relay stopped ({report.error}); the "
                                 "agent's connections failed from then on.", 1000),
                        title="network wall stopped")
 
 
-def unwalled_report(mode: str, why: str = "") -> dict[str, Any]:
-    """The record's ``network`` for a run without the wall: ``open`` (the input) or
-    ``uncontained`` (``why``: the reason the agent was not contained)."""
-    return {"mode": mode, "why": why}
+def unwalled_report(mode: str, why: str = "") -> NetReport:
+    """The record's ``network`` for a run without the wall: ``open`` (the input),
+    ``uncontained`` or ``landlock`` (``why``: the reason the agent was not in the box)."""
+    return NetReport(mode=mode, why=why)

@@ -38,6 +38,7 @@ from cursor_agent_action.agent.box.net.dns import Resolver
 from cursor_agent_action.agent.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.box.net.policy import NetPolicy
 from cursor_agent_action.agent.box.net.upstream import RunnerProxy
+from cursor_agent_action.stream.netreport import NetReport
 
 DNS_ADDRESS = "127.0.0.1"
 DNS_PORT = 53
@@ -78,7 +79,7 @@ class Wall:
         self._udp = dns_udp
         self._resolve = resolve
         self._resolver = Resolver(policy)
-        self.ledger = Ledger(policy.to_json(), on_event)
+        self.ledger = Ledger(policy, on_event)
         self.checks = Checks(policy, self.ledger)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -138,7 +139,7 @@ class Wall:
             self._thread.join(timeout_s)
         self._close_sockets()
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> NetReport:
         return self.ledger.report()
 
     def close_in_child(self) -> None:
