@@ -31,8 +31,8 @@ from cursor_agent_action.agent import landlock
 from cursor_agent_action.agent.box import limits
 from cursor_agent_action.agent.box.contract import BoxLimits, BoxSpec, BoxStatus, ContractError
 from cursor_agent_action.agent.box.net.ledger import NetEvent
-from cursor_agent_action.agent.box.net.notices import UNCONTAINED_NOTE, EventLines
 from cursor_agent_action.agent.box.net.policy import NetPolicy
+from cursor_agent_action.agent.box.net.walllog import UNCONTAINED_NOTE, EventLines
 from cursor_agent_action.agent.boxprobe import ProbeResult, has_cap_sys_admin
 from cursor_agent_action.errors import SetupError, UsageError
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol, cast
 
-from cursor_agent_action.agent.box.net import notices
+from cursor_agent_action.agent.box.net import walllog
 from cursor_agent_action.agent.isolation import BoxResult
 from cursor_agent_action.agent.sandbox import Sandbox
 from cursor_agent_action.errors import SetupError
@@ -225,7 +225,7 @@ def run_agent_process(
                 timers.append(deadline - now)
             wait = min([_IDLE_FLUSH_S if dirty else _POLL_S, *timers])
             for event in sandbox.network_events():
-                notices.live(runner, event)
+                walllog.live(runner, event)
             ready = selector.select(max(wait, 0.0))
             if not ready:
                 if dirty:

@@ -24,7 +24,7 @@ from cursor_agent_action import safegit
 from cursor_agent_action.agent import cli_sandbox, sandbox
 from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
 from cursor_agent_action.agent.attempts import Ended, Next, next_step, retry_delay
-from cursor_agent_action.agent.box.net import notices as net_notices
+from cursor_agent_action.agent.box.net import walllog
 from cursor_agent_action.agent.cancel import interruptible, stop_on_signals
 from cursor_agent_action.agent.changes import Applied, ChangeTracker, check_policy
 from cursor_agent_action.agent.failures import classify, explain_exit, stderr_excerpt
@@ -204,7 +204,7 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
     """Everything before the first start: the box, the CLI's options, the checks and the log's
     opening lines."""
     isolation = decide(options.isolation, options.agent_user)
-    net_notices.announce(runner, options.net_policy, network=options.network,
+    walllog.announce(runner, options.net_policy, network=options.network,
                          contained=isolation.walled)
     if isolation.contained:
         box = make_box(options, environ, isolation)
@@ -312,7 +312,7 @@ def _label(done: Attempt, box: Box, options: RunOptions) -> None:
     """What the verdict says of the start's containment and network."""
     verdict = done.verdict
     if verdict.network is None and (not box.isolation.walled or options.network == "open"):
-        verdict.network = net_notices.unwalled_report(
+        verdict.network = walllog.unwalled_report(
             "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
     verdict.isolation = box.isolation.label + limits_label(done.ended)
 
@@ -370,7 +370,7 @@ def _report(run: Run, verdict: Verdict, ended: AgentExit) -> RunReport:
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
     structured = structured_outputs(verdict, options.state_dir, runner.redact)  # may add a note
     done = verdict.report(_described(options))
-    net_notices.warn_refusals(runner, done.network)
+    walllog.warn_refusals(runner, done.network)
     report(done, runner, result_dir=options.state_dir,
            extra_outputs={"transcript-file": str(options.transcript),
                           "patch-file": handoff.patch_file,

@@ -54,7 +54,7 @@ from cursor_agent_action.agent.box import (
     world,
 )
 from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
-from cursor_agent_action.agent.box.net import netns, notices
+from cursor_agent_action.agent.box.net import netns, walllog
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
 from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
@@ -278,7 +278,7 @@ def _enter_network(spec: BoxSpec) -> BoxNetwork | None:
     os.fchown(events, *spec.owner)
     (Path(spec.box_dir) / "net").mkdir(mode=0o755)
     return BoxNetwork.enter(spec.network,
-                            on_event=notices.jsonl_sink(events))
+                            on_event=walllog.jsonl_sink(events))
 
 
 def _returncode(status: int) -> int:
