@@ -191,10 +191,3 @@ def toplevel(path: Path) -> Path:
     """The top of the work tree ``path`` is in; :class:`GitFailed` when it is in none."""
     found = git(["rev-parse", "--show-toplevel"], path).stdout.strip()
     return Path(found.decode("utf-8", "surrogateescape"))
-
-
-def git_dir(path: Path) -> Path:
-    """The git directory of the repository ``path`` is in (a linked worktree's own);
-    :class:`GitFailed` when it is in none."""
-    found = git(["rev-parse", "--absolute-git-dir"], path).stdout.strip()
-    return Path(found.decode("utf-8", "surrogateescape"))

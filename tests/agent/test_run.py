@@ -568,6 +568,29 @@ def test_planted_git_config_never_runs_and_is_restored(
     assert "changed the repository's git configuration" in result.log
 
 
+def test_planted_config_of_a_linked_worktree_s_repository_is_restored(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A workspace that is a linked worktree (``git worktree add``): its git dir
+    (.git/worktrees/NAME) has no ``config``; git reads the one in the common dir, where
+    core.fsmonitor would run in every later git step of the job. That is the file to guard."""
+    linked = tmp_path / "linked"
+    subprocess.run(["git", "-C", str(workspace), "worktree", "add", "-q", "--detach",
+                    str(linked)], check=True)
+    marker = tmp_path / "fsmonitor-ran"
+    hook = tmp_path / "fsmonitor.sh"
+    hook.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    hook.chmod(0o755)
+    common = workspace / ".git" / "config"
+    original = common.read_bytes()
+    planted = f"[core]\n\tfsmonitor = {hook}\n"
+    result = _run_script(tmp_path, linked, capsys, f"printf '{planted}' >> {common}",
+                         "--isolation", "none")
+    assert common.read_bytes() == original
+    assert result.outputs["conclusion"] == "failure"
+    assert "changed the repository's git configuration" in result.log
+
+
 def test_outside_git_files_changed_are_the_tools_own(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

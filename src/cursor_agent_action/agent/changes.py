@@ -64,14 +64,16 @@ class ChangeTracker:
         self.workspace = workspace
         self.repo = changeset.repository_root(workspace)
         # The repository's own config files (where fsmonitor, hooks and filter drivers live),
-        # also of a repository with no commit yet.
+        # also of a repository with no commit yet. A linked worktree's git dir has only its
+        # config.worktree: git reads ``config`` in the common dir, shared by every worktree.
         self.git_config_files: list[Path] = []
         try:
-            git_dir = safegit.git_dir(workspace)
+            git_dir, common = changeset.git_dirs(workspace)
         except (safegit.GitFailed, safegit.GitNotFound):
             pass
         else:
-            self.git_config_files = [git_dir / "config", git_dir / "config.worktree"]
+            self.git_config_files = list(dict.fromkeys((
+                common / "config", common / "config.worktree", git_dir / "config.worktree")))
         self.baseline: changeset.Baseline | None = None
         self.touched: dict[str, tuple[str, str]] = {}  # path -> its state before the run
         self.problem = ""
