@@ -82,6 +82,17 @@ def test_a_status_of_another_shape_is_refused(data: object) -> None:
         BoxStatus.from_json(data)
 
 
+@pytest.mark.parametrize("count", [float("inf"), float("-inf"), float("nan"), 1e400, "9" * 5000])
+def test_a_count_no_integer_can_hold_is_refused_not_raised(count: object) -> None:
+    """JSON's Infinity (Python's json reads it) in a count of the status or of the finish is
+    one ContractError (the helper then fails closed), never an OverflowError out of the run."""
+    listed = {"paths": [], "count": count}
+    with pytest.raises(ContractError):
+        BoxStatus.from_json({"version": VERSION, "started": True, "protected": listed})
+    with pytest.raises(ContractError):
+        Finished.from_json(json.loads(json.dumps({"version": VERSION, "skipped": listed})))
+
+
 def test_a_spec_of_another_version_or_shape_is_refused() -> None:
     data = _spec().to_json()
     with pytest.raises(ContractError, match="version"):

@@ -86,7 +86,7 @@ class BoxSpec:
                 spec, argv=tuple(map(str, spec.argv)), masks=tuple(spec.masks),
                 reveals=tuple(spec.reveals), shares=tuple(spec.shares),
                 owner=(int(spec.owner[0]), int(spec.owner[1])))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ContractError(f"the box's spec is not of version {VERSION}: {exc}") from exc
 
 
@@ -154,7 +154,7 @@ class BoxStatus:
             _lists(body)
             network = body.pop("network", None)
             status = cls(**body, network=None if network is None else NetReport.from_json(network))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ContractError(f"the box's status is not of version {VERSION}: {exc}") from exc
         if not isinstance(status.started, bool) or not isinstance(status.returncode,
                                                                  int | None):
@@ -193,7 +193,7 @@ class Finished:
         try:
             _lists(body)
             return cls(**body)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ContractError(f"the box's finish is not of version {VERSION}: {exc}") from exc
 
 
