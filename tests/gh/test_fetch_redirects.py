@@ -1,0 +1,104 @@
+"""GitHub.fetch (the raw diff, the jobs' logs) over real sockets: the token goes to the API's
+origin only, whatever a redirect names, and a redirect loop ends in one GitHubError."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from cursor_agent_action.errors import GitHubError
+from cursor_agent_action.gh.api import Context, GitHub
+from cursor_agent_action.gh.ratelimits import Retrier
+
+TOKEN = "ghs_" + "R3v1ewT0kenNeverLeav3s0000000000000000"
+Seen = list[tuple[int, str, str | None]]
+
+
+class _Server:
+    """One loopback HTTP server; ``answer(handler)`` answers each GET, every request seen."""
+
+    def __init__(self, seen: Seen, answer: Callable[[BaseHTTPRequestHandler], None]) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                seen.append((self.server.server_address[1], self.path,
+                             self.headers.get("Authorization")))
+                answer(self)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.http.server_address[1]
+        self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+        self.thread.join(5)
+
+
+def _send(handler: BaseHTTPRequestHandler, status: int, location: str = "") -> None:
+    handler.send_response(status)
+    if location:
+        handler.send_header("Location", location)
+    body = b"" if location else b"diff --git a/x b/x\n"
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[Seen, str, int]]:
+    seen: Seen = []
+    other = _Server(seen, lambda handler: _send(handler, 200))
+
+    def api(handler: BaseHTTPRequestHandler) -> None:
+        port = handler.server.server_address[1]
+        if handler.path == "/loop":
+            _send(handler, 302, "/loop")
+        elif handler.path == "/other-port":
+            _send(handler, 307, f"http://127.0.0.1:{other.port}/blob")
+        elif handler.path == "/other-name":  # the same socket by another name: another origin
+            _send(handler, 301, f"http://localhost:{port}/here")
+        else:
+            _send(handler, 200)
+
+    main = _Server(seen, api)
+    try:
+        yield seen, f"http://127.0.0.1:{main.port}", other.port
+    finally:
+        main.close()
+        other.close()
+
+
+def _client(api_url: str) -> GitHub:
+    return GitHub(Context("owner/repo", api_url=api_url), TOKEN, log=lambda _line: None,
+                  retrier=Retrier(sleep=lambda _s: None))
+
+
+@pytest.mark.parametrize("path", ["/other-port", "/other-name"])
+def test_a_redirect_to_another_origin_gets_no_token(
+    servers: tuple[Seen, str, int], path: str
+) -> None:
+    seen, api_url, _ = servers
+    gh = _client(api_url)
+    with gh.http() as http:
+        response = gh.fetch(http, "reading the diff", api_url + path,
+                            accept="application/vnd.github.diff")
+    assert response.status_code == 200
+    assert response.text.startswith("diff --git")
+    assert seen[0] == (int(api_url.rsplit(":", 1)[1]), path, f"Bearer {TOKEN}")
+    assert len(seen) == 2
+    assert seen[1][2] is None  # the redirect's target: no Authorization
+
+
+def test_a_redirect_loop_ends_in_one_github_error(servers: tuple[Seen, str, int]) -> None:
+    seen, api_url, _ = servers
+    gh = _client(api_url)
+    with gh.http() as http, pytest.raises(GitHubError, match="TooManyRedirects"):
+        gh.fetch(http, "reading the diff", api_url + "/loop")
+    assert 1 < len(seen) <= 21  # httpx's cap of 20 redirects; not retried as a transient error
