@@ -23,15 +23,14 @@ class _Server:
     def __init__(self, seen: Seen, answer: Callable[[BaseHTTPRequestHandler], None]) -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                seen.append((self.server.server_address[1], self.path,
-                             self.headers.get("Authorization")))
+                seen.append((_port(self), self.path, self.headers.get("Authorization")))
                 answer(self)
 
             def log_message(self, *args: object) -> None:
                 pass
 
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.http.server_address[1]
+        self.port = int(self.http.server_address[1])
         self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
         self.thread.start()
 
@@ -39,6 +38,12 @@ class _Server:
         self.http.shutdown()
         self.http.server_close()
         self.thread.join(5)
+
+
+def _port(handler: BaseHTTPRequestHandler) -> int:
+    address = handler.server.server_address
+    assert isinstance(address, tuple)
+    return int(address[1])
 
 
 def _send(handler: BaseHTTPRequestHandler, status: int, location: str = "") -> None:
@@ -57,7 +62,7 @@ def servers() -> Iterator[tuple[Seen, str, int]]:
     other = _Server(seen, lambda handler: _send(handler, 200))
 
     def api(handler: BaseHTTPRequestHandler) -> None:
-        port = handler.server.server_address[1]
+        port = _port(handler)
         if handler.path == "/loop":
             _send(handler, 302, "/loop")
         elif handler.path == "/other-port":
