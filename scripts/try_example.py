@@ -213,17 +213,22 @@ def _act_errors(run: ActRun) -> list[str]:
     return [line.strip() for line in said if line.strip()][:10]
 
 
-def _job_errors(run: ActRun, job: str) -> list[str]:
+def job_errors(run: ActRun, job: str) -> list[str]:
     """What act and the job's steps said went wrong in ``job``: each failed step with the last
     lines it printed, and act's own error lines."""
     records = [r for r in run.records if r.get("jobID") == job]
     said: list[str] = []
-    for index, record in enumerate(records):
+    for record in records:
         if record.get("stepResult") == "failure":
-            printed = [line.strip() for r in records[:index]
+            # All the step's output: under load act may log a line after the step's result.
+            printed = [line.strip() for r in records
                        if r.get("raw_output") and r.get("stepID") == record.get("stepID")
                        for line in str(r.get("msg", "")).splitlines() if line.strip()]
-            said += [str(record.get("msg", "")).strip(), *(f"  {x}" for x in printed[-6:])]
+            # Its error lines (git's "fatal: ..."), also when more output came after them,
+            # then its last lines.
+            errors = [x for x in printed if "fatal" in x.lower() or "error" in x.lower()]
+            shown = dict.fromkeys([*errors[-4:], *printed[-6:]])
+            said += [str(record.get("msg", "")).strip(), *(f"  {x}" for x in shown)]
         elif record.get("level") in ("error", "fatal"):
             said.append(str(record.get("msg", "")).strip())
     return [line[:300] for line in dict.fromkeys(said) if line.strip()][-16:]
@@ -246,7 +251,7 @@ def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
         result = records.job_result(job)
         if summary:
             lines.append(summary)
-        elif result not in ("success", None) and (errors := _job_errors(records, job)):
+        elif result not in ("success", None) and (errors := job_errors(records, job)):
             lines += ["(no job summary) act and the job's steps said:",
                       *(f"  {line}" for line in errors)]
         else:

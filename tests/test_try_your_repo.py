@@ -4,17 +4,19 @@ command runs as written in it, and the stand-in answers about that repository's 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cursor_agent_action.agent.standin import copy_package
-from tests.support.act import ROOT
+from tests.support.act import ROOT, ActRun
 from tests.support.standin import SYSTEM_PYTHON
 
 pytestmark = pytest.mark.act
@@ -213,3 +215,27 @@ def test_a_base_that_is_only_origins_branch_is_found(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "a pull request feature/docs -> main, 1 file(s) changed" in done.stdout
     assert "[README.md:3] " in done.stdout
+
+
+def test_a_failed_steps_error_line_is_shown_whatever_act_logged_after_it(
+    tmp_path: Path,
+) -> None:
+    """Under load act may log a step's output after the step's result, and more lines may
+    follow git's "fatal:" line: the failed step's error line is still in what is shown."""
+    script = ROOT / "scripts" / "try_example.py"
+    spec = importlib.util.spec_from_file_location("try_example", script)
+    assert spec is not None
+    assert spec.loader is not None
+    try_example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(try_example)
+    step = {"jobID": "agent", "stepID": ["1"]}
+    records: list[dict[str, Any]] = [
+        {**step, "raw_output": True, "msg": "Copying the repository"},
+        {**step, "stepResult": "failure", "msg": "Failure - Main checkout"},
+        {**step, "raw_output": True, "msg": "fatal: reference is not a tree: " + "e" * 40},
+        *({**step, "raw_output": True, "msg": f"hint: line {n}"} for n in range(8)),
+    ]
+    run = ActRun(1, False, 1.0, "", tmp_path, records)
+    shown = try_example.job_errors(run, "agent")
+    assert "  fatal: reference is not a tree: " + "e" * 40 in shown
+    assert shown[0] == "Failure - Main checkout"

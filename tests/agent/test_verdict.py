@@ -61,7 +61,7 @@ def test_every_way_the_agent_is_stopped_is_a_conclusion_of_its_own() -> None:
 def test_a_stop_replaces_the_streams_own_verdict_and_later_failures_come_first() -> None:
     verdict = Verdict.of(ERRORED)
     assert verdict.failures == [Failure(Cause.AGENT, ERRORED.failure)]
-    verdict.stop(None, "The CLI ended without a result. Fix: read its stderr.")
+    verdict.no_result("The CLI ended without a result. Fix: read its stderr.")
     verdict.fail(Cause.TAMPERED, ".cursor/cli.json was changed.")
     verdict.fail(Cause.GUARDED_FILES, "The agent changed the git configuration.")
     report = verdict.report(Described())

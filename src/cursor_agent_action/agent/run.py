@@ -136,7 +136,7 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
         verdict.stop(stopped, explain_exit(ended, options.timeout_minutes,
                                            options.max_tool_calls))
     elif not verdict.stream.has_result:
-        verdict.stop(None, explain_exit(ended, options.timeout_minutes))
+        verdict.no_result(explain_exit(ended, options.timeout_minutes))
     elif ended.returncode is not None and ended.returncode < 0:
         verdict.notes.append("cursor-agent kept running after its result event and was stopped "
                              "(hence the negative exit code); the run itself had finished.")

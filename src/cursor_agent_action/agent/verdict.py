@@ -77,12 +77,16 @@ class Verdict:
         """A failure that outweighs the run's own result (a timeout or cancel stays)."""
         self.failures.insert(0, Failure(cause, message))
 
-    def stop(self, stopped: Conclusion | None, message: str) -> None:
-        """How the agent ended replaces the stream's verdict: stopped by the action
-        (``stopped``), or ended without a result (None)."""
+    def stop(self, stopped: Conclusion, message: str) -> None:
+        """The action stopped the agent (timeout, budget, cancel): that replaces the stream's
+        verdict."""
         self.stopped = stopped
-        cause = Cause.NO_RESULT if stopped is None else Cause.STOPPED
-        self.failures = [Failure(cause, message)]
+        self.failures = [Failure(Cause.STOPPED, message)]
+
+    def no_result(self, message: str) -> None:
+        """The agent ended without a result event: ``message`` (why, from its exit) replaces
+        the stream's own account."""
+        self.failures = [Failure(Cause.NO_RESULT, message)]
 
     def answered(self, value: str) -> None:
         """The checked answer to ``output-schema``, compact JSON."""
