@@ -48,3 +48,23 @@ def test_an_escaped_final_message_still_fits_the_limit() -> None:
                         links={}, max_chars=2000, redact=Redactor())
     assert len(body) <= 2000
     assert "\u202e" not in body
+
+
+def test_a_transcript_s_secret_is_redacted_before_the_message_is_cut(tmp_path: Path) -> None:
+    """The stream keeps a short final message as the agent wrote it (only long segments are
+    redacted as they come): cut to fit ``max_chars`` first and redacted after, a known
+    secret's first characters would be left in the body."""
+    secret = "S3cr3tV4lue" + "Q" * 20 + "END"
+    redact = Redactor()
+    redact.add(secret)
+    say = {"type": "assistant", "session_id": "s", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": f"the key is {secret}, keep it"}]}}
+    done = {"type": "result", "subtype": "success", "is_error": False, "result": "ok",
+            "session_id": "s"}
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text(json.dumps(say) + "\n" + json.dumps(done) + "\n")
+    for max_chars in range(250, 420, 3):  # the cut falls before, inside and after the secret
+        body = compose_body(transcript=str(transcript), final_message="", body="",
+                            body_file="", links={}, max_chars=max_chars, redact=redact)
+        assert "S3cr3t" not in body, max_chars
+        assert len(body) <= max_chars

@@ -64,7 +64,7 @@ def compose_body(
         )
     if transcript:
         # Imported here: publish and comment work without it when no transcript is given.
-        from cursor_agent_action.stream import engine, summary  # noqa: PLC0415
+        from cursor_agent_action.stream import engine, report, summary  # noqa: PLC0415
 
         path = Path(transcript)
         if not path.is_file():
@@ -72,7 +72,9 @@ def compose_body(
                 f"transcript {transcript} does not exist.",
                 "Pass the run step's transcript-file output.",
             )
-        run = engine.load_report(path, redact=redact)
+        # Redacted whole before render_compact cuts the final message (the stream redacts
+        # only long segments as they come).
+        run = report.redacted(engine.load_report(path, redact=redact), redact)
         compact: str = summary.render_compact(run, max_chars=max_chars, links=dict(links))
         return _shown(redact(compact))
     footer = "".join(f"\n\n[{name}]({url})" for name, url in links.items() if url)
