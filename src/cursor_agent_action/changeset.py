@@ -235,14 +235,6 @@ def hash_paths(repo: Path, paths: list[str], tree: dict[str, os.stat_result]) ->
     return dict(zip(paths, oids, strict=True))
 
 
-def git_dirs(repo: Path) -> tuple[Path, Path]:
-    """The absolute git directory and common directory (where the objects are) of the work
-    tree ``repo`` (they differ for a linked worktree)."""
-    out = _git(repo, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir")
-    git_dir, common = (_decode(line) for line in out.splitlines()[:2])
-    return Path(git_dir), Path(common)
-
-
 def _git_dir_env(repo: Path, env: Mapping[str, str]) -> dict[str, str]:
     """``env`` naming the repository of ``repo`` by ``GIT_DIR`` (as given, or found)."""
     if "GIT_DIR" in env:

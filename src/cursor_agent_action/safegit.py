@@ -191,3 +191,13 @@ def toplevel(path: Path) -> Path:
     """The top of the work tree ``path`` is in; :class:`GitFailed` when it is in none."""
     found = git(["rev-parse", "--show-toplevel"], path).stdout.strip()
     return Path(found.decode("utf-8", "surrogateescape"))
+
+
+def git_dirs(path: Path) -> tuple[Path, Path]:
+    """The absolute git directory and common directory (where the objects and the shared
+    config are) of the work tree ``path`` is in (they differ for a linked worktree);
+    :class:`GitFailed` when it is in none."""
+    out = git(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
+              path).stdout
+    git_dir, common = (line.decode("utf-8", "surrogateescape") for line in out.splitlines()[:2])
+    return Path(git_dir), Path(common)

@@ -68,7 +68,7 @@ class ChangeTracker:
         # config.worktree: git reads ``config`` in the common dir, shared by every worktree.
         self.git_config_files: list[Path] = []
         try:
-            git_dir, common = changeset.git_dirs(workspace)
+            git_dir, common = safegit.git_dirs(workspace)
         except (safegit.GitFailed, safegit.GitNotFound):
             pass
         else:

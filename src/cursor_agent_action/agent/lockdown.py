@@ -35,7 +35,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cursor_agent_action import changeset
+from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent import landlock
 from cursor_agent_action.agent.box import finish, home, limits, seccomp, storage, tree
 from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
@@ -77,7 +77,7 @@ class Prepared:
         (self.area / storage.OBJECTS_DIR).mkdir(mode=0o700, parents=True)  # storage.finish
         if spec.git:  # as storage.prepare, from the real repository (no .git here)
             with contextlib.suppress(changeset.ChangesetError):
-                git_dir, common = changeset.git_dirs(real)
+                git_dir, common = safegit.git_dirs(real)
                 with changeset.separate_objects(self.area / storage.OBJECTS_DIR,
                                                 common / "objects",
                                                 git_dir=git_dir, work_tree=real):

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from cursor_agent_action import changeset
+from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent.box import gitconfig, home, overlay, tree, upper, world
 from cursor_agent_action.agent.box.contract import BoxSpec, Finished, Listed
 from cursor_agent_action.agent.box.user import AgentUser
@@ -56,7 +56,7 @@ def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
         with contextlib.suppress(changeset.ChangesetError):
             # The copy's base: what of the real tree already differed from HEAD (hashed
             # here, for the fallback only: the overlay's patch needs no base but the tree).
-            git_dir, common = changeset.git_dirs(Path(real))
+            git_dir, common = safegit.git_dirs(Path(real))
             with changeset.separate_objects(area / OBJECTS_DIR, common / "objects",
                                             git_dir=git_dir, work_tree=Path(real)):
                 copy.dirty = changeset.baseline(Path(real)).dirty
@@ -177,7 +177,7 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
         # The real repository, named, never found through the copy: its top-level .git may be
         # a file (a worktree's, a submodule's) that the agent replaced with a link to a git
         # directory of its own making.
-        git_dir, common = changeset.git_dirs(real)
+        git_dir, common = safegit.git_dirs(real)
         with changeset.separate_objects(area / OBJECTS_DIR, common / "objects", git_dir=git_dir,
                                         work_tree=copied):
             # New files the real tree's rules ignore stay in the box too: the copy's own
