@@ -22,7 +22,7 @@ from cursor_agent_action.agent import process
 from cursor_agent_action.agent.box.contract import BoxStatus
 from cursor_agent_action.agent.isolation import STATUS_BYTES, Jail, decide, jail_for
 from cursor_agent_action.cli import main
-from tests.support.box import Box
+from tests.support.box import Box, left_cgroups
 from tests.support.box import agent as _agent
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
@@ -93,7 +93,13 @@ def test_a_box_that_ends_without_a_status_fails_the_run_and_never_falls_back(
                 *argv]
 
     monkeypatch.setattr(Jail, "command", dying)
-    out = _run(box, capsys, "id -u >> $SEEN/starts; sleep 20")
+    try:
+        out = _run(box, capsys, "cat /proc/self/cgroup > $SEEN/cgroup; id -u >> $SEEN/starts; "
+                   "sleep 20")
+    finally:  # the killed root side could not remove the box's cgroup: the test does
+        if (box.seen / "cgroup").exists():
+            for path in left_cgroups(box):
+                path.rmdir()
     assert out["conclusion"] == "failure", out["log"]
     assert "box ended without a proper status" in out["log"]
     assert "not contained" not in out["log"]

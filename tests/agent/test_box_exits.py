@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.box.limits import CGROUP_ROOT
-from tests.support.box import Box
+from tests.support.box import Box, left_cgroups
 from tests.support.box import agent as _agent
 from tests.support.box import run as _run
 
@@ -31,21 +30,6 @@ pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sys.platform.startswith("linux"),
     reason="the box runs as root on Linux (CI here is root)",
 )
-
-
-def _cgroup_paths(name: str) -> list[Path]:
-    """Where a box cgroup called ``name`` would be, v2 or v1."""
-    return [CGROUP_ROOT / name, CGROUP_ROOT / "memory" / name, CGROUP_ROOT / "pids" / name]
-
-
-def _left_cgroups(box: Box) -> list[Path]:
-    """The box cgroup the agent ran in (it wrote /proc/self/cgroup into SEEN), where it is still
-    there. None was made when the box fell back to a per-process memory limit (the summary
-    says so): then none can be left."""
-    names = {part for line in (box.seen / "cgroup").read_text().splitlines()
-             for part in line.split("/") if part.startswith("caa-box-")}
-    assert len(names) <= 1, names
-    return [path for name in names for path in _cgroup_paths(name) if path.exists()]
 
 
 def _root_sides(box: Box) -> list[str]:
@@ -170,7 +154,7 @@ def test_the_root_side_ends_with_a_stopped_helper_and_leaves_no_cgroup(
     while _root_sides(box) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _root_sides(box) == []
-    assert _left_cgroups(box) == []
+    assert left_cgroups(box) == []
 
 
 def test_a_finished_run_leaves_no_cgroup(box: Box, capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,7 +162,7 @@ def test_a_finished_run_leaves_no_cgroup(box: Box, capsys: pytest.CaptureFixture
                "--preset", "edit")
     assert out["conclusion"] == "success", out["log"]
     assert "caa-box-" in (box.seen / "cgroup").read_text()  # it ran in one: not vacuous
-    assert _left_cgroups(box) == []
+    assert left_cgroups(box) == []
 
 
 # -- found by the red team of this round, each failing on the code before its rule ------------

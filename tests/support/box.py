@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.agent.box.limits import CGROUP_ROOT
 from cursor_agent_action.cli import main
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.standin import processes_of
@@ -102,3 +103,16 @@ def seen(box: Box, name: str) -> str:
     return path.read_text() if path.exists() else ""
 
 
+def _cgroup_paths(name: str) -> list[Path]:
+    """Where a box cgroup called ``name`` would be, v2 or v1."""
+    return [CGROUP_ROOT / name, CGROUP_ROOT / "memory" / name, CGROUP_ROOT / "pids" / name]
+
+
+def left_cgroups(box: Box) -> list[Path]:
+    """The box cgroup the agent ran in (it wrote /proc/self/cgroup into SEEN), where it is still
+    there. None was made when the box fell back to a per-process memory limit (the summary
+    says so): then none can be left."""
+    names = {part for line in (box.seen / "cgroup").read_text().splitlines()
+             for part in line.split("/") if part.startswith("caa-box-")}
+    assert len(names) <= 1, names
+    return [path for name in names for path in _cgroup_paths(name) if path.exists()]
