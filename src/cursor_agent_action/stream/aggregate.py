@@ -9,9 +9,9 @@ in :attr:`Aggregator.news`, which the engine hands on to the live log.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from cursor_agent_action.markdown import shorten
 from cursor_agent_action.redact import Redactor
@@ -57,34 +57,19 @@ has not been handed as return values (segments rebuilt from deltas, events given
 :meth:`Aggregator.apply`)."""
 
 
-@dataclass
-class _Seen:
-    """What the events said so far, as :class:`~.record.StreamResult` will hold it."""
-
-    has_result: bool = False
-    succeeded: bool = False  # the result event said success
-    session_id: str = ""
-    request_id: str = ""
-    model: str = ""
-    cwd: str = ""
-    duration_ms: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    result_text: str = ""
-    malformed_lines: int = 0
-    interactions: list[Interaction] = field(default_factory=list)
-    interactions_left_out: int = 0
-    notices: list[Notice] = field(default_factory=list)
-    notices_left_out: int = 0
-
-
 class Aggregator:
     """Folds events in; :meth:`finish` makes the stream's read-only result of them."""
 
     def __init__(self, *, news: bool = False, redact: Callable[[str], str] | None = None) -> None:
-        self._seen = _Seen()
+        # What the init and result events said (once or twice a run: replaced, not changed);
+        # the counts and lists that grow with the stream are kept beside it.
+        self._said = StreamResult(failure="")
+        self._succeeded = False  # the result event said success
+        self._malformed = 0
+        self._interactions: list[Interaction] = []
+        self._interactions_left_out = 0
+        self._notices: list[Notice] = []
+        self._notices_left_out = 0
         # What the live log has not been given yet; None when nobody reads it.
         self.news: News | None = [] if news else None
         # Secrets are removed as text enters the record, before anything cuts it: a cut
@@ -148,7 +133,7 @@ class Aggregator:
             if text is not None and self.news is not None:
                 self.news.append(text)
         elif kind is MalformedLine:
-            self._seen.malformed_lines += 1
+            self._malformed += 1
         else:
             self.events += 1
             if kind is not ThinkingEvent:
@@ -268,7 +253,7 @@ class Aggregator:
         if outcome == "success":
             if kind in _WRITE_KINDS:
                 for path in event.paths:
-                    self._files.add(workspace_relative(path, self._seen.cwd))
+                    self._files.add(workspace_relative(path, self._said.cwd))
             if index >= ROWS_SHOWN:  # its details are never shown again
                 del self._open[call_id]
                 settled = self._settled_now
@@ -279,50 +264,51 @@ class Aggregator:
         return call
 
     def _other(self, event: Event) -> None:
-        seen = self._seen
+        said = self._said
         if isinstance(event, InitEvent):
             # A resumed session can repeat init: the first one names the workspace.
-            seen.session_id = seen.session_id or self._redact(event.session_id)
-            seen.model = seen.model or self._redact(event.model)
-            seen.cwd = seen.cwd or event.cwd  # for paths only; never cut
+            self._said = dataclasses.replace(
+                said,
+                session_id=said.session_id or self._redact(event.session_id),
+                model=said.model or self._redact(event.model),
+                cwd=said.cwd or event.cwd,  # for paths only; never cut
+            )
         elif isinstance(event, InteractionEvent):
-            kept = seen.interactions
+            kept = self._interactions
             if event.subtype == "response":
-                ok = add_response(
-                    kept,
-                    event.query_type,
-                    event.query_id,
-                    event.answer,
-                    self._cut(event.reason, DETAIL_LIMIT),
-                )
+                reason = self._cut(event.reason, DETAIL_LIMIT)
+                ok = add_response(kept, event.query_type, event.query_id, event.answer, reason)
             else:
-                ok = add_request(
-                    kept, event.query_type, event.query_id, self._cut(event.text, DETAIL_LIMIT)
-                )
-            seen.interactions_left_out += not ok
+                text = self._cut(event.text, DETAIL_LIMIT)
+                ok = add_request(kept, event.query_type, event.query_id, text)
+            self._interactions_left_out += not ok
         elif isinstance(event, SystemEvent):
-            if len(seen.notices) < NOTICES_KEPT:
-                seen.notices.append(Notice(event.subtype, event.status,
-                                             self._cut(event.text, TARGET_LIMIT)))
+            if len(self._notices) < NOTICES_KEPT:
+                text = self._cut(event.text, TARGET_LIMIT)
+                self._notices.append(Notice(event.subtype, event.status, text))
             else:
-                seen.notices_left_out += 1
+                self._notices_left_out += 1
         elif isinstance(event, ResultEvent):
             self._end_segment()
-            seen.has_result = True
             ok = event.subtype == "success" and not event.is_error
-            seen.succeeded = ok
-            seen.result_text = self._redact(self._separated(event.result))
+            self._succeeded = ok
+            result_text = self._redact(self._separated(event.result))
             del self._segments[:-1]  # the result has the text: only the final message is needed
             self._segment_chars = len(self._segments[0]) if self._segments else 0
             self._dropped_chars = 0
-            self._result_error = "" if ok else _result_error(event, seen.result_text)
-            seen.duration_ms = event.duration_ms
-            seen.session_id = self._redact(event.session_id) or seen.session_id
-            seen.request_id = self._redact(event.request_id) or seen.request_id
-            seen.input_tokens = event.usage.get("input")
-            seen.output_tokens = event.usage.get("output")
-            seen.cache_read_tokens = event.usage.get("cache_read")
-            seen.cache_write_tokens = event.usage.get("cache_write")
+            self._result_error = "" if ok else _result_error(event, result_text)
+            self._said = dataclasses.replace(
+                said,
+                has_result=True,
+                result_text=result_text,
+                duration_ms=event.duration_ms,
+                session_id=self._redact(event.session_id) or said.session_id,
+                request_id=self._redact(event.request_id) or said.request_id,
+                input_tokens=event.usage.get("input"),
+                output_tokens=event.usage.get("output"),
+                cache_read_tokens=event.usage.get("cache_read"),
+                cache_write_tokens=event.usage.get("cache_write"),
+            )
 
     def _separated(self, result: str) -> str:
         """The CLI's result joins the segments with nothing between ("…then reply.done"):
@@ -340,7 +326,7 @@ class Aggregator:
             self._shown_paths.clear()
             self._shown_targets.clear()
             self._shown_version = redactor.version
-        cwd = self._seen.cwd
+        cwd = self._said.cwd
         is_path = is_path and bool(cwd)
         cache = self._shown_paths if is_path else self._shown_targets
         shown = cache.get(target)
@@ -360,7 +346,7 @@ class Aggregator:
 
     @property
     def finished(self) -> bool:
-        return self._seen.has_result
+        return self._said.has_result
 
     @property
     def calls_started(self) -> int:
@@ -371,40 +357,31 @@ class Aggregator:
     def finish(self) -> StreamResult:
         """The result of everything seen; may be called more than once."""
         self._end_segment()
-        seen = self._seen
-        result_text = seen.result_text
-        if not seen.has_result:
+        said = self._said
+        result_text = said.result_text
+        if not said.has_result:
             result_text = "".join(self._segments)
             if self._dropped_chars:
                 result_text = (
                     f"[… {self._dropped_chars:,} earlier characters of the agent's text left "
                     "out by cursor-agent-action; the transcript has them]\n\n" + result_text
                 )
-        return StreamResult(
-            has_result=seen.has_result,
-            failure="" if seen.succeeded else self._failure_reason(),
-            session_id=seen.session_id,
-            request_id=seen.request_id,
-            model=seen.model,
-            cwd=seen.cwd,
-            duration_ms=seen.duration_ms,
-            input_tokens=seen.input_tokens,
-            output_tokens=seen.output_tokens,
-            cache_read_tokens=seen.cache_read_tokens,
-            cache_write_tokens=seen.cache_write_tokens,
+        return dataclasses.replace(
+            said,
+            failure="" if self._succeeded else self._failure_reason(),
             result_text=result_text,
             final_message=self._segments[-1] if self._segments else "",
             tool_calls=tuple(self._calls),
             files_changed=tuple(sorted(self._files)),
-            malformed_lines=seen.malformed_lines,
-            interactions=tuple(seen.interactions),
-            interactions_left_out=seen.interactions_left_out,
-            notices=tuple(seen.notices),
-            notices_left_out=seen.notices_left_out,
+            malformed_lines=self._malformed,
+            interactions=tuple(self._interactions),
+            interactions_left_out=self._interactions_left_out,
+            notices=tuple(self._notices),
+            notices_left_out=self._notices_left_out,
         )
 
     def _failure_reason(self) -> str:
-        if self._seen.has_result:
+        if self._said.has_result:
             return self._result_error
         if self.lines == 0:
             return ("The transcript is empty: cursor-agent wrote nothing on stdout. Fix: see "
