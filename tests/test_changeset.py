@@ -248,6 +248,11 @@ def test_the_rule_files_read_for_one_check_are_capped(repo: Path) -> None:
     (".. raw:: html\n   :file: ../\n      ../../etc/passwd", True),
     # An AsciiDoc attribute in the target is resolved by the builder (":base: /etc" above it).
     ("include::{base}/passwd[]", True),
+    # pymdownx.snippets takes any number of dashes, and a block of file names, one a line.
+    ('---8<--- "/etc/passwd"', True),
+    ("--8<--\ndocs/part.md\n/etc/passwd\n--8<--", True),
+    ("-8<-\n../../home/runner/.bashrc", True),
+    ("--8<--\ndocs/part.md\n--8<--\nSee: the text after a block is no file name", False),
     (".. include:: ../README.md", False),
     (".. include:: ../README.md\n   :literal:", False),
     ("   .. include:: part.rst\n   Note: text after it, not its argument", False),
@@ -337,4 +342,6 @@ def test_an_include_argument_over_too_many_lines_is_refused_and_the_scan_stays_l
     many = ".. include:: part.rst\n" * 200_000  # 4.4 MB, every line its own directive
     started = time.monotonic()
     assert reads_outside("docs/usage.rst", many) == []
+    assert reads_outside("docs/usage.md", "--8<--\n" * 500_000) == []  # each closes the last
+    assert reads_outside("docs/usage.md", "--8<--\n" + "docs/a.md\n" * 400_000) == []
     assert time.monotonic() - started < 5

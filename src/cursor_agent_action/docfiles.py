@@ -86,7 +86,8 @@ _INCLUDES = re.compile(
     r"^(?P<indent>[ \t]*)(?:\.\.[ \t]+(?:include|literalinclude)[ \t]*::|:file:)(?P<rst>.*)$"
     r"|^[ \t]*(?:`{3,}|:{3,})[ \t]*\{(?:include|literalinclude)\}[ \t]*(?P<myst>\S.*?)[ \t]*$"
     r"|include::(?P<adoc>[^\[\s]+)\["
-    r"|-{1,2}8<-{1,2}[ \t]*[\"'](?P<snippet>[^\"'\n]+)[\"']",
+    r"|-+8<-+[ \t]*[\"'](?P<snippet>[^\"'\n]+)[\"']"
+    r"|^[ \t]*(?P<block>-+8<-+)[ \t]*\r?$",
     re.MULTILINE | re.IGNORECASE,
 )
 MAX_SCANNED_BYTES = 4 << 20
@@ -125,7 +126,14 @@ def reads_outside(path: str, text: str) -> list[str]:
     ``..`` past the top, or an AsciiDoc attribute (the builder resolves it). Each as
     ``"path: directive target"``. docutils' own ``<name>`` includes are fine."""
     found: list[str] = []
-    for match in _INCLUDES.finditer(text):
+    at = 0
+    while match := _INCLUDES.search(text, at):
+        at = match.end() + (match.end() == match.start())
+        if match.group("block") is not None:  # snippets' block: a file name a line
+            names, at = _block(text, match.end())
+            found += [f"{path}: {(match.group('block') + ' ' + name)[:200]}"
+                      for name in names if _leaves(name, 0)]
+            continue
         if match.group("rst") is not None:
             argument, shown = _argument(text, match)
             if argument is None:
@@ -139,13 +147,38 @@ def reads_outside(path: str, text: str) -> list[str]:
         depth = 0 if match.group("snippet") is not None else path.count("/")  # from the top
         if target.startswith("<") and target.endswith(">"):
             continue
-        parts = target.replace("\\", "/").split("/")
-        level, leaves = depth, False
-        for part in parts:
-            level += -1 if part == ".." else 0 if part in ("", ".") else 1
-            leaves = leaves or level < 0
         attribute = match.group("adoc") is not None and "{" in target
-        if leaves or attribute or target.startswith(("/", "~", "\\")) \
-                or ":" in target.split("/")[0]:
+        if attribute or _leaves(target, depth):
             found.append(f"{path}: {shown[:200]}")
     return found
+
+
+def _leaves(target: str, depth: int) -> bool:
+    """Whether ``target``, read ``depth`` directories below the top, leaves the repository:
+    absolute, home, URL-like or ``..`` past the top."""
+    level = depth
+    for part in target.replace("\\", "/").split("/"):
+        level += -1 if part == ".." else 0 if part in ("", ".") else 1
+        if level < 0:
+            return True
+    return target.startswith(("/", "~", "\\")) or ":" in target.split("/", maxsplit=1)[0]
+
+
+def _block(text: str, start: int) -> tuple[list[str], int]:
+    """The file names of a snippets block opened just before ``start`` (each line up to the
+    next marker line or the end, stripped, blank ones left out) and where the block ends."""
+    names: list[str] = []
+    start += 1
+    while start < len(text):
+        end = text.find("\n", start)
+        stop = len(text) if end < 0 else end
+        line = text[start:stop].strip()
+        start = stop + 1
+        if _MARKER.fullmatch(line):
+            break
+        if line:
+            names.append(line)
+    return names, start
+
+
+_MARKER = re.compile(r"-+8<-+")
