@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import json
 import os
 import resource
 import select
@@ -91,6 +90,21 @@ class Status:
         with contextlib.suppress(OSError):
             os.pwrite(self.fd, data.ljust(STATUS_BYTES), 0)
             os.fsync(self.fd)
+
+
+def setup_failed(exc: BaseException) -> BoxStatus:
+    """The status of a box whose preparation failed with ``exc`` (the agent never started)."""
+    too_large = isinstance(exc, tree.CopyTooLarge)
+    return BoxStatus(False, error=str(exc) + (" (the box's cap)" if too_large else ""),
+                     too_large=too_large)
+
+
+def silence_output() -> None:
+    """The agent's output ends here: stdout and stderr to /dev/null from now on."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
 
 
 def _exec_agent(spec: BoxSpec, agent: AgentUser, box_limits: limits.Limits) -> None:
@@ -281,10 +295,6 @@ def _enter_network(spec: BoxSpec) -> BoxNetwork | None:
                             on_event=walllog.jsonl_sink(events))
 
 
-def _returncode(status: int) -> int:
-    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-
-
 class Stopped(Exception):
     """This program got SIGTERM (the helper gave up waiting, or the job was cancelled)."""
 
@@ -339,11 +349,7 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
             net.finish()
         if box_limits is not None:
             box_limits.remove()
-        reason = str(exc)
-        if isinstance(exc, tree.CopyTooLarge):
-            reason += " (the box's cap)"
-        status.write(BoxStatus(False, error=reason,
-                               too_large=isinstance(exc, tree.CopyTooLarge)))
+        status.write(setup_failed(exc))
         return EXIT_SETUP
     go_read, go_write = os.pipe()
     read_end, write_end = os.pipe()
@@ -366,10 +372,7 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
         os.write(go_write, b"r" if box_limits.kind == "rlimit" else b"g")
     os.close(go_write)
     answer = early.decode("ascii", "replace") + _control(parent, init or parent, read_end)
-    null = os.open(os.devnull, os.O_WRONLY)
-    for fd in (1, 2):  # the agent's output ends here: the helper need not wait for the patch
-        os.dup2(null, fd)
-    os.close(null)
+    silence_output()  # the helper need not wait for the patch
     network = net.finish() if net is not None else None
     words = answer.split()
     if "started" not in words:
@@ -379,7 +382,8 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
         return EXIT_SETUP
     result = BoxStatus(True, limits=box_limits.label, storage=copy.note, network=network)
     if "exit" in words and words[words.index("exit") + 1].lstrip("-").isdigit():
-        result = replace(result, returncode=_returncode(int(words[words.index("exit") + 1])))
+        result = replace(result, returncode=os.waitstatus_to_exitcode(
+            int(words[words.index("exit") + 1])))
     elif "killed" in words:  # on the helper's order, before the agent's own end was seen
         result = replace(result, returncode=-signal.SIGKILL)
     else:
@@ -396,17 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1 or os.geteuid() != 0:
         sys.stderr.write("usage (as root): python -I -m cursor_agent_action.agent.box.root SPEC\n")
         return 2
-    path = Path(args[0])
-    info = path.stat()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    finally:
-        path.unlink()  # the agent's environment (its API key) is not left on disk
-    spec = BoxSpec.from_json(data)
-    # whoever wrote it: the helper
-    spec = replace(spec, owner=(info.st_uid, info.st_gid))
-    status = Status(spec.status_file)
-    return run(spec, status)
+    spec = BoxSpec.take(Path(args[0]))
+    return run(spec, Status(spec.status_file))
 
 
 if __name__ == "__main__":
