@@ -22,7 +22,6 @@ the status written in place into the file the helper made. What holds, and what 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import resource
 import select
@@ -38,12 +37,12 @@ from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent import landlock
 from cursor_agent_action.agent.box import finish, home, limits, seccomp, storage, tree
 from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
+from cursor_agent_action.agent.box.libc import die_with_parent, libc
 from cursor_agent_action.agent.box.root import Status, setup_failed, silence_output
 from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 
 EXIT_SETUP = 125
 KILL_WAIT_S = 5.0
-PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
 
 
@@ -160,9 +159,9 @@ def _exec_agent(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits)
         if os.getuid() != agent.uid or os.geteuid() != agent.uid:
             raise OSError("the agent's identity could not be set")
         # After the change of identity (which clears it): the CLI dies if we do.
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        die_with_parent()
         landlock.restrict_self(prepared.ruleset)  # sets no_new_privs first
-        seccomp.install(ctypes.CDLL(None, use_errno=True))
+        seccomp.install(libc())
         os.closerange(3, 65536)
         os.umask(0o022)
         os.chdir(prepared.cwd)

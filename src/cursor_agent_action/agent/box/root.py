@@ -40,7 +40,6 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from cursor_agent_action.agent.box import (
     finish,
@@ -53,13 +52,14 @@ from cursor_agent_action.agent.box import (
     world,
 )
 from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
+from cursor_agent_action.agent.box.libc import die_with_parent, libc
 from cursor_agent_action.agent.box.net import netns, walllog
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
 from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_NO_NEW_PRIVS = 38
 EXIT_SETUP = 125
 STATUS_BYTES = 256 * 1024
 """The status file's size, made and filled by the helper before the box starts."""
@@ -68,10 +68,6 @@ _POLL_S = 0.2
 
 class SetupError(Exception):
     """Preparing the box failed; the agent was not started."""
-
-
-def _libc() -> Any:
-    return ctypes.CDLL(None, use_errno=True)
 
 
 def _check(result: int, what: str) -> None:
@@ -123,8 +119,8 @@ def _exec_agent(spec: BoxSpec, agent: AgentUser, box_limits: limits.Limits) -> N
             [], [agent.gid]
         ):
             raise SetupError("the agent's identity could not be set")
-        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-        seccomp.install(_libc())  # no kernel keyrings (they are not namespaced)
+        _check(libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+        seccomp.install(libc())  # no kernel keyrings (they are not namespaced)
         os.umask(0o022)
         os.chdir(spec.cwd)
         os.execve(spec.argv[0], spec.argv, dict(spec.env))  # noqa: S606 - no shell wanted
@@ -139,13 +135,13 @@ def _namespace_init(spec: BoxSpec, view: world.World, agent: AgentUser,
                     net_files: Path | None) -> None:
     """PID 1 of the agent's namespaces (never returns): build the view, start the agent, reap."""
     try:
-        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        die_with_parent()
         order = os.read(go, 1)  # we are in the cgroup once the jail has moved us into it
         if order not in (b"g", b"r"):
             os._exit(1)
         if order == b"r":
             box_limits.kind = "rlimit"
-        _check(_libc().unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare (mount namespace)")
+        _check(libc().unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare (mount namespace)")
         world.make_private()
         if net_files is not None:  # the box's own resolver; no resolver outside the wall
             # nor the host's services: /run holds their unix sockets, which a network
@@ -225,12 +221,12 @@ def _start_namespace(spec: BoxSpec, view: world.World, agent: AgentUser,
     can still start git for the patch once the namespace is gone."""
     try:
         jail = os.getppid()
-        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the jail dies: so do we all
+        die_with_parent()  # the jail dies: so do we all
         if os.getppid() != jail:
             os._exit(1)
         if net is not None:  # our copies of the wall's sockets would outlive a stopped relay
             net.in_init(None)
-        _check(_libc().unshare(CLONE_NEWPID), "unshare (PID namespace)")
+        _check(libc().unshare(CLONE_NEWPID), "unshare (PID namespace)")
         init = os.fork()
         if init == 0:
             net_files = Path(spec.box_dir) / "net" if net is not None else None
@@ -338,7 +334,7 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
     net: BoxNetwork | None = None
     try:
         agent = agent_user(spec.user)
-        _check(_libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
+        _check(libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
         view, copy = storage.prepare(spec, agent)
         box_limits = state.limits = limits.create(f"caa-box-{os.getpid()}",
                                                      spec.limits.memory_bytes)
