@@ -237,7 +237,20 @@ def test_the_rule_files_read_for_one_check_are_capped(repo: Path) -> None:
     ("```{include} ../../x\n```", True),
     ("include::/etc/hosts[]", True),
     ('--8<-- "../secret"', True),
+    # docutils reads directive and option names in any case, with blanks before "::", and
+    # a path argument over several lines, joined (each built here, checked with docutils 0.19).
+    (".. Include:: /proc/self/environ", True),
+    ("..  LITERALINCLUDE:: /proc/self/environ", True),
+    (".. include ::   /proc/self/environ", True),
+    (".. include::\n   /proc/self/environ", True),
+    (".. include:: ../\n   ../../home/runner/.bashrc", True),
+    (".. raw:: html\n   :FILE: /etc/passwd", True),
+    (".. raw:: html\n   :file: ../\n      ../../etc/passwd", True),
+    # An AsciiDoc attribute in the target is resolved by the builder (":base: /etc" above it).
+    ("include::{base}/passwd[]", True),
     (".. include:: ../README.md", False),
+    (".. include:: ../README.md\n   :literal:", False),
+    ("   .. include:: part.rst\n   Note: text after it, not its argument", False),
     (".. include:: <isonum.txt>", False),
     ("include::partials/a.adoc[]", False),
     ('--8<-- "docs/part.md"', False),
@@ -311,3 +324,17 @@ def test_the_size_cap_is_checked_before_a_byte_is_hashed(repo: Path) -> None:
     with pytest.raises(changeset.ChangesetError, match="over the 100 MiB a patch may carry"):
         changeset.compute(repo, before, max_changed_bytes=100 << 20)
     assert time.monotonic() - start < 2
+
+
+def test_an_include_argument_over_too_many_lines_is_refused_and_the_scan_stays_linear() -> None:
+    """A path argument spread over more lines than anyone writes is refused, not followed; a
+    file of many directives is read once (each directive reads only its own lines)."""
+    from cursor_agent_action.docfiles import MAX_ARGUMENT_LINES, reads_outside
+    spread = ".. include:: a\n" + "   b\n" * MAX_ARGUMENT_LINES + "\n"
+    assert reads_outside("docs/usage.rst", spread)
+    within = ".. include:: a\n" + "   b\n" * (MAX_ARGUMENT_LINES - 1) + "\n"
+    assert not reads_outside("docs/usage.rst", within)
+    many = ".. include:: part.rst\n" * 200_000  # 4.4 MB, every line its own directive
+    started = time.monotonic()
+    assert reads_outside("docs/usage.rst", many) == []
+    assert time.monotonic() - started < 5

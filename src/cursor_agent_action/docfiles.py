@@ -80,27 +80,62 @@ def usually_executed(paths: Iterable[str]) -> list[str]:
 # A directive that makes a docs build copy another file into the page, by toolchain: reST and
 # Sphinx (include, literalinclude, and raw or csv-table with :file:), MyST fences, AsciiDoc,
 # the MkDocs snippets extension. Its target is what a build reads, as the builder's user.
+# docutils reads directive and option names in any case, takes blanks before "::" and a path
+# argument over the more indented lines below, joined (its ``directives.path``).
 _INCLUDES = re.compile(
-    r"^[ \t]*\.\.[ \t]+(?:include|literalinclude)::[ \t]*(?P<rst>\S.*?)[ \t]*$"
-    r"|^[ \t]*:file:[ \t]*(?P<file>\S.*?)[ \t]*$"
+    r"^(?P<indent>[ \t]*)(?:\.\.[ \t]+(?:include|literalinclude)[ \t]*::|:file:)(?P<rst>.*)$"
     r"|^[ \t]*(?:`{3,}|:{3,})[ \t]*\{(?:include|literalinclude)\}[ \t]*(?P<myst>\S.*?)[ \t]*$"
     r"|include::(?P<adoc>[^\[\s]+)\["
     r"|-{1,2}8<-{1,2}[ \t]*[\"'](?P<snippet>[^\"'\n]+)[\"']",
-    re.MULTILINE,
+    re.MULTILINE | re.IGNORECASE,
 )
 MAX_SCANNED_BYTES = 4 << 20
 """A documentation file is searched for include directives up to this size."""
+
+
+MAX_ARGUMENT_LINES = 64
+"""A reST path argument over more lines than this is not followed: it is refused."""
+
+
+def _argument(text: str, match: re.Match[str]) -> tuple[str | None, str]:
+    """A reST path argument or option value as docutils reads it: the rest of the line, then
+    each more indented line below up to a blank line or an option, every line stripped and
+    joined (None: over :data:`MAX_ARGUMENT_LINES`); and the directive as shown (its lines,
+    blanks collapsed). Reads only the lines it takes."""
+    lines = [match.group("rst").strip()]
+    deeper = len(match.group("indent").expandtabs()) + 1
+    start = match.end() + 1
+    while start < len(text) and len(lines) <= MAX_ARGUMENT_LINES:
+        end = text.find("\n", start)
+        line = text[start : len(text) if end < 0 else end]
+        body = line.strip()
+        if not body or body.startswith(":") or len(line.expandtabs()) - len(
+                line.lstrip(" \t").expandtabs()) < deeper:
+            break
+        lines.append(body)
+        start = len(text) if end < 0 else end + 1
+    shown = " ".join(" ".join(line.split()) for line in [match.group(0), *lines[1:]])
+    return (None if len(lines) > MAX_ARGUMENT_LINES else "".join(lines)), shown
 
 
 def reads_outside(path: str, text: str) -> list[str]:
     """The include directives of the documentation file ``path`` (repository-relative) whose
     target leaves the repository: an absolute path (Sphinx reads ``/x`` from its source
     directory, docutils and others from ``/``: either way refused), a URL-like or home path,
-    or ``..`` past the top. Each as ``"path: directive target"``. docutils' own ``<name>``
-    includes are fine."""
+    ``..`` past the top, or an AsciiDoc attribute (the builder resolves it). Each as
+    ``"path: directive target"``. docutils' own ``<name>`` includes are fine."""
     found: list[str] = []
     for match in _INCLUDES.finditer(text):
-        target = next(group for group in match.groups() if group is not None)
+        if match.group("rst") is not None:
+            argument, shown = _argument(text, match)
+            if argument is None:
+                found.append(f"{path}: {shown[:200]}")
+                continue
+            target = argument
+        else:
+            target = next(group for name, group in match.groupdict().items()
+                          if group is not None and name != "indent")
+            shown = match.group(0).strip()
         depth = 0 if match.group("snippet") is not None else path.count("/")  # from the top
         if target.startswith("<") and target.endswith(">"):
             continue
@@ -109,6 +144,8 @@ def reads_outside(path: str, text: str) -> list[str]:
         for part in parts:
             level += -1 if part == ".." else 0 if part in ("", ".") else 1
             leaves = leaves or level < 0
-        if leaves or target.startswith(("/", "~", "\\")) or ":" in target.split("/")[0]:
-            found.append(f"{path}: {match.group(0).strip()[:200]}")
+        attribute = match.group("adoc") is not None and "{" in target
+        if leaves or attribute or target.startswith(("/", "~", "\\")) \
+                or ":" in target.split("/")[0]:
+            found.append(f"{path}: {shown[:200]}")
     return found

@@ -57,13 +57,6 @@ class InstallError(SetupError):
     title = "CLI install failed"
 
 
-class AgentError(ActionError):
-    """The agent could not run or did not finish (after the summary was written)."""
-
-    exit_code = EXIT_RUN_FAILED
-    title = "agent run failed"
-
-
 class GitHubError(ActionError):
     """A git or GitHub REST operation failed."""
 

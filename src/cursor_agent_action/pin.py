@@ -82,7 +82,7 @@ def _remote(ref: str, source: str) -> str:
     names = [f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}"]
     done = _git(["ls-remote", "--", source, *names], Path.cwd(), f"git ls-remote {source}")
     if done.returncode != 0:
-        said = " ".join(done.stderr.decode("utf-8", "replace").split())[:300]
+        said = safegit.words(done.stderr)[:300]
         raise GitHubError(f"cannot list the refs of {scrub_urls(source)}: {scrub_urls(said)}",
                           "Check the network and the URL, or pin from a local clone of "
                           f"{ACTION}: --source PATH.")

@@ -543,6 +543,15 @@ def test_links_to_devices_and_fifos_do_not_hang_the_git_cross_check(
     assert json.loads(result.outputs["files-changed"]) == []
 
 
+def _fsmonitor_config(tmp_path: Path) -> tuple[Path, str]:
+    """A git config section whose core.fsmonitor hook writes the returned marker if run."""
+    marker = tmp_path / "fsmonitor-ran"
+    hook = tmp_path / "fsmonitor.sh"
+    hook.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    hook.chmod(0o755)
+    return marker, f"[core]\n\tfsmonitor = {hook}\n"
+
+
 def test_planted_git_config_never_runs_and_is_restored(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -552,13 +561,9 @@ def test_planted_git_config_never_runs_and_is_restored(
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    marker = tmp_path / "fsmonitor-ran"
-    hook = tmp_path / "fsmonitor.sh"
-    hook.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
-    hook.chmod(0o755)
+    marker, planted = _fsmonitor_config(tmp_path)
     config = workspace / ".git" / "config"
     original = config.read_bytes()
-    planted = f"[core]\n\tfsmonitor = {hook}\n"
     plant = f"printf '{planted}' >> .git/config; printf '{planted}' >> $HOME/.gitconfig"
     # The second wall, uncontained (contained, neither file can be written: test_containment).
     result = _run_script(tmp_path, workspace, capsys, plant, "--isolation", "none")
@@ -577,15 +582,12 @@ def test_planted_config_of_a_linked_worktree_s_repository_is_restored(
     linked = tmp_path / "linked"
     subprocess.run(["git", "-C", str(workspace), "worktree", "add", "-q", "--detach",
                     str(linked)], check=True)
-    marker = tmp_path / "fsmonitor-ran"
-    hook = tmp_path / "fsmonitor.sh"
-    hook.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
-    hook.chmod(0o755)
+    marker, planted = _fsmonitor_config(tmp_path)
     common = workspace / ".git" / "config"
     original = common.read_bytes()
-    planted = f"[core]\n\tfsmonitor = {hook}\n"
     result = _run_script(tmp_path, linked, capsys, f"printf '{planted}' >> {common}",
                          "--isolation", "none")
+    assert not marker.exists()
     assert common.read_bytes() == original
     assert result.outputs["conclusion"] == "failure"
     assert "changed the repository's git configuration" in result.log

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from cursor_agent_action import markdown
 from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.gh.api import Context, GitHub
 from cursor_agent_action.gh.findings import SEVERITIES, Answer
@@ -97,7 +98,7 @@ def verdict(sha: str, answer: Answer, blocking: int, fail_on: str, url: str) -> 
 
 
 def shorten(text: str) -> str:
-    return text if len(text) <= DESCRIPTION_LIMIT else text[: DESCRIPTION_LIMIT - 1] + "…"
+    return markdown.shorten(text, DESCRIPTION_LIMIT)
 
 
 def set_status(gh: GitHub, context: str, status: Status) -> None:
