@@ -21,7 +21,8 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import Any
+
+from cursor_agent_action.agent.box.libc import libc
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID = (0x00020000, 0x08000000, 0x40000000,
                                                          0x20000000)
@@ -57,17 +58,13 @@ class ProbeResult:
                    str(data.get("error", "")))
 
 
-def _libc() -> Any:
-    return ctypes.CDLL(None, use_errno=True)
-
-
 def _call(result: int, step: str) -> None:
     if result != 0:
         raise ProbeFailed(step, ctypes.get_errno())
 
 
 def _mount(source: str, target: str, fstype: str | None, flags: int, step: str) -> None:
-    _call(_libc().mount(source.encode(), os.fsencode(target),
+    _call(libc().mount(source.encode(), os.fsencode(target),
                         None if fstype is None else fstype.encode(), flags, None), step)
 
 
@@ -85,15 +82,15 @@ def has_cap_sys_admin() -> bool:
 
 def probe() -> ProbeResult:
     """Try the box's operations in this (throwaway) process; what happened."""
-    libc = _libc()
+    lib = libc()
     try:
-        _call(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare (mount namespace)")
+        _call(lib.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare (mount namespace)")
         _mount("none", "/", None, MS_REC | MS_PRIVATE, "making the mounts private")
-        _call(libc.unshare(CLONE_NEWNET), "unshare (network namespace)")
+        _call(lib.unshare(CLONE_NEWNET), "unshare (network namespace)")
         scratch = tempfile.mkdtemp(prefix="caa-probe-")
         try:
             _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mounting a tmpfs")
-            _call(libc.unshare(CLONE_NEWPID), "unshare (PID namespace)")
+            _call(lib.unshare(CLONE_NEWPID), "unshare (PID namespace)")
             read_end, write_end = os.pipe()
             child = os.fork()
             if child == 0:  # PID 1 of the new namespace: a /proc of its own
@@ -116,7 +113,7 @@ def probe() -> ProbeResult:
                 raise ProbeFailed("starting a process in a PID namespace", 0)
         finally:
             for _ in range(2):  # /proc over the tmpfs, then the tmpfs (MNT_DETACH)
-                libc.umount2(os.fsencode(scratch), 2)
+                lib.umount2(os.fsencode(scratch), 2)
             os.rmdir(scratch)
     except ProbeFailed as exc:
         return ProbeResult(False, exc.step, exc.errno, str(exc))

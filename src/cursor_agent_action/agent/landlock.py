@@ -26,6 +26,8 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from cursor_agent_action.agent.box.libc import libc
+
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
 CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
@@ -50,15 +52,11 @@ class LandlockError(Exception):
     """Landlock is missing or refused a step."""
 
 
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
 def abi() -> int:
     """The kernel's Landlock ABI version; 0 when it has none (too old, or not enabled)."""
-    libc = _libc()
-    libc.syscall.restype = ctypes.c_long
-    version = libc.syscall(ctypes.c_long(SYS_CREATE_RULESET), None, ctypes.c_size_t(0),
+    lib = libc()
+    lib.syscall.restype = ctypes.c_long
+    version = lib.syscall(ctypes.c_long(SYS_CREATE_RULESET), None, ctypes.c_size_t(0),
                            ctypes.c_uint32(CREATE_RULESET_VERSION))
     return max(int(version), 0)
 
@@ -138,13 +136,13 @@ def make_ruleset(rules: Rules, version: int) -> int:
     if version < 1:
         raise LandlockError("this kernel has no Landlock (Linux 5.13 or later, with landlock in "
                             "the lsm= list)")
-    libc = _libc()
-    libc.syscall.restype = ctypes.c_long
+    lib = libc()
+    lib.syscall.restype = ctypes.c_long
     handled = handled_rights(version)
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= 6 else 0
     attr = _Attr(handled, 0, scoped)
     size = 24 if version >= 6 else 16 if version >= 4 else 8
-    ruleset = libc.syscall(ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr),
+    ruleset = lib.syscall(ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr),
                            ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         raise LandlockError(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
@@ -164,7 +162,7 @@ def make_ruleset(rules: Rules, version: int) -> int:
                 if not allowed:
                     continue
                 beneath = _PathBeneath(allowed, fd)
-                if libc.syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset),
+                if lib.syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset),
                                 ctypes.c_int(RULE_PATH_BENEATH), ctypes.byref(beneath),
                                 ctypes.c_uint32(0)) != 0:
                     raise LandlockError(f"landlock_add_rule for {path} failed: "
@@ -179,11 +177,11 @@ def make_ruleset(rules: Rules, version: int) -> int:
 
 def restrict_self(ruleset: int) -> None:
     """This process (and all it starts) under ``ruleset``, for good; sets no_new_privs first."""
-    libc = _libc()
-    libc.syscall.restype = ctypes.c_long
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    lib = libc()
+    lib.syscall.restype = ctypes.c_long
+    if lib.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise LandlockError(f"PR_SET_NO_NEW_PRIVS failed: {os.strerror(ctypes.get_errno())}")
-    if libc.syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset),
+    if lib.syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset),
                     ctypes.c_uint32(0)) != 0:
         raise LandlockError(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
 

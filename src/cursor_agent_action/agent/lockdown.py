@@ -22,8 +22,6 @@ the status written in place into the file the helper made. What holds, and what 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import json
 import os
 import resource
 import select
@@ -39,12 +37,12 @@ from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent import landlock
 from cursor_agent_action.agent.box import finish, home, limits, seccomp, storage, tree
 from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
-from cursor_agent_action.agent.box.root import Status
+from cursor_agent_action.agent.box.libc import die_with_parent, libc
+from cursor_agent_action.agent.box.root import Status, setup_failed, silence_output
 from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 
 EXIT_SETUP = 125
 KILL_WAIT_S = 5.0
-PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
 
 
@@ -161,9 +159,9 @@ def _exec_agent(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits)
         if os.getuid() != agent.uid or os.geteuid() != agent.uid:
             raise OSError("the agent's identity could not be set")
         # After the change of identity (which clears it): the CLI dies if we do.
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        die_with_parent()
         landlock.restrict_self(prepared.ruleset)  # sets no_new_privs first
-        seccomp.install(ctypes.CDLL(None, use_errno=True))
+        seccomp.install(libc())
         os.closerange(3, 65536)
         os.umask(0o022)
         os.chdir(prepared.cwd)
@@ -236,9 +234,7 @@ def run(spec: BoxSpec, status: Status) -> int:
             KeyError, ValueError, TypeError) as exc:
         if prepared is not None:
             prepared.remove()
-        reason = str(exc) + (" (the box's cap)" if isinstance(exc, tree.CopyTooLarge) else "")
-        status.write(BoxStatus(False, error=reason,
-                               too_large=isinstance(exc, tree.CopyTooLarge)))
+        status.write(setup_failed(exc))
         return EXIT_SETUP
     child = os.fork()
     if child == 0:
@@ -248,13 +244,10 @@ def run(spec: BoxSpec, status: Status) -> int:
     os.close(prepared.ruleset)
     code = _wait(child, agent)
     gone = kill_all(agent.uid)
-    null = os.open(os.devnull, os.O_WRONLY)
-    for fd in (1, 2):  # the agent's output ends here
-        os.dup2(null, fd)
-    os.close(null)
+    silence_output()
     result = BoxStatus(
         True, limits=box_limits.label, storage=prepared.copy.note,
-        returncode=-os.WTERMSIG(code) if os.WIFSIGNALED(code) else os.WEXITSTATUS(code),
+        returncode=os.waitstatus_to_exitcode(code),
         error="" if gone else "processes of the agent's user were still running after the run")
     # The box's own bounded finish: in the cgroup, within its limit, and ended at once when the
     # helper closes the control pipe (an alarm killed this program and left the copy behind).
@@ -271,13 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("usage (as root): python -I -m cursor_agent_action.agent.lockdown "
                          "SPEC\n")
         return 2
-    path = Path(args[0])
-    info = path.stat()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    finally:
-        path.unlink()  # the agent's environment (its API key) is not left on disk
-    spec = replace(BoxSpec.from_json(data), owner=(info.st_uid, info.st_gid))
+    spec = BoxSpec.take(Path(args[0]))
     return run(spec, Status(spec.status_file))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.agent.box.net.policy import NetPolicy
@@ -88,6 +89,17 @@ class BoxSpec:
                 owner=(int(spec.owner[0]), int(spec.owner[1])))
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ContractError(f"the box's spec is not of version {VERSION}: {exc}") from exc
+
+    @classmethod
+    def take(cls, path: Path) -> BoxSpec:
+        """The spec the helper wrote at ``path``, read and removed (the agent's environment, its
+        API key, is not left on disk); its :attr:`owner` is the file's."""
+        info = path.stat()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        finally:
+            path.unlink()
+        return replace(cls.from_json(data), owner=(info.st_uid, info.st_gid))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ and the child dies with the root side (a parent-death signal)."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import select
@@ -15,10 +14,10 @@ import signal
 
 from cursor_agent_action.agent.box import limits, storage, tree
 from cursor_agent_action.agent.box.contract import BoxSpec, ContractError, Finished, Listed
+from cursor_agent_action.agent.box.libc import die_with_parent
 
 FINISH_LIMIT_S = 240
 """The patch and the chats after the run, at most (the helper waits 300 s for the box)."""
-PR_SET_PDEATHSIG = 1
 
 
 def bounded(spec: BoxSpec, copy: tree.Copy, box_limits: limits.Limits) -> Finished:
@@ -33,7 +32,7 @@ def bounded(spec: BoxSpec, copy: tree.Copy, box_limits: limits.Limits) -> Finish
         try:
             os.close(read_end)
             os.setpgid(0, 0)
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            die_with_parent()
             if os.getppid() == 1:  # this program is already gone
                 os._exit(1)
             with contextlib.suppress(OSError):

@@ -23,8 +23,8 @@ import ctypes
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Any
 
+from cursor_agent_action.agent.box.libc import libc
 from cursor_agent_action.agent.box.world import MS_NODEV, MS_NOSUID, WorldError, mount
 from cursor_agent_action.worktree import MAX_PATH_BYTES
 
@@ -51,10 +51,6 @@ class _MountAttr(ctypes.Structure):
     ]
 
 
-def _libc() -> Any:
-    return ctypes.CDLL(None, use_errno=True)
-
-
 def _failed(what: str) -> OverlayError:
     return OverlayError(f"{what}: {os.strerror(ctypes.get_errno())}")
 
@@ -69,7 +65,7 @@ def _user_namespace(owner: tuple[int, int], agent: tuple[int, int]) -> int:
         try:
             os.close(ready_read)
             os.close(done_write)
-            code = _libc().unshare(CLONE_NEWUSER)
+            code = libc().unshare(CLONE_NEWUSER)
             os.write(ready_write, b"y" if code == 0 else b"n")
             os.read(done_read, 1)
         finally:
@@ -100,9 +96,9 @@ def mount_lower(source: str, target: str, *, owner: tuple[int, int],
                 agent: tuple[int, int]) -> None:
     """``source`` (the real tree, its submounts not included) at ``target``: read-only,
     ``nosuid``, ``nodev``, its ``owner`` ids shown as the ``agent``'s."""
-    libc = _libc()
+    lib = libc()
     clone = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC
-    tree = libc.syscall(SYS_OPEN_TREE, AT_FDCWD, os.fsencode(source), clone)
+    tree = lib.syscall(SYS_OPEN_TREE, AT_FDCWD, os.fsencode(source), clone)
     if tree < 0:
         raise _failed("open_tree of the work tree")
     try:
@@ -110,7 +106,7 @@ def mount_lower(source: str, target: str, *, owner: tuple[int, int],
         try:
             flags = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
             attr = _MountAttr(flags, 0, 0, userns)
-            set_attr = libc.syscall(
+            set_attr = lib.syscall(
                 SYS_MOUNT_SETATTR, tree, b"", AT_EMPTY_PATH, ctypes.byref(attr), ctypes.sizeof(attr)
             )
             if set_attr != 0:
@@ -118,7 +114,7 @@ def mount_lower(source: str, target: str, *, owner: tuple[int, int],
         finally:
             os.close(userns)
         into = os.fsencode(target)
-        moved = libc.syscall(SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, into, MOVE_MOUNT_F_EMPTY_PATH)
+        moved = lib.syscall(SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, into, MOVE_MOUNT_F_EMPTY_PATH)
         if moved != 0:
             raise _failed("move_mount of the id-mapped tree")
     finally:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import json
 import os
 import resource
 import select
@@ -41,7 +40,6 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from cursor_agent_action.agent.box import (
     finish,
@@ -54,13 +52,14 @@ from cursor_agent_action.agent.box import (
     world,
 )
 from cursor_agent_action.agent.box.contract import BoxSpec, BoxStatus
+from cursor_agent_action.agent.box.libc import die_with_parent, libc
 from cursor_agent_action.agent.box.net import netns, walllog
 from cursor_agent_action.agent.box.net.jailside import BoxNetwork
 from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.box.user import AgentUser, UserError, agent_user
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_NO_NEW_PRIVS = 38
 EXIT_SETUP = 125
 STATUS_BYTES = 256 * 1024
 """The status file's size, made and filled by the helper before the box starts."""
@@ -69,10 +68,6 @@ _POLL_S = 0.2
 
 class SetupError(Exception):
     """Preparing the box failed; the agent was not started."""
-
-
-def _libc() -> Any:
-    return ctypes.CDLL(None, use_errno=True)
 
 
 def _check(result: int, what: str) -> None:
@@ -93,6 +88,21 @@ class Status:
             os.fsync(self.fd)
 
 
+def setup_failed(exc: BaseException) -> BoxStatus:
+    """The status of a box whose preparation failed with ``exc`` (the agent never started)."""
+    too_large = isinstance(exc, tree.CopyTooLarge)
+    return BoxStatus(False, error=str(exc) + (" (the box's cap)" if too_large else ""),
+                     too_large=too_large)
+
+
+def silence_output() -> None:
+    """The agent's output ends here: stdout and stderr to /dev/null from now on."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
 def _exec_agent(spec: BoxSpec, agent: AgentUser, box_limits: limits.Limits) -> None:
     """In the agent's process (never returns): drop to the agent user and exec the CLI."""
     try:
@@ -109,8 +119,8 @@ def _exec_agent(spec: BoxSpec, agent: AgentUser, box_limits: limits.Limits) -> N
             [], [agent.gid]
         ):
             raise SetupError("the agent's identity could not be set")
-        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-        seccomp.install(_libc())  # no kernel keyrings (they are not namespaced)
+        _check(libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+        seccomp.install(libc())  # no kernel keyrings (they are not namespaced)
         os.umask(0o022)
         os.chdir(spec.cwd)
         os.execve(spec.argv[0], spec.argv, dict(spec.env))  # noqa: S606 - no shell wanted
@@ -125,13 +135,13 @@ def _namespace_init(spec: BoxSpec, view: world.World, agent: AgentUser,
                     net_files: Path | None) -> None:
     """PID 1 of the agent's namespaces (never returns): build the view, start the agent, reap."""
     try:
-        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        die_with_parent()
         order = os.read(go, 1)  # we are in the cgroup once the jail has moved us into it
         if order not in (b"g", b"r"):
             os._exit(1)
         if order == b"r":
             box_limits.kind = "rlimit"
-        _check(_libc().unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare (mount namespace)")
+        _check(libc().unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare (mount namespace)")
         world.make_private()
         if net_files is not None:  # the box's own resolver; no resolver outside the wall
             # nor the host's services: /run holds their unix sockets, which a network
@@ -211,12 +221,12 @@ def _start_namespace(spec: BoxSpec, view: world.World, agent: AgentUser,
     can still start git for the patch once the namespace is gone."""
     try:
         jail = os.getppid()
-        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the jail dies: so do we all
+        die_with_parent()  # the jail dies: so do we all
         if os.getppid() != jail:
             os._exit(1)
         if net is not None:  # our copies of the wall's sockets would outlive a stopped relay
             net.in_init(None)
-        _check(_libc().unshare(CLONE_NEWPID), "unshare (PID namespace)")
+        _check(libc().unshare(CLONE_NEWPID), "unshare (PID namespace)")
         init = os.fork()
         if init == 0:
             net_files = Path(spec.box_dir) / "net" if net is not None else None
@@ -281,10 +291,6 @@ def _enter_network(spec: BoxSpec) -> BoxNetwork | None:
                             on_event=walllog.jsonl_sink(events))
 
 
-def _returncode(status: int) -> int:
-    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-
-
 class Stopped(Exception):
     """This program got SIGTERM (the helper gave up waiting, or the job was cancelled)."""
 
@@ -328,7 +334,7 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
     net: BoxNetwork | None = None
     try:
         agent = agent_user(spec.user)
-        _check(_libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
+        _check(libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
         view, copy = storage.prepare(spec, agent)
         box_limits = state.limits = limits.create(f"caa-box-{os.getpid()}",
                                                      spec.limits.memory_bytes)
@@ -339,11 +345,7 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
             net.finish()
         if box_limits is not None:
             box_limits.remove()
-        reason = str(exc)
-        if isinstance(exc, tree.CopyTooLarge):
-            reason += " (the box's cap)"
-        status.write(BoxStatus(False, error=reason,
-                               too_large=isinstance(exc, tree.CopyTooLarge)))
+        status.write(setup_failed(exc))
         return EXIT_SETUP
     go_read, go_write = os.pipe()
     read_end, write_end = os.pipe()
@@ -366,10 +368,7 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
         os.write(go_write, b"r" if box_limits.kind == "rlimit" else b"g")
     os.close(go_write)
     answer = early.decode("ascii", "replace") + _control(parent, init or parent, read_end)
-    null = os.open(os.devnull, os.O_WRONLY)
-    for fd in (1, 2):  # the agent's output ends here: the helper need not wait for the patch
-        os.dup2(null, fd)
-    os.close(null)
+    silence_output()  # the helper need not wait for the patch
     network = net.finish() if net is not None else None
     words = answer.split()
     if "started" not in words:
@@ -379,7 +378,8 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
         return EXIT_SETUP
     result = BoxStatus(True, limits=box_limits.label, storage=copy.note, network=network)
     if "exit" in words and words[words.index("exit") + 1].lstrip("-").isdigit():
-        result = replace(result, returncode=_returncode(int(words[words.index("exit") + 1])))
+        result = replace(result, returncode=os.waitstatus_to_exitcode(
+            int(words[words.index("exit") + 1])))
     elif "killed" in words:  # on the helper's order, before the agent's own end was seen
         result = replace(result, returncode=-signal.SIGKILL)
     else:
@@ -396,17 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1 or os.geteuid() != 0:
         sys.stderr.write("usage (as root): python -I -m cursor_agent_action.agent.box.root SPEC\n")
         return 2
-    path = Path(args[0])
-    info = path.stat()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    finally:
-        path.unlink()  # the agent's environment (its API key) is not left on disk
-    spec = BoxSpec.from_json(data)
-    # whoever wrote it: the helper
-    spec = replace(spec, owner=(info.st_uid, info.st_gid))
-    status = Status(spec.status_file)
-    return run(spec, status)
+    spec = BoxSpec.take(Path(args[0]))
+    return run(spec, Status(spec.status_file))
 
 
 if __name__ == "__main__":

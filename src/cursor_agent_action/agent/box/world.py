@@ -28,7 +28,8 @@ import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from cursor_agent_action.agent.box.libc import libc
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -55,14 +56,10 @@ class WorldError(Exception):
         self.errno = errno
 
 
-def _libc() -> Any:
-    return ctypes.CDLL(None, use_errno=True)
-
-
 def mount(source: str | None, target: str, fstype: str | None, flags: int,
           data: str | None = None) -> None:
     """mount(2); raises :class:`WorldError` naming the target."""
-    result = _libc().mount(
+    result = libc().mount(
         None if source is None else os.fsencode(source),
         os.fsencode(target),
         None if fstype is None else fstype.encode(),
@@ -76,7 +73,7 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int,
 
 def unmount(target: str) -> None:
     """umount2(MNT_DETACH); raises :class:`WorldError` naming the target."""
-    if _libc().umount2(os.fsencode(target), 2) != 0:
+    if libc().umount2(os.fsencode(target), 2) != 0:
         code = ctypes.get_errno()
         raise WorldError(f"unmounting {target} failed: {os.strerror(code)}", code)
 
