@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.isolation import DEFAULT_AGENT_USER
-from cursor_agent_action.agent.plan import SHARE_VARIABLE
+from cursor_agent_action.agent.contain.isolation import DEFAULT_AGENT_USER
+from cursor_agent_action.agent.launch.invocation import SHARE_VARIABLE
 from tests.support.users import TEST_AGENT_USER, TEST_USERS, remove_user, user_exists
 
 # What a test must never inherit from the shell or from a real Actions runner (our own CI runs

@@ -23,7 +23,7 @@ LONGER = {
 }
 WINGS = ("stream", "agent", "gh")
 # The renderers of the stream wing; what builds the run record must not know them.
-RENDERERS = {f"{NAME}.stream.livelog", f"{NAME}.stream.summary", f"{NAME}.stream.report"}
+RENDERERS = {f"{NAME}.stream.render.{name}" for name in ("livelog", "summary", "report", "network")}
 RECORD_BUILDERS = (f"{NAME}.stream.framing", f"{NAME}.stream.events", f"{NAME}.stream.aggregate",
                    f"{NAME}.stream.record")
 

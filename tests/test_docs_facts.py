@@ -2,7 +2,7 @@
 list is involved), so the docs cannot drift:
 
 - docs/permissions.md: the presets, the floor and the token grammar are generated from
-  ``agent/permissions.py`` (regenerate with ``python -m tests.test_docs_facts --write``);
+  ``agent/guards/permissions.py`` (regenerate with ``python -m tests.test_docs_facts --write``);
 - the sub-actions (folders with an ``action.yml``) wherever the docs list or count them;
 - the helper's commands and exit codes (docs/helper-cli.md against ``cli.py`` and
   ``errors.py``);
@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from cursor_agent_action import cli, docfiles, errors
-from cursor_agent_action.agent import permissions
-from cursor_agent_action.agent.permissions import PRESETS, parse_tokens
-from cursor_agent_action.stream.summary import ICONS as CONCLUSIONS
+from cursor_agent_action.agent.guards import permissions
+from cursor_agent_action.agent.guards.permissions import PRESETS, parse_tokens
+from cursor_agent_action.stream.render.summary import ICONS as CONCLUSIONS
 from tests.support import messages
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.pins import DEFAULT_CLI_VERSION
+from cursor_agent_action.agent.install.versions import DEFAULT_CLI_VERSION
 from tests.support.act import ROOT, ActRun
 from tests.support.example_world import (
     API_KEY,

@@ -12,22 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cursor_agent_action import markdown
-from cursor_agent_action.markdown import (
-    code_cell,
-    cut_utf8,
-    fence,
-    html_escape,
-    inline,
-    utf8_len,
-)
-from cursor_agent_action.stream.record import (
-    Cause,
-    Conclusion,
-    Failure,
-    RunReport,
-    StreamResult,
-)
-from cursor_agent_action.stream.summary import render_summary
+from cursor_agent_action.markdown import code_cell, cut_utf8, fence, html_escape, inline, utf8_len
+from cursor_agent_action.stream.record import Cause, Conclusion, Failure, RunReport, StreamResult
+from cursor_agent_action.stream.render.summary import render_summary
 
 
 @given(st.text())

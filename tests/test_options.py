@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from cursor_agent_action.agent.failures import explain_exit
-from cursor_agent_action.agent.process import AgentExit
+from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.judge.failures import explain_exit
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.options import (
     TakesDashValue,

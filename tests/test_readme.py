@@ -110,7 +110,7 @@ def test_each_input_states_its_default() -> None:
 
 
 def test_cli_version_default_named_is_the_installers() -> None:
-    from cursor_agent_action.agent.pins import DEFAULT_CLI_VERSION
+    from cursor_agent_action.agent.install.versions import DEFAULT_CLI_VERSION
 
     _, stated = split_default(_action()["inputs"]["cli-version"]["description"])
     assert f"({DEFAULT_CLI_VERSION})" in stated

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from cursor_agent_action.agent.process import TranscriptWriter
+from cursor_agent_action.agent.contain.process import TranscriptWriter
 from cursor_agent_action.redact import MASK, PATTERNS, Redactor, base64_pieces, scrub
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.record import RunReport
-from cursor_agent_action.stream.report import record_outputs
+from cursor_agent_action.stream.render.report import record_outputs
 from tests.support.runner import RUNNER_ENV
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,7 +12,7 @@ import pytest
 
 from cursor_agent_action import changeset, safegit
 from cursor_agent_action.errors import GitHubError, UsageError
-from cursor_agent_action.gh import gitops, patchcheck
+from cursor_agent_action.gh.publish import gitops, patchcheck
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
        "-c", "init.defaultBranch=main"]

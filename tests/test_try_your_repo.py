@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.standin import copy_package
+from cursor_agent_action.standin import copy_package
 from tests.support.act import ROOT, ActRun
 from tests.support.standin import SYSTEM_PYTHON
 
@@ -176,7 +176,7 @@ def test_cli_path_runs_that_cli_with_your_key(tmp_path: Path) -> None:
     (cli / "scenario.json").write_text(json.dumps({"answer": "Answered by the CLI you gave."}))
     launcher = cli / "cursor-agent"
     loader = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-              "from cursor_agent_action.agent.standin import main; sys.exit(main())")
+              "from cursor_agent_action.standin import main; sys.exit(main())")
     launcher.write_text(f'#!/bin/sh\nhere=$(dirname "$(readlink -f "$0")")\n'
                         f'exec {SYSTEM_PYTHON} -I -B -c "{loader}" "$here/pkg" '
                         '--scenario "$here/scenario.json" "$@"\n')

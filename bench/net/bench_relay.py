@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cursor_agent_action.agent.box.net import netns
-from cursor_agent_action.agent.box.net.policy import build_policy
-from cursor_agent_action.agent.box.net.relay import Wall
+from cursor_agent_action.agent.contain.box.net import netns
+from cursor_agent_action.agent.contain.box.net.policy import build_policy
+from cursor_agent_action.agent.contain.box.net.relay import Wall
 
 NAME = "bench.caa-net-test.example"
 BLOCK = b"\0" * (1 << 20)

@@ -42,11 +42,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "turn a saved stream-json transcript into a log, job summary and outputs",
     ),
     "install": (
-        "cursor_agent_action.agent.install",
+        "cursor_agent_action.agent.install.installer",
         "install a pinned Cursor CLI version (cached)",
     ),
     "permissions": (
-        "cursor_agent_action.agent.permissions",
+        "cursor_agent_action.agent.guards.permissions",
         "write or print the restricted-autonomy .cursor/cli.json",
     ),
     "demo": ("cursor_agent_action.demo", "run the whole pipeline on a bundled sample"),
@@ -59,7 +59,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pin this action's uses: lines in workflow files to a ref's full commit SHA",
     ),
     "publish": (
-        "cursor_agent_action.gh.publish",
+        "cursor_agent_action.gh.publish.command",
         "commit the agent's changes to a branch and open or update a pull request",
     ),
     "comment": ("cursor_agent_action.gh.comment", "create or update a sticky PR/issue comment"),
@@ -68,7 +68,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "collect the logs of a failed workflow run into a prompt-ready file",
     ),
     "review": (
-        "cursor_agent_action.gh.review",
+        "cursor_agent_action.gh.review.command",
         "post a pull request review from the agent's findings, comments on the lines",
     ),
     "pr-context": (

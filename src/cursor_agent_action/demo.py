@@ -17,13 +17,13 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from cursor_agent_action.agent.cancel import stop_on_signals
-from cursor_agent_action.agent.options import RunOptions
-from cursor_agent_action.agent.permissions import build_policy
+from cursor_agent_action.agent.contain.cancel import stop_on_signals
+from cursor_agent_action.agent.guards.permissions import build_policy
+from cursor_agent_action.agent.launch.run_options import RunOptions
 from cursor_agent_action.agent.run import execute
-from cursor_agent_action.agent.standin import write_wrapper
-from cursor_agent_action.gh.gitops import git
+from cursor_agent_action.gh.publish.gitops import git
 from cursor_agent_action.runner_io import Runner, readable_outputs
+from cursor_agent_action.standin import write_wrapper
 from cursor_agent_action.stream.record import Conclusion
 
 DEFAULT_OUT = "cursor-agent-action-demo"

@@ -1,10 +1,11 @@
 """Names no agent may write at any depth, compared the way a file system might compare them.
 
-Shared by the permission floor (``agent/permissions.py``: the deny rules and the check after
-the run) and publish (``gh/patchcheck.py``). A name is protected when its *folded* form is one
-of the names below, so ``docs/.Cursor/hooks.json``, ``src/<U+FF0E>claude/settings.json`` (a
-fullwidth dot), ``.GITHUB/workflows/x.yml``, ``pkg/AGENTS.md`` and ``.g<U+200C>it/config``
-are all caught. Folding is deliberately wider than any one file system:
+Shared by the permission floor (``agent/guards/permissions.py``: the deny rules and the check
+after the run) and publish (``gh/publish/patchcheck.py``). A name is protected when its *folded*
+form is one of the names below, so ``docs/.Cursor/hooks.json``,
+``src/<U+FF0E>claude/settings.json`` (a fullwidth dot), ``.GITHUB/workflows/x.yml``,
+``pkg/AGENTS.md`` and ``.g<U+200C>it/config`` are all caught.
+Folding is deliberately wider than any one file system:
 
 - NFKC (compatibility forms: fullwidth letters and dots, ligatures);
 - default-ignorable code points removed (HFS+ ignores some of them in names, so

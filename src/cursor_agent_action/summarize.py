@@ -17,7 +17,7 @@ from cursor_agent_action.options import add_flag, add_option
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import open_transcript, process_stream
 from cursor_agent_action.stream.record import Conclusion
-from cursor_agent_action.stream.report import report
+from cursor_agent_action.stream.render.report import report
 
 
 def default_result_dir() -> Path:

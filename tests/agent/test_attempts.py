@@ -10,9 +10,9 @@ import dataclasses
 
 import pytest
 
-from cursor_agent_action.agent.attempts import Ended, Next, next_step, retry_delay
-from cursor_agent_action.agent.failures import SANDBOX_FAILURE, KnownFailure, classify
-from cursor_agent_action.agent.options import MAX_RETRY_DELAY_S
+from cursor_agent_action.agent.judge.attempts import Ended, Next, next_step, retry_delay
+from cursor_agent_action.agent.judge.failures import SANDBOX_FAILURE, KnownFailure, classify
+from cursor_agent_action.agent.launch.run_options import MAX_RETRY_DELAY_S
 
 
 def _known(stderr: str) -> KnownFailure:

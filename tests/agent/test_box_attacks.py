@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent import process
-from cursor_agent_action.agent.box.contract import BoxStatus
-from cursor_agent_action.agent.isolation import STATUS_BYTES, Jail, decide, jail_for
+from cursor_agent_action.agent.contain import process
+from cursor_agent_action.agent.contain.box.contract import BoxStatus
+from cursor_agent_action.agent.contain.isolation import STATUS_BYTES, Jail, decide, jail_for
 from cursor_agent_action.cli import main
 from tests.support.box import Box, left_cgroups
 from tests.support.box import agent as _agent
@@ -321,7 +321,7 @@ def test_the_box_has_a_memory_limit(box: Box, capsys: pytest.CaptureFixture[str]
 def test_a_working_tree_over_the_cap_fails_before_the_agent_starts_without_a_fallback(
     box: Box, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("cursor_agent_action.agent.isolation.BOX_MAX_TREE_BYTES", 4)  # copy
+    monkeypatch.setattr("cursor_agent_action.agent.contain.isolation.BOX_MAX_TREE_BYTES", 4)  # copy
     agent = _agent(box, "id -u >> $SEEN/starts")
     code = main(["run", "--agent-bin", str(agent), "--working-directory", str(box.workspace),
                  "--output-file", str(box.base / "outputs.txt"), "--summary-file", os.devnull,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.box.upper import RealTree
+from cursor_agent_action.agent.contain.box.upper import RealTree
 from tests.support.box import Box
 from tests.support.box import run as _run
 from tests.support.boxstore import limits, run_in_store

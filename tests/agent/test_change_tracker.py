@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from cursor_agent_action.agent.changes import ChangeTracker
+from cursor_agent_action.agent.judge.changes import ChangeTracker
 
 
 def _git(*args: str) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.cli_sandbox import (
+from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.guards.cli_sandbox import (
     CURSOR_DOMAINS,
     SandboxSupport,
     describe,
@@ -23,10 +24,9 @@ from cursor_agent_action.agent.cli_sandbox import (
     sandbox_json,
     sandbox_mode,
 )
-from cursor_agent_action.agent.failures import classify, explain_exit
-from cursor_agent_action.agent.permissions import PRESETS, build_policy
-from cursor_agent_action.agent.process import AgentExit
-from cursor_agent_action.agent.standin.answers import SANDBOX_UNAVAILABLE
+from cursor_agent_action.agent.guards.permissions import PRESETS, build_policy
+from cursor_agent_action.agent.judge.failures import classify, explain_exit
+from cursor_agent_action.standin.answers import SANDBOX_UNAVAILABLE
 from cursor_agent_action.stream.engine import process_stream
 from tests.support.standin import make_standin, records
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cursor_agent_action.agent.extra_args import REFUSED, parse_extra_args, with_extra_args
+from cursor_agent_action.agent.launch.extra_args import REFUSED, parse_extra_args, with_extra_args
 from cursor_agent_action.errors import UsageError
 
 

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from cursor_agent_action.agent.filestate import FileState
+from cursor_agent_action.agent.guards.filestate import FileState
 
 
 def test_a_regular_file_comes_back_with_its_bytes_and_mode(tmp_path: Path) -> None:

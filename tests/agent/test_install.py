@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.download import RetryPolicy
-from cursor_agent_action.agent.install import (
+from cursor_agent_action.agent.install.download import RetryPolicy
+from cursor_agent_action.agent.install.installer import (
     MARKER,
     InstallResult,
     default_cache_dir,
     detect_platform,
     install_cli,
 )
-from cursor_agent_action.agent.pins import DEFAULT_CLI_VERSION
+from cursor_agent_action.agent.install.versions import DEFAULT_CLI_VERSION
 from cursor_agent_action.cli import main
 from cursor_agent_action.errors import InstallError, UsageError
 from cursor_agent_action.output_file import parse_output_file

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent import landlock
+from cursor_agent_action.agent.contain import landlock
 
 ABI = landlock.abi()
 needs_landlock = pytest.mark.skipif(ABI < 1, reason="this kernel has no Landlock")

@@ -31,9 +31,9 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.box.net.policy import NetPolicy, build_policy
-from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
-from cursor_agent_action.agent.box.net.upstream import RunnerProxy
+from cursor_agent_action.agent.contain.box.net.policy import NetPolicy, build_policy
+from cursor_agent_action.agent.contain.box.net.relay import HOSTS_TEXT, Wall
+from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
 from tests.agent.test_net_upstream import real_proxy
 from tests.support.netbox import Emit, loopback_name, run_boxed, self_signed
 

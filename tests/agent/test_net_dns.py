@@ -7,8 +7,8 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cursor_agent_action.agent.box.net import dns
-from cursor_agent_action.agent.box.net.policy import build_policy
+from cursor_agent_action.agent.contain.box.net import dns
+from cursor_agent_action.agent.contain.box.net.policy import build_policy
 from tests.support.netbox import dns_query
 
 POLICY = build_policy(["allowed.example", "*.wild.example"])

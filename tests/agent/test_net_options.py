@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.options import add_run_options, options_from_args
+from cursor_agent_action.agent.launch.run_options import add_run_options, options_from_args
 from tests.support.agent_run import run
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cursor_agent_action.agent.box.net import peek, plainhttp
+from cursor_agent_action.agent.contain.box.net import peek, plainhttp
 
 
 def client_hello(server_name: str | None) -> bytes:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cursor_agent_action.agent.box.net.addresses import GLOBAL, NEVER_REACHED, judge
-from cursor_agent_action.agent.box.net.policy import (
+from cursor_agent_action.agent.contain.box.net.addresses import GLOBAL, NEVER_REACHED, judge
+from cursor_agent_action.agent.contain.box.net.policy import (
     DEFAULT_DOMAINS,
     NetPolicy,
     build_policy,

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from cursor_agent_action.agent.box.net.policy import build_policy
+from cursor_agent_action.agent.contain.box.net.policy import build_policy
 from tests.support.netbox import PREFIX, Emit, connect_by_name, fixed_resolver, run_boxed, servers
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"),

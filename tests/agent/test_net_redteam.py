@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.box.net.policy import build_policy
+from cursor_agent_action.agent.contain.box.net.policy import build_policy
 from tests.support.netbox import PREFIX, Emit, connect_by_name, fixed_resolver, run_boxed, servers
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"),
@@ -108,7 +108,7 @@ def test_a_local_use_nat64_address_of_a_48_prefix_is_judged_by_what_it_carries()
     last 32 bits only: 169.254.169.254 carried so, with 8.8.8.8 as suffix, is 'global'. Needs
     an allowed wildcard name with this AAAA and a runner whose NAT64 uses a /48 local prefix
     (exotic; not reachable on loopback, so a unit check)."""
-    from cursor_agent_action.agent.box.net.addresses import NEVER_REACHED, judge
+    from cursor_agent_action.agent.contain.box.net.addresses import NEVER_REACHED, judge
 
     assert judge("64:ff9b:1:a9fe:a9:fe00:808:808") == NEVER_REACHED
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.box.net import peek, tls
-from cursor_agent_action.agent.box.net.checks import Checks, Refused
-from cursor_agent_action.agent.box.net.ledger import Ledger
-from cursor_agent_action.agent.box.net.policy import build_policy
+from cursor_agent_action.agent.contain.box.net import peek, tls
+from cursor_agent_action.agent.contain.box.net.checks import Checks, Refused
+from cursor_agent_action.agent.contain.box.net.ledger import Ledger
+from cursor_agent_action.agent.contain.box.net.policy import build_policy
 from tests.support.netbox import CCS, hello, hello_body, message, record, self_signed, server_hello
 
 ALLOWED = "ok.example"

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.box.contract import BoxSpec
-from cursor_agent_action.agent.box.net.policy import build_policy
-from cursor_agent_action.agent.box.net.upstream import Proxy, RunnerProxy, forward_prefix
-from cursor_agent_action.agent.isolation import Isolation
-from cursor_agent_action.agent.options import add_run_options, options_from_args
-from cursor_agent_action.agent.plan import Box
+from cursor_agent_action.agent.contain.box.contract import BoxSpec
+from cursor_agent_action.agent.contain.box.net.policy import build_policy
+from cursor_agent_action.agent.contain.box.net.upstream import Proxy, RunnerProxy, forward_prefix
+from cursor_agent_action.agent.contain.isolation import Isolation
+from cursor_agent_action.agent.launch.invocation import Box
+from cursor_agent_action.agent.launch.run_options import add_run_options, options_from_args
 from tests.support.netbox import (
     Emit,
     connect_by_name,

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.box.net.policy import build_policy
-from cursor_agent_action.agent.box.net.relay import Limits
+from cursor_agent_action.agent.contain.box.net.policy import build_policy
+from cursor_agent_action.agent.contain.box.net.relay import Limits
 from tests.support.netbox import (
     CCS,
     PREFIX,
@@ -369,8 +369,8 @@ def test_through_the_runners_hosts_file_and_the_boxs_own_resolv_conf(
     import ctypes
     import http.client
 
-    from cursor_agent_action.agent.box.net import netns
-    from cursor_agent_action.agent.box.net.relay import HOSTS_TEXT, Wall
+    from cursor_agent_action.agent.contain.box.net import netns
+    from cursor_agent_action.agent.contain.box.net.relay import HOSTS_TEXT, Wall
 
     tmp_path.chmod(0o755)
     side_door = tmp_path / "resolve"  # stands for /run/systemd/resolve

@@ -7,9 +7,9 @@ import io
 import os
 import time
 
-from cursor_agent_action.agent.box.net import walllog
-from cursor_agent_action.agent.box.net.ledger import MAX_DETAIL, Ledger, NetEvent
-from cursor_agent_action.agent.box.net.policy import build_policy
+from cursor_agent_action.agent.contain.box.net import walllog
+from cursor_agent_action.agent.contain.box.net.ledger import MAX_DETAIL, Ledger, NetEvent
+from cursor_agent_action.agent.contain.box.net.policy import build_policy
 from cursor_agent_action.runner_io import Runner
 from tests.support.runner import RUNNER_ENV
 

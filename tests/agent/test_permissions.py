@@ -8,12 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.permissions import (
-    FLOOR,
-    PRESETS,
-    build_policy,
-    parse_tokens,
-)
+from cursor_agent_action.agent.guards.permissions import FLOOR, PRESETS, build_policy, parse_tokens
 from cursor_agent_action.cli import main
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.globs import glob_to_regex

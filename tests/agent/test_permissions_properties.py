@@ -10,12 +10,7 @@ from typing import TypeVar
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cursor_agent_action.agent.permissions import (
-    FLOOR,
-    PRESETS,
-    build_policy,
-    parse_tokens,
-)
+from cursor_agent_action.agent.guards.permissions import FLOOR, PRESETS, build_policy, parse_tokens
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.globs import glob_to_regex
 

@@ -14,18 +14,18 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent import process
-from cursor_agent_action.agent.process import (
+from cursor_agent_action.agent.contain import process
+from cursor_agent_action.agent.contain.process import (
     KILL_GRACE_S,
     RESULT_GRACE_S,
     AgentExit,
     TranscriptWriter,
     run_agent_process,
 )
-from cursor_agent_action.agent.sandbox import Uncontained
-from cursor_agent_action.agent.standin import to_json_line
+from cursor_agent_action.agent.contain.sandbox import Uncontained
 from cursor_agent_action.redact import Redactor
 from cursor_agent_action.runner_io import Runner
+from cursor_agent_action.standin import to_json_line
 from tests.support.clock import HeldClock
 from tests.support.standin import make_standin, records, wait_group_gone
 
@@ -291,7 +291,7 @@ def test_a_cancelled_job_ends_the_work_before_the_agent_at_once(tmp_path: Path) 
     script = tmp_path / "prerun.py"
     script.write_text(
         "import subprocess, sys, threading\n"
-        "from cursor_agent_action.agent.cancel import interruptible, stop_on_signals\n"
+        "from cursor_agent_action.agent.contain.cancel import interruptible, stop_on_signals\n"
         "with stop_on_signals() as stop:\n"
         "    try:\n"
         "        with interruptible(stop):\n"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.permissions import build_policy
-from cursor_agent_action.agent.repo_config import TABLE, PolicyGuard, levels
+from cursor_agent_action.agent.guards.permissions import build_policy
+from cursor_agent_action.agent.guards.repo_config import TABLE, PolicyGuard, levels
 from cursor_agent_action.errors import SetupError
 from tests.support.agent_run import run
 

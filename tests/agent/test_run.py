@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent import cli_sandbox, process
 from cursor_agent_action.agent import run as agent_run
-from cursor_agent_action.agent.permissions import build_policy
-from cursor_agent_action.agent.plan import SHARE_VARIABLE
+from cursor_agent_action.agent.contain import process
+from cursor_agent_action.agent.guards import cli_sandbox
+from cursor_agent_action.agent.guards.permissions import build_policy
+from cursor_agent_action.agent.launch.invocation import SHARE_VARIABLE
 from cursor_agent_action.cli import main
 from cursor_agent_action.errors import EXIT_SETUP, SetupError
 from cursor_agent_action.output_file import parse_output_file

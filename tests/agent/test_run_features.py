@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent import cli_sandbox
+from cursor_agent_action.agent.guards import cli_sandbox
 from tests.support.agent_run import API_KEY, INIT, RESULT, SAY, SESSION, run, tool
 
 pytestmark = pytest.mark.usefixtures("run_env")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent import isolation, landlock
-from cursor_agent_action.agent.boxprobe import ProbeResult
+from cursor_agent_action.agent.contain import isolation, landlock
+from cursor_agent_action.agent.contain.probe import ProbeResult
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.box import TOKEN, Box, make_box
@@ -76,7 +76,7 @@ def test_the_probe_makes_the_box_s_namespaces_as_root() -> None:
 def test_the_probe_fails_without_cap_sys_admin_at_the_first_namespace() -> None:
     done = subprocess.run([CAPSH, "--drop=cap_sys_admin", "--", "-c",
                            f"{shlex.quote(sys.executable)} -I -m "
-                           "cursor_agent_action.agent.boxprobe"],
+                           "cursor_agent_action.agent.contain.probe"],
                           capture_output=True, text=True, timeout=60, check=True)
     found = ProbeResult.from_json(done.stdout)
     assert not found.ok

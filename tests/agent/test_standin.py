@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.standin.cli import CliExit, parse_cli
+from cursor_agent_action.standin.cli import CliExit, parse_cli
 from tests.support.standin import make_standin, records
 
 

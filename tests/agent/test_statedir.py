@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent import statedir
+from cursor_agent_action.agent.launch import statedir
 from cursor_agent_action.errors import SetupError
 from tests.support.standin import SYSTEM_PYTHON
 
@@ -82,9 +82,9 @@ def test_a_second_user_meets_a_root_owned_parent_and_is_told_whose_it_is(tmp_pat
             path.chmod(path.stat().st_mode | 0o001)
     locked = tmp_path / "runner-temp"
     locked.mkdir(mode=0o755)  # root's, as a root run leaves it
-    source = Path(statedir.__file__).resolve().parents[2]
+    source = Path(statedir.__file__).resolve().parents[3]
     code = ("import sys; sys.path.insert(0, sys.argv[1]); "
-            "from cursor_agent_action.agent import statedir; "
+            "from cursor_agent_action.agent.launch import statedir; "
             "from cursor_agent_action.errors import SetupError\n"
             "try:\n    statedir.new_state_dir({'RUNNER_TEMP': sys.argv[2]})\n"
             "except SetupError as exc:\n    print(exc.message); print(exc.hint)")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cursor_agent_action.agent.structured import (
+from cursor_agent_action.agent.judge.structured import (
     MAX_DECODE_ATTEMPTS,
     SEARCH_CHARS,
     OutputSchema,

@@ -10,16 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.changes import check_policy
-from cursor_agent_action.agent.permissions import build_policy
-from cursor_agent_action.agent.verdict import STOPPED, Described, Verdict
-from cursor_agent_action.stream.record import (
-    Cause,
-    Conclusion,
-    Failure,
-    RunReport,
-    StreamResult,
-)
+from cursor_agent_action.agent.guards.permissions import build_policy
+from cursor_agent_action.agent.judge.changes import check_policy
+from cursor_agent_action.agent.judge.verdict import STOPPED, Described, Verdict
+from cursor_agent_action.stream.record import Cause, Conclusion, Failure, RunReport, StreamResult
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "cursor_agent_action"
 OK = StreamResult(has_result=True, failure="", session_id="s1", files_changed=("a.md",))

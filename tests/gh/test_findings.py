@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from cursor_agent_action.agent.structured import load_schema
+from cursor_agent_action.agent.judge.structured import load_schema
 from cursor_agent_action.errors import UsageError
-from cursor_agent_action.gh.diffmap import parse_patch
-from cursor_agent_action.gh.findings import parse
+from cursor_agent_action.gh.review.diffmap import parse_patch
+from cursor_agent_action.gh.review.findings import parse
 from tests.support.github_server import _diff_lines
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 
 from cursor_agent_action import cli, safegit
 from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
-from cursor_agent_action.gh import gitops
+from cursor_agent_action.gh.publish import gitops
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import READ_ONLY_TOKEN, TOKEN, GitHubServer, error_line
 

@@ -15,8 +15,8 @@ import pytest
 
 from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_RUN_FAILED, EXIT_USAGE
-from cursor_agent_action.gh import review
-from cursor_agent_action.gh.reviewtext import Prose
+from cursor_agent_action.gh.review import command as review
+from cursor_agent_action.gh.review.text import Prose
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import GitHubServer, error_line
 

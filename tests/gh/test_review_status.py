@@ -11,8 +11,8 @@ import pytest
 
 from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_GITHUB, EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE
-from cursor_agent_action.gh import status as status_mod
-from cursor_agent_action.gh.findings import parse
+from cursor_agent_action.gh.review import status as status_mod
+from cursor_agent_action.gh.review.findings import parse
 from cursor_agent_action.output_file import parse_output_file
 from tests.gh.test_review import Env, answer, finding, open_env
 from tests.support.github_server import READ_ONLY_TOKEN, TOKEN, error_line

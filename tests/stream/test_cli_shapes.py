@@ -12,8 +12,8 @@ import pytest
 from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import process_stream
-from cursor_agent_action.stream.report import report
-from cursor_agent_action.stream.summary import render_summary
+from cursor_agent_action.stream.render.report import report
+from cursor_agent_action.stream.render.summary import render_summary
 from tests.support.runner import RUNNER_ENV
 from tests.support.stream import processed_commands
 

@@ -17,9 +17,9 @@ from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.runner_io import AGENT_MARK, Runner
 from cursor_agent_action.stream import engine as pipeline
 from cursor_agent_action.stream import events
-from cursor_agent_action.stream import livelog as logrender
 from cursor_agent_action.stream.engine import StreamProcessor, load_report, process_stream
-from cursor_agent_action.stream.report import RESULT_OUTPUT_LIMIT, cap_text, report
+from cursor_agent_action.stream.render import livelog as logrender
+from cursor_agent_action.stream.render.report import RESULT_OUTPUT_LIMIT, cap_text, report
 from tests.support.runner import RUNNER_ENV
 from tests.support.stream import FIXTURES, processed_commands
 

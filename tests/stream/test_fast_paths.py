@@ -35,14 +35,9 @@ from cursor_agent_action.runner_io import _CONTROL, Runner, _visible, has_contro
 from cursor_agent_action.stream import toolcalls
 from cursor_agent_action.stream.aggregate import SEGMENTS_KEPT_CHARS, Aggregator
 from cursor_agent_action.stream.engine import load_report
-from cursor_agent_action.stream.events import (
-    AssistantEvent,
-    _assistant,
-    _message_text,
-    parse_line,
-)
-from cursor_agent_action.stream.livelog import LogRenderer, describe_outcome, format_duration
+from cursor_agent_action.stream.events import AssistantEvent, _assistant, _message_text, parse_line
 from cursor_agent_action.stream.record import StreamResult, ToolCallRecord
+from cursor_agent_action.stream.render.livelog import LogRenderer, describe_outcome, format_duration
 from cursor_agent_action.stream.toolcalls import (
     ToolCallEvent,
     json_int,

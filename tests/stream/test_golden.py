@@ -18,7 +18,7 @@ import pytest
 
 from cursor_agent_action.stream.engine import load_report
 from cursor_agent_action.stream.record import Cause, Conclusion, Failure
-from cursor_agent_action.stream.summary import render_compact, render_summary
+from cursor_agent_action.stream.render.summary import render_compact, render_summary
 from tests.stream.test_summary import DANGEROUS, rendered_markup
 from tests.support.stream import FIXTURES, processed_commands, summarize
 

@@ -14,7 +14,7 @@ from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.record import RunReport
-from cursor_agent_action.stream.report import report
+from cursor_agent_action.stream.render.report import report
 from tests.stream.test_engine import OUTPUT_NAMES
 from tests.support.runner import RUNNER_ENV
 from tests.support.stream import processed_commands

@@ -9,7 +9,6 @@ import time
 import pytest
 
 from cursor_agent_action.markdown import utf8_len
-from cursor_agent_action.stream import network
 from cursor_agent_action.stream.netreport import (
     MAX_LISTED,
     AllowRule,
@@ -19,7 +18,8 @@ from cursor_agent_action.stream.netreport import (
     ReportError,
 )
 from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
-from cursor_agent_action.stream.summary import render_summary
+from cursor_agent_action.stream.render import network
+from cursor_agent_action.stream.render.summary import render_summary
 from tests.stream.test_network_summary import HOSTILE, SECRET, wall_json, wall_report
 from tests.stream.test_summary import DANGEROUS, rendered_markup
 

@@ -10,11 +10,11 @@ from typing import Any
 from cursor_agent_action.markdown import utf8_len
 from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.runner_io import Runner
-from cursor_agent_action.stream import network
 from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
-from cursor_agent_action.stream.report import report
-from cursor_agent_action.stream.summary import render_summary
+from cursor_agent_action.stream.render import network
+from cursor_agent_action.stream.render.report import report
+from cursor_agent_action.stream.render.summary import render_summary
 from tests.stream.test_summary import DANGEROUS, rendered_markup
 
 SECRET = "sk-live-0123456789abcdef"

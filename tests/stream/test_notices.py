@@ -14,8 +14,8 @@ from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.stream.engine import process_stream
 from cursor_agent_action.stream.events import InteractionEvent, SystemEvent, parse_line
 from cursor_agent_action.stream.notices import INTERACTIONS_KEPT, Interaction
-from cursor_agent_action.stream.report import report
-from cursor_agent_action.stream.summary import render_summary
+from cursor_agent_action.stream.render.report import report
+from cursor_agent_action.stream.render.summary import render_summary
 from tests.stream.test_summary import DANGEROUS, rendered_markup
 from tests.support.runner import RUNNER_ENV
 from tests.support.stream import processed_commands

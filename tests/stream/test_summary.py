@@ -19,7 +19,7 @@ from cursor_agent_action.stream.record import (
     StreamResult,
     ToolCallRecord,
 )
-from cursor_agent_action.stream.summary import render_compact, render_summary
+from cursor_agent_action.stream.render.summary import render_compact, render_summary
 from tests.support.stream import FIXTURES, summarize
 
 DANGEROUS = ("<script", "<img", "<!--", "<details open", "![img]", "[click]", "# Heading")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.box.limits import CGROUP_ROOT
+from cursor_agent_action.agent.contain.box.limits import CGROUP_ROOT
 from cursor_agent_action.cli import main
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.standin import processes_of

@@ -1,7 +1,7 @@
-"""The root side's storage on its own (:mod:`cursor_agent_action.agent.box.storage`): prepare
-the box's tree for a repository, run shell commands in it as the agent's user, and finish (the
-patch), all in a mount namespace of the test's own (``unshare -m``), with caps of the test's
-choosing. Used by the overlay's tests (tests/agent/test_box_overlay.py)."""
+"""The root side's storage on its own (:mod:`cursor_agent_action.agent.contain.box.storage`):
+prepare the box's tree for a repository, run shell commands in it as the agent's user, and
+finish (the patch), all in a mount namespace of the test's own (``unshare -m``), with caps of the
+test's choosing. Used by the overlay's tests (tests/agent/test_box_overlay.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from tests.support.users import TEST_AGENT_USER, ensure_user
 _SCRIPT = r"""
 import json, os, subprocess, sys, time
 from dataclasses import replace
-from cursor_agent_action.agent.box import storage
-from cursor_agent_action.agent.box.contract import BoxLimits, BoxSpec
-from cursor_agent_action.agent.box.tree import CopyTooLarge
-from cursor_agent_action.agent.box.user import agent_user
+from cursor_agent_action.agent.contain.box import storage
+from cursor_agent_action.agent.contain.box.contract import BoxLimits, BoxSpec
+from cursor_agent_action.agent.contain.box.tree import CopyTooLarge
+from cursor_agent_action.agent.contain.box.user import agent_user
 ask = json.loads(sys.argv[1])
 agent = agent_user(ask["user"])
 spec = BoxSpec(user=ask["user"], argv=("/bin/true",), env={}, cwd=ask["repo"],

@@ -7,7 +7,7 @@ still until ``ready()`` holds (the stand-in recorded its start, the agent wrote 
 runs on at the real clock's pace: the deadline falls that long *after* the agent started,
 however slow the machine. It waits on ``ready()`` for at most ``bound_s`` of real time.
 
-Put it in place of the ``time`` module of :mod:`cursor_agent_action.agent.process` (the only
+Put it in place of the ``time`` module of :mod:`cursor_agent_action.agent.contain.process` (the only
 one that reads the deadline's clock): ``monkeypatch.setattr(process, "time", HeldClock(...))``.
 """
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.agent.pins import DEFAULT_CLI_VERSION
+from cursor_agent_action.agent.install.versions import DEFAULT_CLI_VERSION
 from tests.support.act import (
     REPOSITORY,
     ROOT,

@@ -29,7 +29,7 @@ WIDTH = 160
 
 @dataclass(frozen=True, order=True)
 class Message:
-    module: str  # e.g. agent/isolation.py
+    module: str  # e.g. agent/contain/isolation.py
     kind: str  # "error" or "warning"
     text: str
 

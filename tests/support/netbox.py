@@ -3,7 +3,7 @@
 :func:`run_boxed` forks a "jail" process (root, its own process group) that enters a new
 network namespace and creates the wall there, forks the client (which stays in the box's
 namespace), goes back to the runner's namespace and starts the relay, all through
-:class:`~cursor_agent_action.agent.box.net.jailside.BoxNetwork`, the calls the jail makes.
+:class:`~cursor_agent_action.agent.contain.box.net.jailside.BoxNetwork`, the calls the jail makes.
 The test's servers listen on the runner's 127.0.0.1. The client is a function run in the
 forked process: it may ``emit`` messages on the way (the test can act on them, e.g. kill the
 jail), and its return value is the last message. Everything is bounded in time and the whole
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.agent.box.net.jailside import BoxNetwork
-from cursor_agent_action.agent.box.net.ledger import NetEvent
-from cursor_agent_action.agent.box.net.policy import NetPolicy
-from cursor_agent_action.agent.box.net.relay import Limits, Resolve, system_resolve
+from cursor_agent_action.agent.contain.box.net.jailside import BoxNetwork
+from cursor_agent_action.agent.contain.box.net.ledger import NetEvent
+from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
+from cursor_agent_action.agent.contain.box.net.relay import Limits, Resolve, system_resolve
 from cursor_agent_action.stream.netreport import NetReport, Refusal
 
 PREFIX = "caa-net-test-"

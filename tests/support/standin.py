@@ -1,4 +1,4 @@
-"""Helpers to run the stand-in CLI (``cursor_agent_action.agent.standin``) from tests."""
+"""Helpers to run the stand-in CLI (``cursor_agent_action.standin``) from tests."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.agent.standin import copy_package, write_wrapper
+from cursor_agent_action.standin import copy_package, write_wrapper
 
 # An interpreter every user can run: a contained agent (its own user) cannot reach a Python
 # under /root, where this machine's default one lives. The stand-in needs only the stdlib.

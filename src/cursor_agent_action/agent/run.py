@@ -21,29 +21,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cursor_agent_action import safegit
-from cursor_agent_action.agent import cli_sandbox, sandbox
-from cursor_agent_action.agent.answer import structured_outputs, with_structured_output
-from cursor_agent_action.agent.attempts import Ended, Next, next_step, retry_delay
-from cursor_agent_action.agent.box.net import walllog
-from cursor_agent_action.agent.cancel import interruptible, stop_on_signals
-from cursor_agent_action.agent.changes import Applied, ChangeTracker, check_policy
-from cursor_agent_action.agent.failures import classify, explain_exit, stderr_excerpt
-from cursor_agent_action.agent.isolation import (
+from cursor_agent_action.agent.contain import sandbox
+from cursor_agent_action.agent.contain.box.net import walllog
+from cursor_agent_action.agent.contain.cancel import interruptible, stop_on_signals
+from cursor_agent_action.agent.contain.isolation import (
     ContainmentFailed,
     Isolation,
     decide,
     fallback_warning,
     landlock_warning,
 )
-from cursor_agent_action.agent.mcp import announce_servers
-from cursor_agent_action.agent.options import RunOptions, add_run_options, options_from_args
-from cursor_agent_action.agent.outcome import (
+from cursor_agent_action.agent.contain.process import AgentExit, run_agent_process
+from cursor_agent_action.agent.guards import cli_sandbox
+from cursor_agent_action.agent.guards.repo_config import PolicyGuard
+from cursor_agent_action.agent.guards.runnerfiles import Restored, file_command_paths
+from cursor_agent_action.agent.judge.answer import structured_outputs, with_structured_output
+from cursor_agent_action.agent.judge.attempts import Ended, Next, next_step, retry_delay
+from cursor_agent_action.agent.judge.changes import Applied, ChangeTracker, check_policy
+from cursor_agent_action.agent.judge.failures import classify, explain_exit, stderr_excerpt
+from cursor_agent_action.agent.judge.outcome import (
     conclude_box,
     limits_label,
     warn_missing_key,
     warn_persisted_credentials,
 )
-from cursor_agent_action.agent.plan import (
+from cursor_agent_action.agent.judge.structured import instruction
+from cursor_agent_action.agent.judge.verdict import STOPPED, Described, Verdict
+from cursor_agent_action.agent.launch.invocation import (
     Box,
     accepts_trust,
     agent_environment,
@@ -52,17 +56,18 @@ from cursor_agent_action.agent.plan import (
     make_box,
     prompt_argument,
 )
-from cursor_agent_action.agent.process import AgentExit, run_agent_process
-from cursor_agent_action.agent.repo_config import PolicyGuard
-from cursor_agent_action.agent.runnerfiles import Restored, file_command_paths
-from cursor_agent_action.agent.structured import instruction
-from cursor_agent_action.agent.verdict import STOPPED, Described, Verdict
+from cursor_agent_action.agent.launch.mcp import announce_servers
+from cursor_agent_action.agent.launch.run_options import (
+    RunOptions,
+    add_run_options,
+    options_from_args,
+)
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.options import number_text
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.record import Cause, Conclusion, RunReport, StreamResult
-from cursor_agent_action.stream.report import report
+from cursor_agent_action.stream.render.report import report
 
 # -- the run -----------------------------------------------------------------------------------
 

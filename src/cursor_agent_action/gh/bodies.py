@@ -64,7 +64,8 @@ def compose_body(
         )
     if transcript:
         # Imported here: publish and comment work without it when no transcript is given.
-        from cursor_agent_action.stream import engine, report, summary  # noqa: PLC0415
+        from cursor_agent_action.stream import engine  # noqa: PLC0415
+        from cursor_agent_action.stream.render import report, summary  # noqa: PLC0415
 
         path = Path(transcript)
         if not path.is_file():

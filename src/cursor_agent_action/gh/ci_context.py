@@ -23,13 +23,7 @@ from typing import Any
 import httpx
 
 from cursor_agent_action.errors import GitHubError, UsageError
-from cursor_agent_action.gh.api import (
-    Context,
-    GitHub,
-    add_token_option,
-    network_error,
-    read_token,
-)
+from cursor_agent_action.gh.api import Context, GitHub, add_token_option, network_error, read_token
 from cursor_agent_action.markdown import code_cell, fence, inline, utf8_len
 from cursor_agent_action.options import add_number, add_option
 from cursor_agent_action.runner_io import Runner

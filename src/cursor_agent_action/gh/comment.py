@@ -14,13 +14,7 @@ import re
 from typing import Any
 
 from cursor_agent_action.errors import UsageError
-from cursor_agent_action.gh.api import (
-    COMMENT_LIMIT,
-    Context,
-    GitHub,
-    add_token_option,
-    read_token,
-)
+from cursor_agent_action.gh.api import COMMENT_LIMIT, Context, GitHub, add_token_option, read_token
 from cursor_agent_action.gh.bodies import add_body_options, compose_body
 from cursor_agent_action.options import add_option, items
 from cursor_agent_action.runner_io import Runner

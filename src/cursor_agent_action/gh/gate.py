@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cursor_agent_action.agent.permissions import PRESETS
+from cursor_agent_action.agent.guards.permissions import PRESETS
 from cursor_agent_action.errors import GitHubError
 from cursor_agent_action.gh.api import Context, GitHub, add_token_option, read_token
 from cursor_agent_action.markdown import inline

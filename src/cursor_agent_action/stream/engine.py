@@ -32,8 +32,8 @@ from cursor_agent_action.stream.events import (
     take_line,
 )
 from cursor_agent_action.stream.framing import CHUNK_SIZE, Line, LineSplitter
-from cursor_agent_action.stream.livelog import LogRenderer
 from cursor_agent_action.stream.record import RunReport, StreamResult
+from cursor_agent_action.stream.render.livelog import LogRenderer
 from cursor_agent_action.stream.toolcalls import ToolCallEvent
 
 RELEASE_LINE_BYTES = 1024 * 1024

@@ -1,6 +1,6 @@
 """The network wall's report: what it allowed, what it let through and what it refused.
 
-The wall's ledger (``agent.box.net.ledger``) builds a :class:`NetReport` in the box's root
+The wall's ledger (``agent.contain.box.net.ledger``) builds a :class:`NetReport` in the box's root
 side; it travels to the helper as JSON in the box's status and ends on the run record as
 ``network``, where the job summary and the step outputs read it (:mod:`.network`). A run
 without the wall has a report too: its ``mode`` (``open``, ``uncontained``, ``landlock``) and

@@ -187,9 +187,9 @@ class RunReport:
     transcript_temporary: bool = False  # in the job's RUNNER_TEMP: gone after the job
     preset: str = ""  # the permission preset and whether it writes, e.g. "docs (writes allowed)"
     prompt: str = ""  # the task as given
-    isolation: str = ""  # how the agent was contained (agent.isolation.Isolation.label)
+    isolation: str = ""  # how the agent was contained (agent.contain.isolation.Isolation.label)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
-    network: NetReport | None = None  # the network wall's report (stream/network.py)
+    network: NetReport | None = None  # the network wall's report (stream/render/network.py)
 
     @property
     def failure_reason(self) -> str:

@@ -1,0 +1,3 @@
+"""The box's root side: the agent's own user, namespaces, tree (an id-mapped overlay or a copy),
+private home and ``/tmp``, limits, seccomp, the network wall (:mod:`.net`), and the contract
+(:mod:`.contract`) it shares with the helper; it ends by computing the patch (:mod:`.finish`)."""

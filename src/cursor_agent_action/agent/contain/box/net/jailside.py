@@ -1,0 +1,80 @@
+"""The jail's side of the wall: the calls the jail (root) makes, in the order it makes them.
+
+    network = BoxNetwork.enter(NetPolicy.from_json(spec["network"]), on_event=sink)
+    # ... unshare(CLONE_NEWPID | CLONE_NEWNS); init = fork():
+    #     in the init, once "/" is private: network.in_init(files_dir); then fork the agent
+    network.leave()          # the jail back in the runner's network namespace
+    network.start()          # the relay runs (a thread of the jail)
+    # ... the agent runs; the init exits
+    report = network.finish()  # stop; the report (a NetReport) for the run report
+
+Between :meth:`BoxNetwork.enter` and :meth:`BoxNetwork.leave` the calling thread is in the
+box's network namespace: whatever it forks (the agent's namespace init) lives there. Start no
+thread before :meth:`leave` (the relay's :meth:`start` is the first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from cursor_agent_action.agent.contain.box.net import netns
+from cursor_agent_action.agent.contain.box.net.ledger import EventSink
+from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
+from cursor_agent_action.agent.contain.box.net.relay import (
+    HOSTS_TEXT,
+    Limits,
+    Resolve,
+    Wall,
+    system_resolve,
+)
+from cursor_agent_action.stream.netreport import NetReport
+
+
+class BoxNetwork:
+    """One box's network: its namespace, the wall in it, the way back."""
+
+    def __init__(self, wall: Wall, previous: int) -> None:
+        self.wall = wall
+        self._previous = previous
+
+    @classmethod
+    def enter(cls, policy: NetPolicy, *, on_event: EventSink | None = None,
+              resolve: Resolve = system_resolve, limits: Limits | None = None) -> BoxNetwork:
+        """Move this thread into a new network namespace and bind the wall's sockets there."""
+        previous = netns.enter_new_netns()
+        try:
+            wall = Wall.create(policy, limits=limits, resolve=resolve, on_event=on_event)
+        except BaseException:
+            netns.return_to_netns(previous)
+            raise
+        return cls(wall, previous)
+
+    def in_init(self, files_dir: Path | None) -> None:
+        """In the process forked inside the box (the agent's namespace init), first thing once
+        its mount namespace is private: drop its copies of the wall's sockets (kept, they would
+        keep the box's listeners alive after the relay stopped) and of the way back; with
+        ``files_dir`` (root's, readable by all), mount the box's resolv.conf and hosts and hide
+        the resolvers outside the wall (:func:`.netns.mount_resolver_files`)."""
+        self.wall.close_in_child()
+        with contextlib.suppress(OSError):
+            os.close(self._previous)
+        if files_dir is not None:
+            netns.mount_resolver_files(Wall.resolv_conf_text(), HOSTS_TEXT, files_dir)
+
+    def leave(self) -> None:
+        """Back into the runner's network namespace (the one :meth:`enter` left)."""
+        previous, self._previous = self._previous, -1
+        if previous >= 0:
+            netns.return_to_netns(previous)
+
+    def start(self) -> None:
+        """Run the relay (after :meth:`leave`: its connections go out from the runner's side)."""
+        self.wall.start()
+
+    def finish(self) -> NetReport:
+        """Stop the relay (every listener and connection closed) and return its report."""
+        self.leave()  # in case an error skipped it
+        self.wall.stop()
+        return self.wall.report()

@@ -1,0 +1,369 @@
+"""Which box the agent runs in, decided by the helper (the runner's user).
+
+``isolation`` (the action input):
+
+- ``auto`` (default): contain the agent when the runner allows it, else run it as the
+  runner's user with a warning that names what is missing and how to get it.
+- ``user``: contain it or fail before the agent starts.
+- ``none``: run it as the runner's user, in its own process group (documented as unsafe).
+
+Containment (the box, :mod:`.box.root`) needs Linux and root: the helper is root (act,
+container jobs), or ``sudo -n`` works without a password (GitHub-hosted runners), and a
+throwaway root process (:mod:`.boxprobe`) could make the box's namespaces and mounts (root in a
+container without CAP_SYS_ADMIN cannot). The helper itself stays the runner's user; only the
+box runs as root, started with ``python -I`` from the helper's venv.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from cursor_agent_action.agent.contain import landlock
+from cursor_agent_action.agent.contain.box import limits
+from cursor_agent_action.agent.contain.box.contract import (
+    BoxLimits,
+    BoxSpec,
+    BoxStatus,
+    ContractError,
+)
+from cursor_agent_action.agent.contain.box.net.ledger import NetEvent
+from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
+from cursor_agent_action.agent.contain.box.net.walllog import UNCONTAINED_NOTE, EventLines
+from cursor_agent_action.agent.contain.probe import ProbeResult, has_cap_sys_admin
+from cursor_agent_action.errors import SetupError, UsageError
+
+MODES = ("auto", "user", "none")
+DEFAULT_AGENT_USER = "cursor-agent"
+SUDO_PROBE_TIMEOUT_S = 10.0
+JAIL_EXIT_WAIT_S = 300.0
+"""How long the box may take to compute the patch after the agent ended."""
+BOX_TMP_BYTES = 1 << 30
+"""Size of each of the box's /tmp, /var/tmp and /dev/shm (memory, within the box's limit)."""
+BOX_MAX_FILE_BYTES = 100 << 20
+"""A larger file (apparent size: sparse too) is neither copied into the box nor read for the
+patch (GitHub refuses files over 100 MiB anyway)."""
+BOX_MAX_TREE_BYTES = 4 << 30
+"""A working tree with more file bytes than this is not copied: the run fails before the agent
+starts."""
+BOX_WRITE_BYTES = 2 << 30
+"""What the agent may add to its copy of the tree."""
+BOX_MAX_FILES = 1_000_000
+"""A working tree with more entries than this is refused before the agent starts."""
+STATUS_BYTES = 256 * 1024
+"""The status file's size (as :data:`cursor_agent_action.agent.contain.box.root.STATUS_BYTES`)."""
+
+MISSING_PROTECTIONS = (
+    "the agent runs as the runner's own user, on the real working tree: whatever its shell "
+    "starts can read this job's files (RUNNER_TEMP, the runner's home, a token the checkout "
+    "left in .git/config) and the helper's process, write .git/, ~/.gitconfig, ~/.bashrc, "
+    "/tmp and git-ignored files that later steps run, use all the runner's memory, and keep "
+    "running after the step (the helper kills what it can find)"
+)
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """The decision: ``contained`` or not, how root is had, and why not when not."""
+
+    contained: bool
+    via_sudo: bool = False
+    why_not: str = ""
+    agent_user: str = DEFAULT_AGENT_USER
+    fix: str = ""  # uncontained: what would contain the agent on this runner
+    landlock: bool = False  # contained by Landlock, not the box (agent.contain.lockdown)
+
+    @property
+    def walled(self) -> bool:
+        """In the box, behind its network wall (Landlock has none)."""
+        return self.contained and not self.landlock
+
+    @property
+    def wall_mode(self) -> str:
+        """The record's network mode when there is no wall."""
+        return "landlock" if self.landlock else "uncontained"
+
+    @property
+    def label(self) -> str:
+        """For the log and the job summary."""
+        if self.landlock:
+            return (f"landlock (user {self.agent_user}; a private copy of the repository, home "
+                    f"and /tmp; no access to {HIDDEN}; not held: {LANDLOCK_LACKS}; "
+                    f"{self.why_not})")
+        if self.contained:
+            return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
+                    "private view of the repository, home and /tmp)")
+        return f"none (the agent ran as the runner's user: {self.why_not})"
+
+
+def _sudo_works() -> bool:
+    if not shutil.which("sudo"):
+        return False
+    try:
+        done = subprocess.run(["sudo", "-n", "true"], capture_output=True, check=False,
+                              timeout=SUDO_PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def probe_box(*, via_sudo: bool) -> ProbeResult:
+    """Whether the box can be made here: a throwaway root process tries its namespaces and
+    mounts (:mod:`.boxprobe`)."""
+    argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.contain.probe"]
+    try:
+        done = subprocess.run(["sudo", "-n", "--", *argv] if via_sudo else argv,
+                              capture_output=True, check=False, timeout=SUDO_PROBE_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL, text=True, errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return ProbeResult(False, "the probe", 0, str(exc))
+    return ProbeResult.from_json(done.stdout or done.stderr)
+
+
+CONTAINER_FIX = (
+    "run this job on the runner itself (no container:) on a GitHub-hosted Linux runner; or "
+    "give the container what the box needs: container: options: --cap-add SYS_ADMIN "
+    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (on Kubernetes: "
+    "securityContext.capabilities.add [SYS_ADMIN] with unconfined seccomp and AppArmor "
+    "profiles, or a privileged pod)"
+)
+PROFILE_FIX = (
+    "the process has CAP_SYS_ADMIN, so a seccomp or AppArmor profile (or a user-namespace "
+    "restriction) refuses it: run the container with --security-opt seccomp=unconfined "
+    "--security-opt apparmor=unconfined, or run this job on a GitHub-hosted Linux runner "
+    "without container:"
+)
+
+
+def box_failure(result: ProbeResult) -> tuple[str, str]:
+    """Why the box cannot be made (from the probe), and a fix that works where it failed."""
+    why = f"the box cannot be made here: {result.error or result.step}"
+    if result.errno in (errno.EPERM, errno.EACCES) and not has_cap_sys_admin():
+        return (f"{why} (the helper is root without CAP_SYS_ADMIN: a container job or a "
+                "Kubernetes pod without that capability)", CONTAINER_FIX)
+    if result.errno in (errno.EPERM, errno.EACCES):
+        return why, PROFILE_FIX
+    return why, ("run this job on a GitHub-hosted Linux runner, or on a machine whose kernel "
+                 "allows mount, PID and network namespaces")
+
+
+def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
+    """The isolation for ``requested`` (one of :data:`MODES`) on this machine: with root (or
+    passwordless sudo), only once a throwaway process made the box's namespaces and mounts."""
+    if requested not in MODES:
+        raise UsageError(f"isolation must be one of {', '.join(MODES)}, not {requested!r}.",
+                         "Use auto (the default), user or none.")
+    if requested == "none":
+        return Isolation(False, why_not="isolation is none")
+    if not sys.platform.startswith("linux"):
+        why = f"the box needs Linux namespaces (this runner is {sys.platform})"
+        fix = "run the job on a GitHub-hosted Linux runner (runs-on: ubuntu-latest)"
+    elif (root := os.geteuid() == 0) or _sudo_works():
+        found = probe_box(via_sudo=not root)
+        if found.ok:
+            return Isolation(True, via_sudo=not root, agent_user=agent_user)
+        why, fix = box_failure(found)
+        if root and requested == "auto" and landlock.abi() >= 1:
+            return Isolation(True, agent_user=agent_user, why_not=why, fix=fix, landlock=True)
+    else:
+        why = ("the helper is not root and 'sudo -n' does not work (no passwordless sudo for "
+               "the runner's user: a self-hosted runner)")
+        fix = ("give the runner's user passwordless sudo (a sudoers line such as "
+               "'RUNNER_USER ALL=(root) NOPASSWD: ALL'), or run the job on a GitHub-hosted "
+               "Linux runner")
+    if requested == "user":
+        raise SetupError(f"isolation is user, but the agent cannot be contained here: {why}.",
+                         f"{fix[0].upper()}{fix[1:]}; or set isolation to auto (run "
+                         "uncontained, with a warning) or none.")
+    return Isolation(False, why_not=why, fix=fix)
+
+
+HIDDEN = "the runner's home, RUNNER_TEMP, the tool cache, /root or the helper's state"
+LANDLOCK_LACKS = ("no PID namespace (what it leaves running is killed by its user id), no "
+                  "network wall (it has the runner's network), no IPC namespace")
+
+
+def landlock_warning(isolation: Isolation) -> str:
+    """The warning for ``auto`` under Landlock: what holds, what does not, the fix."""
+    return (f"Running the agent under Landlock instead of the box, because "
+            f"{isolation.why_not}. It runs as its own user on a private copy, with no access "
+            f"to {HIDDEN} (Landlock); "
+            f"not held: {LANDLOCK_LACKS}: it can reach anything the runner can (the cloud "
+            "metadata address, services on the runner's loopback, any host). Fix: "
+            f"{isolation.fix}; set isolation: user to fail instead.")
+
+
+def fallback_warning(isolation: Isolation) -> str:
+    """The warning for ``auto`` without containment: the real cause, what is lost, a fix that
+    works on this runner."""
+    fix = isolation.fix or ("run on a GitHub-hosted Linux runner, or give the runner's user "
+                            "passwordless sudo")
+    return (f"Running the agent without the box, because {isolation.why_not}. Missing "
+            f"protections: {MISSING_PROTECTIONS}; {UNCONTAINED_NOTE}. Fix: {fix}; set "
+            "isolation: user to fail instead of running uncontained.")
+
+
+@dataclass
+class BoxResult:
+    """What the box reported after the agent ran (None: no status of this version)."""
+
+    returncode: int | None
+    status: BoxStatus | None
+
+    @property
+    def patch(self) -> Path | None:
+        return Path(self.status.patch) if self.status is not None and self.status.patch else None
+
+
+@dataclass
+class Jail:
+    """One contained start of the agent: the spec, the command, the control pipe, the status."""
+
+    isolation: Isolation
+    state_dir: Path
+    spec: BoxSpec
+    _events: tuple[int, EventLines] = field(  # read so far, the line splitter
+        default_factory=lambda: (0, EventLines()))
+
+    @property
+    def spec_file(self) -> Path:
+        return self.state_dir / "box-spec.json"
+
+    @property
+    def status_file(self) -> Path:
+        return self.state_dir / "box-status.json"
+
+    @property
+    def patch_file(self) -> Path:
+        return self.state_dir / "box-changes.patch"
+
+    def command(self) -> list[str]:
+        """Written the spec (0600: it holds the agent's environment) and the status file (made
+        and filled now: the box writes it in place, even on a full disk); the box's argv."""
+        self.patch_file.unlink(missing_ok=True)
+        self.status_file.unlink(missing_ok=True)
+        (self.state_dir / "box-network.jsonl").unlink(missing_ok=True)
+        self._events = (0, EventLines())
+        fd = os.open(self.status_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(b" " * STATUS_BYTES)
+        fd = os.open(self.spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(self.spec.to_json(), handle)
+        program = ("cursor_agent_action.agent.contain.lockdown" if self.isolation.landlock
+                   else "cursor_agent_action.agent.contain.box.root")
+        argv = [sys.executable, "-I", "-m", program, str(self.spec_file)]
+        return ["sudo", "-n", "--", *argv] if self.isolation.via_sudo else argv
+
+    def network_events(self) -> list[NetEvent]:
+        """What the wall reported live since the last call (its first refusals)."""
+        path = self.state_dir / "box-network.jsonl"
+        done, lines = self._events
+        try:
+            with path.open("rb") as handle:
+                handle.seek(done)
+                data = handle.read(1 << 20)
+        except OSError:
+            return []
+        self._events = (done + len(data), lines)
+        return lines.feed(data)
+
+    @staticmethod
+    def send(control: IO[bytes] | None, what: bytes) -> None:
+        """``T`` (stop the agent) or ``K`` (kill everything) to the box."""
+        if control is None or control.closed:
+            return
+        try:
+            control.write(what)
+            control.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    def result(self, jail_code: int | None, *, stopped: bool) -> BoxResult:
+        """What the box reported. Raises :class:`ContainmentFailed` only when the box says the
+        agent never started (and nobody stopped it: a cancelled run is not run again), and
+        :class:`BoxFailed` for anything else without a status: once the agent may have run,
+        the box fails closed."""
+        try:
+            status: BoxStatus | None = BoxStatus.from_json(
+                json.loads(self.status_file.read_bytes().strip() or b"{}"))
+        except (OSError, ValueError, ContractError):
+            status = None
+        finally:
+            self.spec_file.unlink(missing_ok=True)
+        if status is not None and not status.started and not stopped:
+            raise ContainmentFailed(status.error or "the box could not be set up",
+                                    cap=status.too_large)
+        if status is not None and status.returncode is not None:
+            return BoxResult(status.returncode, status)
+        reason = (status.error if status is not None else "") or (
+            f"the box ended with code {jail_code} and wrote no status (killed, or out of "
+            "memory or disk)")
+        raise BoxFailed(reason, status)
+
+
+class ContainmentFailed(SetupError):
+    """The box could not be set up; the agent was not started."""
+
+    title = "containment failed"
+
+    def __init__(self, reason: str, *, cap: bool = False) -> None:
+        fix = ("Make the working tree smaller, e.g. check out fewer files (a sparse "
+               "checkout), or raise the input max-tree-files (default "
+               f"{BOX_MAX_FILES:,} files and directories); where the box has no overlay it also "
+               f"copies at most {BOX_MAX_TREE_BYTES >> 30} GiB."
+               if cap else
+               "Check that the runner allows root (or passwordless sudo), PID and mount "
+               "namespaces; set isolation to none to run uncontained (unsafe).")
+        super().__init__(f"the agent could not be contained: {reason.rstrip('.')}.", fix)
+        self.reason = reason
+        self.cap = cap
+
+
+class BoxFailed(Exception):
+    """The box ended without a proper status after the agent may have run: a failed run,
+    never a reason to run the agent another way."""
+
+    def __init__(self, reason: str, status: BoxStatus | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+def jail_for(
+    isolation: Isolation, *, state_dir: Path, repo_root: Path, cwd: Path, home: Path,
+    argv: Sequence[str], env: Mapping[str, str], masks: Sequence[Path],
+    reveals: Sequence[Path] = (), shares: Sequence[Path] = (),
+    files: Mapping[str, str | None] | None = None,
+    git: bool = True,
+    network: NetPolicy | None = None, storage: str = "auto", max_files: int = BOX_MAX_FILES,
+) -> Jail:
+    """The box that runs ``argv`` in ``cwd`` as the agent user, on its own view of the work
+    tree at ``repo_root``."""
+    prompt = state_dir / "prompt.md"
+    spec = BoxSpec(
+        user=isolation.agent_user, argv=tuple(argv), env=dict(env), cwd=str(cwd),
+        repo_root=str(repo_root), home=str(home), box_dir=str(state_dir / "box"),
+        chats_store=str(state_dir.parent / "agent-chats"),
+        status_file=str(state_dir / "box-status.json"),
+        patch_file=str(state_dir / "box-changes.patch"),
+        network_events=str(state_dir / "box-network.jsonl"),
+        limits=BoxLimits(memory_bytes=limits.default_memory_bytes(), tmp_bytes=BOX_TMP_BYTES,
+                         max_file_bytes=BOX_MAX_FILE_BYTES, max_total_bytes=BOX_MAX_TREE_BYTES,
+                         write_bytes=BOX_WRITE_BYTES, max_files=max_files),
+        home_files=dict(files or {}),
+        masks=tuple(sorted({str(path) for path in masks})),
+        reveals=tuple(sorted({str(path) for path in reveals})),
+        shares=tuple(sorted({str(path) for path in shares if path.is_dir()})),
+        files={str(prompt): str(prompt)} if prompt.exists() else {},
+        git=git, network=network, storage=storage,
+    )
+    return Jail(isolation, state_dir, spec)

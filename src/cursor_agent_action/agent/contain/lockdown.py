@@ -1,0 +1,272 @@
+"""The agent under Landlock, where the box cannot be made but the helper is root (a container
+job, a Kubernetes pod without CAP_SYS_ADMIN): its own user, a private copy, no namespaces.
+
+    python -I -m cursor_agent_action.agent.contain.lockdown SPEC.json      (as root)
+
+The spec and the protocol are the box's (:mod:`.box.root`): stdout and stderr are the agent's,
+stdin the control channel (``T``: SIGTERM the agent; ``K`` or the pipe closing: kill it all),
+the status written in place into the file the helper made. What holds, and what does not:
+
+- the agent runs as its own user (no groups, ``no_new_privs``, no kernel keyrings), on a copy
+  of the work tree (no ``.git``) in a directory of its own, with a fresh home and ``/tmp``; the
+  copy's patch is made by our hardened git against the real repository, as in the box;
+- Landlock: it reads everything but the masked places (the runner's home, ``RUNNER_TEMP``, the
+  tool cache, ``/root``, the helper's state, the real work tree with its ``.git/config``) and
+  writes only its copy, home and ``/tmp``; it cannot signal a process outside its domain
+  (ABI 6+);
+- not held: no PID namespace (what it leaves running is killed by its user id after the run,
+  the user being the agent's alone), no network wall (it has the runner's network), the copy is
+  on disk, not a sized tmpfs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from cursor_agent_action import changeset, safegit
+from cursor_agent_action.agent.contain import landlock
+from cursor_agent_action.agent.contain.box import finish, home, limits, seccomp, storage, tree
+from cursor_agent_action.agent.contain.box.contract import BoxSpec, BoxStatus
+from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc
+from cursor_agent_action.agent.contain.box.root import Status, setup_failed, silence_output
+from cursor_agent_action.agent.contain.box.user import AgentUser, UserError, agent_user
+
+EXIT_SETUP = 125
+KILL_WAIT_S = 5.0
+_POLL_S = 0.2
+
+
+class Prepared:
+    """The agent's area (its copy, home, /tmp, files) and what its process gets."""
+
+    def __init__(self, spec: BoxSpec, agent: AgentUser) -> None:
+        self.area = Path(tempfile.mkdtemp(prefix="caa-lockdown-"))
+        # where storage.finish finds the copy, the home and the patch's objects
+        self.spec = replace(spec, box_dir=str(self.area))
+        try:
+            self._prepare(self.spec, agent)
+        except BaseException:
+            self.remove()
+            raise
+
+    def _prepare(self, spec: BoxSpec, agent: AgentUser) -> None:
+        # The agent passes through to its own directories only.
+        os.chmod(self.area, 0o711)  # noqa: S103
+        caps = spec.limits
+        real = Path(spec.repo_root)
+        tree.survey(str(real), max_entries=caps.max_files, count_bytes=True,  # caps first
+                    max_file_bytes=caps.max_file_bytes, max_total_bytes=caps.max_total_bytes)
+        (self.area / "tree").mkdir()
+        self.copy = tree.copy_tree(str(real), str(self.area / "tree"), agent.uid, agent.gid,
+                                   max_file_bytes=caps.max_file_bytes,
+                                   max_total_bytes=caps.max_total_bytes)
+        self.copy.note = (f"a copy of the repository ({self.copy.files:,} files) on disk, "
+                          "under Landlock")
+        (self.area / storage.OBJECTS_DIR).mkdir(mode=0o700, parents=True)  # storage.finish
+        if spec.git:  # as storage.prepare, from the real repository (no .git here)
+            with contextlib.suppress(changeset.ChangesetError):
+                git_dir, common = safegit.git_dirs(real)
+                with changeset.separate_objects(self.area / storage.OBJECTS_DIR,
+                                                common / "objects",
+                                                git_dir=git_dir, work_tree=real):
+                    self.copy.dirty = changeset.baseline(real).dirty  # the copy's base
+                known = {**changeset.head_tree(real), **self.copy.dirty}
+                self.copy.absent = [
+                    path
+                    for path, (mode, _) in known.items()
+                    if mode not in ("160000", changeset.ABSENT_MODE) and path not in self.copy.stats
+                ]
+        store = Path(spec.chats_store)
+        home.make_home(self.area / "home", agent, dict(spec.home_files),
+                       store if store.is_dir() else None)
+        tmp = self.area / "tmp"
+        tmp.mkdir(mode=0o700)
+        os.chown(tmp, agent.uid, agent.gid)
+        os.chmod(self.area / "tree", 0o700)  # the agent's alone, as its home and /tmp
+        files = self.area / "files"  # root's, readable by the agent's group only
+        files.mkdir(mode=0o750)
+        os.chown(files, 0, agent.gid)
+        moved: dict[str, str] = {}
+        for index, source in enumerate(spec.files):
+            copied = files / f"{index}-{Path(source).name}"
+            shutil.copyfile(source, copied, follow_symlinks=False)
+            os.chown(copied, 0, agent.gid)
+            copied.chmod(0o640)
+            moved[source] = str(copied)
+        inside = os.path.relpath(spec.cwd, real)
+        self.cwd = str(self.area / "tree" / ("" if inside == "." else inside))
+        self.argv = [moved.get(arg, arg) for arg in spec.argv]
+        for source, target in moved.items():  # the long prompt's path, inside the instruction
+            self.argv = [arg.replace(source, target) for arg in self.argv]
+        self.env = {name: _rehome(value, spec.home, str(self.area / "home"))
+                    for name, value in spec.env.items()}
+        self.env["TMPDIR"] = str(tmp)
+        rules = landlock.agent_rules(
+            masks=[*spec.masks, str(real), str(self.area)],
+            writable=[str(self.area / "tree"), str(self.area / "home"), str(tmp), *spec.shares],
+            readable=[*spec.reveals, str(files)],
+        )
+        self.ruleset = landlock.make_ruleset(rules, landlock.abi())
+        if not _can_run(agent, self.argv[0]):  # said now, while another way is still open
+            raise OSError(f"the agent's user {agent.name} cannot run the CLI at "
+                          f"{self.argv[0]} (a directory on its way is closed to other users)")
+
+    def remove(self) -> None:
+        """The area, copy and all (rmtree works on descriptors: no link it holds is followed)."""
+        shutil.rmtree(self.area, ignore_errors=True)
+
+
+def _can_run(agent: AgentUser, program: str) -> bool:
+    """Whether ``agent`` may execute ``program`` (asked as that user, in a child)."""
+    child = os.fork()
+    if child == 0:  # pragma: no cover - a forked child, answering by its exit code
+        try:
+            os.setgroups([])
+            os.setresgid(agent.gid, agent.gid, agent.gid)
+            os.setresuid(agent.uid, agent.uid, agent.uid)
+            os._exit(0 if os.access(program, os.X_OK) else 1)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(child, 0)
+    return status == 0
+
+
+def _rehome(value: str, old: str, new: str) -> str:
+    return new + value[len(old):] if value == old or value.startswith(old + "/") else value
+
+
+def _exec_agent(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits) -> None:
+    """In the agent's process (never returns)."""
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.MAX_PROCESSES, limits.MAX_PROCESSES))
+        box_limits.per_process()
+        os.setgroups([])
+        os.setresgid(agent.gid, agent.gid, agent.gid)
+        os.setresuid(agent.uid, agent.uid, agent.uid)
+        if os.getuid() != agent.uid or os.geteuid() != agent.uid:
+            raise OSError("the agent's identity could not be set")
+        # After the change of identity (which clears it): the CLI dies if we do.
+        die_with_parent()
+        landlock.restrict_self(prepared.ruleset)  # sets no_new_privs first
+        seccomp.install(libc())
+        os.closerange(3, 65536)
+        os.umask(0o022)
+        os.chdir(prepared.cwd)
+        os.execve(prepared.argv[0], prepared.argv, prepared.env)  # noqa: S606 - no shell
+    except BaseException as exc:  # in a forked child: report and leave, never unwind
+        with contextlib.suppress(OSError):
+            os.write(2, f"cursor-agent-action: cannot start the agent: {exc}\n".encode())
+        os._exit(127)
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{entry}/status", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(int(entry))
+                        break
+    return found
+
+
+def kill_all(uid: int, limit_s: float = KILL_WAIT_S) -> bool:
+    """Every process of ``uid`` killed (a child of ours takes that uid and kills all it may
+    signal, again until none is left); whether none is left, within ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while _processes_of(uid):
+        if time.monotonic() > deadline:
+            return False
+        killer = os.fork()
+        if killer == 0:  # pragma: no cover - a forked child
+            try:
+                os.setresuid(uid, uid, uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(killer, 0)
+        time.sleep(0.02)
+    return True
+
+
+def _wait(child: int, agent: AgentUser) -> int:
+    """Relay the helper's control bytes until the agent ends; its wait status."""
+    stdin_open = True
+    while True:
+        ready, _, _ = select.select([0] if stdin_open else [], [], [], _POLL_S)
+        if ready:
+            data = os.read(0, 64)
+            if b"T" in data:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child, signal.SIGTERM)
+            if not data or b"K" in data:
+                kill_all(agent.uid)
+                stdin_open = bool(data)
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            return status
+
+
+def run(spec: BoxSpec, status: Status) -> int:
+    """Prepare, run, finish; the exit code of this program."""
+    prepared: Prepared | None = None
+    try:
+        agent = agent_user(spec.user)
+        prepared = Prepared(spec, agent)
+        box_limits = limits.create(f"caa-lockdown-{os.getpid()}",
+                                   spec.limits.memory_bytes)
+    except (UserError, home.HomeError, tree.CopyTooLarge, landlock.LandlockError, OSError,
+            KeyError, ValueError, TypeError) as exc:
+        if prepared is not None:
+            prepared.remove()
+        status.write(setup_failed(exc))
+        return EXIT_SETUP
+    child = os.fork()
+    if child == 0:
+        with contextlib.suppress(OSError):
+            box_limits.enter(os.getpid())
+        _exec_agent(prepared, agent, box_limits)
+    os.close(prepared.ruleset)
+    code = _wait(child, agent)
+    gone = kill_all(agent.uid)
+    silence_output()
+    result = BoxStatus(
+        True, limits=box_limits.label, storage=prepared.copy.note,
+        returncode=os.waitstatus_to_exitcode(code),
+        error="" if gone else "processes of the agent's user were still running after the run")
+    # The box's own bounded finish: in the cgroup, within its limit, and ended at once when the
+    # helper closes the control pipe (an alarm killed this program and left the copy behind).
+    result = finish.bounded(prepared.spec, prepared.copy, box_limits).into(result)
+    box_limits.remove()
+    prepared.remove()
+    status.write(result)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or os.geteuid() != 0:
+        sys.stderr.write("usage (as root): python -I -m cursor_agent_action.agent.contain.lockdown "
+                         "SPEC\n")
+        return 2
+    spec = BoxSpec.take(Path(args[0]))
+    return run(spec, Status(spec.status_file))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2 @@
+"""Judging the run: whether to start the agent again, the CLI's known failures, what the box
+said, the checked patch and ``files-changed``, the structured answer, and the one verdict."""

@@ -1,0 +1,254 @@
+"""The agent's invocation: its allowlisted environment, its command line, its prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import pwd
+import re
+import signal
+import stat
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cursor_agent_action.agent.contain.box.net.upstream import NAMES as PROXY_VARIABLES
+from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
+from cursor_agent_action.agent.contain.isolation import Isolation, Jail, jail_for
+from cursor_agent_action.agent.guards.cli_sandbox import (
+    CURSOR_DOMAINS,
+    environment_tmpdir,
+    sandbox_json,
+)
+from cursor_agent_action.agent.guards.cli_sandbox import HOME_FILE as SANDBOX_FILE
+from cursor_agent_action.agent.launch.extra_args import with_extra_args
+from cursor_agent_action.agent.launch.mcp import HOME_FILE
+from cursor_agent_action.agent.launch.run_options import RunOptions
+from cursor_agent_action.errors import SetupError
+from cursor_agent_action.options import setting
+
+PROMPT_ARG_LIMIT = 100 * 1024
+"""Larger prompts go into a file: Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN)."""
+
+HELP_PROBE_TIMEOUT_S = 15.0
+# The agent's environment is built from these names only (plus --pass-env). Everything else,
+# in particular GITHUB_TOKEN, GH_TOKEN, ACTIONS_* and INPUT_*, never reaches it.
+ENV_ALLOWLIST = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "TMPDIR",
+    "CI",
+    "GITHUB_ACTIONS",
+    "RUNNER_OS",
+    "RUNNER_ARCH",
+    "CURSOR_API_KEY",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+)
+ENV_ALLOWLIST_PREFIXES = ("LC_",)
+
+
+# -- the agent's environment and command line --------------------------------------------------
+
+
+def agent_environment(
+    environ: Mapping[str, str], config_dir: Path, pass_env: Sequence[str] = ()
+) -> dict[str, str]:
+    """The allowlisted environment the agent runs with."""
+    env = {
+        name: value
+        for name, value in environ.items()
+        if name in ENV_ALLOWLIST or name.startswith(ENV_ALLOWLIST_PREFIXES) or name in pass_env
+    }
+    env.setdefault("PATH", os.defpath)
+    # --model rewrites the CLI's global config; keep that out of the user's home.
+    env["CURSOR_CONFIG_DIR"] = str(config_dir)
+    return env
+
+
+@dataclass
+class Box:
+    """Where and as whom the agent runs: its environment and, contained, its jail's home."""
+
+    isolation: Isolation
+    env: dict[str, str]
+    home: Path | None = None
+    masks: list[Path] = dataclasses.field(default_factory=list)
+
+    def jail(self, options: RunOptions, argv: Sequence[str],
+             repo_root: Path | None) -> Jail | None:
+        """A fresh box for one start of the agent (None: not contained), on a private copy of
+        the work tree at ``repo_root`` (the working directory when it is no repository)."""
+        if not self.isolation.contained or self.home is None:
+            return None
+        agent = options.agent_bin.resolve()
+        # Root writes the home's MCP file and the CLI's sandbox settings (the preset's and the
+        # network allow-list's, not the CLI's defaults: agent.guards.cli_sandbox); everything
+        # else in the home is new every run.
+        walled = (options.network == "restricted" and options.net_policy is not None
+                  and self.isolation.walled)
+        domains = ([rule.pattern for rule in options.net_policy.rules]
+                   if walled and options.net_policy is not None else list(CURSOR_DOMAINS))
+        files = {HOME_FILE: options.mcp_config.text if options.mcp_config else None,
+                 SANDBOX_FILE: sandbox_json(read_only=not options.policy.allows_writes,
+                                            domains=domains,
+                                            writable=environment_tmpdir(self.env))}
+        env, network = self.env, None
+        if walled and options.net_policy is not None:
+            # The runner's proxy is the relay's to use; nothing in the box is a proxy.
+            network = dataclasses.replace(options.net_policy,
+                                          proxy=RunnerProxy.from_environ(self.env))
+            env = {name: value for name, value in env.items() if name not in PROXY_VARIABLES}
+        return jail_for(self.isolation, state_dir=options.state_dir,
+                        repo_root=(repo_root or options.workspace).resolve(),
+                        cwd=options.workspace.resolve(), home=self.home,
+                        argv=[str(agent), *argv[1:]], env=env, masks=self.masks,
+                        reveals=[_cli_install(agent)], shares=_shares(), files=files,
+                        git=repo_root is not None, network=network,
+                        storage=os.environ.get(STORAGE_VARIABLE, "") or "auto",
+                        max_files=options.max_tree_files)
+
+
+def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
+    """What the contained agent must not read: the runner's home and temporary files, the tool
+    cache (the CLI's own install is shown again, read-only), the helper's state."""
+    found = [options.state_dir.parent, Path("/root")]
+    with contextlib.suppress(KeyError):
+        found.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    for name in ("HOME", "RUNNER_TEMP", "RUNNER_TOOL_CACHE", "AGENT_TOOLSDIRECTORY",
+                 "RUNNER_WORKSPACE"):
+        if value := environ.get(name, ""):
+            found.append(Path(value))
+    return [path.resolve() for path in found if path.is_absolute() and str(path) != "/"]
+
+
+def _cli_install(agent: Path) -> Path:
+    """What the box shows of the CLI, read-only: its directory (the real CLI is a script
+    beside its own node and code), or only the file when others cannot enter the directory."""
+    with contextlib.suppress(OSError):
+        if agent.parent.stat().st_mode & stat.S_IXOTH:
+            return agent.parent
+    return agent
+
+
+SHARE_VARIABLE = "CURSOR_AGENT_ACTION_BOX_SHARE"
+"""For tests: one directory the contained agent shares with the runner, read-write (the
+stand-in CLI records what it saw there). Never set in a workflow."""
+
+
+STORAGE_VARIABLE = "CURSOR_AGENT_ACTION_BOX_STORAGE"
+"""For tests: ``copy`` forces the box's copy of the tree where the overlay would be used (the
+fallback's own tests). Never set in a workflow."""
+
+
+def _shares() -> list[Path]:
+    value = os.environ.get(SHARE_VARIABLE, "")
+    return [Path(value).resolve()] if value else []
+
+
+def agent_home(state_dir: Path) -> Path:
+    """Where the contained agent's home is, as the agent sees it: new for every start of the
+    agent (the box makes it; only the chats ``--resume`` needs are carried over)."""
+    return state_dir.parent / "agent-home"
+
+
+def make_box(options: RunOptions, environ: Mapping[str, str], isolation: Isolation) -> Box:
+    """The agent's environment for ``isolation`` and, contained, what the box hides."""
+    options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not isolation.contained:
+        config_dir = options.state_dir / "cli-config"
+        config_dir.mkdir(exist_ok=True, mode=0o700)
+        env = agent_environment(environ, config_dir, options.pass_env)
+        if options.mcp_config is None:
+            return Box(isolation, env)
+        # The MCP file goes in a home of this run's own, never the runner user's ~/.cursor.
+        home = options.state_dir / "home"
+        (home / HOME_FILE).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (home / HOME_FILE).write_text(options.mcp_config.text, encoding="utf-8")
+        env["HOME"] = str(home)
+        return Box(isolation, env)
+    home = agent_home(options.state_dir)
+    # A fresh home every run (the box makes it); the CLI's config this run's alone (--model).
+    config_dir = home / ".config" / "cursor" / options.state_dir.name
+    env = agent_environment(environ, config_dir, options.pass_env)
+    env.update(HOME=str(home), USER=isolation.agent_user, LOGNAME=isolation.agent_user,
+               TMPDIR="/tmp")  # noqa: S108 - the box's own, private
+    return Box(isolation, env, home, _masks(options, environ))
+
+
+def cli_help(agent: Path, env: Mapping[str, str], cwd: Path) -> bytes:
+    """What this CLI build prints for ``--help`` (b"" if it hangs): which options it has."""
+    try:
+        proc = subprocess.Popen(
+            [str(agent), "--help"], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    except OSError as exc:
+        raise SetupError(f"cannot run the Cursor CLI at {agent}: {exc.strerror or exc}.",
+                         f"Check that {setting('--agent-bin')} points at an executable "
+                         "cursor-agent.") from exc
+    with proc:
+        try:
+            output, _ = proc.communicate(timeout=HELP_PROBE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            output = b""
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    return output
+
+
+def accepts_trust(help_output: bytes) -> bool:
+    """Whether this CLI build lists ``--trust`` in its ``--help`` (some builds reject it)."""
+    return re.search(rb"(^|\s)--trust\b", help_output) is not None
+
+
+def build_argv(
+    options: RunOptions, prompt_arg: str, *, trust: bool, sandbox: str = ""
+) -> list[str]:
+    """``sandbox``: the CLI's sandbox mode (``cli_sandbox.sandbox_mode``), "" for none."""
+    argv = [str(options.agent_bin), "-p", "--output-format", "stream-json"]
+    if sandbox:
+        argv += ["--sandbox", sandbox]
+    if options.policy.allows_writes:
+        argv.append("--force")
+    if options.model:
+        argv += ["--model", options.model]
+    if options.resume:
+        argv += ["--resume", options.resume]
+    if trust:
+        argv.append("--trust")
+    if options.mcp_config is not None:
+        argv.append("--approve-mcps")  # the workflow's servers only: the file is ours
+    return with_extra_args([*argv, "--", prompt_arg], options.extra_args)
+
+
+def prompt_argument(prompt: str, state_dir: Path) -> str:
+    """The prompt itself, or for a long one an instruction to read the file it was saved to."""
+    if len(prompt.encode("utf-8")) <= PROMPT_ARG_LIMIT:
+        return prompt
+    path = state_dir / "prompt.md"
+    path.write_text(prompt, encoding="utf-8")
+    return (
+        f"Your task is in the file {path} (it was too long for the command line). Read that "
+        "whole file first and follow its instructions exactly."
+    )
+
+

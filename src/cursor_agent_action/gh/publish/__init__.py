@@ -1,0 +1,2 @@
+"""``publish``: the agent's patch re-checked against the allow-list, applied and committed (by
+hardened git or GitHub's signed API), pushed to a bot branch and opened as a pull request."""

@@ -1,0 +1,372 @@
+"""``review``: one pull request review from the agent's findings, comments on the lines.
+
+The diff is read through the API (``GET /pulls/{n}/files``: each file's patch), never from a
+checkout, and parsed by :mod:`diffmap`; a finding goes on its line only when that line is in
+the diff, else into the body under "Outside the diff". The review is posted in one request
+(``POST /pulls/{n}/reviews`` with its ``comments``; lines and sides, never diff positions).
+https://docs.github.com/en/rest/pulls/reviews#create-a-review-for-a-pull-request
+
+Re-runs: the review body starts with a hidden marker and each comment with the fingerprint of
+its finding. The newest earlier review of ours (by marker and ``comment-author``) says which
+comments are still live; one whose finding still holds on the same line is kept (listed in
+the new body, not posted again), the others are minimized as outdated (GraphQL
+``minimizeComment``), and the earlier review's body is replaced by a link to the new one.
+
+The commit status (:mod:`status`) goes on the commit the agent reviewed: ``pending`` before the
+review is posted, then ``failure`` or ``success``; ``--mark-pending`` only sets ``pending``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import github
+
+from cursor_agent_action.errors import EXIT_RUN_FAILED, ActionError, UsageError
+from cursor_agent_action.gh.api import Context, GitHub, add_token_option, error_message, read_token
+from cursor_agent_action.gh.comment import DEFAULT_AUTHOR, default_marker, marker_line
+from cursor_agent_action.gh.review import findings as findings_mod
+from cursor_agent_action.gh.review import status as status_mod
+from cursor_agent_action.gh.review.body import (
+    BodyParts,
+    comment_body,
+    fingerprint_of,
+    is_superseded,
+    live_ids,
+    review_body,
+    superseded_body,
+)
+from cursor_agent_action.gh.review.diffmap import DiffMap, parse_patch, unreadable
+from cursor_agent_action.gh.review.findings import SEVERITIES, Answer
+from cursor_agent_action.gh.review.placement import Outside, Placed, place
+from cursor_agent_action.gh.review.text import Prose, title
+from cursor_agent_action.markdown import code_cell
+from cursor_agent_action.options import add_flag, add_number, add_option
+from cursor_agent_action.runner_io import Runner
+
+MAX_FILES = 3000
+"""GitHub lists at most 3000 files of a pull request."""
+MAX_PATCH_CHARS = 8_000_000
+"""Patch text read in all; a file whose patch would pass it is not mapped (its findings go to
+the body), smaller files after it still are."""
+MAX_EARLIER = 1000
+"""Earlier reviews and review comments read (each list)."""
+_EVENTS = {"approve": "APPROVE", "comment": "COMMENT", "request-changes": "REQUEST_CHANGES"}
+_MINIMIZE = ("mutation($id: ID!) { minimizeComment(input: {subjectId: $id, classifier: "
+             "OUTDATED}) { minimizedComment { isMinimized } } }")
+_PERM = "pull-requests: write"
+
+
+class ReviewBlocked(ActionError):
+    exit_code = EXIT_RUN_FAILED
+    title = "review requested changes"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_option(parser, "--findings", default="",
+               help="the agent's answer as JSON text (the run's structured-output), matching "
+               "review/findings.schema.json")
+    add_option(parser, "--findings-file", default="",
+               help="a file holding that JSON (the run's structured-output-file)")
+    add_option(parser, "--pr-number", default="", help="pull request to review",
+               default_help="the one of the triggering event")
+    add_number(parser, "--max-comments", default=20, integer=True, minimum=0, maximum=1000,
+               help="findings placed on lines at most; the rest are listed in the body")
+    add_option(parser, "--fail-on", default="none",
+               help="'none', or a severity (critical, major, minor, nit): a finding that "
+               "severe or worse makes the review request changes and the step fail after "
+               "posting")
+    add_flag(parser, "--allow-approve", default=False,
+             help="let the agent's verdict 'approve' approve the pull request (else it is "
+             "posted as a comment: a prompt injection must not approve)")
+    add_option(parser, "--marker", default="",
+               help="what makes this review unique: a re-run replaces the review with this "
+               "marker", default_help="'<workflow>/<job>' from GITHUB_WORKFLOW and GITHUB_JOB")
+    add_option(parser, "--comment-author", default=DEFAULT_AUTHOR,
+               help="login the token acts as; only its reviews are taken for ours")
+    add_option(parser, "--status-context", default=status_mod.DEFAULT_CONTEXT,
+               help="the commit status set on the reviewed commit (pending, then failure or "
+               "success), for branch protection to require; 'none' sets no status")
+    add_option(parser, "--head-sha", default="", help="commit the status is set on",
+               default_help="the head of the triggering pull request event, else the pull "
+               "request's head now")
+    add_flag(parser, "--mark-pending", default=False,
+             help="only set the status to pending and stop (the first job of a review "
+             "workflow, so a run that fails or is skipped later leaves it pending)")
+    add_token_option(parser)
+
+
+@dataclass
+class Earlier:
+    reviews: list[Any]  # ours, oldest first
+    live: list[Any]  # their review comments still shown
+
+
+def command(args: argparse.Namespace, runner: Runner) -> int:
+    ctx = Context.from_env()
+    context = status_mod.context_name(args.status_context)
+    number = pr_number(args.pr_number, ctx)
+    reviewed = status_mod.reviewed_commit(args.head_sha, ctx, number)
+    if args.mark_pending:
+        return _mark_pending(args, ctx, number=number, context=context, reviewed=reviewed,
+                             runner=runner)
+    answer = findings_mod.load(args.findings, args.findings_file)
+    fail_rank = _fail_rank(args.fail_on)
+    head = marker_line("review:" + (" ".join(args.marker.split()) or default_marker()))
+    author = args.comment_author.strip().casefold()
+    if not author:
+        raise UsageError("comment-author is empty.",
+                         f"Give the login the token acts as (GITHUB_TOKEN: {DEFAULT_AUTHOR}).")
+    token = read_token(args.token_env, ctx, runner)
+    gh = GitHub(ctx, token, log=runner.log)
+    pull, head_sha = _head(gh, number)
+    reviewed = reviewed or head_sha
+    if context:  # before anything is posted: a token that may not set it fails here
+        status_mod.set_status(gh, context, status_mod.pending(reviewed, ctx.run_url,
+                                                              waiting=False))
+    diff = read_diff(gh, pull, number)
+    placed, outside = place(answer.findings, diff)
+    placed.sort(key=lambda p: p.finding.rank)  # stable: the agent's order within a severity
+    earlier = _earlier(gh, pull, number, head, author)
+    kept, gone = _kept(earlier.live, placed)
+    kept_spots = {id(spot) for spot, _, _ in kept}
+    fresh = [p for p in placed if id(p) not in kept_spots]
+    room = max(0, args.max_comments - len(kept))
+    inline, over_cap = fresh[:room], fresh[room:]
+    blocking = [f for f in answer.findings if f.rank <= fail_rank]
+    event, note = _event(answer, blocking, args.allow_approve, args.fail_on)
+    prose = Prose(f"{ctx.server_url}/{ctx.repository}")
+    parts = BodyParts(head, answer, note, outside, over_cap, [(p, u) for p, u, _ in kept],
+                      [c.id for _, _, c in kept], ctx.run_url,
+                      {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES})
+    review = _post(gh, number, head_sha, parts, inline, prose=prose, event=event,
+                   runner=runner)
+    final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),
+                               str(review["html_url"]))
+    if context:  # the review is posted: what follows only tidies the earlier one
+        status_mod.set_status(gh, context, final)
+        runner.log(f"commit status {context} on {reviewed}: {final.state} "
+                   f"({final.description})")
+    for comment in gone:
+        _minimize(gh, comment, runner)
+    for old in earlier.reviews:
+        if not is_superseded(old.body or "", head):
+            _supersede(gh, number, old, head, str(review["html_url"]))
+    posted = len(inline) if review["_inline"] else 0
+    runner.set_outputs({
+        "review-id": str(review["id"]), "review-url": str(review["html_url"]),
+        "comments-posted": str(posted), "outside-diff": str(len(outside)),
+        "highest-severity": answer.highest(),
+        "status-state": final.state if context else "", "status-sha": reviewed})
+    runner.log(f"review {review['html_url']}: {posted} comment(s) on lines, {len(kept)} kept "
+               f"from the earlier review, {len(outside)} outside the diff, {len(over_cap)} "
+               f"over max-comments; {len(gone)} earlier comment(s) minimized")
+    runner.append_summary(_summary(answer, placed, outside, str(review["html_url"])))
+    if blocking:
+        raise ReviewBlocked(
+            f"{len(blocking)} finding(s) at severity {args.fail_on} or worse; the review "
+            f"requests changes: {review['html_url']}.",
+            "Address the findings and push, or raise fail-on.")
+    return 0
+
+
+def _mark_pending(args: argparse.Namespace, ctx: Context, *, number: int, context: str,
+                  reviewed: str, runner: Runner) -> int:
+    """Only the pending status, at the start of a review workflow."""
+    if not context:
+        raise UsageError("mark-pending sets a commit status, but status-context is none.",
+                         "Remove status-context: none, or the mark-pending step.")
+    if args.findings.strip() or args.findings_file.strip():
+        raise UsageError("mark-pending takes no findings: it only marks the commit pending.",
+                         "Give findings to the review step after the agent's job, not to the "
+                         "mark-pending step.")
+    gh = GitHub(ctx, read_token(args.token_env, ctx, runner), log=runner.log)
+    if not reviewed:  # not a pull request event: the pull request's head now
+        reviewed = _head(gh, number)[1]
+    status_mod.set_status(gh, context, status_mod.pending(reviewed, ctx.run_url, waiting=True))
+    runner.set_outputs({"status-state": "pending", "status-sha": reviewed})
+    runner.log(f"commit status {context} on {reviewed}: pending until the review finishes")
+    return 0
+
+
+def _head(gh: GitHub, number: int) -> tuple[Any, str]:
+    """The pull request and its head commit now."""
+    pull = gh.repo.get_pull(number)
+    return pull, gh.call(f"reading pull request #{number}", lambda: str(pull.head.sha),
+                         permission="pull-requests: read")
+
+
+def read_diff(gh: GitHub, pull: Any, number: int) -> DiffMap:
+    """The pull request's files and their patches, mapped; bounded in files and text."""
+    files = gh.call(f"listing the files of pull request #{number}",
+                    lambda: list(itertools.islice(pull.get_files(), MAX_FILES)),
+                    permission="pull-requests: read")
+    diff = DiffMap()
+    read = 0
+    for file in files:
+        status, previous = str(file.status or ""), str(file.previous_filename or "")
+        patch = file.patch
+        if patch is None:
+            why = ("GitHub shows no diff for it (a binary file, or a diff too large to show)"
+                   if status != "removed" or file.deletions else "an empty file")
+            diff.add(unreadable(file.filename, why, status=status, previous_path=previous))
+        elif read + len(patch) > MAX_PATCH_CHARS:
+            diff.add(unreadable(file.filename, f"the diff is over the {MAX_PATCH_CHARS:,} "
+                                "characters this step reads", status=status,
+                                previous_path=previous))
+        else:
+            read += len(patch)
+            diff.add(parse_patch(file.filename, patch, status=status, previous_path=previous))
+    if len(files) >= MAX_FILES:
+        diff.truncated = f"GitHub lists only the first {MAX_FILES} files"
+    return diff
+
+
+def _earlier(gh: GitHub, pull: Any, number: int, head: str, author: str) -> Earlier:
+    def ours(item: Any) -> bool:
+        return item.user is not None and str(item.user.login).casefold() == author
+
+    reviews = gh.call(f"listing the reviews of #{number}", lambda: [
+        r for r in itertools.islice(pull.get_reviews(), MAX_EARLIER)
+        if (r.body or "").startswith(head) and ours(r)], permission="pull-requests: read")
+    if not reviews:
+        return Earlier([], [])
+    latest = max(reviews, key=lambda r: r.id)
+    wanted = set(live_ids(latest.body or ""))
+    comments = gh.call(f"listing the review comments of #{number}", lambda: [
+        c for c in itertools.islice(pull.get_review_comments(), MAX_EARLIER)
+        if ours(c) and (c.pull_request_review_id == latest.id or c.id in wanted)
+        and fingerprint_of(c.body or "")], permission="pull-requests: read")
+    return Earlier(sorted(reviews, key=lambda r: r.id), comments)
+
+
+def _kept(live: list[Any], placed: list[Placed]) -> tuple[list[tuple[Placed, str, Any]],
+                                                          list[Any]]:
+    """Live comments whose finding still holds on the same line (kept), and the rest."""
+    by_spot = {(p.finding.fingerprint, p.finding.path, p.finding.side, p.finding.line): p
+               for p in placed}
+    kept: list[tuple[Placed, str, Any]] = []
+    gone = []
+    for comment in live:
+        spot = by_spot.pop((fingerprint_of(comment.body), comment.path,
+                            comment.side or "RIGHT", comment.line), None)
+        if spot is not None and comment.line is not None:
+            kept.append((spot, str(comment.html_url), comment))
+        else:
+            gone.append(comment)
+    return kept, gone
+
+
+def _event(answer: Answer, blocking: list[Any], allow_approve: bool,
+           fail_on: str) -> tuple[str, str]:
+    if blocking:
+        return "REQUEST_CHANGES", f"changes requested (fail-on: {fail_on})"
+    event = _EVENTS[answer.verdict]
+    if event == "APPROVE" and not allow_approve:
+        return "COMMENT", "the agent would approve (posted as a comment: allow-approve is off)"
+    return event, ""
+
+
+def _post(gh: GitHub, number: int, head_sha: str, parts: BodyParts, inline: list[Placed], *,
+          prose: Prose, event: str, runner: Runner) -> dict[str, Any]:
+    """Post the review. GitHub's 422 for one of two causes is met by dropping the cause and
+    posting again (bounded: each cause at most once): a line it will not take (the pull request
+    moved on) puts every finding in the body; a review of the token's own pull request may
+    only comment."""
+    pull, commit = gh.repo.get_pull(number), gh.repo.get_commit(head_sha)  # lazy: no request
+    sent: dict[str, Any] = {"event": event, "comments": [_comment(p, prose) for p in inline]}
+
+    def send() -> dict[str, Any] | str:
+        try:
+            posted = pull.create_review(commit=commit, body=review_body(parts, prose), **sent)
+        except github.GithubException as exc:
+            if exc.status == 422:
+                if "own pull request" in error_message(exc.data).lower() and \
+                        sent["event"] != "COMMENT":
+                    return "own"
+                if sent["comments"]:
+                    return "line"
+            raise
+        return dict(posted.raw_data)
+
+    for _ in range(3):
+        answer = gh.call(f"posting the review of #{number}", send, permission=_PERM)
+        if isinstance(answer, dict):
+            return {**answer, "_inline": bool(sent["comments"])}
+        if answer == "own":
+            runner.warning(f"GitHub lets no one {sent['event'].lower().replace('_', ' ')} "
+                           "their own pull request, and this one is the token's: the review "
+                           "is posted as a comment.", title="review")
+            parts.event_note = (f"{parts.event_note}; " if parts.event_note else "") + (
+                "posted as a comment: the pull request is the token's own")
+            sent["event"] = "COMMENT"
+        else:
+            runner.warning("GitHub refused a comment's line (the pull request may have moved "
+                           "on); every finding is in the review body instead.", title="review")
+            parts.over_cap = [*inline, *parts.over_cap]
+            sent["comments"] = []
+    raise AssertionError("unreachable: each cause is dropped once, then GitHub's 422 raises")
+
+
+def _comment(spot: Placed, prose: Prose) -> dict[str, Any]:
+    finding = spot.finding
+    comment: dict[str, Any] = {"path": finding.path, "line": finding.line,
+                               "side": finding.side, "body": comment_body(spot, prose)}
+    if spot.start_line is not None:
+        comment.update(start_line=spot.start_line, start_side=finding.side)
+    return comment
+
+
+def _minimize(gh: GitHub, comment: Any, runner: Runner) -> None:
+    """Hide an earlier comment as outdated; GitHub's refusal is a warning, not a failure."""
+    data = gh.call(f"hiding the earlier review comment {comment.id}",
+                   lambda: gh.graphql(_MINIMIZE, {"id": comment.node_id}), permission=_PERM)
+    errors = data.get("errors")
+    if errors:
+        first = errors[0].get("message", "") if isinstance(errors[0], dict) else errors[0]
+        runner.warning(f"could not hide the earlier review comment {comment.html_url}: "
+                       f"{str(first)[:200]}", title="review")
+
+
+def _supersede(gh: GitHub, number: int, old: Any, head: str, url: str) -> None:
+    gh.call(f"marking the earlier review {old.id} as replaced",
+            lambda: old.edit(superseded_body(head, url)), permission=_PERM)
+
+
+def _summary(answer: Answer, placed: list[Placed], outside: list[Outside], url: str) -> str:
+    rows = ["| Severity | Where | Finding | Placed |", "| --- | --- | --- | --- |"]
+    spots = [(p.finding, "on the line") for p in placed] + [(o.finding, "body")
+                                                            for o in outside]
+    for finding, where in sorted(spots, key=lambda s: s[0].index)[:100]:
+        rows.append(f"| {finding.severity} | {code_cell(f'{finding.path}:{finding.line}')} | "
+                    f"{title(finding.title, 120)} | {where} |")
+    more = f"\n\n{len(spots) - 100} more not shown." if len(spots) > 100 else ""
+    return (f"## Code review: {len(answer.findings)} finding(s)\n\n[The review]({url})\n\n"
+            + "\n".join(rows) + more + "\n\n")
+
+
+def _fail_rank(raw: str) -> int:
+    value = raw.strip().lower()
+    if value == "none":
+        return -1
+    if value in SEVERITIES:
+        return SEVERITIES.index(value)
+    raise UsageError(f"fail-on must be none or a severity, not {raw!r}.",
+                     f"Set fail-on to none, {', '.join(SEVERITIES)}.")
+
+
+def pr_number(raw: str, ctx: Context) -> int:
+    value = raw.strip().lstrip("#")
+    if value:
+        if not value.isdigit() or int(value) <= 0:
+            raise UsageError(f"pr-number must be a pull request number, got {raw!r}.",
+                             "Pass e.g. ${{ github.event.pull_request.number }}.")
+        return int(value)
+    pull = ctx.event.get("pull_request")
+    if isinstance(pull, dict) and isinstance(pull.get("number"), int):
+        return int(pull["number"])
+    raise UsageError(f"no pull request to review: the {ctx.event_name or 'current'} event has "
+                     "none.", "Pass pr-number (e.g. from the agent job's outputs).")

@@ -1,0 +1,2 @@
+"""The renderers: the live log, the job summary, the network wall's report and the run's one
+report to the runner (outputs, summary, annotation). They only read finished results."""
