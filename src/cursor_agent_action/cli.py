@@ -215,10 +215,11 @@ def _flag_hint(message: str, command: str | None) -> str:
 
 def _summarize_error(runner: Runner, exc: ActionError) -> None:
     """The error in the job summary too, with its fix: the page a reader opens first."""
-    fix = f"\n\n**Fix:** {prose(exc.hint, 1000)}" if exc.hint else ""
+    redact = runner.redact  # each text as text, before it is escaped (a message may quote one)
+    fix = f"\n\n**Fix:** {prose(redact(exc.hint), 1000)}" if exc.hint else ""
     with contextlib.suppress(OSError):
-        runner.append_summary(f"## ❌ cursor-agent-action: {inline(exc.title, 80)}\n\n"
-                              f"{prose(exc.message, 2000)}{fix}\n\n")
+        runner.append_summary(f"## ❌ cursor-agent-action: {inline(redact(exc.title), 80)}\n\n"
+                              f"{prose(redact(exc.message), 2000)}{fix}\n\n")
 
 
 def _internal_error(runner: Runner, exc: BaseException) -> int:

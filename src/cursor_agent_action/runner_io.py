@@ -379,15 +379,18 @@ class Runner:
         return max(0, SUMMARY_LIMIT_BYTES - SUMMARY_SAFETY_BYTES - used)
 
     def append_summary(self, markdown: str) -> bool:
-        """Append Markdown to the job summary, redacted and cut to the budget.
+        """Append Markdown to the job summary, cut to the budget.
 
-        Returns False when no summary file is configured.
+        Every text in ``markdown`` that we did not write was redacted as text before it was
+        escaped or fenced (the caller's part); the whole is only put through the one-for-one
+        safety net (:meth:`Redactor.net`), which cannot move a fence. Returns False when no
+        summary file is configured.
         """
         if self.summary_path is None:
             return False
         # Invisible characters escaped, but the zero-width spaces markdown.inline() puts in
         # itself to break autolinks (it escapes the agent's own before).
-        data = escape_invisible(self.redact(markdown), keep="\u200b").encode("utf-8")
+        data = escape_invisible(self.redact.net(markdown), keep="\u200b").encode("utf-8")
         budget = self.summary_budget()
         if len(data) > budget:
             note = TRUNCATION_NOTE.encode("utf-8")
