@@ -201,7 +201,9 @@ def test_untrusted_text_cannot_fake_log_viewer_formatting(tmp_path: Path) -> Non
     runner.untrusted("##[group]fake\nok ##[x] mid-line\n##[error]fake")
     runner.flush()
     lines = out.getvalue().splitlines()[1:-1]
-    assert lines == ["\u2502 ##[group]fake", "\u2502 ok ##[x] mid-line", "\u2502 ##[error]fake"]
+    # The runner's legacy parser reads "##[" anywhere in a line: it is broken everywhere.
+    assert lines == ["\u2502 ##\\[group]fake", "\u2502 ok ##\\[x] mid-line",
+                     "\u2502 ##\\[error]fake"]
 
 
 def test_group_title_is_redacted_before_it_is_cut(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from cursor_agent_action.errors import (
     ActionError,
     UsageError,
 )
+from cursor_agent_action.logsafe import neutral
 from cursor_agent_action.markdown import inline, prose
 from cursor_agent_action.options import attach_dash_values, flag_of_input
 from cursor_agent_action.runner_io import Runner
@@ -232,7 +233,8 @@ def _internal_error(runner: Runner, exc: BaseException) -> int:
     # Redacted too: only the runner's masks would otherwise hide a secret in a frame's text.
     import traceback  # noqa: PLC0415 (only on this path: it costs every start-up ~4 ms)
 
-    sys.stderr.write(runner.redact("".join(traceback.format_exception(exc))))
+    # The runner parses stderr for workflow commands too: a frame may quote a foreign text.
+    sys.stderr.write(neutral(runner.redact("".join(traceback.format_exception(exc)))))
     return EXIT_INTERNAL
 
 
