@@ -195,9 +195,12 @@ def test_the_runner_writes_foreign_text_only_through_neutral() -> None:
                       and c.func.value.attr == "_out" for c in calls(method, "write"))}
     assert writers == {"flush", "mask"}
     assert "neutral(" in ast.unparse(methods["flush"])
-    appenders = {name for name, method in methods.items() if calls(method, "append")
-                 and any("_buffer" in ast.unparse(c.func) for c in calls(method, "append"))}
-    assert appenders == {"_write"}
+    adders = {name for name, method in methods.items() for node in ast.walk(method)
+              if isinstance(node, (ast.AugAssign, ast.Call)) and "self._buffer" in (
+                  ast.unparse(node.target) if isinstance(node, ast.AugAssign)
+                  else ast.unparse(node.func))
+              and not ast.unparse(node).endswith(".clear()")}
+    assert adders == {"_write"}
     for name, method in methods.items():
         for call in calls(method, "_write"):
             for framing in (call.args[0], *call.args[2:]):

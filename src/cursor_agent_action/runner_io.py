@@ -212,9 +212,10 @@ class Runner:
         self.summary_path: Path | None = Path(summary) if summary else None
         self.redact = Redactor()
         self._stop_token = random_token()  # see untrusted()
-        # Log entries: our own framing before and after (workflow commands, stop-commands
-        # lines: never a secret, a control or foreign text) and, between, the content.
-        self._buffer: list[tuple[str, str, str]] = []
+        # Log entries, three strings each: our own framing before and after (workflow
+        # commands, stop-commands lines: never a secret, a control or foreign text) and,
+        # between, the content (every third string from the second: ``_buffer[1::3]``).
+        self._buffer: list[str] = []
         self._buffered = 0
         self._last_flush = time.monotonic()
         self._outputs_written: dict[str, str] = {}
@@ -226,7 +227,7 @@ class Runner:
     def _write(self, head: str, content: str, tail: str = "") -> None:
         """Buffer a log entry: ``content`` between our own ``head`` and ``tail`` (constants
         and random tokens only: tests/test_logsafe.py checks every call)."""
-        self._buffer.append((head, content, tail))
+        self._buffer += (head, content, tail)
         self._buffered += len(head) + len(content) + len(tail)
         if self._buffered >= _FLUSH_BYTES:
             self.flush()
@@ -246,11 +247,14 @@ class Runner:
             # The searches on the contents' UTF-8 bytes, made once: the hints' literal scans
             # and the control check run faster there than on text that our titles' arrows
             # make two bytes a character.
-            contents = "".join(content for _, content, _ in self._buffer).encode(
-                "utf-8", "surrogatepass")
-            redact = self.redact if self.redact.finds_utf8(contents) else _as_is
-            text = "".join(head + neutral(redact(content)) + tail
-                           for head, content, tail in self._buffer)
+            parts = self._buffer
+            contents = "".join(parts[1::3]).encode("utf-8", "surrogatepass")
+            found = self.redact.finds_utf8(contents)
+            if found or b"##[" in contents or b"::" in contents:  # else neutral changes nothing
+                redact = self.redact if found else _as_is
+                for index in range(1, len(parts), 3):
+                    parts[index] = neutral(redact(parts[index]))
+            text = "".join(parts)
             # Never a raw control byte (ESC, BEL, CR, C1...) nor an invisible character (a bidi
             # override, a zero-width space, a line separator).
             self._out.write(_shown(text, contents))

@@ -1,8 +1,9 @@
 """The runner's own proxy, used by the relay (a real forward proxy, proxy.py, on the runner's
 loopback; Apache with Basic authentication where the proxy wants credentials): plain HTTP goes
 to it as the relay's request in absolute form (through the relay's own ``CONNECT`` when the
-proxy takes credentials, which go on that CONNECT only), TLS through ``CONNECT``; ``NO_PROXY`` names go direct; the agent's own ``CONNECT`` and absolute form are
-still refused, and a name the runner resolves to a refused address never reaches the proxy."""
+proxy takes credentials, which go on that CONNECT only), TLS through ``CONNECT``;
+``NO_PROXY`` names go direct; the agent's own ``CONNECT`` and absolute form are still refused,
+and a name the runner resolves to a refused address never reaches the proxy."""
 
 from __future__ import annotations
 

@@ -248,8 +248,9 @@ class FullPassRunner(Runner):
 
     def flush(self) -> None:
         if self._buffer:
-            text = "".join(head + neutral(self.redact(content)) + tail
-                           for head, content, tail in self._buffer)
+            parts = self._buffer
+            text = "".join(part if index % 3 != 1 else neutral(self.redact(part))
+                           for index, part in enumerate(parts))
             if _CONTROL.search(text):
                 text = _CONTROL.sub(_visible, text)
             self._out.write(escape_invisible(text))
