@@ -279,3 +279,22 @@ def test_the_composed_request_carries_no_max_forwards_and_no_credential() -> Non
     fields = {field for field, _ in composed.headers}
     assert b"max-forwards" not in fields
     assert b"proxy-authorization" not in fields
+
+
+@ROOT
+@pytest.mark.skipif(bool(MISSING), reason=MISSING)
+def test_plain_http_behind_a_proxy_that_tunnels_only_to_443_fails_and_is_reported() -> None:
+    """The price of keeping the credentials to our CONNECT: a proxy that allows CONNECT only
+    to 443 (Apache's and Squid's defaults) refuses the tunnel for plain HTTP. The agent's
+    connection fails, the far end hears nothing, and the report counts the failure."""
+    with servers(http_host) as (web,), auth_proxy([443]) as proxy:
+        policy = _auth_policy([f"{NAME}:{web.port}"], proxy.url)
+
+        def client(emit: Emit) -> Any:
+            return _get(web.port, f"GET / HTTP/1.1\r\nHost: {NAME}:{web.port}\r\n\r\n".encode())
+
+        run = run_boxed(policy, client, resolve=fixed_resolver({NAME: ["127.0.0.1"]}))
+    assert run.result == ""
+    assert bytes(web.received) == b""
+    [reached] = [d for d in run.report.allowed if d.destination == f"{NAME}:{web.port}"]
+    assert reached.failed == 1
