@@ -58,6 +58,7 @@ from tests.support.example_world import (  # noqa: E402
     serve_standin_cli,
     workflow_run_event,
 )
+from tests.support.users import TEST_AGENT_USER, remove_user, user_exists  # noqa: E402
 from tests.support.your_world import (  # noqa: E402
     Failure,
     WorldError,
@@ -371,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         log = f"##[group]{failure.step}\n{failure.line}\n##[error]Process completed.\n".encode()
     else:
         failure = read_failure(log.decode("utf-8", "replace"))
+    user_existed = user_exists(TEST_AGENT_USER)  # the box makes it for a contained run
     try:
         world_of = (build_world(base) if pull is None else
                     build_your_world(base, pull, source.name, text, api_key=api_key))
@@ -395,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
+        if not user_existed and (problem := remove_user(TEST_AGENT_USER)):
+            print(f"warning: the OS user {TEST_AGENT_USER} this run made is left: {problem}")
     if args.keep:
         print(f"\nThe world is kept in {base} (act's raw log: act-*/act.log)")
     ran = legs(run)

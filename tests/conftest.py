@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import sys
 from pathlib import Path
 
 import pytest
 
 from cursor_agent_action.agent.contain.isolation import DEFAULT_AGENT_USER
 from cursor_agent_action.agent.launch.invocation import SHARE_VARIABLE
-from tests.support.users import TEST_AGENT_USER, TEST_USERS, remove_user, user_exists
+from tests.support.users import TEST_AGENT_USER, remove_session_users, user_exists
 
 # What a test must never inherit from the shell or from a real Actions runner (our own CI runs
 # the suite inside one): runner files a command would write to, credentials it would mask, and
@@ -38,14 +38,24 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(SHARE_VARIABLE, str(tmp_path / "standin"))
 
 
-@pytest.fixture(autouse=True, scope="session")
-def remove_test_users() -> Iterator[None]:
-    """The users the suite creates (the agent user, a runner user) go when it ends."""
-    # The suite's own users go whatever happened before (an interrupted run leaves them); the
-    # action's default user only if a test that forgot to set one created it.
-    default_existed = user_exists(DEFAULT_AGENT_USER)
-    yield
-    for name in TEST_USERS:
-        remove_user(name)
-    if not default_existed:
-        remove_user(DEFAULT_AGENT_USER)
+_DEFAULT_USER_EXISTED: list[bool] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The action's default user goes at the end only if this session made it (a test that
+    # forgot to name the suite's user); one that was there before is someone else's.
+    _DEFAULT_USER_EXISTED.append(user_exists(DEFAULT_AGENT_USER))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Every OS user the session may have created goes when it ends (each xdist worker's own,
+    and the controller's), also after failures or an interrupt: tests/support/users.py."""
+    default = () if _DEFAULT_USER_EXISTED[:1] != [False] else (DEFAULT_AGENT_USER,)
+    problems = remove_session_users(default)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for problem in problems:  # said, not raised: the session's result stands
+        line = f"warning: a test user is left on this machine: {problem}"
+        if reporter is not None:
+            reporter.write_line(line, yellow=True)
+        else:
+            print(line, file=sys.stderr)
