@@ -250,13 +250,12 @@ def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
         lines.append(f"\n== job {label}: {records.job_result(job) or 'not run'}")
         summary = records.summary(job).strip()
         result = records.job_result(job)
-        if summary:
-            lines.append(summary)
-        elif result not in ("success", None) and (errors := job_errors(records, job)):
-            lines += ["(no job summary) act and the job's steps said:",
+        lines.append(summary or "(no job summary)")
+        if result not in ("success", None) and (errors := job_errors(records, job)):
+            # Also under a summary: a step after the agent's (an artifact upload) may be what
+            # failed, and the summary cannot say so.
+            lines += [f"-- job {label} failed: act and the job's steps said:",
                       *(f"  {line}" for line in errors)]
-        else:
-            lines.append("(no job summary)")
     seen = {job for job, _, _ in ran}
     for job in workflow.get("jobs") or {}:
         if str(job) not in seen:
@@ -265,6 +264,10 @@ def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
     posted = _posted(world)
     lines.append("\n== what the jobs posted to the GitHub API"
                  + ("" if posted else ": nothing"))
+    if any("${{" in line for line in posted):
+        posted.append("\nwarning: a text above holds an unexpanded `${{ ... }}`: act leaves a "
+                      "skipped job's outputs as their text where GitHub gives ''; check "
+                      "`needs.<job>.result == 'success'` before reading them in an `if:`.")
     return lines + posted
 
 
@@ -389,6 +392,10 @@ def main(argv: list[str] | None = None) -> int:
                 serve_standin_cli(world.downloads, world.base, {
                     "answer": args.answer or answer, "writes": writes,
                     "record": "record.jsonl"})
+            for uses in world.unserved_actions(source.name):
+                print(f"warning: {uses} is not served offline (act would fail to fetch it): "
+                      "use it through a stand-in of tests/support/actions/, or from this "
+                      "checkout")
             made = _payload(world, event, workflow, pull, log=log, failure=failure)
             run = world.run(source.name, event, made if payload is None else payload)
             print("\n".join(report(run, world, workflow)))
