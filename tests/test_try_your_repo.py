@@ -77,6 +77,17 @@ def _try(repo: Path, *args: str, command: str = "",
                           timeout=400, check=False)
 
 
+def _try_example_module() -> Any:
+    """scripts/try_example.py as a module (its report functions, without running it)."""
+    script = ROOT / "scripts" / "try_example.py"
+    spec = importlib.util.spec_from_file_location("try_example", script)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_documented_command_reviews_your_own_changed_lines(tmp_path: Path) -> None:
     repo = _project(tmp_path)
     head_before = _git(repo, "rev-parse", "HEAD")
@@ -225,12 +236,7 @@ def test_a_failed_steps_error_line_is_shown_whatever_act_logged_after_it(
 ) -> None:
     """Under load act may log a step's output after the step's result, and more lines may
     follow git's "fatal:" line: the failed step's error line is still in what is shown."""
-    script = ROOT / "scripts" / "try_example.py"
-    spec = importlib.util.spec_from_file_location("try_example", script)
-    assert spec is not None
-    assert spec.loader is not None
-    try_example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(try_example)
+    try_example = _try_example_module()
     step = {"jobID": "agent", "stepID": ["1"]}
     records: list[dict[str, Any]] = [
         {**step, "raw_output": True, "msg": "Copying the repository"},
@@ -289,12 +295,7 @@ def test_ci_triage_runs_offline_on_a_repository_without_workflows(tmp_path: Path
 def test_a_failed_job_with_a_summary_still_prints_what_act_said(tmp_path: Path) -> None:
     """The agent's step wrote its summary (success), then a later step failed (act could not
     fetch an action): the failing step's own error line is printed under the summary."""
-    script = ROOT / "scripts" / "try_example.py"
-    spec = importlib.util.spec_from_file_location("try_example", script)
-    assert spec is not None
-    assert spec.loader is not None
-    try_example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(try_example)
+    try_example = _try_example_module()
     job = {"jobID": "triage", "matrix": {}}
     fetch = ('failed to fetch "https://github.com/actions/upload-artifact" version "ea16": '
              "dial tcp: lookup github.com: no such host")
