@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"World: yours ({pull.source}, {pull.repository}: a pull request {pull.head_ref} "
               f"-> {pull.base_ref}, {len(pull.files)} file(s) changed), {agent}.")
-    for finding in check(text):  # as `cursor-agent-action lint` says it
+    for finding in check(text, mine):  # as `cursor-agent-action lint` says it
         print(f"warning: {source}:{finding.line}: {finding.message}")
     print(f"Running {source} on {event} under act, offline, in {base} ...")
     if pull is None:  # the sample's failed run: its test of the renamed flag
