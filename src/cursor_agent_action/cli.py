@@ -110,7 +110,7 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
         prog="cursor-agent-action",
         description="Run the Cursor CLI headless in GitHub Actions, safely.",
         epilog="Exit codes: 0 ok, 1 agent run failed, 2 invalid input, 3 setup error, "
-        "4 git/GitHub error, 70 internal error, 130 interrupted.",
+        "4 git/GitHub error, 5 publish refused, 70 internal error, 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
