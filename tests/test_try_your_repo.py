@@ -315,3 +315,40 @@ def test_a_failed_job_with_a_summary_still_prints_what_act_said(tmp_path: Path) 
     assert "Cursor agent: success" in text
     assert "-- job triage failed: act and the job's steps said:" in text
     assert fetch[:120] in text
+
+
+@pytest.mark.parametrize("example", ["docs-update", "code-review", "comment-command", "ci-fix",
+                                     "monorepo-matrix"])
+def test_each_example_runs_offline_on_a_repository_without_workflows(
+    tmp_path: Path, example: str
+) -> None:
+    """A fresh clone runs every example on a repository with no workflow of its own, offline
+    (ci-triage: the test above): no job fails, nothing is fetched, no raw expression is
+    posted. The monorepo example on a repository without packages/ reviews nothing."""
+    repo = _project(tmp_path)
+    _git(repo, "rm", "-rq", ".github")
+    _git(repo, "commit", "-qm", "no workflows")
+    done = _try(repo, example)
+    out = done.stdout
+    assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
+    assert "failed to fetch" not in out
+    assert "is not served offline" not in out
+    assert "unexpanded" not in out
+    posted = out.split("== what the jobs posted to the GitHub API")[1]
+    assert "${{" not in posted
+    if example == "monorepo-matrix":
+        assert "No packages/ directory in this repository: no package to review." in out
+
+
+def test_a_posted_text_with_an_unexpanded_expression_is_flagged(tmp_path: Path) -> None:
+    """Your own workflow that reads a skipped job's output as `!= ''`: under act the raw
+    expression reaches the comment, and the script says why instead of showing it as what
+    GitHub would post."""
+    try_example = _try_example_module()
+    request = SimpleNamespace(method="POST", path="/repos/you/x/issues/1/comments",
+                              body={"body": "fix: ${{ steps.publish.outputs.pr-url }}"})
+    world = SimpleNamespace(github=SimpleNamespace(requests=[request]))
+    run = ActRun(0, False, 1.0, "", tmp_path, [])
+    text = "\n".join(try_example.report(run, world, {"jobs": {}}))
+    assert "warning: a text above holds an unexpanded `${{ ... }}`" in text
+    assert "needs.<job>.result == 'success'" in text
