@@ -46,3 +46,21 @@ def test_the_check_sees_an_action_uses_through_another_action(tmp_path: Path) ->
                                {**by_repository_only, **local})
     assert [m.partition("@")[0] for m in missing] == ["actions/upload-artifact"]
     assert "uses: actions/upload-artifact@" in (ROOT / "action.yml").read_text()
+
+
+def test_an_action_with_no_stand_in_is_named(tmp_path: Path) -> None:
+    """Your own workflow may use an action act cannot have offline: it is named before the
+    run (try_example warns), while local and docker actions are left alone."""
+    workflow = tmp_path / "ci.yml"
+    workflow.write_text("""jobs:
+  test:
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-node@v4
+      - uses: ./.github/actions/local
+      - uses: docker://alpine:3
+      - uses: "cursor-agent-action/cursor-agent-action/publish@v1" # a sub-action
+""")
+    served = {"actions/checkout@v4": STUBS / "checkout",
+              "cursor-agent-action/cursor-agent-action@v1": ROOT}
+    assert unserved_actions(workflow, served) == ["actions/setup-node@v4"]
