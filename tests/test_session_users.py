@@ -5,13 +5,14 @@ the agent's user the box makes under ``CAA_TEST_AGENT_USER``, and any name regis
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.users import TEST_AGENT_USER, user_exists
+from tests.support.users import TEST_AGENT_USER
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,23 +35,25 @@ def test_a_worker_registers_its_own_user_then_fails():
 """
 
 
-def test_a_session_removes_every_user_it_made(tmp_path: Path) -> None:
-    agent = f"{TEST_AGENT_USER[:24]}-s"  # useradd takes 32 characters at most
-    worker = agent + "w"
-    assert not user_exists(agent)
-    assert not user_exists(worker)
+def _ours(prefix: str) -> list[str]:
+    return [entry.pw_name for entry in pwd.getpwall() if entry.pw_name.startswith(prefix)]
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_session_removes_every_user_it_made(tmp_path: Path, workers: str) -> None:
+    """Serial, and in parallel (each worker's own users, named by its id)."""
+    agent = f"{TEST_AGENT_USER[:18]}-s{workers}"  # useradd takes 32 characters at most
+    assert _ours(agent) == []
     (tmp_path / "test_made.py").write_text(_SESSION)
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.conftest",
-             "-q", "--rootdir", str(tmp_path), str(tmp_path / "test_made.py")],
+             "-q", "-n", workers, "--rootdir", str(tmp_path), str(tmp_path / "test_made.py")],
             env={**os.environ, "CAA_TEST_AGENT_USER": agent, "PYTHONPATH": str(ROOT)},
             cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
         assert "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
-        assert not user_exists(agent), "the agent's user outlived the session"
-        assert not user_exists(worker), "a registered user outlived the session"
+        assert _ours(agent) == [], "a user the session made outlived it"
         assert "a test user is left" not in done.stdout
     finally:
-        for name in (agent, worker):
-            if user_exists(name):
-                subprocess.run(["userdel", name], check=False, capture_output=True, timeout=60)
+        for name in _ours(agent):
+            subprocess.run(["userdel", name], check=False, capture_output=True, timeout=60)

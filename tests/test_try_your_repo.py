@@ -279,7 +279,7 @@ def test_ci_triage_runs_offline_on_a_repository_without_workflows(tmp_path: Path
     user = f"{TEST_AGENT_USER[:24]}-try"
     assert not user_exists(user)
     done = _try(repo, "--workflow", str(ROOT / "examples" / "ci-triage.yml"), "--log", str(log),
-                env_extra={"CAA_TEST_AGENT_USER": user})
+                env_extra={"CAA_TEST_AGENT_USER": user, "PYTEST_XDIST_WORKER": ""})
     out = done.stdout
     assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
     assert "failed to fetch" not in out

@@ -3,32 +3,45 @@
 Who makes which user (docs/local-testing.md, "OS users"): the box makes the agent's user
 (``useradd --system``) the first time a contained run needs it, under the name of
 ``agent-user`` (the action's default ``cursor-agent``; the suite's ``TEST_AGENT_USER``), and
-:func:`ensure_user` makes the runner users of the fallback tests. Every name the session may
-create is registered here (:func:`session_user`); conftest's ``pytest_sessionfinish`` hook
-removes them all when the session ends, whatever happened before.
+:func:`ensure_user` makes the runner users of the fallback tests. Every name a session may
+create is registered here (:func:`session_user`); conftest's one ``pytest_sessionfinish`` hook
+removes them when the session ends, whatever happened before, and the controller of a parallel
+run every worker's too (:func:`remove_suite_users`).
+
+Each suite, and each of its pytest-xdist workers, has users of its own: the base name comes
+from ``CAA_TEST_AGENT_USER`` (two suites side by side on one machine), and a worker adds its
+id (``caa-test-agent-gw0``), because the Landlock tier kills every process of the agent's user
+after its run and the tests check that no process of it outlived a run: two workers sharing one
+user would kill or see each other's agents.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import re
 import subprocess
+from pathlib import Path
 
-TEST_AGENT_USER = os.environ.get("CAA_TEST_AGENT_USER", "caa-test-agent")
-"""The contained agent's user in tests (the action's default is cursor-agent); another name in
-``CAA_TEST_AGENT_USER`` lets two suites run side by side on one machine."""
-TEST_RUNNER_USER = "caa-test-runner"
+SUITE_USER = os.environ.get("CAA_TEST_AGENT_USER", "caa-test-agent")
+"""The suite's base name (the action's default user is cursor-agent)."""
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+"""This process's pytest-xdist worker id (``gw0``), or "" in the controller or a serial run."""
+TEST_AGENT_USER = f"{SUITE_USER}-{WORKER}" if WORKER else SUITE_USER
+"""The contained agent's user in this worker's tests."""
+TEST_RUNNER_USER = f"{TEST_AGENT_USER}-runner"
 """An unprivileged runner user without sudo, for the fallback tests."""
-TEST_SUDO_USER = "caa-test-sudoer"
+TEST_SUDO_USER = f"{TEST_AGENT_USER}-sudoer"
 """A runner user with passwordless sudo (its sudoers entry only while its test runs)."""
 TEST_USERS = (TEST_AGENT_USER, TEST_RUNNER_USER, TEST_SUDO_USER)
+SUDOERS = Path("/etc/sudoers.d")
 
 _SESSION_USERS: dict[str, None] = dict.fromkeys(TEST_USERS)
 
 
 def session_user(name: str) -> str:
     """``name``, registered as a user this session may create: the session-finish hook removes
-    it (a per-worker agent user, say). Returns ``name``."""
+    it. Returns ``name``."""
     _SESSION_USERS[name] = None
     return name
 
@@ -75,4 +88,24 @@ def remove_session_users(also: tuple[str, ...] = ()) -> list[str]:
     """Remove every user of :func:`session_users` and ``also``; why each one left could not
     be removed (empty when all are gone)."""
     problems = [remove_user(name) for name in dict.fromkeys((*session_users(), *also))]
+    return [problem for problem in problems if problem]
+
+
+def suite_users(names: list[str]) -> list[str]:
+    """Of ``names``, the users this suite's processes make: the serial run's and every worker's
+    (``gw<N>``), agent, runner and sudo user alike; never another suite's."""
+    base = re.escape(SUITE_USER)
+    ours = re.compile(rf"{base}(?:-gw[0-9]+)?(?:-runner|-sudoer)?")
+    return [name for name in names if ours.fullmatch(name)]
+
+
+def remove_suite_users() -> list[str]:
+    """Remove every user :func:`suite_users` finds on the machine (and a sudo user's sudoers
+    entry): what the controller does when the session ends, so a worker that crashed leaves
+    nothing behind. Why each one left could not be removed (empty when all are gone)."""
+    problems = []
+    for name in suite_users([entry.pw_name for entry in pwd.getpwall()]):
+        if name.endswith("-sudoer"):
+            (SUDOERS / name).unlink(missing_ok=True)
+        problems.append(remove_user(name))
     return [problem for problem in problems if problem]
