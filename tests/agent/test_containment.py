@@ -336,15 +336,61 @@ def test_a_runner_user_with_passwordless_sudo_gets_the_agent_contained(
 
 
 def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) -> None:
+    """Sudo installed, no entry for the runner's user: 'asks for a password', with the sudoers
+    line to add (without sudo on the machine: 'not installed', with how to install it)."""
     done = _as_runner(unprivileged, box, TEST_RUNNER_USER)
     assert done.returncode == 0, done.stdout + done.stderr
+    why, fix = (("sudo asks for a password ('sudo -n' answered: a password is required): the "
+                 f"runner's user {TEST_RUNNER_USER} has no sudoers entry, or one without NOPASSWD",
+                 "Fix: give the runner's user passwordless sudo: a sudoers line such as "
+                 f"'{TEST_RUNNER_USER} ALL=(root) NOPASSWD: ALL'")
+                if shutil.which("sudo") else
+                ("sudo is not installed", "Fix: install sudo (apt-get install sudo)"))
     assert "::warning title=agent not contained::Running the agent without the box, because " \
-           "the helper is not root and 'sudo -n' does not work" in done.stdout
+           f"the helper is not root and {why}" in done.stdout
     assert "Missing protections" in done.stdout
-    assert "Fix: give the runner's user passwordless sudo" in done.stdout
+    assert fix in done.stdout
     assert (box.seen / "ran").exists()
     outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
     assert outputs["conclusion"] == "success"
+
+
+def _sudo_check_as(venv: Path, user_name: str, *, path: str = "/usr/bin:/bin",
+                   no_new_privs: bool = False) -> str:
+    """What the helper's sudo check says when ``user_name`` runs it."""
+    user = ensure_user(user_name)
+    code = ("from cursor_agent_action.agent.contain import sudo; c = sudo.check(); "
+            "print(c.state); print(c.why_not); print(c.fix)")
+    done = subprocess.run(
+        [shutil.which("setpriv") or "setpriv", f"--reuid={user.pw_uid}",
+         f"--regid={user.pw_gid}", "--clear-groups", *(["--no-new-privs"] if no_new_privs else []),
+         str(venv / "bin" / "python"), "-I", "-c", code],
+        env={"PATH": path}, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_sudo_missing_asking_for_a_password_and_refusing_are_told_apart(
+    unprivileged: Path, sudoer: str, tmp_path: Path
+) -> None:
+    """Before: all three said "'sudo -n' does not work (no passwordless sudo ...)". Now each
+    its own cause and fix: sudo not on PATH; no sudoers entry (a password is required); an
+    entry with NOPASSWD that sudo still refuses (the no-new-privileges flag, as in a container
+    started with it)."""
+    empty = tmp_path / "no-sudo-here"
+    empty.mkdir()
+    empty.chmod(0o755)
+    missing = _sudo_check_as(unprivileged, TEST_RUNNER_USER, path=str(empty))
+    assert missing.startswith("missing\nsudo is not installed")
+    assert "install sudo (apt-get install sudo)" in missing
+    password = _sudo_check_as(unprivileged, TEST_RUNNER_USER)
+    assert password.startswith("password\nsudo asks for a password")
+    assert f"'{TEST_RUNNER_USER} ALL=(root) NOPASSWD: ALL'" in password
+    refused = _sudo_check_as(unprivileged, sudoer, no_new_privs=True)
+    assert refused.startswith("refused\nsudo refused ('sudo -n true' answered: The \"no new "
+                              "privileges\" flag is set"), refused
+    assert "without the no-new-privileges flag" in refused
+    assert _sudo_check_as(unprivileged, sudoer).startswith("works\n")
 
 
 def test_isolation_user_without_root_or_sudo_fails_before_the_agent_starts(

@@ -19,7 +19,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from cursor_agent_action.agent.contain import landlock
+from cursor_agent_action.agent.contain import landlock, sudo
 from cursor_agent_action.agent.contain.box import limits
 from cursor_agent_action.agent.contain.box.contract import (
     BoxLimits,
@@ -104,17 +103,6 @@ class Isolation:
         return f"none (the agent ran as the runner's user: {self.why_not})"
 
 
-def _sudo_works() -> bool:
-    if not shutil.which("sudo"):
-        return False
-    try:
-        done = subprocess.run(["sudo", "-n", "true"], capture_output=True, check=False,
-                              timeout=SUDO_PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
 def probe_box(*, via_sudo: bool) -> ProbeResult:
     """Whether the box can be made here: a throwaway root process tries its namespaces and
     mounts (:mod:`.boxprobe`)."""
@@ -166,7 +154,7 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
     if not sys.platform.startswith("linux"):
         why = f"the box needs Linux namespaces (this runner is {sys.platform})"
         fix = "run the job on a GitHub-hosted Linux runner (runs-on: ubuntu-latest)"
-    elif (root := os.geteuid() == 0) or _sudo_works():
+    elif (root := os.geteuid() == 0) or (sudo_check := sudo.check()).works:
         found = probe_box(via_sudo=not root)
         if found.ok:
             return Isolation(True, via_sudo=not root, agent_user=agent_user)
@@ -174,11 +162,8 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
         if root and requested == "auto" and landlock.abi() >= 1:
             return Isolation(True, agent_user=agent_user, why_not=why, fix=fix, landlock=True)
     else:
-        why = ("the helper is not root and 'sudo -n' does not work (no passwordless sudo for "
-               "the runner's user: a self-hosted runner)")
-        fix = ("give the runner's user passwordless sudo (a sudoers line such as "
-               "'RUNNER_USER ALL=(root) NOPASSWD: ALL'), or run the job on a GitHub-hosted "
-               "Linux runner")
+        why = f"the helper is not root and {sudo_check.why_not}"
+        fix = f"{sudo_check.fix}, or run the job on a GitHub-hosted Linux runner"
     if requested == "user":
         raise SetupError(f"isolation is user, but the agent cannot be contained here: {why}.",
                          f"{fix[0].upper()}{fix[1:]}; or set isolation to auto (run "
