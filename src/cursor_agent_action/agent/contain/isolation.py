@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import platform
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from cursor_agent_action.agent.contain import landlock, sudo
-from cursor_agent_action.agent.contain.box import limits
+from cursor_agent_action.agent.contain.box import limits, seccomp
 from cursor_agent_action.agent.contain.box.contract import (
     BoxLimits,
     BoxSpec,
@@ -95,8 +96,8 @@ class Isolation:
         """For the log and the job summary."""
         if self.landlock:
             return (f"landlock (user {self.agent_user}; a private copy of the repository, home "
-                    f"and /tmp; no access to {HIDDEN}; not held: {LANDLOCK_LACKS}; "
-                    f"{self.why_not})")
+                    f"and /tmp; no access to {HIDDEN}; {LANDLOCK_HOLDS}; not held: "
+                    f"{landlock_lacks()}; {self.why_not})")
         if self.contained:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
                     "private view of the repository, home and /tmp)")
@@ -171,17 +172,30 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
     return Isolation(False, why_not=why, fix=fix)
 
 
-HIDDEN = "the runner's home, RUNNER_TEMP, the tool cache, /root or the helper's state"
+HIDDEN = ("the runner's home, RUNNER_TEMP, the tool cache, /root, the helper's state or the "
+          "service-account tokens (/run/secrets, /var/run/secrets)")
+LANDLOCK_HOLDS = ("no unix socket (the host's under /run, abstract ones), io_uring or POSIX "
+                  "message queue; the System V IPC objects it made removed after the run")
 LANDLOCK_LACKS = ("no PID namespace (what it leaves running is killed by its user id), no "
-                  "network wall (it has the runner's network), no IPC namespace")
+                  "network wall (it has the runner's network), no IPC namespace (System V "
+                  "objects others left open to all are in reach)")
+
+
+def landlock_lacks() -> str:
+    """What the Landlock tier does not hold, with what this machine's kernel cannot hold."""
+    lacks = LANDLOCK_LACKS
+    if not seccomp.supported():
+        lacks += (f"; no seccomp filter for this machine ({platform.machine()}): unix sockets, "
+                  "io_uring, POSIX message queues and kernel keyrings are in reach")
+    return lacks
 
 
 def landlock_warning(isolation: Isolation) -> str:
     """The warning for ``auto`` under Landlock: what holds, what does not, the fix."""
     return (f"Running the agent under Landlock instead of the box, because "
             f"{isolation.why_not}. It runs as its own user on a private copy, with no access "
-            f"to {HIDDEN} (Landlock); "
-            f"not held: {LANDLOCK_LACKS}: it can reach anything the runner can (the cloud "
+            f"to {HIDDEN} (Landlock); {LANDLOCK_HOLDS} (seccomp); "
+            f"not held: {landlock_lacks()}: it can reach anything the runner can (the cloud "
             "metadata address, services on the runner's loopback, any host). Fix: "
             f"{isolation.fix}; set isolation: user to fail instead.")
 

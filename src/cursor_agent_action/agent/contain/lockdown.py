@@ -11,9 +11,12 @@ the status written in place into the file the helper made. What holds, and what 
   of the work tree (no ``.git``) in a directory of its own, with a fresh home and ``/tmp``; the
   copy's patch is made by our hardened git against the real repository, as in the box;
 - Landlock: it reads everything but the masked places (the runner's home, ``RUNNER_TEMP``, the
-  tool cache, ``/root``, the helper's state, the real work tree with its ``.git/config``) and
-  writes only its copy, home and ``/tmp``; it cannot signal a process outside its domain
-  (ABI 6+);
+  tool cache, ``/root``, the helper's state, the real work tree with its ``.git/config``, the
+  service-account tokens in ``/run/secrets`` and ``/var/run/secrets``) and writes only its
+  copy, home and ``/tmp``; it cannot signal a process outside its domain (ABI 6+);
+- seccomp: no unix socket (pathname or abstract: not the container runtime's, D-Bus's or any
+  under ``/run``), no io_uring, no POSIX message queue, no kernel keyrings (:mod:`.box.seccomp`);
+  every System V IPC object its user owns or made is removed after the run (:mod:`.hostipc`);
 - not held: no PID namespace (what it leaves running is killed by its user id after the run,
   the user being the agent's alone), no network wall (it has the runner's network), the copy is
   on disk, not a sized tmpfs.
@@ -34,7 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
-from cursor_agent_action.agent.contain import landlock
+from cursor_agent_action.agent.contain import hostipc, landlock
 from cursor_agent_action.agent.contain.box import finish, home, limits, seccomp, storage, tree
 from cursor_agent_action.agent.contain.box.contract import BoxSpec, BoxStatus
 from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc
@@ -112,7 +115,7 @@ class Prepared:
                     for name, value in spec.env.items()}
         self.env["TMPDIR"] = str(tmp)
         rules = landlock.agent_rules(
-            masks=[*spec.masks, str(real), str(self.area)],
+            masks=[*spec.masks, *landlock.SERVICE_ACCOUNT_SECRETS, str(real), str(self.area)],
             writable=[str(self.area / "tree"), str(self.area / "home"), str(tmp), *spec.shares],
             readable=[*spec.reveals, str(files)],
         )
@@ -161,7 +164,7 @@ def _exec_agent(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits)
         # After the change of identity (which clears it): the CLI dies if we do.
         die_with_parent()
         landlock.restrict_self(prepared.ruleset)  # sets no_new_privs first
-        seccomp.install(libc())
+        seccomp.install(libc(), host_ipc=False)  # no unix socket, io_uring or mqueue
         os.closerange(3, 65536)
         os.umask(0o022)
         os.chdir(prepared.cwd)
@@ -244,11 +247,15 @@ def run(spec: BoxSpec, status: Status) -> int:
     os.close(prepared.ruleset)
     code = _wait(child, agent)
     gone = kill_all(agent.uid)
+    kept = hostipc.remove_left(agent.uid)  # its user's alone: every object it left
     silence_output()
+    errors = [*([] if gone else ["processes of the agent's user were still running after the "
+                                 "run"]),
+              *([f"System V IPC objects of the agent's user could not be removed: {kept}"]
+                if kept else [])]
     result = BoxStatus(
         True, limits=box_limits.label, storage=prepared.copy.note,
-        returncode=os.waitstatus_to_exitcode(code),
-        error="" if gone else "processes of the agent's user were still running after the run")
+        returncode=os.waitstatus_to_exitcode(code), error="; ".join(errors))
     # The box's own bounded finish: in the cgroup, within its limit, and ended at once when the
     # helper closes the control pipe (an alarm killed this program and left the copy behind).
     result = finish.bounded(prepared.spec, prepared.copy, box_limits).into(result)
