@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.agent.contain import landlock
 from cursor_agent_action.cli import main
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.box import SESSION, TOKEN, Box
@@ -27,7 +28,13 @@ from tests.support.box import agent as _agent
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
 from tests.support.standin import SYSTEM_PYTHON, processes_of
-from tests.support.users import TEST_AGENT_USER, TEST_RUNNER_USER, TEST_SUDO_USER, ensure_user
+from tests.support.users import (
+    TEST_AGENT_USER,
+    TEST_RUNNER_USER,
+    TEST_SUDO_USER,
+    ensure_user,
+    remove_user,
+)
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sys.platform.startswith("linux"),
@@ -281,16 +288,17 @@ def unprivileged(tmp_path: Path) -> Path:
 
 
 def _as_runner(
-    venv: Path, box: Box, user_name: str, *args: str
+    venv: Path, box: Box, user_name: str, *args: str,
+    body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid", env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     user = ensure_user(user_name)
     subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base),
                     str(box.home)], check=True)  # fmt: skip
-    agent = _agent(box, "echo ran > $SEEN/ran; id -u > $SEEN/uid")
+    agent = _agent(box, body)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(box.home),
            "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_fallback_1234",
            "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
-           "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen)}
+           "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen), **(env or {})}
     return subprocess.run(
         ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
          str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
@@ -337,7 +345,9 @@ def test_a_runner_user_with_passwordless_sudo_gets_the_agent_contained(
 
 def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) -> None:
     """Sudo installed, no entry for the runner's user: 'asks for a password', with the sudoers
-    line to add (without sudo on the machine: 'not installed', with how to install it)."""
+    line to add (without sudo on the machine: 'not installed', with how to install it); the
+    agent runs under Landlock as the runner's own user (uncontained where the kernel has no
+    Landlock)."""
     done = _as_runner(unprivileged, box, TEST_RUNNER_USER)
     assert done.returncode == 0, done.stdout + done.stderr
     why, fix = (("sudo asks for a password ('sudo -n' answered: a password is required): the "
@@ -346,13 +356,96 @@ def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) 
                  f"'{TEST_RUNNER_USER} ALL=(root) NOPASSWD: ALL'")
                 if shutil.which("sudo") else
                 ("sudo is not installed", "Fix: install sudo (apt-get install sudo)"))
-    assert "::warning title=agent not contained::Running the agent without the box, because " \
-           f"the helper is not root and {why}" in done.stdout
-    assert "Missing protections" in done.stdout
+    if landlock.abi() >= 1:
+        assert "::warning title=agent under Landlock%2C no box::Running the agent under " \
+               "Landlock as the runner's own user, because the helper is not root and " \
+               f"{why}" in done.stdout
+    else:
+        assert "::warning title=agent not contained::Running the agent without the box, " \
+               f"because the helper is not root and {why}" in done.stdout
+        assert "Missing protections" in done.stdout
     assert fix in done.stdout
     assert (box.seen / "ran").exists()
     outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
     assert outputs["conclusion"] == "success"
+
+
+RUNNER_SECRETS = (".ssh/id_ed25519", ".aws/credentials", ".git-credentials", ".netrc",
+                  ".config/gh/hosts.yml", ".docker/config.json", ".npmrc", ".pypirc")
+RUNNER_ROOT_SECRETS = (".runner", ".credentials", ".credentials_rsaparams", "_diag/Runner_1.log")
+
+
+def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
+    box: Box, unprivileged: Path
+) -> None:
+    """The attack, on a self-hosted runner without sudo (a user made for this test, and
+    removed): the agent reads the runner's credentials (its home's and the runner's own
+    .runner, .credentials, _diag), the file commands, the helper's environment; writes into
+    the home, the real tree, the runner's _work and /tmp; signals the helper; leaves a sleeper
+    and a System V segment. Before: it ran as the runner's user on the real tree and did all of
+    it. Now each fails; its change to its copy comes back; the summary names the tier."""
+    if landlock.abi() < 1:
+        pytest.skip("this kernel has no Landlock")
+    name = f"{TEST_AGENT_USER}-rnr"[:32]
+    runner_root = box.base / "actions-runner"
+    work = runner_root / "_work"
+    (work / "repo").mkdir(parents=True)
+    planted = Path(f"/tmp/{name}-planted")  # the runner's real /tmp
+    commands = box.base / "runner-temp" / "_runner_file_commands"
+    commands.mkdir(parents=True)
+    github_env = commands / "set_env_1"
+    github_env.write_text("KEEP=1\n")
+    secrets = [box.home / rel for rel in RUNNER_SECRETS]
+    secrets += [runner_root / rel for rel in RUNNER_ROOT_SECRETS]
+    for path in secrets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{TOKEN} {path.name}\n")
+    reads = "; ".join(f"cat {path} >> $SEEN/read 2>/dev/null" for path in secrets)
+    writes = "; ".join(f"echo planted >> {path} 2>/dev/null" for path in (
+        box.home / "planted", box.workspace / "src" / "app.py", work / "planted", planted,
+        github_env))
+    body = (f"{reads}; {writes}; "
+            'helper=$(cut -d" " -f4 /proc/$PPID/stat); echo $helper > $SEEN/helper; '
+            "cat /proc/$helper/environ /proc/$PPID/environ >> $SEEN/read 2>/dev/null; "
+            "kill -0 $helper 2>/dev/null; echo $? > $SEEN/signal; "
+            '(setsid sh -c "sleep 300 & echo \\$! > $SEEN/sleeper" &); sleep 0.3; '
+            "ipcmk -M 4096 > $SEEN/shm 2>&1; "
+            "echo landlocked >> README.md; id -u > $SEEN/uid")
+    try:
+        done = _as_runner(unprivileged, box, name, "--preset", "edit", "--summary-file",
+                          str(box.base / "summary.md"), body=body,
+                          env={"RUNNER_WORKSPACE": str(work / "repo"), "GITHUB_TOKEN": TOKEN,
+                               "GITHUB_ENV": str(github_env)})
+        uid = ensure_user(name).pw_uid
+        left = [line for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+                if line.split()[7] == str(uid)]
+    finally:
+        planted.unlink(missing_ok=True)
+        sleeper = _seen(box, "sleeper").strip()
+        if sleeper.isdigit() and Path(f"/proc/{sleeper}").exists():  # before the fix
+            os.kill(int(sleeper), 9)
+        for pid in processes_of(name):
+            os.kill(pid, 9)
+        remove_user(name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert int(_seen(box, "uid")) == uid  # the runner's own user: no other exists here
+    assert TOKEN not in _seen(box, "read"), _seen(box, "read") + done.stdout
+    assert _seen(box, "helper").strip().isdigit()
+    assert _seen(box, "signal").strip() != "0"
+    assert not (box.home / "planted").exists()
+    assert not (work / "planted").exists()
+    assert not planted.exists()
+    assert github_env.read_text() == "KEEP=1\n"
+    assert (box.workspace / "src" / "app.py").read_text() == "print('hi')\n"
+    assert (box.workspace / "README.md").read_text().endswith("landlocked\n")
+    assert not Path(f"/proc/{sleeper}").exists()
+    assert "id:" in _seen(box, "shm")
+    assert left == []
+    outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
+    assert outputs["conclusion"] == "success"
+    assert outputs["files-changed"] == '["README.md"]'
+    summary = (box.base / "summary.md").read_text()
+    assert f"**Isolation:** landlock as the runner's own user ({name};" in summary
 
 
 def _sudo_check_as(venv: Path, user_name: str, *, path: str = "/usr/bin:/bin",

@@ -20,6 +20,7 @@ import errno
 import json
 import os
 import platform
+import pwd
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -80,6 +81,7 @@ class Isolation:
     agent_user: str = DEFAULT_AGENT_USER
     fix: str = ""  # uncontained: what would contain the agent on this runner
     landlock: bool = False  # contained by Landlock, not the box (agent.contain.lockdown)
+    own_user: bool = False  # Landlock as the runner's own user (no root, no sudo)
 
     @property
     def walled(self) -> bool:
@@ -94,6 +96,11 @@ class Isolation:
     @property
     def label(self) -> str:
         """For the log and the job summary."""
+        if self.own_user:
+            return (f"landlock as the runner's own user ({self.agent_user}; a private copy of "
+                    f"the repository, home and /tmp; no access to {HIDDEN}; "
+                    f"{RUNNER_LANDLOCK_HOLDS}; not held: {landlock_lacks(own_user=True)}; "
+                    f"{self.why_not})")
         if self.landlock:
             return (f"landlock (user {self.agent_user}; a private copy of the repository, home "
                     f"and /tmp; no access to {HIDDEN}; {LANDLOCK_HOLDS}; not held: "
@@ -165,6 +172,9 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
     else:
         why = f"the helper is not root and {sudo_check.why_not}"
         fix = f"{sudo_check.fix}, or run the job on a GitHub-hosted Linux runner"
+        if requested == "auto" and landlock.abi() >= 1:
+            return Isolation(True, agent_user=_runner_name(), why_not=why, fix=fix,
+                             landlock=True, own_user=True)
     if requested == "user":
         raise SetupError(f"isolation is user, but the agent cannot be contained here: {why}.",
                          f"{fix[0].upper()}{fix[1:]}; or set isolation to auto (run "
@@ -181,9 +191,29 @@ LANDLOCK_LACKS = ("no PID namespace (what it leaves running is killed by its use
                   "objects others left open to all are in reach)")
 
 
-def landlock_lacks() -> str:
-    """What the Landlock tier does not hold, with what this machine's kernel cannot hold."""
-    lacks = LANDLOCK_LACKS
+RUNNER_LANDLOCK_HOLDS = (f"{LANDLOCK_HOLDS}; no tracing of, or reading /proc/PID/environ "
+                         "of, the runner's processes; no_new_privs (no sudo, no set-user-ID "
+                         "program); what it leaves running is killed as the helper's "
+                         "descendants")
+RUNNER_LANDLOCK_LACKS = ("its own user (it is the runner's: files the runner's user may read "
+                         "outside the masked places it may read too), no PID namespace, no "
+                         "network wall (it has the runner's network), no IPC namespace, no "
+                         "process-count limit")
+
+
+def _runner_name() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def landlock_lacks(*, own_user: bool = False) -> str:
+    """What a Landlock tier does not hold, with what this machine's kernel cannot hold."""
+    lacks = RUNNER_LANDLOCK_LACKS if own_user else LANDLOCK_LACKS
+    if own_user and (version := landlock.abi()) < 6:
+        lacks += (f"; on this kernel (Landlock ABI {version}, scopes from 6: Linux 6.12) it can "
+                  "signal the runner's processes, the helper's included")
     if not seccomp.supported():
         lacks += (f"; no seccomp filter for this machine ({platform.machine()}): unix sockets, "
                   "io_uring, POSIX message queues and kernel keyrings are in reach")
@@ -192,6 +222,12 @@ def landlock_lacks() -> str:
 
 def landlock_warning(isolation: Isolation) -> str:
     """The warning for ``auto`` under Landlock: what holds, what does not, the fix."""
+    if isolation.own_user:
+        return (f"Running the agent under Landlock as the runner's own user, because "
+                f"{isolation.why_not}. It runs on a private copy with its own home and /tmp, "
+                f"with no access to {HIDDEN} (Landlock); {RUNNER_LANDLOCK_HOLDS} (seccomp); "
+                f"not held: {landlock_lacks(own_user=True)}: it can reach anything the runner "
+                f"can on the network. Fix: {isolation.fix}.")
     return (f"Running the agent under Landlock instead of the box, because "
             f"{isolation.why_not}. It runs as its own user on a private copy, with no access "
             f"to {HIDDEN} (Landlock); {LANDLOCK_HOLDS} (seccomp); "

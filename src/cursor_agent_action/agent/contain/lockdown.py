@@ -1,7 +1,8 @@
-"""The agent under Landlock, where the box cannot be made but the helper is root (a container
-job, a Kubernetes pod without CAP_SYS_ADMIN): its own user, a private copy, no namespaces.
+"""The agent under Landlock, where the box cannot be made: its own user when this program is
+root (a container job, a Kubernetes pod without CAP_SYS_ADMIN), else the runner's own user (a
+self-hosted runner without sudo); a private copy, no namespaces.
 
-    python -I -m cursor_agent_action.agent.contain.lockdown SPEC.json      (as root)
+    python -I -m cursor_agent_action.agent.contain.lockdown SPEC.json   (as root, or the runner)
 
 The spec and the protocol are the box's (:mod:`.box.root`): stdout and stderr are the agent's,
 stdin the control channel (``T``: SIGTERM the agent; ``K`` or the pipe closing: kill it all),
@@ -20,12 +21,20 @@ the status written in place into the file the helper made. What holds, and what 
 - not held: no PID namespace (what it leaves running is killed by its user id after the run,
   the user being the agent's alone), no network wall (it has the runner's network), the copy is
   on disk, not a sized tmpfs.
+
+As the runner's own user (not root: :func:`run` with ``own_user``) the same, except: no change
+of user (Landlock keeps it from the runner's files and, from ABI 6, from signalling the
+runner's processes; from ABI 1 from tracing them or reading their ``/proc/PID/environ``);
+what it leaves running is killed as this program's descendants (it is their subreaper: an
+orphan comes back to it however it forked), never by user id; only the System V objects made
+during the run are removed; no process-count limit (it would count the runner's processes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import resource
 import select
 import shutil
@@ -40,7 +49,7 @@ from cursor_agent_action import changeset, safegit
 from cursor_agent_action.agent.contain import hostipc, landlock
 from cursor_agent_action.agent.contain.box import finish, home, limits, seccomp, storage, tree
 from cursor_agent_action.agent.contain.box.contract import BoxSpec, BoxStatus
-from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc
+from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc, set_subreaper
 from cursor_agent_action.agent.contain.box.root import Status, setup_failed, silence_output
 from cursor_agent_action.agent.contain.box.user import AgentUser, UserError, agent_user
 
@@ -98,12 +107,15 @@ class Prepared:
         os.chmod(self.area / "tree", 0o700)  # the agent's alone, as its home and /tmp
         files = self.area / "files"  # root's, readable by the agent's group only
         files.mkdir(mode=0o750)
-        os.chown(files, 0, agent.gid)
+        root = os.geteuid() == 0
+        if root:
+            os.chown(files, 0, agent.gid)
         moved: dict[str, str] = {}
         for index, source in enumerate(spec.files):
             copied = files / f"{index}-{Path(source).name}"
             shutil.copyfile(source, copied, follow_symlinks=False)
-            os.chown(copied, 0, agent.gid)
+            if root:
+                os.chown(copied, 0, agent.gid)
             copied.chmod(0o640)
             moved[source] = str(copied)
         inside = os.path.relpath(spec.cwd, real)
@@ -134,14 +146,21 @@ def _can_run(agent: AgentUser, program: str) -> bool:
     child = os.fork()
     if child == 0:  # pragma: no cover - a forked child, answering by its exit code
         try:
-            os.setgroups([])
-            os.setresgid(agent.gid, agent.gid, agent.gid)
-            os.setresuid(agent.uid, agent.uid, agent.uid)
+            _become(agent)
             os._exit(0 if os.access(program, os.X_OK) else 1)
         finally:
             os._exit(1)
     _, status = os.waitpid(child, 0)
     return status == 0
+
+
+def _become(agent: AgentUser) -> None:
+    """Take ``agent``'s identity, no other group (as root; already it as the runner's user)."""
+    if os.geteuid() != 0:
+        return
+    os.setgroups([])
+    os.setresgid(agent.gid, agent.gid, agent.gid)
+    os.setresuid(agent.uid, agent.uid, agent.uid)
 
 
 def _rehome(value: str, old: str, new: str) -> str:
@@ -154,11 +173,11 @@ def _exec_agent(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits)
         os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.MAX_PROCESSES, limits.MAX_PROCESSES))
+        if os.geteuid() == 0:  # the agent's user alone: its count is the agent's processes
+            resource.setrlimit(resource.RLIMIT_NPROC,
+                               (limits.MAX_PROCESSES, limits.MAX_PROCESSES))
         box_limits.per_process()
-        os.setgroups([])
-        os.setresgid(agent.gid, agent.gid, agent.gid)
-        os.setresuid(agent.uid, agent.uid, agent.uid)
+        _become(agent)
         if os.getuid() != agent.uid or os.geteuid() != agent.uid:
             raise OSError("the agent's identity could not be set")
         # After the change of identity (which clears it): the CLI dies if we do.
@@ -207,7 +226,40 @@ def kill_all(uid: int, limit_s: float = KILL_WAIT_S) -> bool:
     return True
 
 
-def _wait(child: int, agent: AgentUser) -> int:
+def _children() -> list[int]:
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError), \
+                    open(f"/proc/{entry}/stat", "rb") as handle:
+                data = handle.read()
+                if int(data[data.rfind(b")") + 2:].split()[1]) == me:
+                    found.append(int(entry))
+    return found
+
+
+def kill_descendants(limit_s: float = KILL_WAIT_S) -> bool:
+    """Every descendant of this program killed (it is their subreaper: each orphan is
+    re-parented to it, so killing and reaping its children, round after round, reaches them
+    all); whether none is left, within ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while children := _children():
+        if time.monotonic() > deadline:
+            return False
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    return True
+
+
+def _kill_everything(agent: AgentUser, own_user: bool) -> bool:
+    return kill_descendants() if own_user else kill_all(agent.uid)
+
+
+def _wait(child: int, agent: AgentUser, own_user: bool) -> int:
     """Relay the helper's control bytes until the agent ends; its wait status."""
     stdin_open = True
     while True:
@@ -218,18 +270,26 @@ def _wait(child: int, agent: AgentUser) -> int:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(child, signal.SIGTERM)
             if not data or b"K" in data:
-                kill_all(agent.uid)
+                _kill_everything(agent, own_user)
                 stdin_open = bool(data)
         pid, status = os.waitpid(child, os.WNOHANG)
         if pid:
             return status
 
 
+def _runner_user() -> AgentUser:
+    return AgentUser(pwd.getpwuid(os.getuid()).pw_name, os.getuid(), os.getgid())
+
+
 def run(spec: BoxSpec, status: Status) -> int:
-    """Prepare, run, finish; the exit code of this program."""
+    """Prepare, run, finish; the exit code of this program. Not root: the agent is the
+    runner's own user (this program's)."""
     prepared: Prepared | None = None
+    own_user = os.geteuid() != 0
     try:
-        agent = agent_user(spec.user)
+        agent = _runner_user() if own_user else agent_user(spec.user)
+        if own_user and not set_subreaper():
+            raise OSError("this program cannot be the subreaper of the agent's processes")
         prepared = Prepared(spec, agent)
         box_limits = limits.create(f"caa-lockdown-{os.getpid()}",
                                    spec.limits.memory_bytes)
@@ -239,15 +299,16 @@ def run(spec: BoxSpec, status: Status) -> int:
             prepared.remove()
         status.write(setup_failed(exc))
         return EXIT_SETUP
+    before_ipc = hostipc.objects_of(agent.uid) if own_user else set()  # the runner's stay
     child = os.fork()
     if child == 0:
         with contextlib.suppress(OSError):
             box_limits.enter(os.getpid())
         _exec_agent(prepared, agent, box_limits)
     os.close(prepared.ruleset)
-    code = _wait(child, agent)
-    gone = kill_all(agent.uid)
-    kept = hostipc.remove_left(agent.uid)  # its user's alone: every object it left
+    code = _wait(child, agent, own_user)
+    gone = _kill_everything(agent, own_user)
+    kept = hostipc.remove_left(agent.uid, before_ipc)  # as root: its user's alone, all of them
     silence_output()
     errors = [*([] if gone else ["processes of the agent's user were still running after the "
                                  "run"]),
@@ -267,9 +328,8 @@ def run(spec: BoxSpec, status: Status) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or os.geteuid() != 0:
-        sys.stderr.write("usage (as root): python -I -m cursor_agent_action.agent.contain.lockdown "
-                         "SPEC\n")
+    if len(args) != 1:
+        sys.stderr.write("usage: python -I -m cursor_agent_action.agent.contain.lockdown SPEC\n")
         return 2
     spec = BoxSpec.take(Path(args[0]))
     return run(spec, Status(spec.status_file))
