@@ -113,6 +113,8 @@ def test_a_container_job_is_named_with_a_fix_that_works_there(box: Box) -> None:
     assert "**Network:** no wall (Landlock, not the box)" in summary
     assert "no unix socket (the host's under /run, abstract ones)" in summary
     assert "service-account tokens (/run/secrets, /var/run/secrets)" in summary
+    assert "on disk, under Landlock, made in" in summary  # what the copy cost, and why
+    assert "without the box there is no overlay: it needs CAP" in summary, summary
 
 
 SECRET_PLACES = {

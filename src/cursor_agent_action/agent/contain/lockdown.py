@@ -79,11 +79,11 @@ class Prepared:
         tree.survey(str(real), max_entries=caps.max_files, count_bytes=True,  # caps first
                     max_file_bytes=caps.max_file_bytes, max_total_bytes=caps.max_total_bytes)
         (self.area / "tree").mkdir()
+        started = time.monotonic()
         self.copy = tree.copy_tree(str(real), str(self.area / "tree"), agent.uid, agent.gid,
                                    max_file_bytes=caps.max_file_bytes,
                                    max_total_bytes=caps.max_total_bytes)
-        self.copy.note = (f"a copy of the repository ({self.copy.files:,} files) on disk, "
-                          "under Landlock")
+        self.copy.note = copy_note(self.copy, time.monotonic() - started)
         (self.area / storage.OBJECTS_DIR).mkdir(mode=0o700, parents=True)  # storage.finish
         if spec.git:  # as storage.prepare, from the real repository (no .git here)
             with contextlib.suppress(changeset.ChangesetError):
@@ -139,6 +139,15 @@ class Prepared:
     def remove(self) -> None:
         """The area, copy and all (rmtree works on descriptors: no link it holds is followed)."""
         shutil.rmtree(self.area, ignore_errors=True)
+
+
+def copy_note(copy: tree.Copy, seconds: float) -> str:
+    """The summary's line on the copy: its size, what it cost, and why there is one."""
+    how = (f"{copy.cloned:,} of them cloned copy-on-write" if copy.cloned else
+           "its data copied: this file system has no copy-on-write clones")
+    return (f"a copy of the repository ({copy.files:,} files, {copy.bytes / 2**20:,.1f} MiB) "
+            f"on disk, under Landlock, made in {seconds:.1f} s ({how}; without the box there "
+            "is no overlay: it needs CAP_SYS_ADMIN or a user namespace)")
 
 
 def _can_run(agent: AgentUser, program: str) -> bool:
