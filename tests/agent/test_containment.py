@@ -27,6 +27,7 @@ from tests.support.box import SESSION, TOKEN, Box
 from tests.support.box import agent as _agent
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
+from tests.support.helper_venv import make_helper_venv
 from tests.support.standin import SYSTEM_PYTHON, processes_of
 from tests.support.users import (
     TEST_AGENT_USER,
@@ -266,24 +267,10 @@ def unprivileged(tmp_path: Path) -> Path:
     path."""
     if not SYSTEM_PYTHON:
         pytest.skip("needs a system Python every user can run")
-    venv = tmp_path / "helper-venv"
-    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
-    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", purelib],
-                               capture_output=True, text=True, check=True).stdout.strip())
-    shutil.copytree(Path(__file__).resolve().parents[2] / "src" / "cursor_agent_action",
-                    site / "cursor_agent_action",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-    import h11  # the network wall's relay reads plain HTTP with it (run.txt has it)
-    import orjson
-
-    for module in (orjson, h11):
-        source = Path(module.__file__ or "").parent
-        shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+    venv = make_helper_venv(tmp_path / "helper-venv", SYSTEM_PYTHON)
     for path in [tmp_path, *tmp_path.parents]:
         if path != Path("/"):
             path.chmod(path.stat().st_mode | 0o001)
-    subprocess.run(["chmod", "-R", "a+rX", str(venv)], check=True)
     return venv
 
 
