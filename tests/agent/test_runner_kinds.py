@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.agent.contain import isolation, landlock
+from cursor_agent_action.agent.contain.box import seccomp
 from cursor_agent_action.agent.contain.probe import ProbeResult
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.output_file import parse_output_file
@@ -429,3 +430,23 @@ def test_under_landlock_no_ipc_object_the_agent_made_outlives_the_run(box: Box) 
     assert "id:" in _seen(box, "msg"), _seen(box, "msg")
     assert left == []
     assert "refused" in _seen(box, "mq"), _seen(box, "mq")
+
+
+def test_what_a_kernel_cannot_hold_is_said_in_the_summary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Below Landlock ABI 6 (Ubuntu 24.04's 6.8 has 4) the runner's-own-user tier cannot scope
+    signals; without a known architecture there is no seccomp filter: the label says each."""
+    tier = isolation.Isolation(True, agent_user="runner", landlock=True, own_user=True,
+                               why_not="no sudo")
+    monkeypatch.setattr(landlock, "abi", lambda: 4)
+    assert "on this kernel (Landlock ABI 4, scopes from 6: Linux 6.12) it can signal a " \
+           "process of the runner's" in tier.label
+    monkeypatch.setattr(landlock, "abi", lambda: 6)
+    assert "on this kernel" not in tier.label
+    monkeypatch.setattr(seccomp, "supported", lambda: False)
+    assert "no seccomp filter for this machine" in tier.label
+    container = isolation.Isolation(True, agent_user="agent", landlock=True, why_not="no cap")
+    assert "no seccomp filter for this machine" in container.label
+    monkeypatch.setattr(landlock, "abi", lambda: 4)
+    assert "on this kernel" not in container.label  # its own user: DAC keeps its signals in

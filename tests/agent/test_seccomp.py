@@ -67,13 +67,16 @@ def _sockets() -> dict[str, str]:
         "inet": _try(lambda: socket.socket(socket.AF_INET).close()),
         "socketpair": _try(pair),
         "io_uring": _try(_syscall(IO_URING_SETUP)),
+        "kill_all": _try(lambda: os.kill(-1, 0)),
+        "kill_self": _try(lambda: os.kill(os.getpid(), 0)),
     }
 
 
 def test_without_the_box_no_unix_socket_can_be_made_but_socketpair_works() -> None:
+    """And no kill(-1): as the runner's own user, every process of the runner at once."""
     seen = _filtered(False, _sockets)
     assert seen == {"unix": "EACCES", "unix_dgram": "EACCES", "inet": "ok", "socketpair": "ok",
-                    "io_uring": "ENOSYS"}
+                    "io_uring": "ENOSYS", "kill_all": "EACCES", "kill_self": "ok"}
 
 
 def test_the_box_s_filter_leaves_unix_sockets_alone() -> None:

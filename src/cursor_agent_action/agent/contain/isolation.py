@@ -213,7 +213,8 @@ def landlock_lacks(*, own_user: bool = False) -> str:
     lacks = RUNNER_LANDLOCK_LACKS if own_user else LANDLOCK_LACKS
     if own_user and (version := landlock.abi()) < 6:
         lacks += (f"; on this kernel (Landlock ABI {version}, scopes from 6: Linux 6.12) it can "
-                  "signal the runner's processes, the helper's included")
+                  "signal a process of the runner's found by its pid, the helper's included "
+                  "(not all at once: kill(-1) is refused)")
     if not seccomp.supported():
         lacks += (f"; no seccomp filter for this machine ({platform.machine()}): unix sockets, "
                   "io_uring, POSIX message queues and kernel keyrings are in reach")

@@ -20,7 +20,10 @@ view), :func:`install` with ``host_ipc=False`` also refuses:
 - ``io_uring_setup``, ``io_uring_enter``, ``io_uring_register`` (ENOSYS): io_uring makes
   sockets and connects them without the system calls a filter sees (libuv falls back);
 - ``mq_open`` (ENOSYS): no POSIX message queue, none left for the next run (their file system
-  is rarely mounted, so they could not even be found to remove).
+  is rarely mounted, so they could not even be found to remove);
+- ``kill(-1, ...)`` (EACCES): no signal to every process its user may signal at once (as the
+  runner's own user, below Landlock ABI 6, that would be the runner's whole session; a single
+  process of the runner's found by its pid stays within reach there, and the summary says so).
 """
 
 from __future__ import annotations
@@ -49,13 +52,15 @@ class _Arch:
     keyrings: tuple[int, int, int]  # add_key, request_key, keyctl
     host_ipc: tuple[int, int, int, int]  # io_uring_setup, _enter, _register, mq_open
     socket: int
+    kill: int
     x32: int = 0  # the x32 bit, or 0
 
 
 _ARCHES = {
-    "x86_64": _Arch(0xC000003E, (248, 249, 250), (425, 426, 427, 240), 41, 0x40000000),
-    "aarch64": _Arch(0xC00000B7, (217, 218, 219), (425, 426, 427, 180), 198),
+    "x86_64": _Arch(0xC000003E, (248, 249, 250), (425, 426, 427, 240), 41, 62, 0x40000000),
+    "aarch64": _Arch(0xC00000B7, (217, 218, 219), (425, 426, 427, 180), 198, 129),
 }
+_ALL_PROCESSES = 0xFFFFFFFF  # kill(-1, ...): every process the caller may signal
 
 
 class SeccompError(Exception):
@@ -95,10 +100,13 @@ def _filter(arch: _Arch, *, host_ipc: bool) -> bytes:
     program += [("", (_JEQ_K, "refuse", 0, call)) for call in refused]
     if not host_ipc:
         program += [
+            ("", (_JEQ_K, "kill", 0, arch.kill)),
             ("", (_JEQ_K, 0, "allow", arch.socket)),
             ("", (_LD_ABS_W, 0, 0, _ARG0)),  # socket(domain, ...)
-            ("", (_JEQ_K, 0, "allow", AF_UNIX)),
-            ("", (_RET_K, 0, 0, _EACCES)),
+            ("", (_JEQ_K, "eacces", "allow", AF_UNIX)),
+            ("kill", (_LD_ABS_W, 0, 0, _ARG0)),  # kill(pid, ...)
+            ("", (_JEQ_K, 0, "allow", _ALL_PROCESSES)),
+            ("eacces", (_RET_K, 0, 0, _EACCES)),
         ]
     program += [("allow", (_RET_K, 0, 0, _ALLOW)), ("refuse", (_RET_K, 0, 0, _ENOSYS))]
     return _assemble(program)
