@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -277,6 +277,7 @@ def unprivileged(tmp_path: Path) -> Path:
 def _as_runner(
     venv: Path, box: Box, user_name: str, *args: str,
     body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid", env: dict[str, str] | None = None,
+    wrap: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     user = ensure_user(user_name)
     subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base),
@@ -287,7 +288,7 @@ def _as_runner(
            "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
            "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen), **(env or {})}
     return subprocess.run(
-        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+        [*wrap, "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
          str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
          str(agent), "--working-directory", str(box.workspace), "--prompt", "x", "--output-file",
          str(box.base / "fallback-outputs.txt"), "--summary-file", os.devnull, *args],
@@ -345,8 +346,8 @@ def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) 
                 ("sudo is not installed", "Fix: install sudo (apt-get install sudo)"))
     if landlock.abi() >= 1:
         assert "::warning title=agent under Landlock%2C no box::Running the agent under " \
-               "Landlock as the runner's own user, because the helper is not root and " \
-               f"{why}" in done.stdout
+               "Landlock as the runner's own user" in done.stdout
+        assert f", because the helper is not root and {why}" in done.stdout
     else:
         assert "::warning title=agent not contained::Running the agent without the box, " \
                f"because the helper is not root and {why}" in done.stdout
@@ -362,18 +363,48 @@ RUNNER_SECRETS = (".ssh/id_ed25519", ".aws/credentials", ".git-credentials", ".n
 RUNNER_ROOT_SECRETS = (".runner", ".credentials", ".credentials_rsaparams", "_diag/Runner_1.log")
 
 
+_NO_USER_NAMESPACES = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ready, go = os.pipe(), os.pipe()
+child = os.fork()
+if child == 0:
+    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+        os._exit(97)
+    os.write(ready[1], b"x")
+    os.read(go[0], 1)
+    with open("/proc/sys/user/max_user_namespaces", "w") as handle:
+        handle.write("0")
+    os.execvp(sys.argv[1], sys.argv[1:])
+os.read(ready[0], 1)
+for name in ("uid_map", "gid_map"):
+    with open(f"/proc/{child}/{name}", "w") as handle:
+        handle.write("0 0 4294967295")
+os.write(go[1], b"x")
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+"""
+"""Runs its arguments in a user namespace of its own, every id mapped to itself, whose
+user.max_user_namespaces is 0: user namespaces turned off by the sysctl for that command alone
+(the machine's own sysctl is untouched, and root here may lack CAP_SYS_RESOURCE to set it)."""
+
+
+@pytest.mark.parametrize("namespaces", [True, False], ids=["user-namespaces", "none-allowed"])
 def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
-    box: Box, unprivileged: Path
+    box: Box, unprivileged: Path, namespaces: bool
 ) -> None:
     """The attack, on a self-hosted runner without sudo (a user made for this test, and
     removed): the agent reads the runner's credentials (its home's and the runner's own
-    .runner, .credentials, _diag), the file commands, the helper's environment; writes into
-    the home, the real tree, the runner's _work and /tmp; signals the helper; leaves a sleeper
-    and a System V segment. Before: it ran as the runner's user on the real tree and did all of
-    it. Now each fails; its change to its copy comes back; the summary names the tier."""
+    .runner, .credentials, _diag), the file commands, the environment of a process of the
+    runner's; writes into the home, the real tree, the runner's _work and /tmp; kills that
+    process; leaves a sleeper and a System V segment. Before: it ran as the runner's user on
+    the real tree and did all of it. Now each fails, with user namespaces (then in its own
+    user, PID, mount and IPC namespaces) and with them turned off (user.max_user_namespaces 0,
+    for this run alone: plain Landlock, the summary saying why); its change to its copy comes
+    back."""
     if landlock.abi() < 1:
         pytest.skip("this kernel has no Landlock")
     name = f"{TEST_AGENT_USER}-rnr"[:32]
+    marker = f"300.{os.getpid()}"  # the sleeper, found by its command line
     runner_root = box.base / "actions-runner"
     work = runner_root / "_work"
     (work / "repo").mkdir(parents=True)
@@ -387,37 +418,43 @@ def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
     for path in secrets:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{TOKEN} {path.name}\n")
+    user = ensure_user(name)
+    runner_process = subprocess.Popen(  # a process of the runner's: the listener, say
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+         "sleep", "300"], env={"RUNNER_SECRET": TOKEN, "PATH": "/usr/bin:/bin"})
     reads = "; ".join(f"cat {path} >> $SEEN/read 2>/dev/null" for path in secrets)
     writes = "; ".join(f"echo planted >> {path} 2>/dev/null" for path in (
         box.home / "planted", box.workspace / "src" / "app.py", work / "planted", planted,
         github_env))
     body = (f"{reads}; {writes}; "
-            'helper=$(cut -d" " -f4 /proc/$PPID/stat); echo $helper > $SEEN/helper; '
-            "cat /proc/$helper/environ /proc/$PPID/environ >> $SEEN/read 2>/dev/null; "
-            "kill -0 $helper 2>/dev/null; echo $? > $SEEN/signal; "
-            '(setsid sh -c "sleep 300 & echo \\$! > $SEEN/sleeper" &); sleep 0.3; '
+            f"cat /proc/{runner_process.pid}/environ >> $SEEN/read 2>/dev/null; "
+            f"kill -9 {runner_process.pid} 2>/dev/null; echo $? > $SEEN/signal; "
+            f'(setsid sh -c "sleep {marker} &" &); sleep 0.3; '
             "ipcmk -M 4096 > $SEEN/shm 2>&1; "
             "echo landlocked >> README.md; id -u > $SEEN/uid")
     try:
         done = _as_runner(unprivileged, box, name, "--preset", "edit", "--summary-file",
                           str(box.base / "summary.md"), body=body,
                           env={"RUNNER_WORKSPACE": str(work / "repo"), "GITHUB_TOKEN": TOKEN,
-                               "GITHUB_ENV": str(github_env)})
-        uid = ensure_user(name).pw_uid
+                               "GITHUB_ENV": str(github_env)},
+                          wrap=[] if namespaces else [sys.executable, "-I", "-c",
+                                                      _NO_USER_NAMESPACES])
+        alive = runner_process.poll() is None
         left = [line for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
-                if line.split()[7] == str(uid)]
+                if line.split()[7] == str(user.pw_uid)]
+        sleepers = [pid for pid in processes_of(name)
+                    if marker in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
     finally:
         planted.unlink(missing_ok=True)
-        sleeper = _seen(box, "sleeper").strip()
-        if sleeper.isdigit() and Path(f"/proc/{sleeper}").exists():  # before the fix
-            os.kill(int(sleeper), 9)
-        for pid in processes_of(name):
+        runner_process.kill()
+        runner_process.wait(timeout=10)
+        for pid in processes_of(name):  # before the fix: the sleeper
             os.kill(pid, 9)
         remove_user(name)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert int(_seen(box, "uid")) == uid  # the runner's own user: no other exists here
+    assert int(_seen(box, "uid")) == user.pw_uid  # the runner's own user: no other exists here
     assert TOKEN not in _seen(box, "read"), _seen(box, "read") + done.stdout
-    assert _seen(box, "helper").strip().isdigit()
+    assert alive
     assert _seen(box, "signal").strip() != "0"
     assert not (box.home / "planted").exists()
     assert not (work / "planted").exists()
@@ -425,7 +462,7 @@ def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
     assert github_env.read_text() == "KEEP=1\n"
     assert (box.workspace / "src" / "app.py").read_text() == "print('hi')\n"
     assert (box.workspace / "README.md").read_text().endswith("landlocked\n")
-    assert not Path(f"/proc/{sleeper}").exists()
+    assert sleepers == []
     assert "id:" in _seen(box, "shm")
     assert left == []
     outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
@@ -433,6 +470,11 @@ def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
     assert outputs["files-changed"] == '["README.md"]'
     summary = (box.base / "summary.md").read_text()
     assert f"**Isolation:** landlock as the runner's own user ({name};" in summary
+    if namespaces:
+        assert "own user, PID, mount and IPC namespaces" in summary
+    else:
+        assert "no namespaces: user namespaces are turned off (user.max\\_user\\_namespaces " \
+               "is 0)" in summary, summary
 
 
 def _sudo_check_as(venv: Path, user_name: str, *, path: str = "/usr/bin:/bin",

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from cursor_agent_action.agent.contain import landlock, sudo
+from cursor_agent_action.agent.contain import landlock, sudo, userns
 from cursor_agent_action.agent.contain.box import limits, seccomp
 from cursor_agent_action.agent.contain.box.contract import (
     BoxLimits,
@@ -82,6 +82,15 @@ class Isolation:
     fix: str = ""  # uncontained: what would contain the agent on this runner
     landlock: bool = False  # contained by Landlock, not the box (agent.contain.lockdown)
     own_user: bool = False  # Landlock as the runner's own user (no root, no sudo)
+    namespaces: bool = False  # own_user, in its own user, PID, mount and IPC namespaces
+    no_namespaces: str = ""  # own_user without them: why (from the probe), and the fix
+
+    @property
+    def runner_lacks(self) -> str:
+        """What the runner's-own-user tier does not hold here."""
+        if self.namespaces:
+            return landlock_lacks(own_user=True, namespaces=True)
+        return f"{landlock_lacks(own_user=True)}; no namespaces: {self.no_namespaces}"
 
     @property
     def walled(self) -> bool:
@@ -97,10 +106,11 @@ class Isolation:
     def label(self) -> str:
         """For the log and the job summary."""
         if self.own_user:
-            return (f"landlock as the runner's own user ({self.agent_user}; a private copy of "
-                    f"the repository, home and /tmp; no access to {HIDDEN}; "
-                    f"{RUNNER_LANDLOCK_HOLDS}; not held: {landlock_lacks(own_user=True)}; "
-                    f"{self.why_not})")
+            spaces = (f"own user, PID, mount and IPC namespaces ({NAMESPACES_HOLD}); "
+                      if self.namespaces else "")
+            return (f"landlock as the runner's own user ({self.agent_user}; {spaces}a private "
+                    f"copy of the repository, home and /tmp; no access to {HIDDEN}; "
+                    f"{RUNNER_LANDLOCK_HOLDS}; not held: {self.runner_lacks}; {self.why_not})")
         if self.landlock:
             return (f"landlock (user {self.agent_user}; a private copy of the repository, home "
                     f"and /tmp; no access to {HIDDEN}; {LANDLOCK_HOLDS}; not held: "
@@ -111,10 +121,12 @@ class Isolation:
         return f"none (the agent ran as the runner's user: {self.why_not})"
 
 
-def probe_box(*, via_sudo: bool) -> ProbeResult:
+def probe_box(*, via_sudo: bool, user_namespace: bool = False) -> ProbeResult:
     """Whether the box can be made here: a throwaway root process tries its namespaces and
-    mounts (:mod:`.boxprobe`)."""
-    argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.contain.probe"]
+    mounts (:mod:`.probe`); with ``user_namespace``, the runner's user inside a user
+    namespace of its own."""
+    argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.contain.probe",
+            *(["--user-namespace"] if user_namespace else [])]
     try:
         done = subprocess.run(["sudo", "-n", "--", *argv] if via_sudo else argv,
                               capture_output=True, check=False, timeout=SUDO_PROBE_TIMEOUT_S,
@@ -173,8 +185,12 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
         why = f"the helper is not root and {sudo_check.why_not}"
         fix = f"{sudo_check.fix}, or run the job on a GitHub-hosted Linux runner"
         if requested == "auto" and landlock.abi() >= 1:
+            spaces = probe_box(via_sudo=False, user_namespace=True)
+            without = "" if spaces.ok else "{} (fix: {})".format(
+                *userns.why_not(spaces.error or spaces.step))
             return Isolation(True, agent_user=_runner_name(), why_not=why, fix=fix,
-                             landlock=True, own_user=True)
+                             landlock=True, own_user=True, namespaces=spaces.ok,
+                             no_namespaces=without)
     if requested == "user":
         raise SetupError(f"isolation is user, but the agent cannot be contained here: {why}.",
                          f"{fix[0].upper()}{fix[1:]}; or set isolation to auto (run "
@@ -208,10 +224,19 @@ def _runner_name() -> str:
         return str(os.getuid())
 
 
-def landlock_lacks(*, own_user: bool = False) -> str:
+NAMESPACES_HOLD = ("it sees and signals only its own processes, whatever the kernel's "
+                   "Landlock ABI, and all of them end with the run; its IPC objects are its own "
+                   "and go with it")
+RUNNER_NAMESPACES_LACK = ("its own user (it is the runner's: what that user may read outside "
+                          "the masked places it may read), no network namespace or wall (it "
+                          "has the runner's network), no process-count limit")
+
+
+def landlock_lacks(*, own_user: bool = False, namespaces: bool = False) -> str:
     """What a Landlock tier does not hold, with what this machine's kernel cannot hold."""
-    lacks = RUNNER_LANDLOCK_LACKS if own_user else LANDLOCK_LACKS
-    if own_user and (version := landlock.abi()) < 6:
+    lacks = (RUNNER_NAMESPACES_LACK if namespaces else
+             RUNNER_LANDLOCK_LACKS if own_user else LANDLOCK_LACKS)
+    if own_user and not namespaces and (version := landlock.abi()) < 6:
         lacks += (f"; on this kernel (Landlock ABI {version}, scopes from 6: Linux 6.12) it can "
                   "signal a process of the runner's found by its pid, the helper's included "
                   "(not all at once: kill(-1) is refused)")
@@ -224,10 +249,12 @@ def landlock_lacks(*, own_user: bool = False) -> str:
 def landlock_warning(isolation: Isolation) -> str:
     """The warning for ``auto`` under Landlock: what holds, what does not, the fix."""
     if isolation.own_user:
-        return (f"Running the agent under Landlock as the runner's own user, because "
+        spaces = (f" in its own user, PID, mount and IPC namespaces ({NAMESPACES_HOLD})"
+                  if isolation.namespaces else "")
+        return (f"Running the agent under Landlock as the runner's own user{spaces}, because "
                 f"{isolation.why_not}. It runs on a private copy with its own home and /tmp, "
                 f"with no access to {HIDDEN} (Landlock); {RUNNER_LANDLOCK_HOLDS} (seccomp); "
-                f"not held: {landlock_lacks(own_user=True)}: it can reach anything the runner "
+                f"not held: {isolation.runner_lacks}: it can reach anything the runner "
                 f"can on the network. Fix: {isolation.fix}.")
     return (f"Running the agent under Landlock instead of the box, because "
             f"{isolation.why_not}. It runs as its own user on a private copy, with no access "
@@ -400,6 +427,6 @@ def jail_for(
         reveals=tuple(sorted({str(path) for path in reveals})),
         shares=tuple(sorted({str(path) for path in shares if path.is_dir()})),
         files={str(prompt): str(prompt)} if prompt.exists() else {},
-        git=git, network=network, storage=storage,
+        git=git, network=network, storage=storage, namespaces=isolation.namespaces,
     )
     return Jail(isolation, state_dir, spec)
