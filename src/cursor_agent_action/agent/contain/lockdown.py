@@ -33,7 +33,6 @@ during the run are removed; no process-count limit (it would count the runner's 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import pwd
 import resource
@@ -53,16 +52,6 @@ from cursor_agent_action.agent.contain.box.contract import BoxSpec, BoxStatus
 from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc, set_subreaper
 from cursor_agent_action.agent.contain.box.root import Status, setup_failed, silence_output
 from cursor_agent_action.agent.contain.box.user import AgentUser, UserError, agent_user
-from cursor_agent_action.agent.contain.probe import (
-    CLONE_NEWIPC,
-    CLONE_NEWNS,
-    CLONE_NEWPID,
-    MS_NODEV,
-    MS_NOEXEC,
-    MS_NOSUID,
-    MS_PRIVATE,
-    MS_REC,
-)
 
 EXIT_SETUP = 125
 KILL_WAIT_S = 5.0
@@ -246,67 +235,6 @@ def kill_all(uid: int, limit_s: float = KILL_WAIT_S) -> bool:
     return True
 
 
-def _in_namespaces(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits) -> None:
-    """The runner's-own-user tier with namespaces (never returns): this process (the stage)
-    makes a user, mount, PID and IPC namespace (:mod:`.userns`) and waits for their PID 1,
-    which mounts the namespace's own /proc, starts the agent, passes SIGTERM on to it and,
-    once it ended, kills what is left (the kernel kills the rest when PID 1 goes, and PID 1
-    goes with the stage). The agent's wait status comes back through a pipe; the stage ends
-    as the agent did."""
-    try:
-        os.setsid()  # the helper's SIGTERM reaches this group: PID 1 passes it to the agent
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # ... and the stage waits on
-        die_with_parent()
-        userns.enter(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC)
-        lib = libc()
-        if lib.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-            raise OSError(ctypes.get_errno(), "making the mounts private")
-        read_end, write_end = os.pipe()
-        init = os.fork()
-    except BaseException as exc:  # in a forked child: report and leave, never unwind
-        with contextlib.suppress(OSError):
-            os.write(2, f"cursor-agent-action: cannot start the agent: {exc}\n".encode())
-        os._exit(127)
-    if init == 0:  # pragma: no cover - PID 1 of the namespace, reporting through the pipe
-        try:
-            os.close(read_end)
-            die_with_parent()
-            if lib.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                         None) != 0:
-                raise OSError(ctypes.get_errno(), "mounting /proc in the PID namespace")
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not ignored in the agent
-            agent_pid = os.fork()
-            if agent_pid == 0:
-                _exec_agent(prepared, agent, box_limits)
-            signal.signal(signal.SIGTERM, lambda *_: _signal_group(agent_pid, signal.SIGTERM))
-            while (found := os.wait())[0] != agent_pid:
-                pass
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(-1, signal.SIGKILL)  # everything else in the namespace
-            with contextlib.suppress(ChildProcessError):
-                while True:
-                    os.wait()
-            os.write(write_end, found[1].to_bytes(4, "little"))
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.write(2, f"cursor-agent-action: cannot start the agent: {exc}\n".encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    answer = os.read(read_end, 4)
-    os.waitpid(init, 0)
-    status = int.from_bytes(answer, "little") if len(answer) == 4 else 127 << 8
-    if os.WIFSIGNALED(status):
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
-    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, sig)
-
-
 def _children() -> list[int]:
     me, found = os.getpid(), []
     for entry in os.listdir("/proc"):
@@ -386,7 +314,7 @@ def run(spec: BoxSpec, status: Status) -> int:
         with contextlib.suppress(OSError):
             box_limits.enter(os.getpid())
         if spec.namespaces and own_user:
-            _in_namespaces(prepared, agent, box_limits)
+            userns.run_as_init(lambda: _exec_agent(prepared, agent, box_limits))
         _exec_agent(prepared, agent, box_limits)
     os.close(prepared.ruleset)
     code = _wait(child, agent, own_user)

@@ -27,10 +27,18 @@ from dataclasses import dataclass
 
 from cursor_agent_action.agent.contain import userns
 from cursor_agent_action.agent.contain.box.libc import libc
+from cursor_agent_action.agent.contain.userns import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+)
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID = (0x00020000, 0x08000000, 0x40000000,
-                                                         0x20000000)
-MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 0x2, 0x4, 0x8
 CAP_SYS_ADMIN = 21
 
 
