@@ -50,7 +50,7 @@ def _headline(run: RunReport, groups: CallGroups) -> str:
     if run.exit_code is not None:
         facts.append(f"**CLI exit code:** {exit_status(run.exit_code)}")
     if run.isolation:
-        facts.append(f"**Isolation:** {inline(run.isolation, 400)}")  # ours, whole
+        facts.append(f"**Isolation:** {inline(run.isolation, 2000)}")  # ours, whole
     if run.network:
         facts.append(f"**Network:** {network.headline(run.network)}")
     ids = [f"**Session:** {_code(stream.session_id, 80)}"] if stream.session_id else []
