@@ -367,7 +367,8 @@ def render_compact(
 ) -> str:
     """Short Markdown for PR bodies and sticky comments, never over ``max_chars`` characters.
 
-    Not redacted here: callers pass it through ``Runner.redact`` like everything they write.
+    Not redacted here: callers redact the report as text first (``report.redacted``) and put
+    the Markdown only through the one-for-one net (``Redactor.net``), never the full redactor.
     """
     icon = ICONS.get(run.conclusion.value, "❔")
     facts = [f"{icon} **Cursor agent: {inline(run.conclusion.value, 40)}**"]
