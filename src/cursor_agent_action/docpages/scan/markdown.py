@@ -1,0 +1,117 @@
+"""Markdown as MyST and MkDocs read it: directive fences (backticks, tildes or colons, at any
+nesting: inside ``>`` quotes and list items) with their option lines and YAML option blocks,
+roles (``{name}`body```), images, links and HTML ``src``/``href`` (MyST copies a linked or
+shown file of the repository into the output), and fences that ask to be executed
+(``exec="on"``, markdown-exec)."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from cursor_agent_action.docpages.construct import Construct, PathUse
+from cursor_agent_action.docpages.inert import PATH_OPTIONS
+from cursor_agent_action.docpages.scan.text import MAX_BLOCK_LINES, collapse, lines
+
+_FENCE = re.compile(r"(?P<fence>`{3,}|~{3,}|:{3,})[ \t]*\{(?P<name>[^{}\n]*)\}(?P<rest>.*)$")
+_EXEC = re.compile(r"^[ \t>*+\-\d.]*(?:`{3,}|~{3,})(?P<info>[^\n]*\bexec\b[^\n]*)$")
+_OPTION = re.compile(r"^:(?P<name>[^:\s][^:]*?):(?:\s+(?P<value>.*)|$)")
+_PREFIX = re.compile(r"^[ \t>]*")
+_ROLE = re.compile(r"\{(?P<name>[^{}\s`]+)\}(?P<ticks>`+)(?P<body>[^`]*)(?P=ticks)")
+_TARGET = re.compile(r"<(?P<path>[^<>]*)>\s*$")
+_INLINE = re.compile(
+    r"(?P<bang>!?)\[(?:[^\]\\\n]|\\.)*\]\(\s*(?:<(?P<angle>[^>\n]*)>|(?P<plain>[^)\s]+))")
+_DEFINITION = re.compile(r"^[ \t>]*\[[^\]\n]+\]:[ \t]*(?:<(?P<angle>[^>\n]*)>|(?P<plain>\S+))",
+                         re.MULTILINE)
+_HTML = re.compile(r"""\b(?:src|href|data|poster|srcset)\s*=\s*"""
+                   r"""(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s>"']+))""",
+                   re.IGNORECASE)
+_READS = {"include": True, "literalinclude": True, "image": False, "figure": False}
+
+
+def fences(text: str) -> list[Construct]:
+    """Every MyST directive fence of ``text``, and every fence that asks to be executed."""
+    raw = lines(text)
+    found: list[Construct] = []
+    for number, line in enumerate(raw):
+        if match := _FENCE.search(line):
+            found.append(_fence(raw, number, match))
+        elif match := _EXEC.match(line):
+            found.append(Construct(number + 1, "fence", "exec", collapse(line), (), (),
+                                   "", "markdown"))
+    return found
+
+
+def _fence(raw: list[str], number: int, match: re.Match[str]) -> Construct:
+    name = match.group("name").strip().lower()
+    argument = match.group("rest").strip()
+    body = [_PREFIX.sub("", line).rstrip() for line in raw[number + 1:number + 2 + MAX_BLOCK_LINES]]
+    shown = [raw[number]]
+    options: list[tuple[str, str]] = []
+    refused = ""
+    at = 0
+    if body and body[0] == "---":  # a YAML option block
+        end = next((i for i in range(1, len(body)) if body[i] == "---"), None)
+        if end is None:
+            refused = f"its YAML option block runs over {MAX_BLOCK_LINES} lines"
+        else:
+            shown += raw[number + 1:number + 2 + end]
+            try:
+                block = yaml.safe_load("\n".join(body[1:end]))
+            except yaml.YAMLError:
+                block = None
+            if isinstance(block, dict):
+                options += [(str(key).lower(), str(value)) for key, value in block.items()]
+            elif block is not None:
+                refused = "its YAML option block is not a mapping of option names"
+            at = end + 1
+    while at < len(body) and (option := _OPTION.match(body[at])):
+        options.append((option.group("name").strip().lower(), (option.group("value") or "")))
+        shown.append(raw[number + 1 + at])
+        at += 1
+    if at >= MAX_BLOCK_LINES and not refused:
+        refused = f"its options run over {MAX_BLOCK_LINES} lines"
+    values = tuple((key, value.strip()) for key, value in options)
+    uses: list[PathUse] = []
+    literal = any(key in ("literal", "code") for key, _ in values)
+    if name in _READS and argument:
+        uses.append(PathUse(argument, reads=_READS[name],
+                            parsed=name == "include" and not literal))
+    uses += [PathUse(value) for key, value in values if key in PATH_OPTIONS and value]
+    if name not in _READS and name not in ("csv-table", "raw"):
+        uses += [PathUse(value, reads=False) for value in (argument, *(v for _, v in values))
+                 if value and " " not in value]
+    return Construct(number + 1, "directive", name, collapse(*shown), values, tuple(uses),
+                     refused, "markdown")
+
+
+def roles(text: str) -> list[Construct]:
+    """Every MyST role of ``text``."""
+    found: list[Construct] = []
+    for match in _ROLE.finditer(text):
+        name = match.group("name").lower()
+        target = _TARGET.search(match.group("body"))
+        path = " ".join((target.group("path") if target else match.group("body")).split())
+        uses = (PathUse(path, reads=name == "download"),) if path else ()
+        found.append(Construct(text.count("\n", 0, match.start()) + 1, "role", name,
+                               collapse(match.group(0)), (), uses, "", "markdown"))
+    return found
+
+
+def links(text: str) -> list[Construct]:
+    """Images, links, link definitions and HTML attributes naming a file: inert, their paths
+    judged (MyST copies an existing file a link or an image names)."""
+    found: list[Construct] = []
+    for pattern, kind in ((_INLINE, "link"), (_DEFINITION, "link"), (_HTML, "html")):
+        for match in pattern.finditer(text):
+            groups = match.groupdict()
+            target = next((groups[key] for key in ("angle", "plain", "dq", "sq", "bare")
+                           if groups.get(key) is not None), "")
+            target = target.split()[0] if target.split() else ""
+            name = "image" if groups.get("bang") else kind
+            found.append(Construct(text.count("\n", 0, match.start()) + 1, "link", name,
+                                   collapse(match.group(0)), (),
+                                   (PathUse(target, reads=False),) if target else (), "",
+                                   "markdown"))
+    return found
