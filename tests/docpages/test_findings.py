@@ -32,7 +32,7 @@ def _refused(page: str, text: str | bytes, **extra: str | bytes) -> list[str]:
     ("docs/a.rst", ".. インクルード:: part.rst"),
     ("docs/a.md", "~~~{literalinclude} ../../etc/passwd\n~~~"),  # a tilde fence
     ("docs/a.md", "> ```{literalinclude} ../../etc/passwd\n> ```"),  # inside a quote
-    ("docs/a.md", "- item\n\n  ```{include} ../../etc/passwd\n  ```"),  # inside a list
+    ("docs/a.md", "- ```{include} ../../etc/passwd\n  ```"),  # inside a list item
     ("docs/a.md", "```{csv-table}\n---\nfile: ../../etc/passwd\n---\n```"),  # a YAML block
     ("docs/a.adoc", "include::a b/../../../etc/passwd[]"),  # a blank in the target
     ("docs/a.md", "--8<-- \"a\"/../../../etc/passwd\""),  # a quote inside the path
