@@ -165,7 +165,10 @@ def _build(plant: Plant, pages: dict[str, str], setup: dict[str, str],
     if "docs/plain.md" in pages or "docs/plain.adoc" in pages:  # the build did build
         built = [path for path in output.rglob("*") if path.is_file() and "plain" in str(
             path.relative_to(output))]
-        assert any(b"A part." in path.read_bytes() for path in built), "nothing was built"
+        log = repo / "build.log"
+        said = log.read_text().splitlines() if log.exists() else []
+        assert any(b"A part." in path.read_bytes() for path in built), [
+            "nothing was built", *[line for line in said if "rror" in line or "xception" in line]]
     return found
 
 
@@ -251,9 +254,10 @@ SPHINX_SETUP = {
 def _sphinx(plant: Plant) -> Callable[[Path], Path]:
     def run(repo: Path) -> Path:
         out = repo / "_build"
-        subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E",
-                        str(repo / "docs"), str(out)], cwd=repo, env=plant.env,
-                       capture_output=True, timeout=BUILD_TIMEOUT_S, check=False)
+        done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E",
+                               str(repo / "docs"), str(out)], cwd=repo, env=plant.env,
+                              capture_output=True, timeout=BUILD_TIMEOUT_S, check=False)
+        (repo / "build.log").write_bytes(done.stdout + done.stderr)
         return out
     return run
 
@@ -384,6 +388,11 @@ ESM_WRAPS: tuple[Callable[[str], str], ...] = (
     lambda line: f"- {line}\n",
     lambda line: f"\t{line}\n",
     lambda line: f"Text\n{line}\n",
+    lambda line: f"## Heading\n{line}\n",
+    lambda line: f"1. item\n{line}\n",
+    lambda line: f"Text\n\n{line}\n",
+    lambda line: f"---\n{line}\n",
+    lambda line: f"<div>\n\n{line}\n\n</div>\n",
     lambda line: f"```\n{line}\n",
     lambda line: f"  ```\n{line}\n  ```\n",
     lambda line: f"<!-- a comment -->\n\n{line}\n",

@@ -86,7 +86,7 @@ def _page(view: TreeView, page: str, markup: str, templates: bool,
         return []
 
     def scan(source: str) -> list[Construct]:
-        return _scan(source, markup, templates)
+        return constructs(source, markup, templates)
 
     if markup == "markdown" and (esm := mdx.compiled_as_mdx(text)):
         verdict.code.append(f"{page}:{esm[0]}: {esm[1]} (Docusaurus compiles it as MDX)")
@@ -137,7 +137,8 @@ def _text(page: str, data: bytes | None, verdict: Judgement) -> str | None:
     return text
 
 
-def _scan(text: str, markup: str, templates: bool) -> list[Construct]:
+def constructs(text: str, markup: str, templates: bool) -> list[Construct]:
+    """Every construct of ``text`` read as ``markup`` (Jinja tags with ``templates``)."""
     if markup == "asciidoc":
         return asciidoc.constructs(text)
     found = [*rest.directives(text), *rest.roles(text)]

@@ -40,7 +40,8 @@ EXECUTED: tuple[tuple[str, str], ...] = (
      "npm, yarn and pnpm: scripts run on install and build, and where packages come from"),
     ("**/*{requirements,constraints}*.{txt,in}", "pip installs what they name (a docs build's "
                                                  "packages; `test-requirements.txt` too)"),
-    ("**/{requirements,constraints}/**", "pip requirement files kept in a directory"),
+    ("**/{requirements,constraints}/**/*.{txt,in}", "pip requirement files kept in a "
+                                                   "directory"),
     ("**/test*.txt", "pytest collects `test*.txt` as doctests by default: `>>>` lines run"),
     ("**/{pyproject.toml,setup.cfg,tox.ini,noxfile.py,Pipfile}", "Python builds and test runs: "
                                                                  "build hooks, commands"),
@@ -70,12 +71,11 @@ EXECUTED: tuple[tuple[str, str], ...] = (
      "Bazel and Buck: Starlark rules and the commands they run"),
     ("**/{meson.build,meson_options.txt,meson.options,configure,configure.ac,*.m4,"
      "Makefile.am,Makefile.in}", "meson and autotools: build definitions and generated shell"),
-    ("**/{overrides,theme,themes,_templates,templates,layouts,_layouts,_includes}/**",
-     "docs themes and templates (MkDocs `overrides/*.html`, Sphinx `_templates`, Jekyll, "
-     "Hugo): Jinja and Liquid run in the build"),
+    ("**/{overrides,_templates,_layouts,_includes}/**",
+     "docs theme overrides and templates (MkDocs `overrides/`, Sphinx `_templates/`, Jekyll "
+     "`_layouts/` and `_includes/`): Jinja and Liquid run in the build"),
     ("**/*.{ipynb,j2,jinja,jinja2,html,htm}", "notebooks (myst-nb and nbsphinx execute their "
                                               "cells) and templates"),
-    ("**/{docs,doc}/{hooks,_hooks,plugins,_plugins}/**", "docs build hooks and plugins"),
     ("**/{go.mod,go.sum,*.go}", "Go: `go generate` and build constraints; `go.mod` names what "
                                 "is fetched"),
     ("**/{composer.json,*.php,Podfile,*.podspec,Package.swift,*.cabal,stack.yaml,mix.exs,"

@@ -47,7 +47,7 @@ def follow(view: TreeView, page: str, use: PathUse) -> Found:
         return Found((), (), (why,) if why else ())
     targets = [target]
     if not use.reads:  # a link: its fragment and query name no file; %2e%2e is ".."
-        target = target.split("#", 1)[0].split("?", 1)[0]
+        target = target.replace("\\", "/").split("#", 1)[0].split("?", 1)[0]
         targets = list(dict.fromkeys([target, urllib.parse.unquote(target)]))
         if not target:
             return Found((), (), ())
@@ -65,7 +65,7 @@ def follow(view: TreeView, page: str, use: PathUse) -> Found:
             mode = view.modes.get(path)
             if mode in ("100644", "100755"):
                 executed = usually_executed([path])
-                if executed and (use.parsed or path in view.changed):
+                if executed and (use.parsed or (use.reads and path in view.changed)):
                     refused.append(f"{path} is a file builds execute (the executed list)")
                     continue
                 good = True
@@ -82,23 +82,24 @@ def follow(view: TreeView, page: str, use: PathUse) -> Found:
 
 def _refused_form(target: str, use: PathUse) -> str | None:
     """Why ``target``'s form alone is refused ("" when it is harmless as it is), or None when
-    it is to be followed."""
+    it is to be followed. A path a construct reads must be a plain relative one (or, where the
+    builder reads from a docs root, absolute); a link's target that is no path is harmless."""
     if not target:
         return ""
     if any(ch in target for ch in "\0\n\r"):
         return "its path holds a control character"
-    if _STANDARD_INCLUDE.fullmatch(target) and ".." not in target:
-        return ""  # docutils' own standard include files (<isonum.txt>)
     if target.startswith("<"):
+        if not use.reads or (_STANDARD_INCLUDE.fullmatch(target) and ".." not in target):
+            return ""  # no path; docutils' own standard include files (<isonum.txt>)
         return "a docutils standard include path that leaves its directory"
     scheme = url_scheme(target)
     if scheme:
         if use.reads:
             return f"its path is a URL ({scheme}:): the builder would fetch it"
         return "a file: URL" if scheme == "file" else ""
-    if target.startswith("~"):
+    if use.reads and target.startswith("~"):
         return "its path starts at a home directory"
-    if "\\" in target:
+    if use.reads and "\\" in target:
         return "its path holds a backslash (a separator on Windows runners)"
     if target.startswith("/"):
         if not use.absolute:

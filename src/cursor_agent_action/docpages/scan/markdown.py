@@ -11,7 +11,7 @@ import re
 import yaml
 
 from cursor_agent_action.docpages.construct import Construct, PathUse
-from cursor_agent_action.docpages.inert import PATH_OPTIONS
+from cursor_agent_action.docpages.inert import PATH_OPTIONS, ROLES, names
 from cursor_agent_action.docpages.scan.text import MAX_BLOCK_LINES, collapse, lines
 
 _FENCE = re.compile(r"(?P<fence>`{3,}|~{3,}|:{3,})[ \t]*\{(?P<name>[^{}\n]*)\}(?P<rest>.*)$")
@@ -20,6 +20,7 @@ _OPTION = re.compile(r"^:(?P<name>[^:\s][^:]*?):(?:\s+(?P<value>.*)|$)")
 _PREFIX = re.compile(r"^[ \t>]*")
 _ROLE = re.compile(r"\{(?P<name>[^{}\s`]+)\}(?P<ticks>`+)(?P<body>[^`]*)(?P=ticks)")
 _TARGET = re.compile(r"<(?P<path>[^<>]*)>\s*$")
+_XREF = names(ROLES)
 _INLINE = re.compile(
     r"(?P<bang>!?)\[(?:[^\]\\\n]|\\.)*\]\(\s*(?:<(?P<angle>[^>\n]*)>|(?P<plain>[^)\s]+))")
 _DEFINITION = re.compile(r"^[ \t>]*\[[^\]\n]+\]:[ \t]*(?:<(?P<angle>[^>\n]*)>|(?P<plain>\S+))",
@@ -93,7 +94,8 @@ def roles(text: str) -> list[Construct]:
         name = match.group("name").lower()
         target = _TARGET.search(match.group("body"))
         path = " ".join((target.group("path") if target else match.group("body")).split())
-        uses = (PathUse(path, reads=name == "download"),) if path else ()
+        uses = (() if not path or (name in _XREF and name != "download")
+                else (PathUse(path, reads=name == "download"),))
         found.append(Construct(text.count("\n", 0, match.start()) + 1, "role", name,
                                collapse(match.group(0)), (), uses, "", "markdown"))
     return found

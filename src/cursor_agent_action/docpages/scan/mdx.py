@@ -1,6 +1,6 @@
 """Whether Docusaurus compiles a Markdown page as MDX (code): front matter ``format: mdx``
 (which overrides the site's ``detect``), or a top-level ``import``/``export`` line outside a
-fenced code block."""
+fenced code block, where a block starts."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from cursor_agent_action.docpages.scan.text import lines
 
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _ESM = re.compile(r"^(?:import|export)(?=[\s{*'\"]|$)")
+_PROSE = re.compile(r"^ {0,3}[^\W\d_]")
+"""A paragraph's line: an ``import`` line right below it continues the paragraph (MDX reads
+ESM only where a block starts: after a blank line, a heading, a fence...)."""
 
 
 def compiled_as_mdx(text: str) -> tuple[int, str] | None:
@@ -40,6 +43,7 @@ def compiled_as_mdx(text: str) -> tuple[int, str] | None:
                     not match.group("info").strip()):
                 fence = ""
                 continue
-        if not fence and _ESM.match(line):
+        if not fence and _ESM.match(line) and not (
+                number > start and _PROSE.match(raw[number - 1])):
             return number + 1, f"a top-level `{line.split()[0]}` line"
     return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from cursor_agent_action.docpages.construct import Construct, PathUse
-from cursor_agent_action.docpages.inert import PATH_OPTIONS
+from cursor_agent_action.docpages.inert import PATH_OPTIONS, ROLES, names
 from cursor_agent_action.docpages.scan.text import (
     MAX_BLOCK_LINES,
     collapse,
@@ -25,6 +25,8 @@ _ROLE = re.compile(
     r"(?<![\w\\]):(?P<name>[^\s:`]+(?::[^\s:`]+)*):(?P<ticks>`+)(?P<body>[^`]*)(?P=ticks)"
     r"|(?P<ticks2>`+)(?P<body2>[^`]*)(?P=ticks2):(?P<name2>[^\s:`]+(?::[^\s:`]+)*):(?![\w:])")
 _TARGET = re.compile(r"<(?P<path>[^<>]*)>\s*$")
+_XREF = names(ROLES)
+"""Inert roles name no file (cross-references, inline text), but ``download``."""
 _READS = {"include": True, "literalinclude": True, "image": False, "figure": False}
 """Directives whose argument is a path, and whether it must name a file (a missing image is
 harmless: the build warns and copies nothing)."""
@@ -94,7 +96,8 @@ def roles(text: str, markup: str = "rest") -> list[Construct]:
         body = match.group("body") if match.group("name") else match.group("body2")
         target = _TARGET.search(body)
         path = " ".join((target.group("path") if target else body).split())
-        uses = (PathUse(path),) if name == "download" else (PathUse(path, reads=False),)
+        uses = ((PathUse(path),) if name == "download" else () if name in _XREF
+                else (PathUse(path, reads=False),))  # an unknown role: what it may name
         found.append(Construct(clean.count("\n", 0, match.start()) + 1, "role", name,
                                collapse(match.group(0)), (), uses if path else (), "", markup))
     return found
