@@ -78,3 +78,13 @@ def test_an_exec_fence_is_refused_unless_it_is_the_pages_own() -> None:
     fence = '```python exec="on"\nimport os\n```\n'
     assert refused({"docs/a.md": fence})
     assert refused({"docs/a.md": fence + "More.\n"}, {"docs/a.md": fence}) == []
+
+
+def test_plain_fences_are_directives_where_the_myst_config_says_so() -> None:
+    """``myst_fence_as_directive`` runs ```` ```name ```` as a directive; a fence whose info
+    is a pandoc attribute list (``{ .sh .no-copy }``) is code for MyST."""
+    page = "# Hi\n\n```literalinclude ../../etc/passwd\n```\n\n``` { .sh .no-copy }\nls\n```\n"
+    assert refused({"docs/a.md": page, "docs/conf.py": "x = 1\n"}) == []
+    found = refused({"docs/a.md": page, "docs/conf.py": "myst_fence_as_directive = ['x']\n"})
+    assert found == ["docs/a.md:3: ```literalinclude ../../etc/passwd: '../../etc/passwd' "
+                     "leaves the repository"]

@@ -111,7 +111,8 @@ def plant(tmp_path: Path) -> Plant:
         "README.md": b"# Readme\n\nPlain words.\n",
         "evilmod.py": f"open({str(marker)!r}, 'w').write('ran')\n".encode(),
         "docs/part.rst": b"A part.\n", "docs/part.md": b"A part.\n",
-        "docs/part.adoc": b"A part.\n", "docs/img/a.png": b"\x89PNG\r\n\x1a\nplain",
+        "docs/part.adoc": b"A part.\n",
+        "docs/img/a.png": b"an image, UTF-8 so that a page may include it as text",
     }
     for path, data in files.items():
         (repo / path).write_bytes(data)

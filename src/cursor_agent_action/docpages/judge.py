@@ -61,25 +61,31 @@ def judge(view: TreeView, pages: Iterable[str]) -> Judgement:
     """Judge every documentation file among ``pages`` (changed paths of ``view``'s new tree),
     and every changed file they parse through an include."""
     verdict = Judgement()
+    reached: list[tuple[str, str]] = []  # (construct as shown, a path it reaches)
     templates = _templates(view)
     queue = [(page, markup_of(page)) for page in sorted(pages)
              if is_documentation(page) and view.modes.get(page) in ("100644", "100755")]
     seen = set(queue)
     while queue:
         page, markup = queue.pop(0)
-        for target in _page(view, page, markup, templates, verdict):
+        for target in _page(view, page, markup, templates=templates, verdict=verdict,
+                            reached=reached):
             if (target, markup) not in seen:
                 seen.add((target, markup))
                 if len(seen) > MAX_PARSED:
                     verdict.refused.append(f"{page}: includes over {MAX_PARSED} changed files")
                     return verdict
                 queue.append((target, markup))
+    ignored = view.ignored(sorted({path for _, path in reached})) if reached else set()
+    verdict.refused += [f"{shown}: {path} is ignored by git (an untracked file a build or CI "
+                        "may leave there)" for shown, path in reached if path in ignored]
     return verdict
 
 
-def _page(view: TreeView, page: str, markup: str, templates: bool,
-          verdict: Judgement) -> list[str]:
-    """Judge one page read as ``markup``; the changed files it parses."""
+def _page(view: TreeView, page: str, markup: str, *, templates: bool, verdict: Judgement,
+          reached: list[tuple[str, str]]) -> list[str]:
+    """Judge one page read as ``markup`` (the paths it reaches, for the ignore rules, added to
+    ``reached``); the changed files it parses."""
     data = view.read_new(page)
     text = _text(page, data, verdict)
     if text is None:
@@ -92,7 +98,6 @@ def _page(view: TreeView, page: str, markup: str, templates: bool,
         verdict.code.append(f"{page}:{esm[0]}: {esm[1]} (Docusaurus compiles it as MDX)")
     base = own(view.read_base(page), scan)
     parsed: list[str] = []
-    uses = []
     for construct in scan(text):
         why = _not_inert(construct, base)
         shown = f"{page}:{construct.line}: {construct.text[:160]}"
@@ -102,10 +107,7 @@ def _page(view: TreeView, page: str, markup: str, templates: bool,
             found = follow(view, page, use)
             verdict.refused += [f"{shown}: {reason}" for reason in found.refused]
             parsed += found.parsed
-            uses += [(shown, path) for path in found.reached]
-    ignored = view.ignored(sorted({path for _, path in uses})) if uses else set()
-    verdict.refused += [f"{shown}: {path} is ignored by git (an untracked file a build or CI "
-                        "may leave there)" for shown, path in uses if path in ignored]
+            reached += [(shown, path) for path in found.reached]
     return parsed
 
 
@@ -138,13 +140,16 @@ def _text(page: str, data: bytes | None, verdict: Judgement) -> str | None:
 
 
 def constructs(text: str, markup: str, templates: bool) -> list[Construct]:
-    """Every construct of ``text`` read as ``markup`` (Jinja tags with ``templates``)."""
+    """Every construct of ``text`` read as ``markup`` (with ``templates``, what the docs
+    configuration turns into constructs too: Jinja tags, plain fences MyST runs as
+    directives)."""
     if markup == "asciidoc":
         return asciidoc.constructs(text)
     found = [*rest.directives(text), *rest.roles(text)]
     if markup == "markdown":
-        found += [*markdown.fences(text), *markdown.roles(text), *markdown.links(text),
-                  *snippets.snippets(text), *(jinja.tags(text) if templates else ())]
+        found += [*markdown.fences(text, templates), *markdown.roles(text),
+                  *markdown.links(text), *snippets.snippets(text),
+                  *(jinja.tags(text) if templates else ())]
     return found
 
 
@@ -169,7 +174,8 @@ def _not_inert(construct: Construct, base: frozenset[tuple[str, str]]) -> str:
 
 
 def _templates(view: TreeView) -> bool:
-    """Whether a docs configuration of the new tree names a template plugin."""
+    """Whether a docs configuration of the new tree names a template plugin (or makes MyST
+    read plain fences as directives)."""
     for path, mode in view.modes.items():
         if posixpath.basename(path) in CONFIGS and mode in ("100644", "100755"):
             data = view.read_new(path) or b""

@@ -7,6 +7,7 @@ directory above the page. Read from the tree, never from disk."""
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import urllib.parse
@@ -64,8 +65,7 @@ def follow(view: TreeView, page: str, use: PathUse) -> Found:
             reached.append(path)
             mode = view.modes.get(path)
             if mode in ("100644", "100755"):
-                executed = usually_executed([path])
-                if executed and (use.parsed or (use.reads and path in view.changed)):
+                if _executed(path) and (use.parsed or (use.reads and path in view.changed)):
                     refused.append(f"{path} is a file builds execute (the executed list)")
                     continue
                 good = True
@@ -78,6 +78,11 @@ def follow(view: TreeView, page: str, use: PathUse) -> Found:
     if use.reads and not good and not refused:
         refused.append(f"{target!r} names no file the repository tracks or the change adds")
     return Found(tuple(reached), tuple(parsed), tuple(dict.fromkeys(refused)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _executed(path: str) -> bool:
+    return bool(usually_executed([path]))
 
 
 def _refused_form(target: str, use: PathUse) -> str | None:

@@ -11,9 +11,10 @@ from cursor_agent_action.docpages.scan.text import collapse
 
 _TAG = re.compile(r"\{\{.{0,4000}?\}\}|\{%.{0,4000}?%\}|\{#.{0,4000}?#\}|\{[{%#][^\n]*",
                   re.DOTALL)
-TEMPLATE_PLUGINS = re.compile(r"macros|jinja|substitution|markdown[-_]exec",
-                              re.IGNORECASE)
-"""What, named in a docs configuration, renders pages as templates."""
+TEMPLATE_PLUGINS = re.compile(
+    r"macros|jinja|substitution|markdown[-_]exec|fence_as_directive", re.IGNORECASE)
+"""What, named in a docs configuration, renders pages as templates (or, MyST's
+``fence_as_directive``, makes plain fences directives)."""
 
 
 def tags(text: str) -> list[Construct]:

@@ -14,7 +14,10 @@ from cursor_agent_action.docpages.construct import Construct, PathUse
 from cursor_agent_action.docpages.inert import PATH_OPTIONS, ROLES, names
 from cursor_agent_action.docpages.scan.text import MAX_BLOCK_LINES, collapse, lines
 
-_FENCE = re.compile(r"(?P<fence>`{3,}|~{3,}|:{3,})[ \t]*\{(?P<name>[^{}\n]*)\}(?P<rest>.*)$")
+_FENCE = re.compile(r"(?P<fence>`{3,}|~{3,}|:{3,})[ \t]*\{(?P<name>[^{}\s]*)\}(?P<rest>.*)$")
+_PLAIN_FENCE = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<name>[^\s{`~][^\s`]*)(?P<rest>.*)$")
+FENCE_AS_DIRECTIVE = "fence_as_directive"
+"""Named in a MyST configuration, it makes plain fences (```` ```mermaid ````) directives."""
 _EXEC = re.compile(r"^[ \t>*+\-\d.]*(?:`{3,}|~{3,})(?P<info>[^\n]*\bexec\b[^\n]*)$")
 _OPTION = re.compile(r"^:(?P<name>[^:\s][^:]*?):(?:\s+(?P<value>.*)|$)")
 _PREFIX = re.compile(r"^[ \t>]*")
@@ -31,12 +34,14 @@ _HTML = re.compile(r"""\b(?:src|href|data|poster|srcset)\s*=\s*"""
 _READS = {"include": True, "literalinclude": True, "image": False, "figure": False}
 
 
-def fences(text: str) -> list[Construct]:
-    """Every MyST directive fence of ``text``, and every fence that asks to be executed."""
+def fences(text: str, plain: bool = False) -> list[Construct]:
+    """Every MyST directive fence of ``text`` (with ``plain``, every fence: the repository's
+    MyST configuration makes some plain fences directives), and every fence that asks to be
+    executed."""
     raw = lines(text)
     found: list[Construct] = []
     for number, line in enumerate(raw):
-        if match := _FENCE.search(line):
+        if (match := _FENCE.search(line)) or (plain and (match := _PLAIN_FENCE.search(line))):
             found.append(_fence(raw, number, match))
         elif match := _EXEC.match(line):
             found.append(Construct(number + 1, "fence", "exec", collapse(line), (), (),
