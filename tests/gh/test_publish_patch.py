@@ -218,6 +218,18 @@ def test_a_plain_docs_change_with_an_image_carries_no_warning(
     assert "::warning" not in capsys.readouterr().out
 
 
+def test_a_markdown_page_docusaurus_compiles_as_mdx_is_published_with_a_warning(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MDX is code, as the executed list is: allowed-paths lets it through, publish says so."""
+    patch = make_patch(agent_tree, tmp_path, {"docs/guide.md": "# Hi\n\nexport const x = 1\n"})
+    code, out = ws.publish("--patch-file", str(patch), "--allowed-paths", "docs/**")
+    assert code == 0, out
+    (warning,) = [line for line in capsys.readouterr().out.splitlines()
+                  if line.startswith("::warning")]
+    assert "docs/guide.md:3: a top-level `export` line (Docusaurus compiles it as MDX)" in warning
+
+
 def test_a_docs_page_including_files_outside_the_repository_is_refused(
     ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
