@@ -16,7 +16,7 @@ from cursor_agent_action.docpages.scan.text import (
     unescape,
 )
 
-_BLANK = "[ \t\v\f]"
+_BLANK = r"[^\S\n]"
 _DIRECTIVE = re.compile(
     rf"(?<![\w.\\])\.\.{_BLANK}+(?:\|(?P<sub>[^|]*)\|{_BLANK}+)?"
     rf"(?P<name>[^\s:`|]+(?::[^\s:`|]+)*){_BLANK}*::(?P<rest>.*)$")
