@@ -65,6 +65,8 @@ def test_a_directive_past_the_first_4_mib_is_not_missed() -> None:
     ("docs/a.rst", ".. figure:: /proc/self/environ"),
     ("docs/a.md", "![x](../../../etc/passwd)"),
     ("docs/a.md", '<img src="../../etc/passwd">'),
+    ("docs/a.md", '<img src="&#46;&#46;/&#46;&#46;/etc/passwd">'),  # as MyST decodes it
+    ("docs/a.md", "![x](\\.\\./\\.\\./etc/passwd)"),  # CommonMark's escapes
     ("docs/a.rst", "Get :download:`it <../../etc/passwd>`."),
     ("docs/a.md", "Get {download}`it <../../etc/passwd>`."),
     ("docs/a.rst", ".. literalinclude:: ../examples/demo.py\n   :diff: ../../etc/passwd"),

@@ -216,6 +216,8 @@ MYST_FORMS: tuple[Callable[[str], str], ...] = (
     lambda p: f"```{{raw}} html\n:file: {p}\n```\n",
     lambda p: f"![x]({p})\n",
     lambda p: f'<img src="{p}">\n',
+    lambda p: f'<img src="{p.replace(".", "&#46;")}">\n',
+    lambda p: f"![x]({p.replace('.', chr(92) + '.')})\n",
     lambda p: f"{{download}}`it <{p}>`\n",
     lambda p: f"[x]({p})\n",
     lambda p: f"```{{eval-rst}}\n.. literalinclude:: {p}\n```\n",

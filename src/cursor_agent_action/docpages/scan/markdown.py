@@ -6,6 +6,7 @@ shown file of the repository into the output), and fences that ask to be execute
 
 from __future__ import annotations
 
+import html
 import re
 
 import yaml
@@ -32,6 +33,7 @@ _HTML = re.compile(r"""\b(?:src|href|data|poster|srcset)\s*=\s*"""
                    r"""(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s>"']+))""",
                    re.IGNORECASE)
 _READS = {"include": True, "literalinclude": True, "image": False, "figure": False}
+_PUNCTUATION_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 def fences(text: str, plain: bool = False) -> list[Construct]:
@@ -117,8 +119,10 @@ def links(text: str) -> list[Construct]:
                            if groups.get(key) is not None), "")
             target = target.split()[0] if target.split() else ""
             name = "image" if groups.get("bang") else kind
+            # As a reader decodes it: character references (&#46;&#46;/) and escapes (\.\./).
+            decoded = html.unescape(_PUNCTUATION_ESCAPE.sub(r"\1", target))
+            uses = tuple(PathUse(path, reads=False) for path in dict.fromkeys((target, decoded))
+                         if path)
             found.append(Construct(text.count("\n", 0, match.start()) + 1, "link", name,
-                                   collapse(match.group(0)), (),
-                                   (PathUse(target, reads=False),) if target else (), "",
-                                   "markdown"))
+                                   collapse(match.group(0)), (), uses, "", "markdown"))
     return found
