@@ -88,3 +88,16 @@ def test_plain_fences_are_directives_where_the_myst_config_says_so() -> None:
     found = refused({"docs/a.md": page, "docs/conf.py": "myst_fence_as_directive = ['x']\n"})
     assert found == ["docs/a.md:3: ```literalinclude ../../etc/passwd: '../../etc/passwd' "
                      "leaves the repository"]
+
+
+def test_a_changed_body_of_the_pages_own_executing_directive_is_new_code() -> None:
+    """``click:example`` and ``jupyter-execute`` run their body in the build: the header the
+    same, a body the change writes is refused."""
+    changed = PAGE.replace('print("hi")', 'import os; os.system("id")')
+    (line,) = refused({"docs/api.rst": changed}, {"docs/api.rst": PAGE})
+    assert line.startswith("docs/api.rst:11: .. jupyter-execute::: directive 'jupyter-execute'")
+    fence = "# Hi\n\n```{jupyter-execute}\nprint(1)\n```\n\nText.\n"
+    assert refused({"docs/a.md": fence.replace("Text", "More text")}, {"docs/a.md": fence}) == []
+    (line,) = refused({"docs/a.md": fence.replace("print(1)", "import os")},
+                      {"docs/a.md": fence})
+    assert line.startswith("docs/a.md:3: ```{jupyter-execute}: directive 'jupyter-execute'")

@@ -31,7 +31,8 @@ class Construct:
 
     ``kind`` names the markup's kind of construct (``directive``, ``role``, ``fence``...),
     ``name`` what the toolchain looks up (the directive's name), ``options`` its option names,
-    ``text`` the construct as written (whitespace collapsed: what is compared with the base),
+    ``text`` the construct as written (whitespace collapsed), ``content`` the block it holds
+    (a directive's body, collapsed: an extension may run it), both compared with the base,
     ``refused`` a reason it can never pass (a page's own rule), ``paths`` what it reads."""
 
     line: int
@@ -42,8 +43,10 @@ class Construct:
     paths: tuple[PathUse, ...] = ()
     refused: str = ""
     markup: str = field(default="", compare=False)
+    content: str = ""
 
     @property
-    def key(self) -> tuple[str, str]:
-        """What a base version must hold, the same, for this construct to be its own."""
-        return self.kind, self.text
+    def key(self) -> tuple[str, str, str]:
+        """What a base version must hold, the same, for this construct to be its own: its
+        text and its content (a changed example body is new code)."""
+        return self.kind, self.text, self.content

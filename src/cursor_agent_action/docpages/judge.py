@@ -153,7 +153,7 @@ def constructs(text: str, markup: str, templates: bool) -> list[Construct]:
     return found
 
 
-def _not_inert(construct: Construct, base: frozenset[tuple[str, str]]) -> str:
+def _not_inert(construct: Construct, base: frozenset[tuple[str, str, str]]) -> str:
     """Why ``construct`` is refused ("" when it passes): never when its text is the base's."""
     if construct.refused:
         return construct.refused

@@ -91,7 +91,19 @@ def _fence(raw: list[str], number: int, match: re.Match[str]) -> Construct:
         uses += [PathUse(value, reads=False) for value in (argument, *(v for _, v in values))
                  if value and " " not in value]
     return Construct(number + 1, "directive", name, collapse(*shown), values, tuple(uses),
-                     refused, "markdown")
+                     refused, "markdown", _content(raw, number, match.group("fence")))
+
+
+def _content(raw: list[str], number: int, fence: str) -> str:
+    """The fence's content: up to a line (container prefix removed) that is a fence of the
+    same character at least as long, with nothing after it, or the end."""
+    content: list[str] = []
+    for line in raw[number + 1:]:
+        bare = _PREFIX.sub("", line).rstrip()
+        if bare and set(bare) == {fence[0]} and len(bare) >= len(fence):
+            break
+        content.append(line)
+    return collapse(*content)
 
 
 def roles(text: str) -> list[Construct]:

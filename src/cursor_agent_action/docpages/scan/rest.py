@@ -56,7 +56,8 @@ def _directive(raw: list[str], clean: list[str], number: int, match: re.Match[st
     shown = [raw[number]]
     header = indent(raw[number])
     refused = ""
-    for at in range(number + 1, len(clean)):
+    at = number + 1
+    while at < len(clean):
         line = clean[at]
         body = _cell(line)
         if not body:
@@ -66,7 +67,8 @@ def _directive(raw: list[str], clean: list[str], number: int, match: re.Match[st
             break
         if indent(line) <= header and not line.lstrip().startswith("|"):
             break
-        shown.append(raw[at])
+        at += 1
+        shown.append(raw[at - 1])
         if option := _OPTION.match(body):
             options.append([option.group("name").strip().lower(), option.group("value") or ""])
         elif options:
@@ -84,7 +86,18 @@ def _directive(raw: list[str], clean: list[str], number: int, match: re.Match[st
         uses += [PathUse(value, reads=False) for value in (path, *(v for _, v in values))
                  if value and " " not in value]
     return Construct(number + 1, "directive", name, collapse(*shown), values, tuple(uses),
-                     refused, markup)
+                     refused, markup, _content(raw, at, header))
+
+
+def _content(raw: list[str], at: int, header: int) -> str:
+    """The directive's content from line ``at``: every line up to one as little indented as
+    its marker (an extension may run it: ``click:example``, ``jupyter-execute``)."""
+    content: list[str] = []
+    while at < len(raw) and (not raw[at].strip() or indent(raw[at]) > header
+                             or raw[at].lstrip().startswith("|")):
+        content.append(raw[at])
+        at += 1
+    return collapse(*content)
 
 
 def roles(text: str, markup: str = "rest") -> list[Construct]:
