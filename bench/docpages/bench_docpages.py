@@ -3,11 +3,11 @@
     .venv/bin/python bench/docpages/bench_docpages.py <repository or bare git dir>... [--docs docs]
 
 For every documentation page under ``--docs`` at HEAD, a plain change is made in memory (a
-section appended with prose, a link, a list, a code block, a table and an image of the docs
-folder) and judged against HEAD, as the run step and publish judge it; the page's own
-constructs (its extension directives) are in the base. Prints, per repository, the pages
-judged, the pages refused (each refusal), the constructs that passed only as the page's own,
-and the time. Nothing is written to the repository: the tree is read with git."""
+word in the second half of the page edited, and a section appended with prose, a link, a list,
+a code block, a table and an image of the docs folder) and judged against HEAD, as the run
+step and publish judge it; the page's own constructs (its extension directives) are in the
+base. Prints, per repository, the pages judged, the pages refused (each refusal), the
+constructs that passed only as the page's own, and the time. Nothing is written to the repository: the tree is read with git."""
 
 from __future__ import annotations
 
@@ -75,6 +75,13 @@ def _plain(page: str, images: list[str]) -> str:
             + (f"\n.. image:: {image}\n" if image else ""))
 
 
+def _typo(text: str) -> str:
+    """``text`` with a word of its second half changed (" the " to " this "): an edit in
+    the middle of the page, wherever it falls (inside an extension directive's body too)."""
+    at = text.find(" the ", len(text) // 2)
+    return text if at < 0 else text[:at] + " this " + text[at + 5:]
+
+
 def measure(path: str, docs: str) -> None:
     repo = _git_dir(path)
     entries = parse_tree(_git(repo, "ls-tree", "-r", "-z", "--full-tree", "HEAD"))
@@ -89,7 +96,8 @@ def measure(path: str, docs: str) -> None:
         mode, oid = entries.get(name, ("", ""))
         return _git(repo, "cat-file", "blob", oid) if mode.startswith("100") else None
 
-    new = {p: (blobs[p].decode("utf-8", "replace") + _plain(p, images)).encode() for p in pages}
+    new = {p: (_typo(blobs[p].decode("utf-8", "replace")) + _plain(p, images)).encode()
+           for p in pages}
     view = TreeView({p: m for p, (m, _) in entries.items()}, frozenset(pages),
                     lambda name: new.get(name) or base(name), base, _ignored(repo, entries))
     started = time.perf_counter()

@@ -101,3 +101,11 @@ def test_a_changed_body_of_the_pages_own_executing_directive_is_new_code() -> No
     (line,) = refused({"docs/a.md": fence.replace("print(1)", "import os")},
                       {"docs/a.md": fence})
     assert line.startswith("docs/a.md:3: ```{jupyter-execute}: directive 'jupyter-execute'")
+
+
+def test_a_placeholder_in_inline_code_is_no_role() -> None:
+    """`cursor/docs/{head_ref}` is code, not the role {head_ref} (MyST reads no role in a
+    code span); outside one it is a role, unknown."""
+    assert refused({"docs/a.md": "Branch: `cursor/docs/{head_ref}`, ``{x}`y` ``.\n"}) == []
+    (line,) = refused({"docs/a.md": "Branch: {head_ref}`main`.\n"})
+    assert "role 'head_ref' is not on the inert list" in line

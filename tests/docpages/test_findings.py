@@ -69,6 +69,8 @@ def test_a_directive_past_the_first_4_mib_is_not_missed() -> None:
     ("docs/a.md", "![x](\\.\\./\\.\\./etc/passwd)"),  # CommonMark's escapes
     ("docs/a.rst", "Get :download:`it <../../etc/passwd>`."),
     ("docs/a.md", "Get {download}`it <../../etc/passwd>`."),
+    ("docs/a.md", '<b title="`">{download}`../../etc/passwd`'),  # the tag outranks the span
+    ("docs/a.md", "\\` {download}`../../etc/passwd` `"),  # an escaped backtick opens none
     ("docs/a.rst", ".. literalinclude:: ../examples/demo.py\n   :diff: ../../etc/passwd"),
     ("docs/a.adoc", ":stylesheet: ../../etc/passwd"),
     ("docs/a.adoc", ":data-uri:\n\nimage::a.png[]"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cursor_agent_action.docpages.base import own
 from cursor_agent_action.docpages.construct import Construct
@@ -145,7 +145,11 @@ def constructs(text: str, markup: str, templates: bool) -> list[Construct]:
     directives)."""
     if markup == "asciidoc":
         return asciidoc.constructs(text)
-    found = [*rest.directives(text), *rest.roles(text)]
+    if markup == "rest":
+        return [*rest.directives(text), *rest.roles(text)]
+    found = [replace(construct, line=construct.line + before)  # MyST's {eval-rst} content
+             for before, block in markdown.restructured(text)
+             for construct in [*rest.directives(block), *rest.roles(block)]]
     if markup == "markdown":
         found += [*markdown.fences(text, templates), *markdown.roles(text),
                   *markdown.links(text), *snippets.snippets(text),

@@ -1,7 +1,7 @@
 """Markdown as MyST and MkDocs read it: directive fences (backticks, tildes or colons, at any
-nesting: inside ``>`` quotes and list items) with their option lines and YAML option blocks,
-roles (``{name}`body```), images, links and HTML ``src``/``href`` (MyST copies a linked or
-shown file of the repository into the output), and fences that ask to be executed
+nesting: inside ``>`` quotes, list items and definitions) with their option lines and YAML
+option blocks, roles (``{name}`body```), images, links and HTML ``src``/``href`` (MyST copies
+a linked or shown file of the repository into the output), and fences that ask to be executed
 (``exec="on"``, markdown-exec)."""
 
 from __future__ import annotations
@@ -15,8 +15,12 @@ from cursor_agent_action.docpages.construct import Construct, PathUse
 from cursor_agent_action.docpages.inert import PATH_OPTIONS, ROLES, names
 from cursor_agent_action.docpages.scan.text import MAX_BLOCK_LINES, collapse, lines
 
-_FENCE = re.compile(r"(?P<fence>`{3,}|~{3,}|:{3,})[ \t]*\{(?P<name>[^{}\s]*)\}(?P<rest>.*)$")
-_PLAIN_FENCE = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<name>[^\s{`~][^\s`]*)(?P<rest>.*)$")
+_CONTAINERS = r"^(?:[ \t]*(?:>|[-*+:](?=[ \t])|\d{1,9}[.)](?=[ \t])))*[ \t]*"
+"""Quotes, list items and definitions around a fence, at any nesting."""
+_FENCE = re.compile(_CONTAINERS + r"(?P<fence>`{3,}|~{3,}|:{3,})[ \t]*\{(?P<name>[^{}\s]*)\}"
+                    r"(?P<rest>.*)$")
+_PLAIN_FENCE = re.compile(_CONTAINERS + r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<name>[^\s{`~][^\s`]*)"
+                          r"(?P<rest>.*)$")
 FENCE_AS_DIRECTIVE = "fence_as_directive"
 """Named in a MyST configuration, it makes plain fences (```` ```mermaid ````) directives."""
 _EXEC = re.compile(r"^[ \t>*+\-\d.]*(?:`{3,}|~{3,})(?P<info>[^\n]*\bexec\b[^\n]*)$")
@@ -43,7 +47,7 @@ def fences(text: str, plain: bool = False) -> list[Construct]:
     raw = lines(text)
     found: list[Construct] = []
     for number, line in enumerate(raw):
-        if (match := _FENCE.search(line)) or (plain and (match := _PLAIN_FENCE.search(line))):
+        if (match := _FENCE.match(line)) or (plain and (match := _PLAIN_FENCE.match(line))):
             found.append(_fence(raw, number, match))
         elif match := _EXEC.match(line):
             found.append(Construct(number + 1, "fence", "exec", collapse(line), (), (),
@@ -94,22 +98,70 @@ def _fence(raw: list[str], number: int, match: re.Match[str]) -> Construct:
                      refused, "markdown", _content(raw, number, match.group("fence")))
 
 
-def _content(raw: list[str], number: int, fence: str) -> str:
-    """The fence's content: up to a line (container prefix removed) that is a fence of the
-    same character at least as long, with nothing after it, or the end."""
+def _body(raw: list[str], number: int, fence: str) -> list[str]:
+    """The lines of the fence opened on line ``number``: up to a line (container prefix
+    removed) that is a fence of the same character at least as long, or the end."""
     content: list[str] = []
     for line in raw[number + 1:]:
         bare = _PREFIX.sub("", line).rstrip()
         if bare and set(bare) == {fence[0]} and len(bare) >= len(fence):
             break
         content.append(line)
-    return collapse(*content)
+    return content
+
+
+def _content(raw: list[str], number: int, fence: str) -> str:
+    return collapse(*_body(raw, number, fence))
+
+
+def restructured(text: str) -> list[tuple[int, str]]:
+    """The reStructuredText MyST reads in ``text``: each ``{eval-rst}`` fence's content
+    (container prefix removed), with the number of the line before it."""
+    raw = lines(text)
+    found: list[tuple[int, str]] = []
+    for number, line in enumerate(raw):
+        if (match := _FENCE.match(line)) and match.group("name").strip().lower() == "eval-rst":
+            width = len(line) - len(line.lstrip(" \t>"))
+            body = [item[width:] if _PREFIX.match(item[:width]) else item.lstrip(" \t>")
+                    for item in _body(raw, number, match.group("fence"))]
+            found.append((number + 1, "\n".join(body)))
+    return found
+
+
+_RUN = re.compile(r"(?<!\\)`+")
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text``'s inline code spans are, as CommonMark pairs backtick runs of one length
+    within a paragraph; none in a paragraph that holds a ``<`` (an HTML tag or an autolink
+    outranks a code span: a backtick in one opens none)."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for end in [m.start() for m in _PARAGRAPH.finditer(text)] + [len(text)]:
+        paragraph = text[start:end]
+        if "<" not in paragraph:
+            runs = list(_RUN.finditer(paragraph))
+            at = 0
+            while at < len(runs):
+                closing = next((i for i in range(at + 1, len(runs))
+                                if len(runs[i].group(0)) == len(runs[at].group(0))), None)
+                if closing is None:
+                    at += 1
+                    continue
+                spans.append((start + runs[at].end(), start + runs[closing].start()))
+                at = closing + 1
+        start = end
+    return spans
 
 
 def roles(text: str) -> list[Construct]:
-    """Every MyST role of ``text``."""
+    """Every MyST role of ``text`` (but inside an inline code span: `` `docs/{name}` ``)."""
     found: list[Construct] = []
+    spans = _code_spans(text)
     for match in _ROLE.finditer(text):
+        if any(begin <= match.start() < end for begin, end in spans):
+            continue
         name = match.group("name").lower()
         target = _TARGET.search(match.group("body"))
         path = " ".join((target.group("path") if target else match.group("body")).split())

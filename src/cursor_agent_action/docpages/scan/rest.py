@@ -86,15 +86,17 @@ def _directive(raw: list[str], clean: list[str], number: int, match: re.Match[st
         uses += [PathUse(value, reads=False) for value in (path, *(v for _, v in values))
                  if value and " " not in value]
     return Construct(number + 1, "directive", name, collapse(*shown), values, tuple(uses),
-                     refused, markup, _content(raw, at, header))
+                     refused, markup,
+                     _content(raw, at, header, table=raw[number].lstrip().startswith("|")))
 
 
-def _content(raw: list[str], at: int, header: int) -> str:
+def _content(raw: list[str], at: int, header: int, *, table: bool) -> str:
     """The directive's content from line ``at``: every line up to one as little indented as
-    its marker (an extension may run it: ``click:example``, ``jupyter-execute``)."""
+    its marker (in a table, one that is no row of it) (an extension may run it:
+    ``click:example``, ``jupyter-execute``)."""
     content: list[str] = []
     while at < len(raw) and (not raw[at].strip() or indent(raw[at]) > header
-                             or raw[at].lstrip().startswith("|")):
+                             or (table and raw[at].lstrip().startswith("|"))):
         content.append(raw[at])
         at += 1
     return collapse(*content)
