@@ -7,7 +7,8 @@ word in the second half of the page edited, and a section appended with prose, a
 a code block, a table and an image of the docs folder) and judged against HEAD, as the run
 step and publish judge it; the page's own constructs (its extension directives) are in the
 base. Prints, per repository, the pages judged, the pages refused (each refusal), the
-constructs that passed only as the page's own, and the time. Nothing is written to the repository: the tree is read with git."""
+constructs that passed only as the page's own, and the time. Nothing is written to the
+repository: the tree is read with git."""
 
 from __future__ import annotations
 
