@@ -109,3 +109,17 @@ def test_a_placeholder_in_inline_code_is_no_role() -> None:
     assert refused({"docs/a.md": "Branch: `cursor/docs/{head_ref}`, ``{x}`y` ``.\n"}) == []
     (line,) = refused({"docs/a.md": "Branch: {head_ref}`main`.\n"})
     assert "role 'head_ref' is not on the inert list" in line
+
+
+def test_a_new_include_of_an_unchanged_file_judges_that_file_whole() -> None:
+    """A test fixture of the repository holds hostile directives; a page that newly includes
+    it brings them into the docs build. An include the base already had reads the file as
+    before."""
+    files = {"tests/fixtures/evil.rst": ".. literalinclude:: /etc/passwd\n",
+             "docs/ok.rst": ".. note:: Hi.\n"}
+    found = refused({**files, "docs/a.rst": ".. include:: ../tests/fixtures/evil.rst\n"}, files)
+    assert any(line.startswith("tests/fixtures/evil.rst:1:") for line in found)
+    assert refused({**files, "docs/a.rst": ".. include:: ok.rst\n"}, files) == []
+    page = ".. include:: ../tests/fixtures/evil.rst\n"
+    old = {**files, "docs/a.rst": page}
+    assert refused({**old, "docs/a.rst": page + "\nMore.\n"}, old) == []

@@ -29,7 +29,7 @@ MAX_CONFIG_BYTES = 1 << 20
 CONFIGS = ("mkdocs.yml", "mkdocs.yaml", "conf.py", "zensical.toml", "_config.yml")
 """Docs configurations read for a template plugin (Jinja tags in pages then count)."""
 MAX_PARSED = 256
-"""Changed files read through parsed includes, at most (more: refused)."""
+"""Files read through parsed includes, at most (more: refused)."""
 
 _INERT: dict[str, dict[str, Group]] = {
     "directive": names(DIRECTIVES), "role": names(ROLES), "macro": names(ASCIIDOC_MACROS),
@@ -59,33 +59,37 @@ def markup_of(path: str) -> str:
 
 def judge(view: TreeView, pages: Iterable[str]) -> Judgement:
     """Judge every documentation file among ``pages`` (changed paths of ``view``'s new tree),
-    and every changed file they parse through an include."""
+    and every file they parse through an include: a changed one that an include of the base
+    names, against its own base; any one a new include names, whole (its constructs are new
+    to the page that now reads them)."""
     verdict = Judgement()
     reached: list[tuple[str, str]] = []  # (construct as shown, a path it reaches)
     templates = _templates(view)
-    queue = [(page, markup_of(page)) for page in sorted(pages)
+    queue = [(page, markup_of(page), False) for page in sorted(pages)
              if is_documentation(page) and view.modes.get(page) in ("100644", "100755")]
     seen = set(queue)
     while queue:
-        page, markup = queue.pop(0)
-        for target in _page(view, page, markup, templates=templates, verdict=verdict,
-                            reached=reached):
-            if (target, markup) not in seen:
-                seen.add((target, markup))
+        page, markup, whole = queue.pop(0)
+        for target, new in _page(view, page, markup, whole=whole, templates=templates,
+                                 verdict=verdict, reached=reached):
+            item = (target, markup, new)
+            if item not in seen and (new or target in view.changed):
+                seen.add(item)
                 if len(seen) > MAX_PARSED:
-                    verdict.refused.append(f"{page}: includes over {MAX_PARSED} changed files")
+                    verdict.refused.append(f"{page}: includes over {MAX_PARSED} files")
                     return verdict
-                queue.append((target, markup))
+                queue.append(item)
     ignored = view.ignored(sorted({path for _, path in reached})) if reached else set()
     verdict.refused += [f"{shown}: {path} is ignored by git (an untracked file a build or CI "
                         "may leave there)" for shown, path in reached if path in ignored]
     return verdict
 
 
-def _page(view: TreeView, page: str, markup: str, *, templates: bool, verdict: Judgement,
-          reached: list[tuple[str, str]]) -> list[str]:
-    """Judge one page read as ``markup`` (the paths it reaches, for the ignore rules, added to
-    ``reached``); the changed files it parses."""
+def _page(view: TreeView, page: str, markup: str, *, whole: bool, templates: bool,
+          verdict: Judgement, reached: list[tuple[str, str]]) -> list[tuple[str, bool]]:
+    """Judge one page read as ``markup`` (``whole``: nothing of it counts as its own; the
+    paths it reaches, for the ignore rules, added to ``reached``); the files it parses, each
+    with whether a new include names it."""
     data = view.read_new(page)
     text = _text(page, data, verdict)
     if text is None:
@@ -96,8 +100,8 @@ def _page(view: TreeView, page: str, markup: str, *, templates: bool, verdict: J
 
     if markup == "markdown" and (esm := mdx.compiled_as_mdx(text)):
         verdict.code.append(f"{page}:{esm[0]}: {esm[1]} (Docusaurus compiles it as MDX)")
-    base = own(view.read_base(page), scan)
-    parsed: list[str] = []
+    base = frozenset() if whole else own(view.read_base(page), scan)
+    parsed: list[tuple[str, bool]] = []
     for construct in scan(text):
         why = _not_inert(construct, base)
         shown = f"{page}:{construct.line}: {construct.text[:160]}"
@@ -106,7 +110,7 @@ def _page(view: TreeView, page: str, markup: str, *, templates: bool, verdict: J
         for use in construct.paths:
             found = follow(view, page, use)
             verdict.refused += [f"{shown}: {reason}" for reason in found.refused]
-            parsed += found.parsed
+            parsed += [(path, whole or construct.key not in base) for path in found.parsed]
             reached += [(shown, path) for path in found.reached]
     return parsed
 

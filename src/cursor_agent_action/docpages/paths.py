@@ -33,7 +33,7 @@ _STANDARD_INCLUDE = re.compile(r"<[\w.-]+>")
 @dataclass(frozen=True)
 class Found:
     """Where one use of a path leads: the files it reaches (to check against the ignore rules),
-    the changed files it parses, and the reasons it is refused."""
+    the files it parses as markup, and the reasons it is refused."""
 
     reached: tuple[str, ...]
     parsed: tuple[str, ...]
@@ -69,7 +69,7 @@ def follow(view: TreeView, page: str, use: PathUse) -> Found:
                     refused.append(f"{path} is a file builds execute (the executed list)")
                     continue
                 good = True
-                if use.parsed and path in view.changed:
+                if use.parsed:
                     parsed.append(path)
             elif mode == "160000":
                 refused.append(f"{path} is a submodule")
