@@ -33,10 +33,13 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from cursor_agent_action.agent.contain.box.net import peek, plainhttp, pumps, upstream
+from cursor_agent_action.agent.contain.box.net.ca import RunCa
 from cursor_agent_action.agent.contain.box.net.checks import Agent, Checks, Refused
+from cursor_agent_action.agent.contain.box.net.credentials import Credentials, Tally
 from cursor_agent_action.agent.contain.box.net.dns import Resolver
 from cursor_agent_action.agent.contain.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
+from cursor_agent_action.agent.contain.box.net.terminate import Terminator
 from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
 from cursor_agent_action.stream.netreport import NetReport
 
@@ -87,6 +90,12 @@ class Wall:
         self._writers: set[asyncio.StreamWriter] = set()
         self._clients = 0
         self._ready = threading.Event()
+        self.terminator: Terminator | None = None
+
+    def hold_credentials(self, credentials: Credentials, ca: RunCa, tally: Tally) -> None:
+        """From now on, connections to Cursor's names are terminated and their credentials
+        swapped (:mod:`.terminate`); call it before :meth:`start`."""
+        self.terminator = Terminator(credentials, ca, self.ledger, tally)
 
     @classmethod
     def create(cls, policy: NetPolicy, *, limits: Limits | None = None,
@@ -334,6 +343,15 @@ class Wall:
             up_reader, up_writer = far.reader, far.writer
             self._writers.add(up_writer)
             self.ledger.connected(destination)
+            if self.terminator is not None and self.terminator.wants(name):
+                seen = await self._seen(peeking, flow)
+                if seen[0][:1] == b"\x16":  # TLS: terminated, credentials swapped
+                    serving = asyncio.ensure_future(self.terminator.serve(
+                        name, port, seen[0], agent=(reader, writer), far=(up_reader, up_writer),
+                        flow=flow))
+                    tasks.add(serving)
+                    await self._watch({serving}, flow)
+                    return
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
             tasks.add(down)
 
@@ -360,18 +378,22 @@ class Wall:
                 up_writer.transport.abort()
             self.ledger.moved(destination, flow.moved[0], flow.moved[1])
 
-    async def _up(self, agent: Agent, flow: pumps.Flow,
-                  peeking: asyncio.Future[tuple[bytes, peek.Claim]],
-                  connect: plainhttp.Connect) -> None:
-        """The agent's side once its first bytes are read (however late: the idle timeout
-        bounds the wait)."""
+    async def _seen(self, peeking: asyncio.Future[tuple[bytes, peek.Claim]],
+                    flow: pumps.Flow) -> tuple[bytes, peek.Claim]:
+        """The agent's first bytes and their claim, once read (however late: the idle timeout
+        bounds the wait); a refusal is recorded."""
         try:
-            seen = await peeking
+            return await peeking
         except Refused as refusal:
             flow.refused = True
             self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
             raise
-        await self.checks.up_agent(agent, flow, seen, connect)
+
+    async def _up(self, agent: Agent, flow: pumps.Flow,
+                  peeking: asyncio.Future[tuple[bytes, peek.Claim]],
+                  connect: plainhttp.Connect) -> None:
+        """The agent's side once its first bytes are read."""
+        await self.checks.up_agent(agent, flow, await self._seen(peeking, flow), connect)
 
     async def _watch(self, directions: set[asyncio.Future[None]], flow: pumps.Flow) -> None:
         """Until both directions are done, an error, or the idle or total timeout."""
