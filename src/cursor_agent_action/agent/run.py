@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from cursor_agent_action import safegit
 from cursor_agent_action.agent.contain import sandbox
 from cursor_agent_action.agent.contain.box.net import walllog
+from cursor_agent_action.agent.contain.box.net.credentials import OFF
 from cursor_agent_action.agent.contain.cancel import interruptible, stop_on_signals
 from cursor_agent_action.agent.contain.isolation import (
     ContainmentFailed,
@@ -35,6 +36,7 @@ from cursor_agent_action.agent.contain.process import AgentExit, run_agent_proce
 from cursor_agent_action.agent.guards import cli_sandbox
 from cursor_agent_action.agent.guards.repo_config import PolicyGuard
 from cursor_agent_action.agent.guards.runnerfiles import Restored, file_command_paths
+from cursor_agent_action.agent.judge import keyheld
 from cursor_agent_action.agent.judge.answer import structured_outputs, with_structured_output
 from cursor_agent_action.agent.judge.attempts import Ended, Next, next_step, retry_delay
 from cursor_agent_action.agent.judge.changes import Applied, ChangeTracker, check_policy
@@ -63,7 +65,7 @@ from cursor_agent_action.agent.launch.run_options import (
     options_from_args,
 )
 from cursor_agent_action.errors import SetupError
-from cursor_agent_action.options import number_text
+from cursor_agent_action.options import number_text, setting
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.record import Cause, Conclusion, RunReport, StreamResult
@@ -146,6 +148,7 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
         verdict.notes.append("cursor-agent kept running after its result event and was stopped "
                              "(hence the negative exit code); the run itself had finished.")
     conclude_box(verdict, attempt.ended, attempt.applied)
+    keyheld.conclude(verdict, attempt.ended)
     if tampered:
         verdict.fail(Cause.TAMPERED, (
             ".cursor/cli.json was changed during the run, or a configuration file the CLI "
@@ -255,14 +258,15 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
 def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
     """Start the agent until :func:`next_step` says to conclude; the last start, and how it
     was launched. Bounded: the counted starts, one start without the CLI's sandbox (the
-    decision asks for it only while the sandbox is on) and one uncontained start before the
-    agent ever ran (only a contained box falls back)."""
+    decision asks for it only while the sandbox is on), one uncontained start before the
+    agent ever ran (only a contained box falls back) and one start with the API key in the box
+    after the CLI refused the relay's certificate (nothing reached Cursor)."""
     options, runner = run.options, run.runner
     allowed = options.max_retries + 1
     number = 1  # counted starts, this one included
     ran = False  # once the agent has run, nothing runs it with less containment
     seen: dict[str, int] = {}  # known failures by title, for their own retry caps
-    for _ in range(allowed + 2):
+    for _ in range(allowed + 3):
         try:
             done = _attempt(run, launch.argv, launch.box)
         except ContainmentFailed as exc:
@@ -278,6 +282,15 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             launch = dataclasses.replace(launch, box=box)
             continue
         ran = True
+        if keyheld.falls_back(done.ended, done.verdict, launch.box.key_masking):
+            why = ("the Cursor CLI refused the relay's certificate before any request reached "
+                   "Cursor's service, so the agent did nothing")
+            runner.warning(f"{why.capitalize()}; running once more with the API key in the "
+                           f"agent's environment. Set {setting('--api-key-masking')} to "
+                           "masked-or-fail to fail instead.", title="API key in the box")
+            launch = dataclasses.replace(launch, box=dataclasses.replace(
+                launch.box, key_masking=OFF, fallback=why))
+            continue
         _label(done, launch.box, options)
         known = classify(done.ended.stderr)
         if known is not None:
@@ -314,8 +327,10 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
 
 
 def _label(done: Attempt, box: Box, options: RunOptions) -> None:
-    """What the verdict says of the start's containment and network."""
+    """What the verdict says of the start's containment, network and API key."""
     verdict = done.verdict
+    keyheld.label(verdict, done.ended, box.key_in_box(options),
+                  why=box.fallback or box.isolation.why_not or "network is open")
     if verdict.network is None and (not box.isolation.walled or options.network == "open"):
         verdict.network = walllog.unwalled_report(
             "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)

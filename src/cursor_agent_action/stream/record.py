@@ -57,6 +57,7 @@ class Cause(enum.Enum):
     POLICY = "the agent wrote where its permissions do not allow"
     UNCHECKED = "the changes could not be checked"
     ANSWER = "the answer does not match the output schema"
+    CREDENTIALS = "the relay could not use the API key for the agent"
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,8 @@ class RunReport:
     isolation: str = ""  # how the agent was contained (agent.contain.isolation.Isolation.label)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
     network: NetReport | None = None  # the network wall's report (stream/render/network.py)
+    api_key_in_box: str = ""  # no, yes-fallback, yes-asked, yes-no-relay ("": not known)
+    api_key_note: str = ""  # the same in words, for the summary
 
     @property
     def failure_reason(self) -> str:

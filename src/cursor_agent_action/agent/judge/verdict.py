@@ -56,6 +56,8 @@ class Verdict:
     isolation: str = ""
     network: NetReport | None = None
     structured_output: str = ""
+    api_key_in_box: str = ""  # agent.contain.box.net.credentials.HELD_*
+    api_key_note: str = ""
 
     @classmethod
     def of(cls, stream: StreamResult) -> Verdict:
@@ -102,6 +104,8 @@ class Verdict:
             notes=[*self.notes, *second.notes],
             files_changed=sorted({*self.files_changed, *second.files_changed}),
             isolation=self.isolation or second.isolation,
+            api_key_in_box=second.api_key_in_box or self.api_key_in_box,
+            api_key_note=second.api_key_note or self.api_key_note,
         )
 
     def report(self, described: Described) -> RunReport:
@@ -122,6 +126,8 @@ class Verdict:
             isolation=self.isolation,
             structured_output=self.structured_output,
             network=self.network,
+            api_key_in_box=self.api_key_in_box,
+            api_key_note=self.api_key_note,
         )
 
 

@@ -121,13 +121,16 @@ class RunCa:
     @classmethod
     def make(cls, directory: Path, patterns: Sequence[str], *,
              lifetime_s: float = LIFETIME_S) -> RunCa:
-        """A new CA in ``directory`` (made 0700; it must not exist) for Cursor's
-        ``patterns``. Raises :class:`CaError`."""
+        """A new CA in ``directory`` (made 0700 if it does not exist; it must hold nothing) for
+        Cursor's ``patterns``. Raises :class:`CaError`."""
         openssl = shutil.which("openssl")
         if openssl is None:
             raise CaError("no openssl on the runner's PATH (it makes the run's certificate "
                           "authority)")
-        directory.mkdir(mode=0o700)
+        directory.mkdir(mode=0o700, exist_ok=True)
+        directory.chmod(0o700)
+        if any(directory.iterdir()):
+            raise CaError(f"{directory} is not empty")
         (directory / "issued").mkdir(mode=0o700)
         (directory / "index.txt").write_bytes(b"")
         (directory / "openssl.cnf").write_text(

@@ -44,6 +44,7 @@ class Credentials:
     trust_file: str = ""
     trust_dir: str = ""
     patterns: tuple[str, ...] = ()
+    fallback: bool = True  # no CA on this runner: the key in the box (False: the run fails)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,7 +53,8 @@ class Credentials:
     def from_json(cls, data: dict[str, Any]) -> Credentials:
         return cls(str(data["key"]), str(data["placeholder"]), str(data.get("trust_file", "")),
                    str(data.get("trust_dir", "")),
-                   tuple(str(p) for p in data.get("patterns", ())))
+                   tuple(str(p) for p in data.get("patterns", ())),
+                   data.get("fallback") is not False)
 
     def __repr__(self) -> str:  # never the key in a traceback or a log
         return f"Credentials(patterns={self.patterns!r})"

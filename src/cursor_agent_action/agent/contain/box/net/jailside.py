@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from cursor_agent_action.agent.contain.box.net import netns
+from cursor_agent_action.agent.contain.box.net import netns, trust
+from cursor_agent_action.agent.contain.box.net.ca import RunCa
+from cursor_agent_action.agent.contain.box.net.credentials import Credentials, MaskReport, Tally
 from cursor_agent_action.agent.contain.box.net.ledger import EventSink
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.relay import (
@@ -38,6 +41,8 @@ class BoxNetwork:
     def __init__(self, wall: Wall, previous: int) -> None:
         self.wall = wall
         self._previous = previous
+        self.tally: Tally | None = None
+        self.ca: RunCa | None = None
 
     @classmethod
     def enter(cls, policy: NetPolicy, *, on_event: EventSink | None = None,
@@ -50,6 +55,22 @@ class BoxNetwork:
             netns.return_to_netns(previous)
             raise
         return cls(wall, previous)
+
+    def hold_credentials(self, credentials: Credentials, ca_dir: Path, files_dir: Path,
+                         env: Mapping[str, str],
+                         on_exchange_failed: Callable[[str], None]) -> tuple[dict[str, str],
+                                                                             dict[str, str]]:
+        """The relay holds the key (:mod:`.terminate`): the run's CA made in ``ca_dir`` (root's,
+        never shown in the box), the box's trust files written in ``files_dir``. Returns the
+        box's read-only files (target to source) and the agent's environment (the trust
+        variables on them). Raises :class:`~.ca.CaError`."""
+        self.ca = RunCa.make(ca_dir, credentials.patterns)
+        self.tally = Tally(on_exchange_failed)
+        self.wall.hold_credentials(credentials, self.ca, self.tally)
+        return trust.write_files(files_dir, self.ca.certificate, env), trust.environment(env)
+
+    def mask_report(self) -> MaskReport | None:
+        return self.tally.report() if self.tally is not None else None
 
     def in_init(self, files_dir: Path | None) -> None:
         """In the process forked inside the box (the agent's namespace init), first thing once
@@ -77,4 +98,6 @@ class BoxNetwork:
         """Stop the relay (every listener and connection closed) and return its report."""
         self.leave()  # in case an error skipped it
         self.wall.stop()
+        if self.ca is not None:
+            self.ca.destroy()
         return self.wall.report()
