@@ -267,10 +267,13 @@ def unprivileged(tmp_path: Path) -> Path:
     shutil.copytree(Path(__file__).resolve().parents[2] / "src" / "cursor_agent_action",
                     site / "cursor_agent_action",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    import h2  # the relay reads HTTP/2 to Cursor's service with it (run.txt has it)
     import h11  # the network wall's relay reads plain HTTP with it (run.txt has it)
+    import hpack
+    import hyperframe
     import orjson
 
-    for module in (orjson, h11):
+    for module in (orjson, h11, h2, hpack, hyperframe):
         source = Path(module.__file__ or "").parent
         shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
     for path in [tmp_path, *tmp_path.parents]:
