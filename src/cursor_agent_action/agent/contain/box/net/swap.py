@@ -30,9 +30,8 @@ URLSAFE = string.ascii_letters + string.digits + "-_"
 _JWT = re.compile(rb"eyJ[A-Za-z0-9_-]{2,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{16,}")
 _JWT_WHOLE = re.compile(rb"eyJ[A-Za-z0-9_-]{2,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{16,}\Z")
 UP, DOWN = "up", "down"
-ANCHOR = 3
-"""Each value is looked for where its first bytes are (found with ``bytes.find``, fast), not
-by a regular expression run over every byte."""
+"""Values are found with ``bytes.find`` (the key, other tokens; where a JWT starts), never by
+a regular expression that grows with every token."""
 
 
 def _alphabet(text: str) -> str:
@@ -54,11 +53,16 @@ def random_like(text: str) -> str:
             return found
 
 
+_PREFIX = re.compile(r"^[A-Za-z]{1,12}[_-](?:[A-Za-z]{1,12}[_-])?")
+"""A key's kind, kept in its placeholder: ``crsr_`` (and ``key_test_`` in tests)."""
+
+
 def key_placeholder(key: str) -> str:
-    """A per-run placeholder shaped like ``key``: its prefix up to the last ``_`` (``crsr_``)
-    kept, the rest random in the same alphabet, the same length."""
-    prefix, _, rest = key.rpartition("_")
-    prefix = f"{prefix}_" if prefix else ""
+    """A per-run placeholder shaped like ``key``: its prefix of letters (``crsr_``) kept, the
+    rest random in the same alphabet, the same length."""
+    found = _PREFIX.match(key)
+    prefix = found.group() if found else ""
+    rest = key[len(prefix):]
     if not rest:
         return random_like(key)
     return prefix + random_like(rest)
@@ -75,9 +79,13 @@ def looks_like_jwt(token: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Pair:
-    real: bytes
-    placeholder: bytes
+class Table:
+    """The values to replace going one way: JWT-shaped ones (found where a JWT starts, then
+    looked up) and others (each found by itself: the key, a token of another shape)."""
+
+    replacements: dict[bytes, bytes]
+    jwt_lengths: tuple[int, ...]  # longest first
+    others: tuple[bytes, ...]
 
 
 class Vault:
@@ -87,19 +95,15 @@ class Vault:
         if len(key) != len(placeholder):
             raise ValueError("a placeholder must be as long as its value")
         self._lock = threading.Lock()
-        self._pairs: list[Pair] = []
         self._real: dict[bytes, bytes] = {}
-        self._version = 0
-        self._patterns: dict[str, tuple[int, re.Pattern[bytes], dict[bytes, bytes],
-                                         tuple[bytes, ...]]] = {}
+        self._tables: dict[str, Table] = {}
         self.key = key
         self.placeholder = placeholder
         self._add(key.encode(), placeholder.encode())
 
     def _add(self, real: bytes, placeholder: bytes) -> None:
-        self._pairs.append(Pair(real, placeholder))
         self._real[real] = placeholder
-        self._version += 1
+        self._tables.clear()
 
     def mask(self, real: str) -> str:
         """The placeholder of the token ``real`` (made on first sight)."""
@@ -115,29 +119,24 @@ class Vault:
     def holds(self, data: bytes) -> bool:
         """Whether ``data`` holds a real value (any of them)."""
         with self._lock:
-            return any(pair.real in data for pair in self._pairs)
+            return any(real in data for real in self._real)
 
-    def pattern(self, direction: str) -> tuple[re.Pattern[bytes], dict[bytes, bytes],
-                                               tuple[bytes, ...]]:
-        """The regular expression of the values to replace going ``direction`` (placeholders
-        going up; real values and any JWT coming down), and the replacements."""
+    def table(self, direction: str) -> Table:
+        """What to replace going ``direction``: placeholders going up, real values coming
+        down (and any JWT the service hands back: :class:`Rewriter`)."""
         with self._lock:
-            cached = self._patterns.get(direction)
-            if cached is not None and cached[0] == self._version:
-                return cached[1], cached[2], cached[3]
-            if direction == UP:
-                table = {pair.placeholder: pair.real for pair in self._pairs}
-            else:
-                table = {pair.real: pair.placeholder for pair in self._pairs}
-            words = sorted(table, key=len, reverse=True)
-            alternatives = [re.escape(word) for word in words]
-            if direction == DOWN:
-                alternatives.append(_JWT.pattern)
-            compiled = re.compile(b"|".join(alternatives))
-            anchors = tuple(sorted({word[:ANCHOR] for word in words}
-                                   | ({b"eyJ"} if direction == DOWN else set())))
-            self._patterns[direction] = (self._version, compiled, table, anchors)
-            return compiled, table, anchors
+            found = self._tables.get(direction)
+            if found is not None:
+                return found
+            pairs = self._real.items()
+            replacements = ({placeholder: real for real, placeholder in pairs}
+                            if direction == UP else dict(pairs))
+            jwts = {len(word) for word in replacements if _JWT_WHOLE.match(word)}
+            others = tuple(sorted((word for word in replacements if not _JWT_WHOLE.match(word)),
+                                  key=len, reverse=True))
+            found = Table(replacements, tuple(sorted(jwts, reverse=True)), others)
+            self._tables[direction] = found
+            return found
 
     def swap_text(self, data: bytes, direction: str) -> bytes:
         """``data`` (a whole value: a header, a small body) with every value swapped."""
@@ -196,48 +195,55 @@ class Rewriter:
         out, _ = self._replace(buffer, len(buffer))
         return out
 
-    def _starts(self, buffer: bytes, anchors: tuple[bytes, ...]) -> list[int]:
-        found: list[int] = []
-        for anchor in anchors:
-            at = buffer.find(anchor)
+    def _matches(self, buffer: bytes, table: Table) -> list[tuple[int, int, bytes | None]]:
+        """Every value in ``buffer``: (start, end, its replacement); None for a JWT the
+        vault does not know yet (coming down: masked when it is let go)."""
+        found: list[tuple[int, int, bytes | None]] = []
+        for word in table.others:
+            at = buffer.find(word)
             while at >= 0:
-                found.append(at)
-                at = buffer.find(anchor, at + 1)
-        return sorted(found)
+                found.append((at, at + len(word), table.replacements[word]))
+                at = buffer.find(word, at + 1)
+        at = buffer.find(b"eyJ")
+        while at >= 0:
+            match = _JWT.match(buffer, at)
+            if match is not None:
+                found.append(self._jwt(buffer, at, match.end(), table))
+            at = buffer.find(b"eyJ", at + 1)
+        found.sort()
+        return found
+
+    def _jwt(self, buffer: bytes, start: int, end: int,
+             table: Table) -> tuple[int, int, bytes | None]:
+        for length in table.jwt_lengths:  # a known one, maybe followed by token bytes
+            if length <= end - start:
+                replacement = table.replacements.get(buffer[start:start + length])
+                if replacement is not None:
+                    return start, start + length, replacement
+        own = _proto_length(buffer, start)  # a protobuf string's own length
+        if own is not None and end - start > own >= 20 and _JWT_WHOLE.match(
+                buffer[start:start + own]):
+            end = start + own
+        return start, end, None
 
     def _replace(self, buffer: bytes, cut: int) -> tuple[bytes, int]:
         """Everything before ``cut`` with its values swapped (a match that runs past ``cut``
         waits, and the cut moves to its start)."""
-        pattern, table, anchors = self.vault.pattern(self.direction)
-        starts = self._starts(buffer, anchors)
-        if not starts:
-            return buffer[:cut], cut
+        table = self.vault.table(self.direction)
         pieces: list[bytes] = []
         done = 0
-        for start in starts:
+        for start, end, known in self._matches(buffer, table):
             if start < done:
                 continue
             if start >= cut:
                 break
-            match = pattern.match(buffer, start)
-            if match is None:
-                continue
-            end = match.end()
-            word = match.group()
-            replacement = table.get(word)
-            if replacement is None:  # a JWT the service handed back
-                length = _proto_length(buffer, start)
-                if length is not None and len(word) > length >= 20 and _JWT_WHOLE.match(
-                        word[:length]):
-                    end = start + length
-                    word = word[:length]
-                if end > cut:
-                    cut = start
-                    break
-                replacement = self.vault.mask(word.decode("ascii")).encode()
-            elif end > cut:
+            if end > cut:
                 cut = start
                 break
+            if known is None and self.direction != DOWN:
+                continue  # an unknown JWT going up is the agent's own: left as it is
+            replacement = known if known is not None else self.vault.mask(
+                buffer[start:end].decode("ascii")).encode()
             pieces.append(buffer[done:start])
             pieces.append(replacement)
             self.swapped += 1
