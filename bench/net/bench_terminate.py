@@ -24,9 +24,9 @@ import argparse
 import json
 import shutil
 import socket
-import subprocess
 import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,15 +40,16 @@ import h2.settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cursor_agent_action.agent.contain.box.net.ca import RunCa  # noqa: E402
-from cursor_agent_action.agent.contain.box.net.credentials import Credentials  # noqa: E402
-from cursor_agent_action.agent.contain.box.net.policy import (  # noqa: E402
+from tests.support.cursor_service import make_key, with_service
+from tests.support.netbox import fixed_resolver, lookup, run_boxed
+
+from cursor_agent_action.agent.contain.box.net.ca import RunCa
+from cursor_agent_action.agent.contain.box.net.credentials import Credentials
+from cursor_agent_action.agent.contain.box.net.policy import (
     DEFAULT_DOMAINS,
     build_policy,
 )
-from cursor_agent_action.agent.contain.box.net.swap import key_placeholder  # noqa: E402
-from tests.support.cursor_service import make_key, with_service  # noqa: E402
-from tests.support.netbox import fixed_resolver, lookup, run_boxed  # noqa: E402
+from cursor_agent_action.agent.contain.box.net.swap import key_placeholder
 
 NAME = "api2.cursor.sh"
 NODE_SERVER = r"""
@@ -91,7 +92,7 @@ class Client:
                                         server_hostname=NAME)
         self.port = port
         self.conn = h2.connection.H2Connection(h2.config.H2Configuration(
-            client_side=True, header_encoding="utf-8"))
+            client_side=True, header_encoding=None))
         self.conn.initiate_connection()
         self.conn.increment_flow_control_window(1 << 24)
         self.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 24})
@@ -113,7 +114,7 @@ class Client:
                 raise ConnectionError("closed")
             for event in self.conn.receive_data(data):
                 if isinstance(event, h2.events.ResponseReceived):
-                    status = int(dict(event.headers)[":status"])
+                    status = int(dict(event.headers or [])[b":status"])
                 elif isinstance(event, h2.events.DataReceived):
                     size += len(event.data)
                     self.conn.acknowledge_received_data(event.flow_controlled_length, stream)
@@ -141,8 +142,8 @@ def exchange(client: Client, key: str) -> str:
         client.sock.sendall(client.conn.data_to_send())
 
 
-def measure(address: str, port: int, cafile: str, key: str, requests: int,
-            mib: int) -> dict[str, Any]:
+def measure(address: str, port: int, cafile: str, key: str, *,
+            requests: int) -> dict[str, Any]:
     client = Client(address, port, cafile)
     token = exchange(client, key)
     times = []
@@ -180,12 +181,12 @@ def main() -> int:
     node: subprocess.Popen[str] | None = None
     node_port = 0
     try:
-        direct = measure("127.0.0.1", service.port, str(service.ca.cert), key, args.requests,
-                         args.mib)
+        direct = measure("127.0.0.1", service.port, str(service.ca.cert), key,
+                         requests=args.requests)
         node = None
         if shutil.which("node") and shutil.which("curl"):
-            node = subprocess.Popen(["node", "-e", NODE_SERVER, str(work / "service" / "server.key"),
-                                     str(work / "service" / "server.pem"), str(args.mib)],
+            files = [str(work / "service" / name) for name in ("server.key", "server.pem")]
+            node = subprocess.Popen(["node", "-e", NODE_SERVER, *files, str(args.mib)],
                                     stdout=subprocess.PIPE, text=True)
             node_port = int((node.stdout.readline() if node.stdout else "0").strip())
             direct["curl_mib_s"] = curl_stream("127.0.0.1", node_port, str(service.ca.cert))
@@ -198,7 +199,7 @@ def main() -> int:
         def client(_emit: Any) -> Any:
             _, addresses = lookup(NAME)
             found = measure(addresses[0], service.port, str(work / "ca" / "ca.pem"),
-                            placeholder, args.requests, args.mib)
+                            placeholder, requests=args.requests)
             if node is not None:
                 found["curl_mib_s"] = curl_stream(addresses[0], node_port,
                                                   str(work / "ca" / "ca.pem"))
