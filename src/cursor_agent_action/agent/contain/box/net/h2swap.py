@@ -285,7 +285,8 @@ async def relay(session: Session, agent: TlsPipe, far: TlsPipe) -> None:
     """One terminated HTTP/2 connection, until either end closes it."""
     state = _Relay(session, agent, far)
     state.start()
-    await asyncio.gather(agent.drain(), far.drain())
+    await agent.drain()
+    await far.drain()
 
     async def side(pipe: TlsPipe, conn: h2.connection.H2Connection,
                    handle: Callable[[h2.events.Event], None]) -> None:
@@ -301,7 +302,8 @@ async def relay(session: Session, agent: TlsPipe, far: TlsPipe) -> None:
             for event in events:
                 handle(event)
             state.pump()
-            await asyncio.gather(agent.drain(), far.drain())
+            await agent.drain()
+            await far.drain()
 
     tasks = {asyncio.ensure_future(side(agent, state.agent, state.on_agent)),
              asyncio.ensure_future(side(far, state.far, state.on_far))}

@@ -84,7 +84,8 @@ class TlsPipe:
         return self.tls.selected_alpn_protocol() or ""
 
     async def read(self) -> bytes:
-        """The next plaintext bytes; b"" at the end (a close_notify or the connection's)."""
+        """The next plaintext bytes (all that the bytes read so far decrypt to, several TLS
+        records at once); b"" at the end (a close_notify or the connection's)."""
         while True:
             try:
                 data = self.tls.read(CHUNK)
@@ -95,9 +96,20 @@ class TlsPipe:
                 continue
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
                 return b""
-            if data:
-                return data
-            return b""
+            if not data:
+                return b""
+            more = [data]
+            size = len(data)
+            while size < CHUNK:  # what else is already here, without waiting
+                try:
+                    data = self.tls.read(CHUNK - size)
+                except (ssl.SSLWantReadError, ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                    break
+                if not data:
+                    break
+                more.append(data)
+                size += len(data)
+            return b"".join(more) if len(more) > 1 else more[0]
 
     def write(self, data: bytes) -> None:
         if data:
