@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.agent.contain.box.net.ca import RunCa
-from cursor_agent_action.agent.contain.box.net.credentials import Credentials, MaskReport, Tally
+from cursor_agent_action.agent.contain.box.net.credentials import Credentials, Tally
 from cursor_agent_action.agent.contain.box.net.jailside import BoxNetwork
 from cursor_agent_action.agent.contain.box.net.ledger import NetEvent
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.relay import Limits, Resolve, system_resolve
+from cursor_agent_action.agent.contain.box.net.terminate import Terminator
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport, Refusal
 
 PREFIX = "caa-net-test-"
@@ -75,7 +77,7 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
                                    limits=limits)
         tally = Tally()
         if masking is not None:  # as the jail does when the relay holds the key
-            network.wall.hold_credentials(*masking, tally)
+            network.wall.terminator = Terminator(*masking, network.wall.ledger, tally)
         pid = os.fork()
         if pid == 0:
             network.in_init(None)  # as the jail's namespace init does

@@ -65,7 +65,7 @@ from cursor_agent_action.agent.launch.run_options import (
     options_from_args,
 )
 from cursor_agent_action.errors import SetupError
-from cursor_agent_action.options import number_text, setting
+from cursor_agent_action.options import number_text
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
 from cursor_agent_action.stream.record import Cause, Conclusion, RunReport, StreamResult
@@ -259,8 +259,7 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
     """Start the agent until :func:`next_step` says to conclude; the last start, and how it
     was launched. Bounded: the counted starts, one start without the CLI's sandbox (the
     decision asks for it only while the sandbox is on), one uncontained start before the
-    agent ever ran (only a contained box falls back) and one start with the API key in the box
-    after the CLI refused the relay's certificate (nothing reached Cursor)."""
+    agent ever ran (only a contained box falls back), one with the key in the box (keyheld)."""
     options, runner = run.options, run.runner
     allowed = options.max_retries + 1
     number = 1  # counted starts, this one included
@@ -283,13 +282,9 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             continue
         ran = True
         if keyheld.falls_back(done.ended, done.verdict, launch.box.key_masking):
-            why = ("the Cursor CLI refused the relay's certificate before any request reached "
-                   "Cursor's service, so the agent did nothing")
-            runner.warning(f"{why.capitalize()}; running once more with the API key in the "
-                           f"agent's environment. Set {setting('--api-key-masking')} to "
-                           "masked-or-fail to fail instead.", title="API key in the box")
+            runner.warning(keyheld.fallback_warning(), title="API key in the box")
             launch = dataclasses.replace(launch, box=dataclasses.replace(
-                launch.box, key_masking=OFF, fallback=why))
+                launch.box, key_masking=OFF, fallback=keyheld.FALLBACK_WHY))
             continue
         _label(done, launch.box, options)
         known = classify(done.ended.stderr)
@@ -329,8 +324,7 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
 def _label(done: Attempt, box: Box, options: RunOptions) -> None:
     """What the verdict says of the start's containment, network and API key."""
     verdict = done.verdict
-    keyheld.label(verdict, done.ended, box.key_in_box(options),
-                  why=box.fallback or box.isolation.why_not or "network is open")
+    keyheld.label(verdict, done.ended, box.key_in_box(options), why=box.why_key_in_box())
     if verdict.network is None and (not box.isolation.walled or options.network == "open"):
         verdict.network = walllog.unwalled_report(
             "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)

@@ -9,6 +9,7 @@ import enum
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.notices import Interaction, Notice
 from cursor_agent_action.stream.toolcalls import UNKNOWN
@@ -193,6 +194,7 @@ class RunReport:
     network: NetReport | None = None  # the network wall's report (stream/render/network.py)
     api_key_in_box: str = ""  # no, yes-fallback, yes-asked, yes-no-relay ("": not known)
     api_key_note: str = ""  # the same in words, for the summary
+    key_relay: MaskReport | None = None  # what the relay saw when it held the key
 
     @property
     def failure_reason(self) -> str:

@@ -12,11 +12,11 @@ from cursor_agent_action.agent.contain.box.net.credentials import (
     HELD_MASKED,
     HELD_NO_RELAY,
     MASKED,
-    MaskReport,
 )
 from cursor_agent_action.agent.contain.process import AgentExit
 from cursor_agent_action.agent.judge.verdict import Verdict
 from cursor_agent_action.options import setting
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.record import Cause
 
 SAID = {
@@ -25,6 +25,16 @@ SAID = {
     HELD_ASKED: "in the agent's environment ({setting} is off)",
     HELD_NO_RELAY: "in the agent's environment (no relay runs here: {why})",
 }
+
+
+FALLBACK_WHY = ("the Cursor CLI refused the relay's certificate before any request reached "
+                "Cursor's service, so the agent did nothing")
+
+
+def fallback_warning() -> str:
+    return (f"{FALLBACK_WHY.capitalize()}; running once more with the API key in the agent's "
+            f"environment. Set {setting('--api-key-masking')} to masked-or-fail to fail "
+            "instead.")
 
 
 def mask_of(ended: AgentExit) -> MaskReport | None:
@@ -40,10 +50,26 @@ def falls_back(ended: AgentExit, verdict: Verdict, mode: str) -> bool:
             and not verdict.stream.has_result and not verdict.stream.tool_calls)
 
 
-def describe(held: str, why: str = "") -> str:
-    """The summary's words for ``held`` (``credentials.HELD_*``)."""
-    return SAID.get(held, held).format(why=why or "see the log",
+def describe(held: str, why: str = "", mask: MaskReport | None = None) -> str:
+    """The summary's words for ``held`` (``credentials.HELD_*``), with what the relay saw."""
+    said = SAID.get(held, held).format(why=why or "see the log",
                                        setting=setting("--api-key-masking"))
+    if mask is None or held != HELD_MASKED:
+        return said
+    return f"{said} ({relay_facts(mask)})"
+
+
+def relay_facts(mask: MaskReport) -> str:
+    """The relay's account in words: the certificate, the exchange, the requests."""
+    accepted = (f"the CLI accepted the relay's certificate on {mask.terminated} connection"
+                f"{'s' if mask.terminated != 1 else ''}" if mask.terminated else
+                "no connection to Cursor's service was made")
+    refused = (f", refused it on {mask.certificate_refused}" if mask.certificate_refused
+               else "")
+    exchange = (f"the key exchange failed: {mask.exchange_error}" if mask.exchange_error else
+                f"{mask.exchanges} key exchange{'s' if mask.exchanges != 1 else ''} rewritten")
+    return (f"{accepted}{refused}; {exchange}; {mask.requests} request"
+            f"{'s' if mask.requests != 1 else ''} to Cursor's service")
 
 
 def label(verdict: Verdict, ended: AgentExit, held: str, *, why: str = "") -> None:
@@ -52,7 +78,8 @@ def label(verdict: Verdict, ended: AgentExit, held: str, *, why: str = "") -> No
     if mask is not None and mask.ca_error and held == HELD_MASKED:
         held, why = HELD_FALLBACK, f"no certificate authority on this runner: {mask.ca_error}"
     verdict.api_key_in_box = held
-    verdict.api_key_note = describe(held, why)
+    verdict.api_key_note = describe(held, why, mask)
+    verdict.key_relay = mask
 
 
 def conclude(verdict: Verdict, ended: AgentExit) -> None:

@@ -122,6 +122,9 @@ class Box:
             return HELD_FALLBACK
         return HELD_ASKED if self.key_masking == OFF else HELD_MASKED
 
+    def why_key_in_box(self) -> str:
+        return self.fallback or self.isolation.why_not or "network is open"
+
     def _credentials(self, options: RunOptions) -> Credentials | None:
         key = self.env.get("CURSOR_API_KEY", "")
         if not key or self.key_masking == OFF or not self.walled(options):

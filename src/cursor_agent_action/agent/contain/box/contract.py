@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.agent.contain.box.net.credentials import Credentials, MaskReport
+from cursor_agent_action.agent.contain.box.net.credentials import Credentials
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport
 
 VERSION = 2

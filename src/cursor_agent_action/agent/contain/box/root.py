@@ -55,10 +55,10 @@ from cursor_agent_action.agent.contain.box.contract import BoxSpec, BoxStatus
 from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc
 from cursor_agent_action.agent.contain.box.net import netns, walllog
 from cursor_agent_action.agent.contain.box.net.ca import CaError
-from cursor_agent_action.agent.contain.box.net.credentials import MaskReport
-from cursor_agent_action.agent.contain.box.net.jailside import BoxNetwork
+from cursor_agent_action.agent.contain.box.net.jailside import BoxNetwork, hold_key
 from cursor_agent_action.agent.contain.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.contain.box.user import AgentUser, UserError, agent_user
+from cursor_agent_action.stream.keyreport import MaskReport
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 PR_SET_NO_NEW_PRIVS = 38
@@ -93,6 +93,9 @@ class Status:
 def setup_failed(exc: BaseException) -> BoxStatus:
     """The status of a box whose preparation failed with ``exc`` (the agent never started)."""
     too_large = isinstance(exc, tree.CopyTooLarge)
+    if isinstance(exc, CaError):
+        return BoxStatus(False, error=f"the relay could not make the run's certificate "
+                         f"authority: {exc}", mask=MaskReport(ca_error=str(exc)))
     return BoxStatus(False, error=str(exc) + (" (the box's cap)" if too_large else ""),
                      too_large=too_large)
 
@@ -293,40 +296,6 @@ def _enter_network(spec: BoxSpec) -> BoxNetwork | None:
                             on_event=walllog.jsonl_sink(events))
 
 
-def _hold_credentials(spec: BoxSpec, view: world.World, net: BoxNetwork | None,
-                      agent_init: list[int]) -> tuple[BoxSpec, MaskReport | None]:
-    """With credentials in the spec and a wall: the relay holds the key, the box gets the
-    placeholder (already in the spec's env) and the run's CA in its trust store; the agent's
-    namespace (``agent_init``, once known) is stopped when the key exchange fails. Without a
-    CA (no openssl): the key in the box if the spec allows it (the report says why), else
-    :class:`CaError`."""
-    credentials = spec.credentials
-    if credentials is None:
-        return spec, None
-    env = {name: value for name, value in spec.env.items() if name != "CURSOR_API_KEY"}
-    if net is None:
-        return replace(spec, env={**env, "CURSOR_API_KEY": credentials.key}), None
-
-    def stop_agent(_detail: str) -> None:
-        if agent_init[0]:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(agent_init[0], signal.SIGTERM)
-
-    area = Path(spec.box_dir)
-    (area / "ca").mkdir(mode=0o700)
-    world.tmpfs(str(area / "ca"), size="4m", mode=0o700)  # gone with this mount namespace
-    try:
-        files, env = net.hold_credentials(credentials, area / "ca", area / "net", env,
-                                          stop_agent)
-    except CaError as exc:
-        if not credentials.fallback:
-            raise
-        return (replace(spec, env={**env, "CURSOR_API_KEY": credentials.key}),
-                MaskReport(ca_error=str(exc)))
-    view.files.update(files)
-    return replace(spec, env={**env, "CURSOR_API_KEY": credentials.placeholder}), None
-
-
 class Stopped(Exception):
     """This program got SIGTERM (the helper gave up waiting, or the job was cancelled)."""
 
@@ -376,16 +345,8 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
         box_limits = state.limits = limits.create(f"caa-box-{os.getpid()}",
                                                      spec.limits.memory_bytes)
         net = state.net = _enter_network(spec)
-        spec, no_ca = _hold_credentials(spec, view, net, agent_init)
-    except CaError as exc:
-        if net is not None:
-            net.finish()
-        if box_limits is not None:
-            box_limits.remove()
-        status.write(BoxStatus(False, error=f"the relay could not make the run's certificate "
-                               f"authority: {exc}", mask=MaskReport(ca_error=str(exc))))
-        return EXIT_SETUP
-    except (SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
+        spec, no_ca = hold_key(spec, view, net, agent_init)
+    except (CaError, SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
             gitconfig.GitConfigError, OSError, KeyError, ValueError, TypeError) as exc:
         if net is not None:
             net.finish()

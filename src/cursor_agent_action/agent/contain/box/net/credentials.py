@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from cursor_agent_action.stream.keyreport import MaskReport
+
 MASKED, MASKED_OR_FAIL, OFF = "masked", "masked-or-fail", "off"
 MODES = (MASKED, MASKED_OR_FAIL, OFF)
 EXCHANGE_PATH = "/auth/exchange_user_api_key"
@@ -58,34 +60,6 @@ class Credentials:
 
     def __repr__(self) -> str:  # never the key in a traceback or a log
         return f"Credentials(patterns={self.patterns!r})"
-
-
-@dataclass(frozen=True)
-class MaskReport:
-    """What the relay saw of Cursor's service: connections terminated, TLS handshakes the
-    agent's side refused (its client did not trust the run's CA), requests that reached
-    Cursor, exchanges rewritten, and the first failure of the exchange ("" when none)."""
-
-    terminated: int = 0
-    certificate_refused: int = 0
-    requests: int = 0
-    exchanges: int = 0
-    exchange_error: str = ""
-    ca_error: str = ""
-
-    @property
-    def may_fall_back(self) -> bool:
-        """The CLI refused the certificate and nothing reached Cursor."""
-        return self.certificate_refused > 0 and self.requests == 0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> MaskReport:
-        return cls(int(data.get("terminated", 0)), int(data.get("certificate_refused", 0)),
-                   int(data.get("requests", 0)), int(data.get("exchanges", 0)),
-                   str(data.get("exchange_error", ""))[:500], str(data.get("ca_error", ""))[:500])
 
 
 class Tally:

@@ -33,9 +33,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from cursor_agent_action.agent.contain.box.net import peek, plainhttp, pumps, upstream
-from cursor_agent_action.agent.contain.box.net.ca import RunCa
 from cursor_agent_action.agent.contain.box.net.checks import Agent, Checks, Refused
-from cursor_agent_action.agent.contain.box.net.credentials import Credentials, Tally
 from cursor_agent_action.agent.contain.box.net.dns import Resolver
 from cursor_agent_action.agent.contain.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
@@ -90,12 +88,7 @@ class Wall:
         self._writers: set[asyncio.StreamWriter] = set()
         self._clients = 0
         self._ready = threading.Event()
-        self.terminator: Terminator | None = None
-
-    def hold_credentials(self, credentials: Credentials, ca: RunCa, tally: Tally) -> None:
-        """From now on, connections to Cursor's names are terminated and their credentials
-        swapped (:mod:`.terminate`); call it before :meth:`start`."""
-        self.terminator = Terminator(credentials, ca, self.ledger, tally)
+        self.terminator: Terminator | None = None  # set: Cursor's names terminated (jailside)
 
     @classmethod
     def create(cls, policy: NetPolicy, *, limits: Limits | None = None,
@@ -380,8 +373,8 @@ class Wall:
 
     async def _seen(self, peeking: asyncio.Future[tuple[bytes, peek.Claim]],
                     flow: pumps.Flow) -> tuple[bytes, peek.Claim]:
-        """The agent's first bytes and their claim, once read (however late: the idle timeout
-        bounds the wait); a refusal is recorded."""
+        """The agent's first bytes and their claim (however late: the idle timeout bounds
+        the wait); a refusal is recorded."""
         try:
             return await peeking
         except Refused as refusal:
