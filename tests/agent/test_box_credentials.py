@@ -7,7 +7,6 @@ by its real names (added to the runner's /etc/hosts, restored after)."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import shutil
@@ -22,7 +21,7 @@ from tests.support.box import Box
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
 from tests.support.cursor_service import FakeCursor, make_key, with_service
-from tests.support.netbox import loopback_name
+from tests.support.netbox import loopback_names
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sys.platform.startswith("linux") or not shutil.which("openssl"),
@@ -45,9 +44,7 @@ def service(box: Box, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCursor]:
     bundle.write_bytes(Path("/etc/ssl/certs/ca-certificates.crt").read_bytes()
                        + fake.ca.cert.read_bytes())
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    with contextlib.ExitStack() as names:
-        for name in NAMES:
-            names.enter_context(loopback_name(name))
+    with loopback_names(NAMES):
         try:
             yield fake
         finally:
@@ -118,7 +115,7 @@ def test_the_agent_finds_no_key_in_its_box_yet_the_cli_calls_succeed(
 
 def test_off_puts_the_key_in_the_box_and_says_so(
         box: Box, capsys: pytest.CaptureFixture[str], service: FakeCursor) -> None:
-    out = _run_box(box, capsys, service, "--api-key-masking", "off")
+    out = _run_box(box, capsys, service, "--key-masking", "off")
     assert out["conclusion"] == "success", out["log"]
     assert f"CURSOR_API_KEY={service.key}" in _seen(box, "env")
     assert out["api-key-in-box"] == "yes-asked"

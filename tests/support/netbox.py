@@ -23,7 +23,7 @@ import struct
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -391,6 +391,20 @@ def server_hello(*, retry: bool) -> bytes:
 
 
 CCS = record(0x14, b"\x01")
+
+
+@contextlib.contextmanager
+def loopback_names(names: Sequence[str]) -> Iterator[None]:
+    """Several names at 127.0.0.1 at once, as :func:`loopback_name` adds one (the lock is
+    taken once: nested, it would wait for itself)."""
+    path = Path("/etc/hosts")
+    with machine_lock("etc-hosts"):
+        before = path.read_bytes()
+        path.write_bytes(before + "".join(f"\n127.0.0.1 {name}\n" for name in names).encode())
+        try:
+            yield
+        finally:
+            path.write_bytes(before)
 
 
 @contextlib.contextmanager

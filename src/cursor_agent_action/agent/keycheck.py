@@ -51,7 +51,7 @@ def answers(report: RunReport) -> list[tuple[str, bool, str]]:
 def configure(parser: argparse.ArgumentParser) -> None:
     add_run_options(parser)
     parser.set_defaults(prompt=PROMPT, preset="read-only", max_retries=0,
-                        api_key_masking=MASKED_OR_FAIL, isolation="user")
+                        key_masking=MASKED_OR_FAIL, isolation="user")
 
 
 def command(args: argparse.Namespace, runner: Runner) -> int:

@@ -43,7 +43,7 @@ from cursor_agent_action.agent.judge.changes import Applied, ChangeTracker, chec
 from cursor_agent_action.agent.judge.failures import classify, explain_exit, stderr_excerpt
 from cursor_agent_action.agent.judge.outcome import (
     conclude_box,
-    limits_label,
+    label_start,
     warn_missing_key,
     warn_persisted_credentials,
 )
@@ -289,7 +289,7 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             launch = dataclasses.replace(launch, box=dataclasses.replace(
                 launch.box, key_masking=OFF, fallback=keyheld.FALLBACK_WHY))
             continue
-        _label(done, launch.box, options)
+        label_start(done.verdict, done.ended, launch.box, options)
         known = classify(done.ended.stderr)
         if known is not None:
             seen[known.title] = seen.get(known.title, 0) + 1
@@ -322,16 +322,6 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             return done, launch
         number += 1
     raise AssertionError("unreachable: every start is counted or happens once")
-
-
-def _label(done: Attempt, box: Box, options: RunOptions) -> None:
-    """What the verdict says of the start's containment, network and API key."""
-    verdict = done.verdict
-    keyheld.label(verdict, done.ended, box.key_in_box(options), why=box.why_key_in_box())
-    if verdict.network is None and (not box.isolation.walled or options.network == "open"):
-        verdict.network = walllog.unwalled_report(
-            "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
-    verdict.isolation = box.isolation.label + limits_label(done.ended)
 
 
 def _conclude_run(run: Run, done: Attempt, launch: Launch) -> Verdict:

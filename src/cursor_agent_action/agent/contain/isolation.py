@@ -305,7 +305,7 @@ class Jail:
                 status.mask.ca_error):  # never a reason to run the agent with less
             raise SetupError(f"the relay could not hold the API key: {status.error}.",
                              "Install openssl on the runner (it makes the run's certificate "
-                             f"authority), or set {setting('--api-key-masking')} to masked (the "
+                             f"authority), or set {setting('--key-masking')} to masked (the "
                              "key in the box when there is no CA) or off.")
         if status is not None and not status.started and not stopped:
             raise ContainmentFailed(status.error or "the box could not be set up",

@@ -33,7 +33,7 @@ FALLBACK_WHY = ("the Cursor CLI refused the relay's certificate before any reque
 
 def fallback_warning() -> str:
     return (f"{FALLBACK_WHY.capitalize()}; running once more with the API key in the agent's "
-            f"environment. Set {setting('--api-key-masking')} to masked-or-fail to fail "
+            f"environment. Set {setting('--key-masking')} to masked-or-fail to fail "
             "instead.")
 
 
@@ -53,7 +53,7 @@ def falls_back(ended: AgentExit, verdict: Verdict, mode: str) -> bool:
 def describe(held: str, why: str = "", mask: MaskReport | None = None) -> str:
     """The summary's words for ``held`` (``credentials.HELD_*``), with what the relay saw."""
     said = SAID.get(held, held).format(why=why or "see the log",
-                                       setting=setting("--api-key-masking"))
+                                       setting=setting("--key-masking"))
     if mask is None or held != HELD_MASKED:
         return said
     return f"{said} ({relay_facts(mask)})"
@@ -99,5 +99,5 @@ def conclude(verdict: Verdict, ended: AgentExit) -> None:
             "The Cursor CLI did not accept the relay's certificate (it holds the API key for the "
             "agent), so nothing reached Cursor's service and the agent did nothing. Fix: run "
             "the check in docs/security.md (Checking the masked key on your runner); set "
-            f"{setting('--api-key-masking')} to masked (one more start with the key in the box "
+            f"{setting('--key-masking')} to masked (one more start with the key in the box "
             "when this happens) or off."))

@@ -143,7 +143,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                help="a contained agent's network: restricted (out by name only: Cursor's "
                "domains, --allowed-domains and mcp-config's URL hosts) or open (the runner's "
                "network, with a warning)")
-    add_option(parser, "--api-key-masking", default=MASKED, choices=KEY_MASKING_MODES,
+    add_option(parser, "--key-masking", default=MASKED, choices=KEY_MASKING_MODES,
                help="where the Cursor API key is while a walled agent runs: masked (the agent "
                "gets a placeholder and the relay swaps in the key for Cursor's names only; if "
                "the CLI refuses the relay's certificate before any request reached Cursor, it "
@@ -248,9 +248,9 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                          f"{args.network!r}.", "Use restricted (the default: out by name only) "
                          f"or open; list the names the agent needs in "
                          f"{setting('--allowed-domains')}.")
-    if args.api_key_masking not in KEY_MASKING_MODES:
-        raise UsageError(f"{setting('--api-key-masking')} must be masked, masked-or-fail or off, "
-                         f"not {args.api_key_masking!r}.", "Use masked (the default: the agent "
+    if args.key_masking not in KEY_MASKING_MODES:
+        raise UsageError(f"{setting('--key-masking')} must be masked, masked-or-fail or off, "
+                         f"not {args.key_masking!r}.", "Use masked (the default: the agent "
                          "sees a placeholder, the relay holds the key), masked-or-fail, or off.")
     net_policy = build_policy(args.allowed_domains, mcp_config.urls if mcp_config else ())
     agent_bin = find_agent(args.agent_bin)
@@ -283,7 +283,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         repo_instructions=args.repo_instructions,
         network=args.network,
         net_policy=net_policy,
-        key_masking=args.api_key_masking,
+        key_masking=args.key_masking,  # the input api-key-masking
     )
 
 

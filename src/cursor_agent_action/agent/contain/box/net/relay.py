@@ -336,15 +336,14 @@ class Wall:
             up_reader, up_writer = far.reader, far.writer
             self._writers.add(up_writer)
             self.ledger.connected(destination)
-            if self.terminator is not None and self.terminator.wants(name):
-                seen = await self._seen(peeking, flow)
-                if seen[0][:1] == b"\x16":  # TLS: terminated, credentials swapped
-                    serving = asyncio.ensure_future(self.terminator.serve(
-                        name, port, seen[0], agent=(reader, writer), far=(up_reader, up_writer),
-                        flow=flow))
-                    tasks.add(serving)
-                    await self._watch({serving}, flow)
-                    return
+            if self.terminator is not None and self.terminator.wants(name) and (
+                    first := (await self._seen(peeking, flow))[0])[:1] == b"\x16":
+                serving = asyncio.ensure_future(self.terminator.serve(  # TLS: credentials swapped
+                    name, port, first, agent=(reader, writer), far=(up_reader, up_writer),
+                    flow=flow))
+                tasks.add(serving)
+                await self._watch({serving}, flow)
+                return
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
             tasks.add(down)
 
@@ -373,8 +372,7 @@ class Wall:
 
     async def _seen(self, peeking: asyncio.Future[tuple[bytes, peek.Claim]],
                     flow: pumps.Flow) -> tuple[bytes, peek.Claim]:
-        """The agent's first bytes and their claim (however late: the idle timeout bounds
-        the wait); a refusal is recorded."""
+        """The agent's first bytes and their claim (the idle timeout bounds the wait)."""
         try:
             return await peeking
         except Refused as refusal:
