@@ -119,7 +119,7 @@ def test_off_puts_the_key_in_the_box_and_says_so(
     assert out["conclusion"] == "success", out["log"]
     assert f"CURSOR_API_KEY={service.key}" in _seen(box, "env")
     assert out["api-key-in-box"] == "yes-asked"
-    assert "api-key-masking is off" in out["summary"]
+    assert "key-masking is off" in out["summary"]
 
 
 def test_a_failed_exchange_stops_the_run_at_once_with_what_failed(
@@ -141,3 +141,36 @@ def test_a_failed_exchange_stops_the_run_at_once_with_what_failed(
     assert out["conclusion"] == "failure", out["log"]
     assert "key exchange with HTTP 404" in out["summary"], out["summary"] + out["log"]
     assert "browser" in out["summary"]
+
+
+def _refusing(box: Box, service: FakeCursor) -> str:
+    """An agent whose client trusts only the runner's bundle (not the run's CA): it refuses
+    the relay's certificate, and the agent ends without a result."""
+    client = box.base / "client.py"
+    client.write_text(CLIENT.read_text())
+    bundle = box.base / "runner-bundle.pem"
+    return (f"CAA_PORT={service.port} SSL_CERT_FILE={bundle} {PYTHON} -I {client} urllib "
+            "> $SEEN/client 2>&1 || exit 1")
+
+
+def test_a_refused_certificate_starts_the_agent_once_more_with_the_key_and_says_so(
+        box: Box, capsys: pytest.CaptureFixture[str], service: FakeCursor) -> None:
+    allowed = [arg for name in NAMES for arg in ("--allowed-domains", f"{name}:{service.port}")]
+    out = _run(box, capsys, _refusing(box, service), *allowed)
+    assert out["conclusion"] == "success", out["log"]
+    assert out["api-key-in-box"] == "yes-fallback"
+    assert "refused the relay's certificate" in out["log"]
+    assert "fallback" in out["summary"]
+    exchanged = [seen for seen in service.seen if seen.path.startswith("/auth/exchange")]
+    assert len(exchanged) == 1  # the second start, straight to the service with its key
+
+
+def test_masked_or_fail_fails_when_the_certificate_is_refused(
+        box: Box, capsys: pytest.CaptureFixture[str], service: FakeCursor) -> None:
+    allowed = [arg for name in NAMES for arg in ("--allowed-domains", f"{name}:{service.port}")]
+    out = _run(box, capsys, _refusing(box, service), *allowed, "--key-masking",
+               "masked-or-fail")
+    assert out["conclusion"] == "failure", out["log"]
+    assert "did not accept the relay's certificate" in out["summary"]
+    assert out["api-key-in-box"] == "no"
+    assert service.seen == []  # nothing reached Cursor's service
