@@ -174,3 +174,40 @@ def test_masked_or_fail_fails_when_the_certificate_is_refused(
     assert "did not accept the relay's certificate" in out["summary"]
     assert out["api-key-in-box"] == "no"
     assert service.seen == []  # nothing reached Cursor's service
+
+
+def test_check_key_masking_answers_its_three_questions(
+        box: Box, capsys: pytest.CaptureFixture[str], service: FakeCursor) -> None:
+    """The check a user runs on a real runner, here against the fake service: the CLI (the
+    stand-in's client) accepted the relay's certificate, the exchange was rewritten, the
+    model answered."""
+    from cursor_agent_action.cli import main
+    from tests.support.box import agent
+
+    script = agent(box, f"CAA_PORT={service.port} {PYTHON} -I {box.base / 'client.py'} urllib "
+                        "> $SEEN/client 2>&1 || exit 1")
+    (box.base / "client.py").write_text(CLIENT.read_text())
+    allowed = [arg for name in NAMES for arg in ("--allowed-domains", f"{name}:{service.port}")]
+    code = main(["check-key-masking", "--agent-bin", str(script), "--working-directory",
+                 str(box.workspace), "--summary-file", os.devnull, *allowed])
+    log = capsys.readouterr().out
+    assert code == 0, log
+    assert "yes  The CLI accepted the relay's certificate" in log
+    assert "yes  The key exchange was rewritten: 1 exchanges" in log
+    assert "yes  The model answered: Done." in log
+
+
+def test_check_key_masking_says_which_answer_failed(
+        box: Box, capsys: pytest.CaptureFixture[str], service: FakeCursor) -> None:
+    from cursor_agent_action.cli import main
+    from tests.support.box import agent
+
+    script = agent(box, _refusing(box, service))
+    allowed = [arg for name in NAMES for arg in ("--allowed-domains", f"{name}:{service.port}")]
+    code = main(["check-key-masking", "--agent-bin", str(script), "--working-directory",
+                 str(box.workspace), "--summary-file", os.devnull, *allowed])
+    log = capsys.readouterr().out
+    assert code == 1, log
+    assert ("NO   The CLI accepted the relay's certificate: 0 connections terminated, "
+            "1 refused") in log
+    assert "NO   The model answered" in log
