@@ -13,6 +13,7 @@ a reflection of the key through an echo) get no credential.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import shutil
@@ -31,8 +32,10 @@ from cursor_agent_action.agent.contain.box.net.credentials import Credentials
 from cursor_agent_action.agent.contain.box.net.policy import DEFAULT_DOMAINS, build_policy
 from cursor_agent_action.agent.contain.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.contain.box.net.swap import key_placeholder
+from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
+from tests.agent.test_net_upstream import real_proxy
 from tests.support.cursor_service import FakeCursor, make_key, with_service
-from tests.support.netbox import BoxedRun, Emit, fixed_resolver, run_boxed
+from tests.support.netbox import BoxedRun, Emit, fixed_resolver, loopback_names, run_boxed
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sys.platform.startswith("linux") or not shutil.which("openssl"),
@@ -68,11 +71,13 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
         ca.destroy()
 
 
-def _boxed(tmp_path: Path, rig: Rig, commands: dict[str, list[str]],
-           timeout_s: float = 90) -> tuple[dict[str, tuple[int, str]], BoxedRun]:
-    """Each command run in the box, as the agent's tools are."""
+def _boxed(tmp_path: Path, rig: Rig, commands: dict[str, list[str]], timeout_s: float = 90,
+           proxy: RunnerProxy | None = None) -> tuple[dict[str, tuple[int, str]], BoxedRun]:
+    """Each command run in the box, as the agent's tools are (the relay through the runner's
+    ``proxy`` when there is one)."""
     port = rig.port
-    policy = build_policy([f"{name}:{port}" for name in (*CURSOR, OTHER)])
+    policy = dataclasses.replace(build_policy([f"{name}:{port}" for name in (*CURSOR, OTHER)]),
+                                 proxy=proxy)
     files = tmp_path / "box-files"
     files.mkdir(exist_ok=True)
     (files / "resolv.conf").write_text(Wall.resolv_conf_text())
@@ -87,7 +92,8 @@ def _boxed(tmp_path: Path, rig: Rig, commands: dict[str, list[str]],
                              "CAA_PORT": str(port), "CAA_OTHER": OTHER})
     credentials = Credentials(rig.key, rig.placeholder, trust_file=str(rig.test_ca),
                               patterns=DEFAULT_DOMAINS)
-    resolve = fixed_resolver({name: ["127.0.0.1"] for name in (*CURSOR, OTHER)})
+    # Through a proxy the relay never resolves the names itself (the proxy does).
+    resolve = fixed_resolver({} if proxy else {name: ["127.0.0.1"] for name in (*CURSOR, OTHER)})
 
     def client(emit: Emit) -> Any:
         return {label: _in_box(files, shown, command, env) for label, command in commands.items()}
@@ -225,3 +231,16 @@ def test_attacks_get_no_credential(tmp_path: Path, rig: Rig) -> None:
     assert rig.placeholder.encode() in prompt.body  # a prompt reaches the model as it is
     refused = {entry.kind for entry in run.report.refused}
     assert refused == {"sni-mismatch"}, run.report.refused
+
+
+def test_the_relay_reaches_cursor_through_the_runners_proxy(tmp_path: Path, rig: Rig) -> None:
+    """A self-hosted runner's proxy (proxy.py on loopback, which resolves the names itself:
+    added to the runner's /etc/hosts): the relay's TLS to Cursor goes through its tunnel."""
+    python = [sys.executable, "-I", str(CLIENTS / "client.py")]
+    with loopback_names([*CURSOR, OTHER]), real_proxy(tmp_path) as port:
+        proxy = RunnerProxy.from_environ({"HTTPS_PROXY": f"http://127.0.0.1:{port}"})
+        results, run = _boxed(tmp_path, rig, {"httpx": [*python, "httpx"]}, proxy=proxy)
+    _check_client("httpx", results["httpx"], rig)
+    assert run.mask is not None
+    assert run.mask.exchanges == 1
+    assert run.mask.terminated == 2  # api2 and agent.cursor.sh, each through the proxy
