@@ -53,6 +53,8 @@ def _headline(run: RunReport, groups: CallGroups) -> str:
         facts.append(f"**Isolation:** {inline(run.isolation, 2000)}")  # ours, whole
     if run.network:
         facts.append(f"**Network:** {network.headline(run.network)}")
+    if run.api_key_note:
+        facts.append(f"**API key:** {inline(run.api_key_note, 400)}")
     ids = [f"**Session:** {_code(stream.session_id, 80)}"] if stream.session_id else []
     if stream.request_id:
         ids.append(f"**Request:** {_code(stream.request_id, 80)}")
