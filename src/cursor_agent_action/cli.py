@@ -38,6 +38,11 @@ from cursor_agent_action.runner_io import Runner
 # name -> (module, one-line help). Order is the order shown in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cursor_agent_action.agent.run", "run cursor-agent headless and report on it"),
+    "check-key-masking": (
+        "cursor_agent_action.agent.keycheck",
+        "run the CLI once through the relay that holds the API key: did the CLI accept the "
+        "relay's certificate, was the key exchange rewritten, did the model answer",
+    ),
     "summarize": (
         "cursor_agent_action.summarize",
         "turn a saved stream-json transcript into a log, job summary and outputs",
@@ -111,7 +116,7 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
         prog="cursor-agent-action",
         description="Run the Cursor CLI headless in GitHub Actions, safely.",
         epilog="Exit codes: 0 ok, 1 agent run failed, 2 invalid input, 3 setup error, "
-        "4 git/GitHub error, 70 internal error, 130 interrupted.",
+        "4 git/GitHub error, 5 publish refused, 70 internal error, 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

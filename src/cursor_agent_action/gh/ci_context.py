@@ -24,6 +24,7 @@ import httpx
 
 from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.gh.api import Context, GitHub, add_token_option, network_error, read_token
+from cursor_agent_action.gh.testlog import FailureFinder
 from cursor_agent_action.markdown import code_cell, fence, inline, utf8_len
 from cursor_agent_action.options import add_number, add_option
 from cursor_agent_action.runner_io import Runner
@@ -89,6 +90,8 @@ class Section:
     tail: Tail
     command: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # The tests or commands the runner's own output names as failed (a plain test log too).
+    failing: FailureFinder = field(default_factory=FailureFinder)
     _script: list[str] | None = None  # inside the "Run" group: its lines so far
 
     def feed(self, text: str) -> None:
@@ -109,6 +112,7 @@ class Section:
                 self._script.append(text)
         if text.startswith("##[error]") and len(self.errors) < _MAX_ERROR_LINES:
             self.errors.append(text[len("##[error]"):])
+        self.failing.feed(text)
         self.tail.add(text)
 
 
@@ -141,6 +145,11 @@ class JobReport:
     failed_steps: list[str]
     sections: list[Section]
     log_problem: str = ""
+
+    def failing_tests(self) -> list[str]:
+        """The tests (or commands) the kept sections' runner output names as failed."""
+        names = (f.name for s in self.sections for f in s.failing.failures)
+        return list(dict.fromkeys(names))
 
 
 def command(args: argparse.Namespace, runner: Runner) -> int:
@@ -176,7 +185,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         raise UsageError(f"cannot write the context file {output}: {exc.strerror}.",
                          "Set context-file to a writable path, e.g. under $RUNNER_TEMP.") from exc
     failed = [{"id": r.id, "name": r.name, "conclusion": r.conclusion, "url": r.url,
-               "failed_steps": r.failed_steps} for r in reports]
+               "failed_steps": r.failed_steps, "failing_tests": r.failing_tests()}
+              for r in reports]
     runner.set_outputs({
         "context-file": str(output), "failed-jobs": json.dumps(failed),
         "head-sha": str(info.get("head_sha") or ""),
@@ -307,6 +317,12 @@ def render(run: dict[str, Any], reports: list[JobReport], pr_number: int | None,
                 out.append("Command:\n\n" + fence(redact("\n".join(section.command)), "sh"))
             if section.errors:
                 out.append("Errors:\n\n" + fence(redact("\n".join(section.errors)), "text"))
+            if failing := section.failing.failures:
+                more = (f"\n- and {section.failing.more} more\n" if section.failing.more
+                        else "\n")
+                out.append("Failed, as the test runner's output names them:\n\n" + "\n".join(
+                    f"- {code_cell(redact(f.name), in_table=False)} ({inline(f.runner)})"
+                    for f in failing) + more)
             tail = section.tail
             kept = f"last {len(tail.lines)} lines" if tail.dropped else "all lines"
             out.append(f"Log ({kept}):\n\n" + fence(redact("\n".join(tail.lines)), "text"))
