@@ -373,7 +373,7 @@ def _report(run: Run, verdict: Verdict, ended: AgentExit) -> RunReport:
         if tracker.applied_box:  # what came back from the box could not be checked: fail
             verdict.fail(Cause.UNCHECKED,
                          f"{handoff.message} Fix: review the working tree before using it.")
-    for warning in check_policy(verdict, options.policy):
+    for warning in check_policy(verdict, options.policy, handoff.code_pages):
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
     structured = structured_outputs(verdict, options.state_dir, runner.redact)  # may add a note
     structured = withhold_key(verdict, tracker.keys, options.transcript, structured)

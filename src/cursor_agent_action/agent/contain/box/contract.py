@@ -68,6 +68,8 @@ class BoxSpec:
     git: bool = True
     network: NetPolicy | None = None
     storage: str = "auto"
+    namespaces: bool = False
+    """Landlock as the runner's user: inside its own user, PID, mount and IPC namespaces."""
     credentials: Credentials | None = None
     """The key the relay holds (``env`` has its placeholder); None: the key, if any, in env."""
     owner: tuple[int, int] = (-1, -1)
