@@ -337,10 +337,9 @@ class Wall:
             self.ledger.connected(destination)
             if self.terminator is not None and self.terminator.wants(name) and (
                     first := (await self._seen(peeking, flow))[0])[:1] == b"\x16":
-                serving = asyncio.ensure_future(self.terminator.serve(  # TLS: credentials swapped
+                tasks.add(serving := asyncio.ensure_future(self.terminator.serve(  # TLS: swapped
                     name, port, first, agent=(reader, writer), far=(up_reader, up_writer),
-                    flow=flow))
-                tasks.add(serving)
+                    flow=flow)))
                 await self._watch({serving}, flow)
                 return
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
