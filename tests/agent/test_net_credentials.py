@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import gzip
 import json
 import os
 import shutil
@@ -244,3 +245,42 @@ def test_the_relay_reaches_cursor_through_the_runners_proxy(tmp_path: Path, rig:
     assert run.mask is not None
     assert run.mask.exchanges == 1
     assert run.mask.terminated == 2  # api2 and agent.cursor.sh, each through the proxy
+
+
+# -- compressed answers (the red team's first finding) ------------------------------------------
+
+
+def _compressing(always: bool) -> Any:
+    """The fake service's answers gzip-compressed when the request asks for gzip (as real
+    servers do), or ``always`` (a server that ignores what it was asked)."""
+    plain = FakeCursor.answer
+
+    def answer(self: FakeCursor, name: str, method: str, path: str,  # noqa: PLR0917 (its)
+               headers: list[tuple[str, str]], body: bytes) -> Any:
+        done = plain(self, name, method, path, headers, body)
+        asked = {k.lower(): v for k, v in headers}.get("accept-encoding", "")
+        if not (always or "gzip" in asked):
+            return done
+        data = gzip.compress(done.body + b"".join(done.chunks))
+        return dataclasses.replace(done, headers=[*done.headers, ("content-encoding", "gzip")],
+                                   body=data, chunks=())
+
+    return answer
+
+
+@pytest.mark.parametrize("always", [False, True], ids=["asked", "unasked"])
+@pytest.mark.parametrize("version", ["h1", "h2"])
+def test_a_compressed_answer_never_carries_the_key_or_a_token_into_the_box(
+    tmp_path: Path, rig: Rig, monkeypatch: pytest.MonkeyPatch, version: str, always: bool
+) -> None:
+    """The relay swaps values in the bytes it reads: a gzip answer (asked for by the agent, or
+    by httpx and Node's fetch by default) carried the real refresh token and the echoed key
+    into the box. Now nothing asks for a coding upstream, and a coded answer is refused whole."""
+    monkeypatch.setattr(FakeCursor, "answer", _compressing(always))
+    results, run = _boxed(tmp_path, rig, {
+        "client": [sys.executable, "-I", str(CLIENTS / "coded.py"), version]})
+    _, output = results["client"]
+    assert [secret for secret in rig.secrets() if secret in output] == []
+    if not always:  # asked for by the client only: identity upstream, and all works
+        assert rig.placeholder in output, output
+        assert "cannot read" not in str(run.mask)

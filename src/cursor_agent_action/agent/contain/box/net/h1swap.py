@@ -15,6 +15,7 @@ from typing import Any
 
 import h11
 
+from cursor_agent_action.agent.contain.box.net.codings import coded, upstream
 from cursor_agent_action.agent.contain.box.net.credentials import EXCHANGE_PATH, Tally
 from cursor_agent_action.agent.contain.box.net.swap import (
     DOWN,
@@ -144,7 +145,7 @@ async def relay(session: Session, agent: TlsPipe, far: TlsPipe) -> None:
             return
         target = target_of(request.target, name, port) or b"/"
         exchange = target.split(b"?", 1)[0] == EXCHANGE_PATH.encode()
-        headers = [(k, vault.swap_text(v, UP)) for k, v in request.headers]
+        headers = [(k, vault.swap_text(v, UP)) for k, v in upstream(request.headers)]
         far.write(client.send(h11.Request(method=request.method, target=target,
                                           headers=headers)))
         tally.count(requests=1)
@@ -205,6 +206,17 @@ async def _answer(session: Session, to_agent: tuple[h11.Connection, TlsPipe],
             return False
         break
     headers = _down(vault, response.headers)
+    if coding := coded(response.headers):  # its bytes cannot be swapped: none go on
+        session.refuse(session.name, f"an answer in a coding the relay cannot read ({coding})")
+        said = b"cursor-agent-action: refused: an answer the relay cannot read\n"
+        agent.write(server.send(h11.Response(status_code=502, headers=[
+            ("content-type", "text/plain"), ("content-length", str(len(said))),
+            ("connection", "close")])) + server.send(h11.Data(data=said))
+            + server.send(h11.EndOfMessage()))
+        await agent.drain()
+        if exchange:
+            tally.exchange_failed(f"Cursor's service answered the key exchange coded ({coding})")
+        return False
     if not exchange:
         agent.write(server.send(h11.Response(status_code=response.status_code, headers=headers,
                                              reason=response.reason)))

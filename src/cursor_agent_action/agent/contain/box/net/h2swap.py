@@ -25,6 +25,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
+from cursor_agent_action.agent.contain.box.net.codings import coded, upstream
 from cursor_agent_action.agent.contain.box.net.credentials import EXCHANGE_PATH
 from cursor_agent_action.agent.contain.box.net.h1swap import (
     MAX_EXCHANGE_ANSWER,
@@ -120,7 +121,7 @@ class _Relay:
             return
         path = pseudo.get(b":path", b"/")
         far_id = self.far.get_next_available_stream_id()
-        swapped = [(k, self.vault.swap_text(v, UP)) for k, v in headers]
+        swapped = [(k, self.vault.swap_text(v, UP)) for k, v in upstream(headers)]
         try:
             self.far.send_headers(far_id, swapped, end_stream=event.stream_ended is not None)
         except h2.exceptions.TooManyStreamsError:
@@ -178,6 +179,13 @@ class _Relay:
                 self._ack(self.far, event.flow_controlled_length, event.stream_id)
         elif isinstance(event, (h2.events.ResponseReceived,
                                 h2.events.InformationalResponseReceived)):
+            if coding := coded((bytes(k), bytes(v)) for k, v in event.headers or []):
+                self.refuse(self.name, f"an answer in a coding the relay cannot read ({coding})")
+                if stream.exchange:
+                    self.tally.exchange_failed(
+                        f"Cursor's service answered the key exchange coded ({coding})")
+                self._reset(stream)  # none of its bytes go on
+                return
             headers = [(bytes(k), self.vault.swap_text(bytes(v), DOWN))
                        for k, v in event.headers or []]
             if stream.exchange and isinstance(event, h2.events.ResponseReceived):
