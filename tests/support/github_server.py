@@ -257,6 +257,8 @@ class GitHubServer:
             self.state.pull_files[number] = [
                 {"sha": "f" * 40, "status": "modified", "additions": 1, "deletions": 0,
                  "changes": 1, **f} for f in files]
+            if number in self.state.pulls:  # as GitHub counts them (beyond the 3,000 listed)
+                self.state.pulls[number].setdefault("changed_files", len(files))
             for comment in self.state.review_comments.values():
                 if comment["_pull"] == number and comment["line"] is not None:
                     lines = _diff_lines(self.state.pull_files[number], comment["path"])

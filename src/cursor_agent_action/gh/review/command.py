@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,8 @@ from cursor_agent_action.errors import EXIT_RUN_FAILED, ActionError, UsageError
 from cursor_agent_action.gh.api import Context, GitHub, add_token_option, error_message, read_token
 from cursor_agent_action.gh.comment import DEFAULT_AUTHOR, default_marker, marker_line
 from cursor_agent_action.gh.review import findings as findings_mod
+from cursor_agent_action.gh.review import merge as merge_mod
+from cursor_agent_action.gh.review import shards as shards_mod
 from cursor_agent_action.gh.review import status as status_mod
 from cursor_agent_action.gh.review.body import (
     BodyParts,
@@ -44,7 +47,7 @@ from cursor_agent_action.gh.review.findings import SEVERITIES, Answer
 from cursor_agent_action.gh.review.placement import Outside, Placed, place
 from cursor_agent_action.gh.review.text import Prose, title
 from cursor_agent_action.markdown import code_cell
-from cursor_agent_action.options import add_flag, add_number, add_option
+from cursor_agent_action.options import add_flag, add_number, add_option, read_input_file
 from cursor_agent_action.runner_io import Runner
 
 MAX_FILES = 3000
@@ -71,6 +74,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                "review/findings.schema.json")
     add_option(parser, "--findings-file", default="",
                help="a file holding that JSON (the run's structured-output-file)")
+    add_option(parser, "--plan-file", default="",
+               help="a sharded review's plan (pr-context's plan-file, downloaded in this job): "
+               "merge the answers of its shards from findings-dir into one review")
+    add_option(parser, "--findings-dir", default="",
+               help="with plan-file: a directory holding one folder per shard whose name ends "
+               "in shard-N (as download-artifact with pattern leaves them), each with the "
+               "shard's findings.json")
     add_option(parser, "--pr-number", default="", help="pull request to review",
                default_help="the one of the triggering event")
     add_number(parser, "--max-comments", default=20, integer=True, minimum=0, maximum=1000,
@@ -99,6 +109,86 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_token_option(parser)
 
 
+class ReviewIncomplete(ActionError):
+    exit_code = EXIT_RUN_FAILED
+    title = "review incomplete"
+
+
+OUTPUT_LIST = 200
+"""Files not reviewed named in the ``not-reviewed`` output at most (the count has all)."""
+
+
+def _answers(args: argparse.Namespace) -> tuple[merge_mod.Merged | None, shards_mod.Plan | None]:
+    """With plan-file: the shards' answers merged; else (None, None)."""
+    if not args.plan_file.strip():
+        if args.findings_dir.strip():
+            raise UsageError("findings-dir was given without plan-file.",
+                             "Pass the plan-file of the pr-context step that planned the "
+                             "shards, or give findings or findings-file instead.")
+        return None, None
+    if args.findings.strip() or args.findings_file.strip():
+        raise UsageError("plan-file merges the shards' answers from findings-dir: findings and "
+                         "findings-file are not taken with it.",
+                         "Remove findings / findings-file, and pass findings-dir.")
+    if not args.findings_dir.strip():
+        raise UsageError("plan-file was given without findings-dir.",
+                         "Download the shards' artifacts (download-artifact with pattern) and "
+                         "pass that directory as findings-dir.")
+    try:
+        plan = shards_mod.from_json(read_input_file(args.plan_file, "plan-file", "JSON"))
+    except shards_mod.PlanError as exc:
+        raise UsageError(f"plan-file {args.plan_file} is not a review plan: {exc}.",
+                         "Pass pr-context's plan-file output (plan.json), downloaded "
+                         "in this job.") from None
+    answers, gaps, warnings = merge_mod.read(plan, args.findings_dir)
+    return merge_mod.merge(plan, answers, gaps, warnings), plan
+
+
+def _not_reviewed(plan: shards_mod.Plan | None, merged: merge_mod.Merged | None
+                  ) -> list[shards_mod.NotReviewed]:
+    """Every changed file nobody reviewed: in no shard, or in a shard that did not answer."""
+    if plan is None or merged is None:
+        return []
+    out = list(plan.not_reviewed)
+    for gap in merged.gaps:
+        shard = plan.shards[gap.shard - 1]
+        out += [shards_mod.NotReviewed(p, 0, f"shard {gap.shard}: {gap.reason}")
+                for p in shard.files]
+    return out
+
+
+def incomplete_lines(plan: shards_mod.Plan | None, merged: merge_mod.Merged | None
+                     ) -> list[str]:
+    """The review body's "Not reviewed" lines (ours, trusted Markdown)."""
+    if plan is None or merged is None:
+        return []
+    lines = []
+    for gap in merged.gaps:  # the reason may quote the agent's answer: shown inert
+        lines.append(f"- **Shard {gap.shard}** of {len(plan.shards)} ({gap.files} file(s)): "
+                     f"{title(gap.reason, 400)}")
+    gaps = plan.not_reviewed
+    for item in gaps[:50]:
+        lines.append(f"- {code_cell(item.path, 300, in_table=False)} ({item.size:,} bytes): "
+                     f"{title(item.reason, 300)}")
+    if len(gaps) > 50:
+        lines.append(f"- {len(gaps) - 50} more file(s) in no shard: the step's not-reviewed "
+                     "output and the plan file list them all")
+    if merged.foreign:
+        lines.append(f"- {len(merged.foreign)} finding(s) of a shard named another shard's "
+                     "files and were left out: each shard answers for its own files")
+    return lines
+
+
+def _incomplete_text(plan: shards_mod.Plan | None, merged: merge_mod.Merged | None,
+                     count: int) -> str:
+    """What the status says when files went unreviewed ("" when none did)."""
+    if plan is None or merged is None or not count:
+        return ""
+    named = ", ".join(str(g.shard) for g in merged.gaps)
+    return (f"{count} file(s) not reviewed" + (f" (shard {named} of {len(plan.shards)} did "
+                                                 "not answer)" if named else ""))
+
+
 @dataclass
 class Earlier:
     reviews: list[Any]  # ours, oldest first
@@ -113,7 +203,12 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     if args.mark_pending:
         return _mark_pending(args, ctx, number=number, context=context, reviewed=reviewed,
                              runner=runner)
-    answer = findings_mod.load(args.findings, args.findings_file)
+    merged, plan = _answers(args)
+    answer = merged.answer if merged is not None else findings_mod.load(args.findings,
+                                                                        args.findings_file)
+    if plan is not None and not reviewed:
+        reviewed = plan.head_sha
+    missing = _not_reviewed(plan, merged)
     fail_rank = _fail_rank(args.fail_on)
     head = marker_line("review:" + (" ".join(args.marker.split()) or default_marker()))
     author = args.comment_author.strip().casefold()
@@ -141,11 +236,13 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     prose = Prose(f"{ctx.server_url}/{ctx.repository}")
     parts = BodyParts(head, answer, note, outside, over_cap, [(p, u) for p, u, _ in kept],
                       [c.id for _, _, c in kept], ctx.run_url,
-                      {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES})
+                      {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES},
+                      incomplete_lines(plan, merged))
     review = _post(gh, number, head_sha, parts, inline, prose=prose, event=event,
                    runner=runner)
     final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),
-                               str(review["html_url"]))
+                               str(review["html_url"]), incomplete=_incomplete_text(
+                                   plan, merged, len(missing)))
     if context:  # the review is posted: what follows only tidies the earlier one
         status_mod.set_status(gh, context, final)
         runner.log(f"commit status {context} on {reviewed}: {final.state} "
@@ -160,11 +257,30 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         "review-id": str(review["id"]), "review-url": str(review["html_url"]),
         "comments-posted": str(posted), "outside-diff": str(len(outside)),
         "highest-severity": answer.highest(),
-        "status-state": final.state if context else "", "status-sha": reviewed})
+        "status-state": final.state if context else "", "status-sha": reviewed,
+        "not-reviewed-count": str(len(missing)),
+        "not-reviewed": json.dumps([{"path": n.path, "bytes": n.size, "reason": n.reason}
+                                    for n in missing[:OUTPUT_LIST]]),
+        "missing-shards": ",".join(str(g.shard) for g in (merged.gaps if merged else ()))})
     runner.log(f"review {review['html_url']}: {posted} comment(s) on lines, {len(kept)} kept "
                f"from the earlier review, {len(outside)} outside the diff, {len(over_cap)} "
                f"over max-comments; {len(gone)} earlier comment(s) minimized")
     runner.append_summary(_summary(answer, placed, outside, str(review["html_url"])))
+    if merged is not None:
+        for warning in merged.warnings:
+            runner.warning(warning, title="review")
+        if merged.foreign:
+            runner.warning(f"{len(merged.foreign)} finding(s) named changed files of another "
+                           "shard and were left out (each shard answers for its own files).",
+                           title="review")
+    if missing:
+        shards_named = ", ".join(f"shard {g.shard}" for g in merged.gaps) if merged else ""
+        raise ReviewIncomplete(
+            f"{len(missing)} changed file(s) were not reviewed"
+            + (f" ({shards_named} did not answer)" if shards_named else "")
+            + f"; the status is failure: {review['html_url']}.",
+            "Re-run the failed shards' jobs, or raise shard-bytes / max-shards for files too "
+            "large to review.")
     if blocking:
         raise ReviewBlocked(
             f"{len(blocking)} finding(s) at severity {args.fail_on} or worse; the review "
@@ -221,7 +337,8 @@ def read_diff(gh: GitHub, pull: Any, number: int) -> DiffMap:
             read += len(patch)
             diff.add(parse_patch(file.filename, patch, status=status, previous_path=previous))
     if len(files) >= MAX_FILES:
-        diff.truncated = f"GitHub lists only the first {MAX_FILES} files"
+        diff.truncated = (f"GitHub lists {MAX_FILES:,} files of a pull request, and this one "
+                          "is not among them")
     return diff
 
 

@@ -83,12 +83,16 @@ def pending(sha: str, run_url: str, *, waiting: bool) -> Status:
     return Status(sha, "pending", text, run_url)
 
 
-def verdict(sha: str, answer: Answer, blocking: int, fail_on: str, url: str) -> Status:
-    """``failure`` when ``blocking`` findings are at ``fail-on`` or worse, else ``success``;
-    the description names the highest severity and the counts."""
+def verdict(sha: str, answer: Answer, blocking: int, fail_on: str, url: str, *,
+            incomplete: str = "") -> Status:
+    """``failure`` when ``blocking`` findings are at ``fail-on`` or worse, or when files went
+    unreviewed (``incomplete`` says which), else ``success``; the description names the
+    highest severity and the counts."""
     counts = ", ".join(f"{n} {s}" for s in SEVERITIES
                        if (n := sum(f.severity == s for f in answer.findings)))
     found = f"highest {answer.highest()}: {counts}" if counts else "no findings"
+    if incomplete:
+        return Status(sha, "failure", shorten(f"Not all reviewed: {incomplete}; {found}"), url)
     if blocking:
         text = f"Changes requested, {found} (fail-on: {fail_on})"
         return Status(sha, "failure", shorten(text), url)
