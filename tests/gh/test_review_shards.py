@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_USAGE
-from cursor_agent_action.gh.review import changed
+from cursor_agent_action.gh.review import changed, shards
 from cursor_agent_action.gh.review.shards import (
     ChangedFile,
+    Plan,
     PlanError,
     from_json,
     plan,
 )
-from cursor_agent_action.gh.review import shards
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import GitHubServer
 
@@ -36,8 +36,8 @@ def file(path: str, lines: int = 3, **extra: object) -> ChangedFile:
     return ChangedFile(path, patch=patch(lines), additions=lines, **extra)  # type: ignore[arg-type]
 
 
-def where(made: object, path: str) -> int:
-    return made.shard_of(path)  # type: ignore[attr-defined,no-any-return]
+def where(made: Plan, path: str) -> int:
+    return made.shard_of(path)
 
 
 def test_a_small_pull_request_is_one_shard() -> None:
@@ -80,7 +80,8 @@ def test_a_file_too_large_for_any_shard_is_listed_with_its_size_never_dropped() 
     gaps = {g.path: g for g in made.not_reviewed}
     assert gaps["gen/huge.js"].size == big.size
     assert "over shard-bytes (20,000)" in gaps["gen/huge.js"].reason
-    assert gaps["big.lock"].size == 90_000 and "too large" in gaps["big.lock"].reason
+    assert gaps["big.lock"].size == 90_000
+    assert "too large" in gaps["big.lock"].reason
 
 
 def test_max_shards_bounds_the_matrix_and_what_finds_no_room_is_listed() -> None:
@@ -89,7 +90,8 @@ def test_max_shards_bounds_the_matrix_and_what_finds_no_room_is_listed() -> None
     assert len(made.shards) == 3
     placed = {n for s in made.shards for n in s.files}
     left = {g.path for g in made.not_reviewed}
-    assert len(placed) == 6 and placed | left == {f.path for f in files}
+    assert len(placed) == 6
+    assert placed | left == {f.path for f in files}
     assert all("max-shards (3)" in g.reason for g in made.not_reviewed)
 
 
@@ -102,7 +104,7 @@ def test_shards_are_balanced_the_slowest_job_sets_the_wall_time() -> None:
     assert max(sizes) - min(sizes) <= max(f.size for f in files)
 
 
-names = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+names = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\0"),
                 min_size=1, max_size=12)
 
 
@@ -165,7 +167,7 @@ def test_pr_context_plans_every_file_of_a_large_pull_request(
     assert matrix == {"shard": list(range(1, int(out["shard-count"]) + 1))}
     assert 1 < len(matrix["shard"]) <= 6
     made = from_json(Path(out["plan-file"]).read_text())
-    seen = []
+    seen: list[str] = []
     for shard in made.shards:
         text = (tmp_path / "plan" / f"shard-{shard.number}.md").read_text()
         assert f"Your scope is part {shard.number}" in text
@@ -217,8 +219,10 @@ def test_beyond_githubs_3000_files_the_rest_come_from_git_names_read_safely(
     assert code == 0, out
     made = from_json(Path(out["plan-file"]).read_text())
     placed = {n for s in made.shards for n in s.files}
-    assert len(placed) == 3005 + len(hostile) and set(hostile) <= placed
-    assert "evil" not in placed and "git diff" in made.source
+    assert len(placed) == 3005 + len(hostile)
+    assert set(hostile) <= placed
+    assert "evil" not in placed
+    assert "git diff" in made.source
     # Without the commits: one clear error, never a plan that leaves files out silently.
     code, _ = context(tmp_path, number, "--max-shards", "4", "--repository-path",
                       str(tmp_path / "nowhere"))
@@ -240,6 +244,8 @@ def test_git_names_and_patches_match_in_order(tmp_path: Path) -> None:
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "head")
     found = {f.path: f for f in changed.from_git(repo, base, _git(repo, "rev-parse", "HEAD"))}
-    assert found["new.txt"].status == "renamed" and found["new.txt"].previous_path == "old.txt"
-    assert found["bin.dat"].patch is None and not found["bin.dat"].too_large
+    assert found["new.txt"].status == "renamed"
+    assert found["new.txt"].previous_path == "old.txt"
+    assert found["bin.dat"].patch is None
+    assert not found["bin.dat"].too_large
     assert found["added.md"].patch == "@@ -0,0 +1 @@\n+hi"
