@@ -5,6 +5,7 @@ the most severe first. Against the loopback GitHub API."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,7 +47,6 @@ class Env:
     def write_plan(self, extra_gaps: tuple[NotReviewed, ...] = ()) -> Path:
         files = [ChangedFile(p, patch=PATCH, additions=1) for p in PATHS]
         made = plan(files, shard_bytes=files[0].size * 2 + 10, max_shards=8)
-        import dataclasses
         made = dataclasses.replace(made, head_sha=HEAD, number=self.number,
                                    not_reviewed=made.not_reviewed + extra_gaps)
         self.shards.update({p: made.shard_of(p) for p in PATHS})
@@ -145,7 +145,7 @@ def test_a_shard_cannot_post_or_suppress_findings_on_another_shards_files(env: E
     env.shard_dir("code-review-shard-1", answer(
         finding(own[0]), finding(other[0], severity="nit", title="sql  INJECTION!"),
         finding(other[1], severity="critical", title="Fake alarm")))
-    code, out, log = env.review()
+    code, _, log = env.review()
     assert code == 0
     (posted,) = env.posted()
     spots = sorted((c["path"], c["body"].count("critical")) for c in posted["comments"])

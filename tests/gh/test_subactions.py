@@ -23,9 +23,12 @@ SUBACTIONS = {
     "gate": ("gate", {"allowed", "reason", "actor", "task", "preset", "pr-number", "head-sha",
                       "head-ref", "base-ref"}),
     "review": ("review", {"review-id", "review-url", "comments-posted", "outside-diff",
-                          "highest-severity", "status-state", "status-sha"}),
+                          "highest-severity", "status-state", "status-sha",
+                          "not-reviewed", "not-reviewed-count", "missing-shards"}),
     "pr-context": ("pr-context", {"context-file", "schema-file", "head-sha", "base-sha",
-                                  "changed-files", "diff-truncated"}),
+                                  "changed-files", "diff-truncated", "matrix",
+                                  "shard-count", "plan-dir", "plan-file", "not-reviewed",
+                                  "not-reviewed-count"}),
 }
 
 

@@ -31,7 +31,6 @@ from cursor_agent_action.gh.api import Context, GitHub, add_token_option, error_
 from cursor_agent_action.gh.comment import DEFAULT_AUTHOR, default_marker, marker_line
 from cursor_agent_action.gh.review import findings as findings_mod
 from cursor_agent_action.gh.review import merge as merge_mod
-from cursor_agent_action.gh.review import shards as shards_mod
 from cursor_agent_action.gh.review import status as status_mod
 from cursor_agent_action.gh.review.body import (
     BodyParts,
@@ -47,7 +46,7 @@ from cursor_agent_action.gh.review.findings import SEVERITIES, Answer
 from cursor_agent_action.gh.review.placement import Outside, Placed, place
 from cursor_agent_action.gh.review.text import Prose, title
 from cursor_agent_action.markdown import code_cell
-from cursor_agent_action.options import add_flag, add_number, add_option, read_input_file
+from cursor_agent_action.options import add_flag, add_number, add_option
 from cursor_agent_action.runner_io import Runner
 
 MAX_FILES = 3000
@@ -118,77 +117,6 @@ OUTPUT_LIST = 200
 """Files not reviewed named in the ``not-reviewed`` output at most (the count has all)."""
 
 
-def _answers(args: argparse.Namespace) -> tuple[merge_mod.Merged | None, shards_mod.Plan | None]:
-    """With plan-file: the shards' answers merged; else (None, None)."""
-    if not args.plan_file.strip():
-        if args.findings_dir.strip():
-            raise UsageError("findings-dir was given without plan-file.",
-                             "Pass the plan-file of the pr-context step that planned the "
-                             "shards, or give findings or findings-file instead.")
-        return None, None
-    if args.findings.strip() or args.findings_file.strip():
-        raise UsageError("plan-file merges the shards' answers from findings-dir: findings and "
-                         "findings-file are not taken with it.",
-                         "Remove findings / findings-file, and pass findings-dir.")
-    if not args.findings_dir.strip():
-        raise UsageError("plan-file was given without findings-dir.",
-                         "Download the shards' artifacts (download-artifact with pattern) and "
-                         "pass that directory as findings-dir.")
-    try:
-        plan = shards_mod.from_json(read_input_file(args.plan_file, "plan-file", "JSON"))
-    except shards_mod.PlanError as exc:
-        raise UsageError(f"plan-file {args.plan_file} is not a review plan: {exc}.",
-                         "Pass pr-context's plan-file output (plan.json), downloaded "
-                         "in this job.") from None
-    answers, gaps, warnings = merge_mod.read(plan, args.findings_dir)
-    return merge_mod.merge(plan, answers, gaps, warnings), plan
-
-
-def _not_reviewed(plan: shards_mod.Plan | None, merged: merge_mod.Merged | None
-                  ) -> list[shards_mod.NotReviewed]:
-    """Every changed file nobody reviewed: in no shard, or in a shard that did not answer."""
-    if plan is None or merged is None:
-        return []
-    out = list(plan.not_reviewed)
-    for gap in merged.gaps:
-        shard = plan.shards[gap.shard - 1]
-        out += [shards_mod.NotReviewed(p, 0, f"shard {gap.shard}: {gap.reason}")
-                for p in shard.files]
-    return out
-
-
-def incomplete_lines(plan: shards_mod.Plan | None, merged: merge_mod.Merged | None
-                     ) -> list[str]:
-    """The review body's "Not reviewed" lines (ours, trusted Markdown)."""
-    if plan is None or merged is None:
-        return []
-    lines = []
-    for gap in merged.gaps:  # the reason may quote the agent's answer: shown inert
-        lines.append(f"- **Shard {gap.shard}** of {len(plan.shards)} ({gap.files} file(s)): "
-                     f"{title(gap.reason, 400)}")
-    gaps = plan.not_reviewed
-    for item in gaps[:50]:
-        lines.append(f"- {code_cell(item.path, 300, in_table=False)} ({item.size:,} bytes): "
-                     f"{title(item.reason, 300)}")
-    if len(gaps) > 50:
-        lines.append(f"- {len(gaps) - 50} more file(s) in no shard: the step's not-reviewed "
-                     "output and the plan file list them all")
-    if merged.foreign:
-        lines.append(f"- {len(merged.foreign)} finding(s) of a shard named another shard's "
-                     "files and were left out: each shard answers for its own files")
-    return lines
-
-
-def _incomplete_text(plan: shards_mod.Plan | None, merged: merge_mod.Merged | None,
-                     count: int) -> str:
-    """What the status says when files went unreviewed ("" when none did)."""
-    if plan is None or merged is None or not count:
-        return ""
-    named = ", ".join(str(g.shard) for g in merged.gaps)
-    return (f"{count} file(s) not reviewed" + (f" (shard {named} of {len(plan.shards)} did "
-                                                 "not answer)" if named else ""))
-
-
 @dataclass
 class Earlier:
     reviews: list[Any]  # ours, oldest first
@@ -203,12 +131,11 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     if args.mark_pending:
         return _mark_pending(args, ctx, number=number, context=context, reviewed=reviewed,
                              runner=runner)
-    merged, plan = _answers(args)
-    answer = merged.answer if merged is not None else findings_mod.load(args.findings,
-                                                                        args.findings_file)
-    if plan is not None and not reviewed:
-        reviewed = plan.head_sha
-    missing = _not_reviewed(plan, merged)
+    merged = merge_mod.from_inputs(args.plan_file, args.findings_dir, args.findings,
+                                   args.findings_file)
+    answer = merged.answer if merged else findings_mod.load(args.findings, args.findings_file)
+    reviewed = reviewed or (merged.plan.head_sha if merged else "")
+    missing = merged.not_reviewed() if merged else []
     fail_rank = _fail_rank(args.fail_on)
     head = marker_line("review:" + (" ".join(args.marker.split()) or default_marker()))
     author = args.comment_author.strip().casefold()
@@ -237,12 +164,12 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     parts = BodyParts(head, answer, note, outside, over_cap, [(p, u) for p, u, _ in kept],
                       [c.id for _, _, c in kept], ctx.run_url,
                       {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES},
-                      incomplete_lines(plan, merged))
+                      merged.body_lines() if merged else [])
     review = _post(gh, number, head_sha, parts, inline, prose=prose, event=event,
                    runner=runner)
     final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),
-                               str(review["html_url"]), incomplete=_incomplete_text(
-                                   plan, merged, len(missing)))
+                               str(review["html_url"]),
+                               incomplete=merged.status_text() if merged else "")
     if context:  # the review is posted: what follows only tidies the earlier one
         status_mod.set_status(gh, context, final)
         runner.log(f"commit status {context} on {reviewed}: {final.state} "

@@ -28,11 +28,15 @@ from pathlib import Path
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.gh.review import findings as findings_mod
 from cursor_agent_action.gh.review.findings import Answer, Finding
-from cursor_agent_action.gh.review.shards import Plan
-from cursor_agent_action.markdown import shorten
+from cursor_agent_action.gh.review.shards import NotReviewed, Plan, PlanError, from_json
+from cursor_agent_action.gh.review.text import title
+from cursor_agent_action.markdown import code_cell, shorten
+from cursor_agent_action.options import read_input_file
 
 FINDINGS_FILE = "findings.json"
 _FOLDER = re.compile(r"(?:^|[-_.])shard-([1-9][0-9]{0,2})$")
+BODY_FILES = 50
+"""Files in no shard listed in the review body at most (the output and plan file: all)."""
 SUMMARY_CHARS = 24_000
 """The merged summary's share of the review body, split among the shards."""
 
@@ -48,11 +52,71 @@ class Gap:
 
 @dataclass(frozen=True)
 class Merged:
+    plan: Plan
     answer: Answer
     gaps: tuple[Gap, ...]
     foreign: tuple[tuple[int, Finding], ...]  # (the shard that named it, the finding)
     duplicates: int
     warnings: tuple[str, ...]
+
+    def not_reviewed(self) -> list[NotReviewed]:
+        """Every changed file nobody reviewed: in no shard, or in a shard with no answer."""
+        out = list(self.plan.not_reviewed)
+        for gap in self.gaps:
+            out += [NotReviewed(p, 0, f"shard {gap.shard}: {gap.reason}")
+                    for p in self.plan.shards[gap.shard - 1].files]
+        return out
+
+    def body_lines(self) -> list[str]:
+        """The review body's "Not reviewed" lines (our Markdown; the agent's text inert)."""
+        lines = [f"- **Shard {g.shard}** of {len(self.plan.shards)} ({g.files} file(s)): "
+                 f"{title(g.reason, 400)}" for g in self.gaps]
+        gaps = self.plan.not_reviewed
+        lines += [f"- {code_cell(g.path, 300, in_table=False)} ({g.size:,} bytes): "
+                  f"{title(g.reason, 300)}" for g in gaps[:BODY_FILES]]
+        if len(gaps) > BODY_FILES:
+            lines.append(f"- {len(gaps) - BODY_FILES} more file(s) in no shard: the step's "
+                         "not-reviewed output and the plan file list them all")
+        if self.foreign:
+            lines.append(f"- {len(self.foreign)} finding(s) of a shard named another shard's "
+                         "files and were left out: each shard answers for its own files")
+        return lines
+
+    def status_text(self) -> str:
+        """What the status says when files went unreviewed ("" when none did)."""
+        count = len(self.not_reviewed())
+        if not count:
+            return ""
+        named = ", ".join(str(g.shard) for g in self.gaps)
+        return f"{count} file(s) not reviewed" + (
+            f" (shard {named} of {len(self.plan.shards)} did not answer)" if named else "")
+
+
+def from_inputs(plan_file: str, findings_dir: str, findings: str, findings_file: str
+                ) -> Merged | None:
+    """The shards' answers merged when ``plan_file`` is given, else None."""
+    if not plan_file.strip():
+        if findings_dir.strip():
+            raise UsageError("findings-dir was given without plan-file.",
+                             "Pass the plan-file of the pr-context step that planned the "
+                             "shards, or give findings or findings-file instead.")
+        return None
+    if findings.strip() or findings_file.strip():
+        raise UsageError("plan-file merges the shards' answers from findings-dir: findings and "
+                         "findings-file are not taken with it.",
+                         "Remove findings / findings-file, and pass findings-dir.")
+    if not findings_dir.strip():
+        raise UsageError("plan-file was given without findings-dir.",
+                         "Download the shards' artifacts (download-artifact with pattern) and "
+                         "pass that directory as findings-dir.")
+    try:
+        plan = from_json(read_input_file(plan_file, "plan-file", "JSON"))
+    except PlanError as exc:
+        raise UsageError(f"plan-file {plan_file} is not a review plan: {exc}.",
+                         "Pass pr-context's plan-file output (plan.json), downloaded "
+                         "in this job.") from None
+    answers, gaps, warnings = read(plan, findings_dir)
+    return merge(plan, answers, gaps, warnings)
 
 
 def fingerprint(finding: Finding) -> tuple[str, str, int, int, str]:
@@ -125,7 +189,7 @@ def merge(plan: Plan, answers: dict[int, Answer], gaps: list[Gap],
             kept[key] = finding
     ordered = sorted(kept.values(), key=lambda f: f.rank)  # stable: shard, then agent order
     merged = [dataclasses.replace(f, index=i) for i, f in enumerate(ordered, 1)]
-    return Merged(Answer(_summary(plan, answers), _verdict(answers, gaps), merged),
+    return Merged(plan, Answer(_summary(plan, answers), _verdict(answers, gaps), merged),
                   tuple(gaps), tuple(foreign), duplicates, tuple(warnings or ()))
 
 
