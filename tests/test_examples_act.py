@@ -33,6 +33,7 @@ from tests.support.example_world import (
     USAGE_AFTER,
     World,
     add_failed_run,
+    add_large_review_pull,
     add_review_pull,
     build_world,
     comment_event,
@@ -357,7 +358,7 @@ def _code_review(world: World, number: int, findings: list[dict[str, Any]], reco
                     pull_request_event(world, number, head_sha=head))
     assert not run.timed_out, run.explain()
     assert run.job_result("agent") == "success", run.explain()
-    assert run.job_result("pending") == "success", run.explain()
+    assert run.job_result("plan") == "success", run.explain()
     return run
 
 
@@ -437,7 +438,7 @@ def test_code_review_skips_fork_pull_requests(world: World) -> None:
                     pull_request_event(world, 98, "someone/fork"))
     assert run.returncode == 0, run.explain()
     assert run.job_result("agent") is None
-    assert run.job_result("pending") is None
+    assert run.job_result("plan") is None
     assert len(world.github.requests) == before
 
 
@@ -463,7 +464,7 @@ def test_code_review_status_is_failure_for_a_critical_finding_and_a_new_push_get
     assert failed["description"] == ("Changes requested, highest critical: 1 critical "
                                      "(fail-on: major)")
     assert failed["target_url"] == run.outputs("review", "review")["review-url"]
-    marked = run.outputs("pending", "pending")
+    marked = run.outputs("plan", "pending")
     assert (marked["status-state"], marked["status-sha"]) == ("pending", first)
     assert marked["review-id"] == ""  # it posted nothing
     second = new_push(world, number, "second push")
@@ -476,7 +477,10 @@ def test_code_review_status_is_failure_for_a_critical_finding_and_a_new_push_get
     assert _states(world, first) == ["pending", "pending", "failure"]  # untouched
 
 
-def test_code_review_status_stays_pending_when_the_agent_job_fails(world: World) -> None:
+def test_code_review_status_fails_naming_the_shard_when_its_agent_job_fails(
+        world: World) -> None:
+    """The agent job of the one shard fails: the review job still runs, posts a review saying
+    what nobody reviewed, and the status ends failure naming the shard, never green."""
     number = add_review_pull(world)
     head = new_push(world, number, "a push the agent fails on")
     serve_standin_cli(world.downloads, world.base, {
@@ -485,10 +489,57 @@ def test_code_review_status_stays_pending_when_the_agent_job_fails(world: World)
     run = world.run("code-review.yml", "pull_request",
                     pull_request_event(world, number, head_sha=head))
     assert not run.timed_out, run.explain()
-    assert run.job_result("pending") == "success", run.explain()
+    assert run.job_result("plan") == "success", run.explain()
     assert run.job_result("agent") == "failure", run.explain()
-    assert run.job_result("review") in (None, "skipped"), run.explain()
-    assert _states(world, head) == ["pending"]
+    assert run.job_result("review") == "failure", run.explain()
+    assert _states(world, head) == ["pending", "pending", "failure"]
+    final = world.github.status_of(head, STATUS)
+    assert final is not None
+    assert final["description"].startswith(
+        "Not all reviewed: 1 file(s) not reviewed (shard 1 of 1 did not answer)")
+    body = world.github.requests_to("POST", r"/reviews$")[-1].body["body"]
+    assert "**Shard 1** of 1 (1 file(s)): no answer" in body
+    assert run.outputs("review", "review")["missing-shards"] == "1"
+
+
+def test_code_review_spreads_a_1500_file_pull_request_over_the_matrix_into_one_review(
+    world: World,
+) -> None:
+    """1,500 files (GitHub's diff endpoint refuses past 300): planned into more than one shard,
+    every changed file whole in some shard's context, one agent job per shard answering about
+    its own shard, ONE review holding findings of every shard and ONE final status."""
+    number = add_large_review_pull(world, 1500)
+    head = world.github.state.pulls[number]["head"]["sha"]
+    reviews = len(world.github.requests_to("POST", r"/reviews$"))
+    serve_standin_cli(world.downloads, world.base, {"review_scope": True,
+                                                   "record": "record-large.jsonl"})
+    run = world.run("code-review.yml", "pull_request",
+                    pull_request_event(world, number, head_sha=head))
+    assert not run.timed_out, run.explain()
+    assert run.job_result("review") == "success", run.explain()
+    matrix = json.loads(run.outputs("plan", "plan")["matrix"])
+    shards = matrix["shard"]
+    assert len(shards) > 1
+    assert len(recorded(world, "record-large.jsonl")) == len(shards)  # one agent per shard
+    plan = json.loads((run.artifacts / "code-review-plan" / "plan.json").read_text())
+    listed = world.github.state.pull_files[number]
+    in_context = set()
+    for shard in shards:
+        text = (run.artifacts / "code-review-plan" / f"shard-{shard}.md").read_text()
+        for name in plan["shards"][shard - 1]["files"]:
+            assert f"+++ b/{name}\n" in text
+            in_context.add(name)
+    assert in_context == {f["filename"] for f in listed}
+    assert plan["not_reviewed"] == []
+    for word in ("cut", "truncated", "first "):
+        assert word not in run.outputs("plan", "plan")["not-reviewed"]
+    (posted,) = [r.body for r in world.github.requests_to("POST", r"/reviews$")[reviews:]]
+    for shard in shards:  # each shard's own answer made it into the one review
+        assert f"Reviewed part {shard}:" in posted["body"]
+        mine = set(plan["shards"][shard - 1]["files"])
+        assert any(c["path"] in mine for c in posted["comments"])
+    assert _states(world, head) == ["pending", "pending", "success"]
+    assert run.outputs("review", "review")["not-reviewed-count"] == "0"
 
 
 def test_code_review_without_statuses_write_fails_first_naming_the_permission(
@@ -508,10 +559,10 @@ def test_code_review_without_statuses_write_fails_first_naming_the_permission(
     finally:
         del world.github.withheld[TOKEN]
     assert not run.timed_out, run.explain()
-    assert run.job_result("pending") == "failure", run.explain()
+    assert run.job_result("plan") == "failure", run.explain()
     assert run.job_result("review") in (None, "skipped"), run.explain()
     (log,) = [json.dumps(r) for r in run.records
-              if r.get("jobID") == "pending" and r.get("command") == "error"]
+              if r.get("jobID") == "plan" and r.get("command") == "error"]
     assert (f"setting the commit status {STATUS} on {head[:12]} failed: GitHub answered 403 "
             "(Resource not accessible by integration)") in log
     assert "Give the job `permissions: statuses: write`" in log

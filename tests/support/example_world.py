@@ -268,6 +268,39 @@ def add_review_pull(world: World) -> int:
     return number
 
 
+def add_large_review_pull(world: World, count: int, per_directory: int = 50) -> int:
+    """A pull request of HEAD_REF plus a push adding ``count`` files (``per_directory`` to a
+    directory, a test beside each tenth module), in the user's repository (what checkout
+    serves) and its "GitHub" remote, every one listed by the files endpoint as GitHub would
+    (pages of 100; its diff endpoint answers 406 past 300 files, as GitHub's does)."""
+    tree = world.base / f"large-{count}"
+    git(world.repo, "worktree", "add", "-q", "--detach", str(tree), world.head_sha)
+    files = [{"filename": "src/cli.py", "patch": CLI_PATCH}]
+    try:
+        for i in range(count):
+            folder = f"pkg{i // per_directory:03d}"
+            name = (f"{folder}/test_mod{i - 1}.py" if i % 10 == 9 else f"{folder}/mod{i}.py")
+            lines = [f"VALUE_{i} = {i}  # {'x' * 60}", f"def f{i}() -> int:",
+                     f"    return VALUE_{i} * 2"]
+            (tree / folder).mkdir(exist_ok=True)
+            (tree / name).write_text("\n".join(lines) + "\n")
+            files.append({"filename": name, "status": "added", "additions": len(lines),
+                          "patch": f"@@ -0,0 +1,{len(lines)} @@\n"
+                                   + "\n".join(f"+{x}" for x in lines)})
+        git(tree, "add", "-A")
+        git(tree, "commit", "-q", "-m", f"Add {count} modules")
+        sha = git(tree, "rev-parse", "HEAD")
+    finally:
+        git(world.repo, "worktree", "remove", "--force", str(tree))
+    ref = f"refs/heads/large-{sha[:12]}"
+    git(world.repo, "update-ref", ref, sha)
+    git(world.bare, "fetch", "-q", str(world.repo), f"{ref}:{ref}")
+    number = world.github.add_pull(HEAD_REF, head_sha=sha)
+    world.github.set_pull_files(number, files)
+    world.github.state.diff_too_large.add(number)
+    return number
+
+
 def new_push(world: World, number: int, message: str) -> str:
     """A new head commit of pull request ``number`` (HEAD_REF's tree, on top of its head), in
     the user's repository (what checkout serves) and its "GitHub" remote, and the pull

@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,8 @@ def _plan(args: argparse.Namespace, gh: GitHub, pull: Any, info: dict[str, Any],
     try:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "plan.json").write_text(made.to_json(), encoding="utf-8")
+        if _schema():  # the agent jobs find it beside their context
+            shutil.copyfile(_schema(), directory / SCHEMA.name)
         for shard in made.shards:
             (directory / f"shard-{shard.number}.md").write_text(
                 runner.redact(render_shard(info, made, shard, by_path)), encoding="utf-8")
