@@ -516,6 +516,7 @@ def test_code_review_spreads_a_1500_file_pull_request_over_the_matrix_into_one_r
     run = world.run("code-review.yml", "pull_request",
                     pull_request_event(world, number, head_sha=head))
     assert not run.timed_out, run.explain()
+    assert run.job_result("agent") == "success", run.explain()  # the last leg's
     assert run.job_result("review") == "success", run.explain()
     matrix = json.loads(run.outputs("plan", "plan")["matrix"])
     shards = matrix["shard"]
