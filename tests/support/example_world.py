@@ -275,7 +275,7 @@ def add_large_review_pull(world: World, count: int, per_directory: int = 50) -> 
     (pages of 100; its diff endpoint answers 406 past 300 files, as GitHub's does)."""
     tree = world.base / f"large-{count}"
     git(world.repo, "worktree", "add", "-q", "--detach", str(tree), world.head_sha)
-    files = [{"filename": "src/cli.py", "patch": CLI_PATCH}]
+    files: list[dict[str, Any]] = [{"filename": "src/cli.py", "patch": CLI_PATCH}]
     try:
         for i in range(count):
             folder = f"pkg{i // per_directory:03d}"
