@@ -47,9 +47,7 @@ def added_lines(prompt: str) -> list[tuple[str, int]]:
             continue
         if text.startswith("+") and text[1:].strip():
             found[path] = line
-        elif text.startswith("+"):
-            line += 1
-        elif text.startswith(" "):
+        elif text.startswith(("+", " ")):  # a blank added line, or context
             line += 1
     return list(found.items())
 
