@@ -141,7 +141,7 @@ def test_a_failed_job_prints_what_act_said(tmp_path: Path) -> None:
     done = _try(repo, "--workflow", ".github/workflows/code-review.yml", "--event-file",
                 str(event))
     assert done.returncode == 1, done.stdout[-3000:]
-    assert "== job agent: failure" in done.stdout
+    assert "== job agent (shard: 1): failure" in done.stdout  # the one leg of the matrix
     assert "act and the job's steps said:" in done.stdout
     # Before, act's own words were only in act.log (under --keep); the jobs' order varies.
     assert "fatal: reference is not a tree: " + "e" * 40 in done.stdout
