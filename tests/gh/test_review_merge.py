@@ -135,6 +135,19 @@ def test_a_shard_without_a_usable_answer_leaves_the_status_failing_and_is_named(
     assert "review incomplete" in log
 
 
+def test_no_artifact_at_all_names_every_shard_and_fails_the_status(env: Env) -> None:
+    out = env.tmp / "out.txt"
+    code = cli.main(["review", "--output-file", str(out), "--pr-number", str(env.number),
+                     "--plan-file", str(env.tmp / "plan.json"),
+                     "--findings-dir", str(env.tmp / "never-downloaded")])
+    assert code == EXIT_RUN_FAILED
+    assert parse_output_file(out.read_text())["missing-shards"] == "1,2"
+    assert env.states()[-1][0] == "failure"
+    (posted,) = env.posted()
+    assert "**Shard 1** of 2" in posted["body"]
+    assert "**Shard 2** of 2" in posted["body"]
+
+
 def test_a_shard_cannot_post_or_suppress_findings_on_another_shards_files(env: Env) -> None:
     own = [p for p in PATHS if env.shards[p] == 1]
     other = [p for p in PATHS if env.shards[p] == 2]

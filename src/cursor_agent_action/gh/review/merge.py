@@ -130,13 +130,15 @@ def fingerprint(finding: Finding) -> tuple[str, str, int, int, str]:
 def read(plan: Plan, directory: str) -> tuple[dict[int, Answer], list[Gap], list[str]]:
     """Each shard's answer from its folder of ``directory``; the gaps; warnings."""
     root = Path(directory)
-    if not root.is_dir():
+    folders: dict[int, list[Path]] = {}
+    warnings = []
+    if root.exists() and not root.is_dir():
         raise UsageError(f"findings-dir {directory} is not a directory.",
                          "Download the shards' artifacts there (download-artifact with "
                          "pattern), and pass that path.")
-    folders: dict[int, list[Path]] = {}
-    warnings = []
-    for path in sorted(root.iterdir()):
+    if not root.exists():  # no shard left an artifact: each is named as not answering
+        warnings.append(f"findings-dir {directory} does not exist: no shard answered")
+    for path in sorted(root.iterdir()) if root.is_dir() else []:
         match = _FOLDER.search(path.name)
         if not match or not path.is_dir() or path.is_symlink():
             continue
