@@ -16,6 +16,7 @@ What stands in for the outside world:
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -532,17 +533,20 @@ def test_code_review_status_fails_naming_the_shard_when_its_agent_job_fails(
     assert run.outputs("review", "review")["missing-shards"] == "1"
 
 
-def test_code_review_spreads_a_1500_file_pull_request_over_the_matrix_into_one_review(
-    world: World,
+@pytest.mark.parametrize("count", [1500, 3100])
+def test_code_review_spreads_a_large_pull_request_over_the_matrix_into_one_review(
+    world: World, count: int,
 ) -> None:
     """1,500 files (GitHub's diff endpoint refuses past 300): planned into more than one shard,
     every changed file whole in some shard's context, one agent job per shard answering about
-    its own shard, ONE review holding findings of every shard and ONE final status."""
-    number = add_large_review_pull(world, 1500)
+    its own shard, ONE review holding findings of every shard and ONE final status. 3,100
+    files: past the 3,000 GitHub lists, the plan job checks out the history and reads the rest
+    with git."""
+    number = add_large_review_pull(world, count)
     head = world.github.state.pulls[number]["head"]["sha"]
     reviews = len(world.github.requests_to("POST", r"/reviews$"))
-    serve_standin_cli(world.downloads, world.base, {"review_scope": True,
-                                                   "record": "record-large.jsonl"})
+    record = f"record-large-{count}.jsonl"
+    serve_standin_cli(world.downloads, world.base, {"review_scope": True, "record": record})
     run = world.run("code-review.yml", "pull_request",
                     pull_request_event(world, number, head_sha=head))
     assert not run.timed_out, run.explain()
@@ -551,9 +555,11 @@ def test_code_review_spreads_a_1500_file_pull_request_over_the_matrix_into_one_r
     matrix = json.loads(run.outputs("plan", "plan")["matrix"])
     shards = matrix["shard"]
     assert len(shards) > 1
-    assert len(recorded(world, "record-large.jsonl")) == len(shards)  # one agent per shard
+    assert len(recorded(world, record)) == len(shards)  # one agent per shard
     plan = json.loads((run.artifacts / "code-review-plan" / "plan.json").read_text())
     listed = world.github.state.pull_files[number]
+    assert len(listed) == count + 1
+    assert ("git diff" in plan["source"]) == (count > 3000)
     in_context = set()
     for shard in shards:
         text = (run.artifacts / "code-review-plan" / f"shard-{shard}.md").read_text()
@@ -568,7 +574,9 @@ def test_code_review_spreads_a_1500_file_pull_request_over_the_matrix_into_one_r
     for shard in shards:  # each shard's own answer made it into the one review
         assert f"Reviewed part {shard}:" in posted["body"]
         mine = set(plan["shards"][shard - 1]["files"])
-        assert any(c["path"] in mine for c in posted["comments"])
+        placed = {c["path"] for c in posted["comments"]} | set(re.findall(
+            r"`([^`]+)` line \d+ \(not among the files read", posted["body"]))
+        assert placed & mine
     assert _states(world, head) == ["pending", "pending", "success"]
     assert run.outputs("review", "review")["not-reviewed-count"] == "0"
 

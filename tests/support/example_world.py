@@ -210,11 +210,13 @@ def pull_request_event(world: World, number: int, head_repo: str = "",
                        head_sha: str = "") -> dict[str, Any]:
     repository = {"full_name": world.repository, "name": world.repository.split("/")[1]}
     head_repo = head_repo or world.repository
+    pull = world.github.state.pulls.get(number) or {}
     return {
         "action": "synchronize",
         "number": number,
         "pull_request": {
             "number": number,
+            "changed_files": int(pull.get("changed_files") or 0),
             "head": {"ref": world.head_ref, "sha": head_sha or world.head_sha,
                      "repo": {"full_name": head_repo}},
             "base": {"ref": world.base_ref, "sha": world.main_sha, "repo": repository},
@@ -296,7 +298,8 @@ def add_large_review_pull(world: World, count: int, per_directory: int = 50) -> 
     git(world.repo, "update-ref", ref, sha)
     git(world.bare, "fetch", "-q", str(world.repo), f"{ref}:{ref}")
     number = world.github.add_pull(HEAD_REF, head_sha=sha)
-    world.github.set_pull_files(number, files)
+    world.github.state.pulls[number]["base"]["sha"] = world.main_sha
+    world.github.set_pull_files(number, files)  # listed: the first 3,000, as GitHub does
     world.github.state.diff_too_large.add(number)
     return number
 
