@@ -8,6 +8,11 @@ leaves out binary files and very large ones. The diff is cut at a line to ``max-
 file says so, and how much there was. The title and body are the author's text: the file
 labels them as untrusted data.
 https://docs.github.com/en/rest/pulls/pulls#get-a-pull-request (custom media types)
+
+With ``max-shards`` it plans a review spread over the Actions matrix instead (:mod:`shards`):
+the changed files (:mod:`changed`: the paged API, the local git diff past GitHub's 3,000) in
+shards, ``plan.json`` and one context per shard (its files and their whole diff, nothing cut)
+in ``plan-dir``, the matrix as an output.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ comments are still live; one whose finding still holds on the same line is kept 
 the new body, not posted again), the others are minimized as outdated (GraphQL
 ``minimizeComment``), and the earlier review's body is replaced by a link to the new one.
 
+A review spread over the matrix (``plan-file``, ``findings-dir``) first merges its shards'
+answers (:mod:`merge`): files nobody reviewed are listed, and fail the status and the step.
+
 The commit status (:mod:`status`) goes on the commit the agent reviewed: ``pending`` before the
 review is posted, then ``failure`` or ``success``; ``--mark-pending`` only sets ``pending``.
 """
@@ -113,8 +116,7 @@ class ReviewIncomplete(ActionError):
     title = "review incomplete"
 
 
-OUTPUT_LIST = 200
-"""Files not reviewed named in the ``not-reviewed`` output at most (the count has all)."""
+OUTPUT_LIST = 200  # files named in the not-reviewed output at most (the count has all)
 
 
 @dataclass
