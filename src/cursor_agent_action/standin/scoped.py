@@ -32,9 +32,10 @@ def prompt_text(prompt: str) -> str:
     return prompt
 
 
-def added_lines(prompt: str) -> list[tuple[str, int]]:
-    """(file, line of its first added line) per file of the diff in the prompt, in order."""
-    found: dict[str, int] = {}
+def added_lines(prompt: str) -> list[tuple[str, int, str]]:
+    """(file, line and text of its first added line that is not blank) per file of the diff
+    in the prompt, in order."""
+    found: dict[str, tuple[int, str]] = {}
     path, line = "", 0
     for text in prompt.split("\n"):
         if match := _FILE.match(text):
@@ -46,10 +47,10 @@ def added_lines(prompt: str) -> list[tuple[str, int]]:
         if not path or path in found:
             continue
         if text.startswith("+") and text[1:].strip():
-            found[path] = line
+            found[path] = (line, text[1:])
         elif text.startswith(("+", " ")):  # a blank added line, or context
             line += 1
-    return list(found.items())
+    return [(path, line, text) for path, (line, text) in found.items()]
 
 
 def scoped_review(prompt: str, per_shard: int = 2) -> str:
@@ -60,12 +61,18 @@ def scoped_review(prompt: str, per_shard: int = 2) -> str:
     files = added_lines(text)
     findings = [{"path": path, "line": line, "severity": "minor",
                  "title": f"Check {Path(path).name} ({name})",
-                 "body": f"The stand-in agent reviewed {name}: {len(files)} file(s) with "
-                         "added lines; the real agent says here what is wrong, if anything."}
-                for path, line in files[:per_shard]]
+                 "body": f"The stand-in agent reviewed {name} ({len(files)} file(s) with added "
+                         f"lines) and picked this added line (`{_shown(text)}`) to show where a "
+                         "finding lands; the real agent says what is wrong with it, if anything."}
+                for path, line, text in files[:per_shard]]
     value = {"summary": f"Reviewed {name}: {len(files)} file(s) with added lines.",
              "verdict": "comment", "findings": findings}
     return f"Reviewed {name}.\n\n```json\n{json.dumps(value)}\n```"
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    text = " ".join(text.replace("`", "'").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def context_delay(prompt: str, ms_per_kib: float) -> float:
