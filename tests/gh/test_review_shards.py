@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cursor_agent_action import cli
@@ -108,7 +108,6 @@ names = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\0"
                 min_size=1, max_size=12)
 
 
-@settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.lists(names, min_size=1, max_size=3), st.integers(0, 400)),
                 min_size=1, max_size=40, unique_by=lambda t: "/".join(t[0])),
        st.integers(1, 9), st.integers(2000, 30_000))
