@@ -220,6 +220,24 @@ def test_files_in_no_shard_are_listed_with_their_size_and_keep_the_status_failin
          "reason": "its diff alone is over shard-bytes (200,000)"}]
 
 
+def test_allow_unreviewed_files_lists_them_but_only_a_missing_shard_fails(env: Env) -> None:
+    plan_file = env.write_plan((NotReviewed("package-lock.json", 2_400_000,
+                                            "its diff alone is over shard-bytes (200,000)"),))
+    env.shard_dir("code-review-shard-1", answer())
+    env.shard_dir("code-review-shard-2", answer())
+    code, out, _ = env.review("--allow-unreviewed-files", plan_file=plan_file)
+    assert code == 0
+    assert "`package-lock.json` (2,400,000 bytes)" in env.posted()[-1]["body"]
+    assert out["not-reviewed-count"] == "1"
+    assert env.states()[-1] == ("success", "Reviewed but 1 file(s) too large, no findings "
+                                "(agent: comment)")
+    (env.tmp / "found" / "code-review-shard-2" / "findings.json").unlink()
+    code, _, _ = env.review("--allow-unreviewed-files", plan_file=plan_file)
+    assert code == EXIT_RUN_FAILED  # a shard without an answer is never allowed
+    assert env.states()[-1][1].startswith("Not all reviewed: 2 file(s) not reviewed (shard 2 "
+                                          "of 2 did not answer)")
+
+
 def test_a_gap_reason_quoting_the_agent_is_shown_inert(env: Env) -> None:
     env.shard_dir("code-review-shard-1", answer())
     env.shard_dir("code-review-shard-2", json.dumps(

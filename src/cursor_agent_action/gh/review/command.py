@@ -83,6 +83,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="with plan-file: a directory holding one folder per shard whose name ends "
                "in shard-N (as download-artifact with pattern leaves them), each with the "
                "shard's findings.json")
+    add_flag(parser, "--allow-unreviewed-files", default=False,
+             help="with plan-file: files in no shard (too large to review; still listed) do "
+             "not fail the status or the step; a shard without an answer still does")
     add_option(parser, "--pr-number", default="", help="pull request to review",
                default_help="the one of the triggering event")
     add_number(parser, "--max-comments", default=20, integer=True, minimum=0, maximum=1000,
@@ -138,6 +141,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     answer = merged.answer if merged else findings_mod.load(args.findings, args.findings_file)
     reviewed = reviewed or (merged.plan.head_sha if merged else "")
     missing = merged.not_reviewed() if merged else []
+    failing = merged.not_reviewed(shards_only=args.allow_unreviewed_files) if merged else []
     fail_rank = _fail_rank(args.fail_on)
     head = marker_line("review:" + (" ".join(args.marker.split()) or default_marker()))
     author = args.comment_author.strip().casefold()
@@ -171,7 +175,9 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                    runner=runner)
     final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),
                                str(review["html_url"]),
-                               incomplete=merged.status_text() if merged else "")
+                               incomplete=merged.status_text(
+                                   shards_only=args.allow_unreviewed_files) if merged else "",
+                               unlisted=len(missing) - len(failing))
     if context:  # the review is posted: what follows only tidies the earlier one
         status_mod.set_status(gh, context, final)
         runner.log(f"commit status {context} on {reviewed}: {final.state} "
@@ -202,14 +208,14 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
             runner.warning(f"{len(merged.foreign)} finding(s) named changed files of another "
                            "shard and were left out (each shard answers for its own files).",
                            title="review")
-    if missing:
+    if failing:
         shards_named = ", ".join(f"shard {g.shard}" for g in merged.gaps) if merged else ""
         raise ReviewIncomplete(
-            f"{len(missing)} changed file(s) were not reviewed"
+            f"{len(failing)} changed file(s) were not reviewed"
             + (f" ({shards_named} did not answer)" if shards_named else "")
             + f"; the status is failure: {review['html_url']}.",
-            "Re-run the failed shards' jobs, or raise shard-bytes / max-shards for files too "
-            "large to review.")
+            "Re-run the failed shards' jobs; for files too large to review, raise shard-bytes "
+            "/ max-shards, or set allow-unreviewed-files: true.")
     if blocking:
         raise ReviewBlocked(
             f"{len(blocking)} finding(s) at severity {args.fail_on} or worse; the review "

@@ -59,9 +59,10 @@ class Merged:
     duplicates: int
     warnings: tuple[str, ...]
 
-    def not_reviewed(self) -> list[NotReviewed]:
-        """Every changed file nobody reviewed: in no shard, or in a shard with no answer."""
-        out = list(self.plan.not_reviewed)
+    def not_reviewed(self, *, shards_only: bool = False) -> list[NotReviewed]:
+        """Every changed file nobody reviewed: in no shard (unless ``shards_only``), or in a
+        shard with no answer."""
+        out = [] if shards_only else list(self.plan.not_reviewed)
         for gap in self.gaps:
             out += [NotReviewed(p, 0, f"shard {gap.shard}: {gap.reason}")
                     for p in self.plan.shards[gap.shard - 1].files]
@@ -82,9 +83,9 @@ class Merged:
                          "files and were left out: each shard answers for its own files")
         return lines
 
-    def status_text(self) -> str:
-        """What the status says when files went unreviewed ("" when none did)."""
-        count = len(self.not_reviewed())
+    def status_text(self, *, shards_only: bool = False) -> str:
+        """What a failing status says of the files nobody reviewed ("" when none did)."""
+        count = len(self.not_reviewed(shards_only=shards_only))
         if not count:
             return ""
         named = ", ".join(str(g.shard) for g in self.gaps)
