@@ -224,9 +224,13 @@ def test_ci_triage_comments_the_report_on_the_pull_request(world: World) -> None
     assert run.leaks(API_KEY) == []
 
 
-def test_ci_triage_fans_out_over_three_failed_jobs_into_one_comment(world: World) -> None:
+def test_ci_triage_fans_out_over_three_failed_jobs_into_one_comment(
+    world: World, docs_update: tuple[ActRun, int]
+) -> None:
     """Three failed jobs: one agent job each (side by side on the matrix), each given its own
-    job's log; ONE comment, one section per job."""
+    job's log; ONE comment, one section per job. (docs-update runs first, so the legs find the
+    CLI installed: under act they share one tool cache, where a matrix on GitHub has a machine
+    per leg.)"""
     number = world.github.add_pull(HEAD_REF, base="release")
     names = ("lint", "tests (3.11)", "docs")
     run_id = world.github.add_run(
@@ -242,6 +246,7 @@ def test_ci_triage_fans_out_over_three_failed_jobs_into_one_comment(world: World
     assert not run.timed_out, run.explain()
     assert run.job_result("report") == "success", run.explain()
     assert json.loads(run.outputs("context", "context")["matrix"]) == {"job": [1, 2, 3]}
+    assert run.job_result("triage") == "success", run.explain()
     prompts = [json.dumps(e["argv"]) + str(e["stdin"])
                for e in recorded(world, "record-triage-three.jsonl")]
     assert len(prompts) == 3  # one agent per failed job
@@ -535,7 +540,7 @@ def test_code_review_status_fails_naming_the_shard_when_its_agent_job_fails(
 
 @pytest.mark.parametrize("count", [1500, 3100])
 def test_code_review_spreads_a_large_pull_request_over_the_matrix_into_one_review(
-    world: World, count: int,
+    world: World, count: int, docs_update: tuple[ActRun, int],
 ) -> None:
     """1,500 files (GitHub's diff endpoint refuses past 300): planned into more than one shard,
     every changed file whole in some shard's context, one agent job per shard answering about
