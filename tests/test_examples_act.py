@@ -333,7 +333,7 @@ def test_comment_command_runs_gates_and_publishes_a_signed_commit(world: World) 
     (entry,) = recorded(world, "record-command.jsonl")
     assert entry["argv"][-1] == task  # the comment reached the agent as data, whole
     assert "GITHUB_TOKEN" not in entry["env"]
-    assert "Write(**/*.{md,markdown,mdx,rst,adoc,asciidoc,txt})" in json.loads(
+    assert "Write(**/*.{md,markdown,rst,adoc,asciidoc,txt})" in json.loads(
         entry["cli_json"])["permissions"]["allow"]
     # publish: a commit GitHub made (and signed) on top of the PR's head, a PR into its branch.
     branch = f"cursor/pr-{number}"
@@ -671,6 +671,27 @@ def test_ci_fix_refuses_a_fix_outside_the_allowed_paths(world: World) -> None:
     assert len(world.github.state.pulls) == pulls
     comments = world.github.requests_to("POST", rf"/issues/{number}/comments$")
     assert "proposed no fix" in comments[-1].body["body"]
+
+
+def test_ci_fix_without_a_fix_posts_no_unexpanded_expression(world: World) -> None:
+    """The agent changes nothing: publish is skipped, and under act a skipped job's outputs
+    are their unexpanded text. The comment is the "no fix" one, as on GitHub, and no body
+    carries a `${{ ... }}` (before: "the agent proposes a fix: ${{ steps.publish.outputs.pr-url
+    }}")."""
+    number = world.github.add_pull(HEAD_REF)
+    run_id = add_failed_run(world, FAILING_LOG, pull_numbers=(number,))
+    serve_standin_cli(world.downloads, world.base, {
+        "answer": "I could not find a fix.", "record": "record-no-fix.jsonl"})
+    run = world.run("ci-fix.yml", "workflow_run",
+                    workflow_run_event(world, run_id, pull_numbers=(number,)))
+    assert not run.timed_out, run.explain()
+    assert run.job_result("fix") == "success", run.explain()
+    assert run.job_result("publish") is None  # skipped: never started
+    assert run.job_result("comment") == "success", run.explain()
+    [comment] = world.github.requests_to("POST", rf"/issues/{number}/comments$")
+    assert "proposed no fix" in comment.body["body"]
+    bodies = json.dumps([r.body for r in world.github.requests if r.method != "GET"])
+    assert "${{" not in bodies
 
 
 def test_the_local_testing_script_runs_an_example_offline(tmp_path: Path) -> None:

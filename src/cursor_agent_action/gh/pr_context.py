@@ -23,6 +23,7 @@ import itertools
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +82,16 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                     lambda: list(itertools.islice(pull.get_files(), MAX_FILES)),
                     permission="pull-requests: read")
     diff, source = _diff(gh, number, files)
+    diff = runner.redact(diff)  # as text, before the cut can split a secret
     cut = cut_utf8(diff, args.max_bytes)
     if len(cut) < len(diff) and "\n" in cut:
         cut = cut[: cut.rindex("\n") + 1]
     truncated = len(cut) < len(diff)
-    markdown = runner.redact(render(info, files, cut, utf8_len(diff), source=source,
-                                    max_bytes=args.max_bytes, truncated=truncated))
+    # Every text the author wrote is redacted as text before it is escaped or fenced; the
+    # Markdown made of them only goes through the one-for-one net (it cannot move a fence).
+    markdown = runner.redact.net(render(info, files, cut, utf8_len(diff), source=source,
+                                        max_bytes=args.max_bytes, truncated=truncated,
+                                        redact=runner.redact))
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(markdown, encoding="utf-8")
@@ -133,8 +138,8 @@ def _plan(args: argparse.Namespace, gh: GitHub, pull: Any, info: dict[str, Any],
         if _schema():  # the agent jobs find it beside their context
             shutil.copyfile(_schema(), directory / SCHEMA.name)
         for shard in made.shards:
-            (directory / f"shard-{shard.number}.md").write_text(
-                runner.redact(render_shard(info, made, shard, by_path)), encoding="utf-8")
+            (directory / f"shard-{shard.number}.md").write_text(runner.redact.net(
+                render_shard(info, made, shard, by_path, runner.redact)), encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write the plan in {directory}: {exc.strerror}.",
                          "Set plan-dir to a writable directory, e.g. under $RUNNER_TEMP.") from exc
@@ -191,10 +196,12 @@ def _diff(gh: GitHub, number: int, files: list[Any]) -> tuple[str, str]:
 
 
 def render(info: dict[str, Any], files: list[Any], diff: str, size: int, *, source: str,
-           max_bytes: int, truncated: bool) -> str:
+           max_bytes: int, truncated: bool, redact: Callable[[str], str] = str) -> str:
+    """The context file; ``redact`` is applied to every text the author wrote, as text, before
+    it is cut, escaped or fenced (``diff``: the caller's, before it cut it)."""
     rows = [(str(f.status), str(f.filename), str(f.previous_filename or ""), f.additions,
              f.deletions) for f in files[:_FILES_SHOWN]]
-    out = [*_head(info, len(files)), *_table(rows)]
+    out = [*_head(info, len(files), redact), *_table(rows, redact)]
     if len(files) > _FILES_SHOWN:
         out.append(f"\n{len(files) - _FILES_SHOWN} more file(s) not listed.")
     cap = (f" It is {size:,} bytes: only the first {utf8_len(diff):,} are shown (cut at a "
@@ -204,9 +211,9 @@ def render(info: dict[str, Any], files: list[Any], diff: str, size: int, *, sour
 
 
 def render_shard(info: dict[str, Any], plan: shards.Plan, shard: shards.Shard,
-                 files: dict[str, shards.ChangedFile]) -> str:
+                 files: dict[str, shards.ChangedFile], redact: Callable[[str], str] = str) -> str:
     """The context of one agent job: the pull request, and its shard's files and whole diff
-    as its scope."""
+    as its scope (``redact``: as for :func:`render`)."""
     mine = [files[name] for name in shard.files]
     others = plan.changed_files - len(mine)
     scope = (f"This review is split into {len(plan.shards)} parts, one agent each. **Your "
@@ -216,28 +223,28 @@ def render_shard(info: dict[str, Any], plan: shards.Plan, shard: shards.Shard,
              "repository to understand them)." if len(plan.shards) > 1 else
              f"Your scope is the whole pull request: the {len(mine)} file(s) below and their "
              "diff.")
-    out = [*_head(info, plan.changed_files), "## Your scope\n", scope + "\n",
+    out = [*_head(info, plan.changed_files, redact), "## Your scope\n", scope + "\n",
            *_table([(f.status, f.path, f.previous_path, f.additions, f.deletions)
-                    for f in mine])]
+                    for f in mine], redact)]
     gaps = list(plan.not_reviewed)
     if gaps:
         out += ["", f"{len(gaps)} changed file(s) are in no part (listed as not reviewed "
-                "in the review): " + ", ".join(code_cell(g.path, 200, in_table=False)
+                "in the review): " + ", ".join(code_cell(redact(g.path), 200, in_table=False)
                                                 for g in gaps[:20])
                 + (f" and {len(gaps) - 20} more." if len(gaps) > 20 else ".")]
-    diff = "".join(f.entry() for f in mine)
+    diff = redact("".join(f.entry() for f in mine))  # as text, before it is fenced
     out += ["", "## Diff\n", f"The whole diff of your scope ({utf8_len(diff):,} bytes), "
             f"from {plan.source}.\n", fence(diff, "diff")]
     return "\n".join(out)
 
 
-def _head(info: dict[str, Any], count: int) -> list[str]:
+def _head(info: dict[str, Any], count: int, redact: Callable[[str], str]) -> list[str]:
     head, base = info.get("head") or {}, info.get("base") or {}
-    body = cut_utf8(str(info.get("body") or ""), _BODY_BYTES)
+    body = cut_utf8(redact(str(info.get("body") or "")), _BODY_BYTES)
     return [
-        f"# Pull request #{info.get('number')}: {inline(str(info.get('title') or ''))}\n",
-        f"Into {code_cell(str(base.get('ref') or ''), in_table=False)} from "
-        f"{code_cell(str(head.get('ref') or ''), in_table=False)} at "
+        f"# Pull request #{info.get('number')}: {inline(redact(str(info.get('title') or '')))}\n",
+        f"Into {code_cell(redact(str(base.get('ref') or '')), in_table=False)} from "
+        f"{code_cell(redact(str(head.get('ref') or '')), in_table=False)} at "
         f"{code_cell(str(head.get('sha') or '')[:12], in_table=False)}; "
         f"{count} file(s) changed.\n",
         "## Description\n",
@@ -246,9 +253,10 @@ def _head(info: dict[str, Any], count: int) -> list[str]:
     ]
 
 
-def _table(rows: list[tuple[str, str, str, int, int]]) -> list[str]:
+def _table(rows: list[tuple[str, str, str, int, int]], redact: Callable[[str], str]
+           ) -> list[str]:
     out = ["## Changed files\n", "| Status | File | Added | Removed |", "| --- | --- | --- | --- |"]
     for status, path, previous, added, removed in rows:
         name = path if not previous else f"{previous} -> {path}"
-        out.append(f"| {status} | {code_cell(name, 300)} | {added} | {removed} |")
+        out.append(f"| {status} | {code_cell(redact(name), 300)} | {added} | {removed} |")
     return out

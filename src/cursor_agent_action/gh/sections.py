@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from cursor_agent_action.errors import ActionError, UsageError
 from cursor_agent_action.gh.bodies import compose_body
 from cursor_agent_action.markdown import code_cell, inline
 from cursor_agent_action.options import read_input_file
+from cursor_agent_action.redact import Redactor
 
 TRANSCRIPT = "transcript.jsonl"
 _FOLDER = re.compile(r"(?:^|[-_.])job-([1-9][0-9]{0,2})$")
@@ -65,7 +66,7 @@ def _folders(directory: str, count: int) -> dict[int, list[Path]]:
 
 
 def compose(jobs_file: str, transcripts_dir: str, *, max_chars: int,
-            links: Mapping[str, str], redact: Callable[[str], str]) -> tuple[str, list[int]]:
+            links: Mapping[str, str], redact: Redactor) -> tuple[str, list[int]]:
     """(the comment's Markdown, the jobs without an answer)."""
     jobs, left = _jobs(jobs_file)
     folders = _folders(transcripts_dir, len(jobs))
@@ -73,7 +74,7 @@ def compose(jobs_file: str, transcripts_dir: str, *, max_chars: int,
     out = [f"### CI triage: {len(jobs)} failed job(s), one agent each"]
     missing = []
     for job in jobs:
-        head = (f"#### Job {job.number}: {code_cell(job.name, 200, in_table=False)} "
+        head = (f"#### Job {job.number}: {code_cell(redact(job.name), 200, in_table=False)} "
                 f"({inline(job.conclusion, 40)})" + (f" · [log]({job.url})"
                                                       if job.url.startswith("https://") else ""))
         places = folders.get(job.number, [])
@@ -94,7 +95,7 @@ def compose(jobs_file: str, transcripts_dir: str, *, max_chars: int,
         out += [head, text.strip()]
     if left:
         out.append(f"#### Not triaged ({len(left)} more failed job(s), over max-jobs)")
-        out += [f"- {code_cell(j.name, 200, in_table=False)} ({inline(j.conclusion, 40)})"
+        out += [f"- {code_cell(redact(j.name), 200, in_table=False)} ({inline(j.conclusion, 40)})"
                 + (f" · [log]({j.url})" if j.url.startswith("https://") else "") for j in left]
     out += [f"[{name}]({url})" for name, url in links.items() if url]
-    return redact("\n\n".join(out)), missing
+    return redact.net("\n\n".join(out)), missing

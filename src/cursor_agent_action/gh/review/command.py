@@ -138,7 +138,10 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                              runner=runner)
     merged = merge_mod.from_inputs(args.plan_file, args.findings_dir, args.findings,
                                    args.findings_file)
-    answer = merged.answer if merged else findings_mod.load(args.findings, args.findings_file)
+    # Redacted as text once, here: what renders it later is never redacted again.
+    answer = findings_mod.redacted(
+        merged.answer if merged else findings_mod.load(args.findings, args.findings_file),
+        runner.redact)
     reviewed = reviewed or (merged.plan.head_sha if merged else "")
     missing = merged.not_reviewed() if merged else []
     failing = merged.not_reviewed(shards_only=args.allow_unreviewed_files) if merged else []
@@ -170,7 +173,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     parts = BodyParts(head, answer, note, outside, over_cap, [(p, u) for p, u, _ in kept],
                       [c.id for _, _, c in kept], ctx.run_url,
                       {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES},
-                      merged.body_lines() if merged else [])
+                      merged.body_lines(runner.redact) if merged else [])
     review = _post(gh, number, head_sha, parts, inline, prose=prose, event=event,
                    runner=runner)
     final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,13 +69,14 @@ class Merged:
                     for p in self.plan.shards[gap.shard - 1].files]
         return out
 
-    def body_lines(self) -> list[str]:
-        """The review body's "Not reviewed" lines (our Markdown; the agent's text inert)."""
+    def body_lines(self, redact: Callable[[str], str] = str) -> list[str]:
+        """The review body's "Not reviewed" lines (our Markdown; the agent's text inert, each
+        text put through ``redact`` first, as text)."""
         lines = [f"- **Shard {g.shard}** of {len(self.plan.shards)} ({g.files} file(s)): "
-                 f"{title(g.reason, 400)}" for g in self.gaps]
+                 f"{title(redact(g.reason), 400)}" for g in self.gaps]
         gaps = self.plan.not_reviewed
-        lines += [f"- {code_cell(g.path, 300, in_table=False)} ({g.size:,} bytes): "
-                  f"{title(g.reason, 300)}" for g in gaps[:BODY_FILES]]
+        lines += [f"- {code_cell(redact(g.path), 300, in_table=False)} ({g.size:,} bytes): "
+                  f"{title(redact(g.reason), 300)}" for g in gaps[:BODY_FILES]]
         if len(gaps) > BODY_FILES:
             lines.append(f"- {len(gaps) - BODY_FILES} more file(s) in no shard: the step's "
                          "not-reviewed output and the plan file list them all")
