@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,9 +118,6 @@ class ReviewIncomplete(ActionError):
     title = "review incomplete"
 
 
-OUTPUT_LIST = 200  # files named in the not-reviewed output at most (the count has all)
-
-
 @dataclass
 class Earlier:
     reviews: list[Any]  # ours, oldest first
@@ -143,7 +139,6 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         merged.answer if merged else findings_mod.load(args.findings, args.findings_file),
         runner.redact)
     reviewed = reviewed or (merged.plan.head_sha if merged else "")
-    missing = merged.not_reviewed() if merged else []
     failing = merged.not_reviewed(shards_only=args.allow_unreviewed_files) if merged else []
     fail_rank = _fail_rank(args.fail_on)
     head = marker_line("review:" + (" ".join(args.marker.split()) or default_marker()))
@@ -180,7 +175,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                                str(review["html_url"]),
                                incomplete=merged.status_text(
                                    shards_only=args.allow_unreviewed_files) if merged else "",
-                               unlisted=len(missing) - len(failing))
+                               unlisted=len(merged.not_reviewed()) - len(failing) if merged
+                               else 0)
     if context:  # the review is posted: what follows only tidies the earlier one
         status_mod.set_status(gh, context, final)
         runner.log(f"commit status {context} on {reviewed}: {final.state} "
@@ -196,21 +192,14 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         "comments-posted": str(posted), "outside-diff": str(len(outside)),
         "highest-severity": answer.highest(),
         "status-state": final.state if context else "", "status-sha": reviewed,
-        "not-reviewed-count": str(len(missing)),
-        "not-reviewed": json.dumps([{"path": n.path, "bytes": n.size, "reason": n.reason}
-                                    for n in missing[:OUTPUT_LIST]]),
-        "missing-shards": ",".join(str(g.shard) for g in (merged.gaps if merged else ()))})
+        **merge_mod.outputs(merged)})
     runner.log(f"review {review['html_url']}: {posted} comment(s) on lines, {len(kept)} kept "
                f"from the earlier review, {len(outside)} outside the diff, {len(over_cap)} "
                f"over max-comments; {len(gone)} earlier comment(s) minimized")
     runner.append_summary(_summary(answer, placed, outside, str(review["html_url"])))
     if merged is not None:
-        for warning in merged.warnings:
+        for warning in merged.all_warnings():
             runner.warning(warning, title="review")
-        if merged.foreign:
-            runner.warning(f"{len(merged.foreign)} finding(s) named changed files of another "
-                           "shard and were left out (each shard answers for its own files).",
-                           title="review")
     if failing:
         shards_named = ", ".join(f"shard {g.shard}" for g in merged.gaps) if merged else ""
         raise ReviewIncomplete(

@@ -20,6 +20,7 @@ The agent jobs of a sharded review (:mod:`shards`) each leave their answer in a 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import unicodedata
 from collections.abc import Callable
@@ -85,6 +86,13 @@ class Merged:
                          "files and were left out: each shard answers for its own files")
         return lines
 
+    def all_warnings(self) -> list[str]:
+        """What the step warns of: folders ignored, findings on another shard's files."""
+        foreign = ([f"{len(self.foreign)} finding(s) named changed files of another shard and "
+                    "were left out (each shard answers for its own files)."]
+                   if self.foreign else [])
+        return [*self.warnings, *foreign]
+
     def status_text(self, *, shards_only: bool = False) -> str:
         """What a failing status says of the files nobody reviewed ("" when none did)."""
         count = len(self.not_reviewed(shards_only=shards_only))
@@ -93,6 +101,19 @@ class Merged:
         named = ", ".join(str(g.shard) for g in self.gaps)
         return f"{count} file(s) not reviewed" + (
             f" (shard {named} of {len(self.plan.shards)} did not answer)" if named else "")
+
+
+OUTPUT_LIST = 200
+"""Files named in the ``not-reviewed`` output at most (the count has all)."""
+
+
+def outputs(merged: Merged | None) -> dict[str, str]:
+    """The review step's outputs about what nobody reviewed (none without a plan)."""
+    missing = merged.not_reviewed() if merged else []
+    return {"not-reviewed-count": str(len(missing)),
+            "not-reviewed": json.dumps([{"path": n.path, "bytes": n.size, "reason": n.reason}
+                                        for n in missing[:OUTPUT_LIST]]),
+            "missing-shards": ",".join(str(g.shard) for g in (merged.gaps if merged else ()))}
 
 
 def from_inputs(plan_file: str, findings_dir: str, findings: str, findings_file: str
