@@ -49,6 +49,7 @@ from tests.support.example_world import (  # noqa: E402
     CliPackageError,
     World,
     add_failed_run,
+    add_large_review_pull,
     add_review_pull,
     build_world,
     comment_event,
@@ -134,18 +135,19 @@ def _kind(workflow: dict[str, Any], event: str) -> str:
 
 
 def _payload(world: World, event: str, workflow: dict[str, Any], pull: YourPull | None,
-             *, log: bytes, failure: Failure) -> dict[str, Any]:
+             *, log: bytes, failure: Failure, pr_files: int = 0) -> dict[str, Any]:
     """An event of kind ``event`` shaped like GitHub's, with what it refers to in the world:
     a pull request from the head branch (and a failed CI run of it, a comment command)."""
     if pull is not None:  # yours: its files and diff, as GitHub lists them
         number = world.github.add_pull(world.head_ref, world.base_ref, head_sha=world.head_sha)
         world.github.set_pull_files(number, pull.files)
     elif _kind(workflow, event) == "code-review":  # the pull request's files and diff too
-        number = add_review_pull(world)
+        number = add_large_review_pull(world, pr_files) if pr_files else add_review_pull(world)
     else:
         number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
     if event.startswith("pull_request"):
-        return pull_request_event(world, number)
+        head = str(world.github.state.pulls[number]["head"]["sha"])
+        return pull_request_event(world, number, head_sha=head)
     if event == "workflow_run":
         run_id = add_failed_run(world, log, pull_numbers=(number,), step=failure.step)
         return workflow_run_event(world, run_id, pull_numbers=(number,))
@@ -261,6 +263,7 @@ def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
         if str(job) not in seen:
             lines.append(f"\n== job {job}: skipped (its `if:` was false, or a job it needs did "
                          "not succeed)")
+    lines += shards_seen(run)
     posted = _posted(world)
     lines.append("\n== what the jobs posted to the GitHub API"
                  + ("" if posted else ": nothing"))
@@ -269,6 +272,28 @@ def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
                       "skipped job's outputs as their text where GitHub gives ''; check "
                       "`needs.<job>.result == 'success'` before reading them in an `if:`.")
     return lines + posted
+
+
+def shards_seen(run: ActRun) -> list[str]:
+    """The shards a sharded review planned (pr-context's plan.json in an artifact), each with
+    its files and diff size, and the files in none."""
+    lines = []
+    for path in sorted(run.artifacts.glob("*/plan.json")) if run.artifacts.is_dir() else []:
+        try:
+            plan = json.loads(path.read_text(encoding="utf-8"))
+            shards, gaps = plan["shards"], plan["not_reviewed"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        lines.append(f"\n== the shards planned ({path.parent.name}): {len(shards)}, for "
+                     f"{plan.get('changed_files')} changed file(s)")
+        for shard in shards:
+            files = shard["files"]
+            lines.append(f"shard {shard['number']}: {len(files)} file(s), {shard['size']:,} "
+                         f"bytes of diff ({', '.join(files[:3])}"
+                         + (f" and {len(files) - 3} more" if len(files) > 3 else "") + ")")
+        for gap in gaps:
+            lines.append(f"not reviewed: {gap['path']} ({gap['size']:,} bytes): {gap['reason']}")
+    return lines
 
 
 def _triggers(workflow: dict[str, Any]) -> list[str]:
@@ -290,6 +315,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--keep", metavar="DIR", help="keep the world (repository, remote, "
                         "act logs) in DIR instead of a temporary directory")
     parser.add_argument("--answer", help="what the stand-in agent answers instead")
+    parser.add_argument("--pr-files", metavar="N", type=int, default=0,
+                        help="the sample's pull request adds N more files (code-review: a "
+                        "review spread over the matrix, one shard per agent job)")
     yours = parser.add_argument_group("your repository (the default when started in a git "
                                       "repository other than this checkout)")
     yours.add_argument("--repo", metavar="PATH", help="your repository (default: the one the "
@@ -389,14 +417,17 @@ def main(argv: list[str] | None = None) -> int:
             if args.cli_path:
                 serve_cli(world.downloads, Path(args.cli_path))
             else:
+                kind = _kind(workflow, event)  # a review answers about its own shard's diff
                 serve_standin_cli(world.downloads, world.base, {
                     "answer": args.answer or answer, "writes": writes,
+                    "review_scope": kind == "code-review" and not args.answer,
                     "record": "record.jsonl"})
             for uses in world.unserved_actions(source.name):
                 print(f"warning: {uses} is not served offline (act would fail to fetch it): "
                       "use it through a stand-in of tests/support/actions/, or from this "
                       "checkout")
-            made = _payload(world, event, workflow, pull, log=log, failure=failure)
+            made = _payload(world, event, workflow, pull, log=log, failure=failure,
+                            pr_files=args.pr_files)
             run = world.run(source.name, event, made if payload is None else payload)
             print("\n".join(report(run, world, workflow)))
     except (WorldError, CliPackageError) as exc:

@@ -54,6 +54,29 @@ def test_each_documented_command_runs_and_shows_what_was_posted(command: str) ->
     assert "without a write tool" not in done.stdout
 
 
+def test_a_large_code_review_shows_its_shards_and_the_one_merged_review() -> None:
+    """--pr-files: the sample's pull request past GitHub's diff limits; the example runs one
+    agent job per shard, the stand-in answers each about its own shard, and one review and
+    one final status come of them."""
+    done = _try("code-review", "--pr-files", "1500")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    planned = re.search(r"^== the shards planned \(code-review-plan\): (\d+), for 1501 "
+                        r"changed file\(s\)$", done.stdout, re.M)
+    assert planned, done.stdout[-3000:]
+    count = int(planned.group(1))
+    assert count > 1
+    legs = re.findall(r"^== job agent \(shard: (\d+)\): success$", done.stdout, re.M)
+    assert sorted(map(int, legs)) == list(range(1, count + 1))
+    posted = done.stdout.split("== what the jobs posted to the GitHub API")[1]
+    assert posted.count("/pulls/1/reviews") == 1
+    for shard in range(1, count + 1):
+        assert f"Part {shard} (" in posted
+        assert f"(part {shard})" in posted  # a line comment of that shard's own files
+    assert posted.rstrip().split("\n")[-3:][1:] == [
+        "state: success", "description: Reviewed, highest minor: "
+        f"{2 * count} minor (agent: comment; none at fail-on major)"]
+
+
 def test_any_workflow_file_runs_with_the_action_at_any_ref(tmp_path: Path) -> None:
     """A user's own workflow: the action at a tag the repository has never had, a read-only
     review on push; the answer fits (a review: nothing written, nothing published)."""

@@ -146,13 +146,14 @@ def test_a_misspelled_input_is_named_with_the_right_one(tmp_path: Path) -> None:
 def test_a_failed_job_prints_what_act_said(tmp_path: Path) -> None:
     """Your own payload naming a commit the repository does not have: the job fails, and the
     output carries git's own words, not only "(no job summary)"."""
-    repo = _project(tmp_path)
+    # docs-update's first job checks the commit out (code-review's first sets its status).
+    repo = _project(tmp_path, "docs-update.yml")
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"action": "synchronize", "number": 1, "pull_request": {
         "number": 1, "draft": False,
         "head": {"ref": "x", "sha": "e" * 40, "repo": {"full_name": "you/greeter"}},
         "base": {"ref": "main", "sha": "f" * 40, "repo": {"full_name": "you/greeter"}}}}))
-    done = _try(repo, "--workflow", ".github/workflows/code-review.yml", "--event-file",
+    done = _try(repo, "--workflow", ".github/workflows/docs-update.yml", "--event-file",
                 str(event))
     assert done.returncode == 1, done.stdout[-3000:]
     assert "== job agent: failure" in done.stdout

@@ -195,3 +195,27 @@ def test_workspace_flag_sets_the_working_directory(tmp_path: Path) -> None:
     missing = _run(tmp_path, {}, "-p", "--workspace", "nope", "go")
     assert missing.returncode == 1
     assert b"workspace nope" in missing.stderr
+
+
+SHARD_PROMPT = (
+    "Review this.\n\n## Your scope\n\nThis review is split into 3 parts, one agent each. **Your "
+    "scope is part 2: the 2 file(s) below and their diff.**\n\n````diff\n"
+    "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -3,2 +3,4 @@\n keep\n+\n+x = 1\n"
+    " end\ndiff --git a/img.png b/img.png\n(no diff: a binary file)\n"
+    "diff --git a/b.py b/b.py\n--- a/b.py\n+++ b/b.py\n@@ -0,0 +1 @@\n+y = 2\n````\n")
+
+
+def test_review_scope_answers_about_the_shard_its_prompt_gives(tmp_path: Path) -> None:
+    """review_scope: findings on the first non-blank added line of each file of the diff in
+    the prompt (or in the file a long prompt was saved to), the summary naming its part."""
+    saved = tmp_path / "prompt.md"
+    saved.write_text(SHARD_PROMPT)
+    pointer = (f"Your task is in the file {saved} (it was too long for the command line). "
+               "Read that whole file first and follow its instructions exactly.")
+    for prompt in (SHARD_PROMPT, pointer):
+        done = _run(tmp_path, {"review_scope": True}, "--print", "--", prompt)
+        text = done.stdout.decode()
+        value = json.loads(text.split("```json\n")[1].split("\n```")[0])
+        assert value["summary"] == "Reviewed part 2: 2 file(s) with added lines."
+        assert [(f["path"], f["line"]) for f in value["findings"]] == [("a.py", 5),
+                                                                       ("b.py", 1)]

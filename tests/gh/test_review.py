@@ -419,7 +419,8 @@ def test_a_huge_diff_is_read_up_to_the_cap(env: Env, monkeypatch: pytest.MonkeyP
     assert (out["comments-posted"], out["outside-diff"]) == ("1", "2")
     body = env.posted()[0]["body"]
     assert "the diff is over the 5,000 characters this step reads" in body
-    assert "not among the files read (GitHub lists only the first 6 files)" in body
+    assert "not among the files read (GitHub lists 6 files of a pull request, and this one is " \
+           "not among them)" in body
     assert len(env.gh.requests_to("GET", r"/files$")) == 3  # 6 files, pages of 2
 
 

@@ -19,13 +19,18 @@ ROOT = Path(__file__).resolve().parents[2]
 SUBACTIONS = {
     "publish": ("publish", {"changed", "branch", "commit-sha", "pr-number", "pr-url"}),
     "comment": ("comment", {"comment-id", "comment-url", "issue-number"}),
-    "ci-context": ("ci-context", {"context-file", "failed-jobs", "head-sha", "pr-number"}),
+    "ci-context": ("ci-context", {"context-file", "failed-jobs", "head-sha", "pr-number",
+                                  "matrix", "job-count", "jobs-dir", "jobs-file",
+                                  "not-triaged"}),
     "gate": ("gate", {"allowed", "reason", "actor", "task", "preset", "pr-number", "head-sha",
                       "head-ref", "base-ref"}),
     "review": ("review", {"review-id", "review-url", "comments-posted", "outside-diff",
-                          "highest-severity", "status-state", "status-sha"}),
+                          "highest-severity", "status-state", "status-sha",
+                          "not-reviewed", "not-reviewed-count", "missing-shards"}),
     "pr-context": ("pr-context", {"context-file", "schema-file", "head-sha", "base-sha",
-                                  "changed-files", "diff-truncated"}),
+                                  "changed-files", "diff-truncated", "matrix",
+                                  "shard-count", "plan-dir", "plan-file", "not-reviewed",
+                                  "not-reviewed-count"}),
 }
 
 

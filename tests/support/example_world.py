@@ -223,11 +223,13 @@ def pull_request_event(world: World, number: int, head_repo: str = "",
                        head_sha: str = "") -> dict[str, Any]:
     repository = {"full_name": world.repository, "name": world.repository.split("/")[1]}
     head_repo = head_repo or world.repository
+    pull = world.github.state.pulls.get(number) or {}
     return {
         "action": "synchronize",
         "number": number,
         "pull_request": {
             "number": number,
+            "changed_files": int(pull.get("changed_files") or 0),
             "head": {"ref": world.head_ref, "sha": head_sha or world.head_sha,
                      "repo": {"full_name": head_repo}},
             "base": {"ref": world.base_ref, "sha": world.main_sha, "repo": repository},
@@ -278,6 +280,40 @@ def add_review_pull(world: World) -> int:
     """The pull request of HEAD_REF, with its changed file for the files and diff endpoints."""
     number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
     world.github.set_pull_files(number, [{"filename": "src/cli.py", "patch": CLI_PATCH}])
+    return number
+
+
+def add_large_review_pull(world: World, count: int, per_directory: int = 50) -> int:
+    """A pull request of HEAD_REF plus a push adding ``count`` files (``per_directory`` to a
+    directory, a test beside each tenth module), in the user's repository (what checkout
+    serves) and its "GitHub" remote, every one listed by the files endpoint as GitHub would
+    (pages of 100; its diff endpoint answers 406 past 300 files, as GitHub's does)."""
+    tree = world.base / f"large-{count}"
+    git(world.repo, "worktree", "add", "-q", "--detach", str(tree), world.head_sha)
+    files: list[dict[str, Any]] = [{"filename": "src/cli.py", "patch": CLI_PATCH}]
+    try:
+        for i in range(count):
+            folder = f"pkg{i // per_directory:03d}"
+            name = (f"{folder}/test_mod{i - 1}.py" if i % 10 == 9 else f"{folder}/mod{i}.py")
+            lines = [f"VALUE_{i} = {i}  # {'x' * 60}", f"def f{i}() -> int:",
+                     f"    return VALUE_{i} * 2"]
+            (tree / folder).mkdir(exist_ok=True)
+            (tree / name).write_text("\n".join(lines) + "\n")
+            files.append({"filename": name, "status": "added", "additions": len(lines),
+                          "patch": f"@@ -0,0 +1,{len(lines)} @@\n"
+                                   + "\n".join(f"+{x}" for x in lines)})
+        git(tree, "add", "-A")
+        git(tree, "commit", "-q", "-m", f"Add {count} modules")
+        sha = git(tree, "rev-parse", "HEAD")
+    finally:
+        git(world.repo, "worktree", "remove", "--force", str(tree))
+    ref = f"refs/heads/large-{sha[:12]}"
+    git(world.repo, "update-ref", ref, sha)
+    git(world.bare, "fetch", "-q", str(world.repo), f"{ref}:{ref}")
+    number = world.github.add_pull(HEAD_REF, head_sha=sha)
+    world.github.state.pulls[number]["base"]["sha"] = world.main_sha
+    world.github.set_pull_files(number, files)  # listed: the first 3,000, as GitHub does
+    world.github.state.diff_too_large.add(number)
     return number
 
 

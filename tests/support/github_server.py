@@ -254,6 +254,8 @@ class GitHubServer:
             self.state.pull_files[number] = [
                 {"sha": "f" * 40, "status": "modified", "additions": 1, "deletions": 0,
                  "changes": 1, **f} for f in files]
+            if number in self.state.pulls:  # as GitHub counts them (beyond the 3,000 listed)
+                self.state.pulls[number].setdefault("changed_files", len(files))
             for comment in self.state.review_comments.values():
                 if comment["_pull"] == number and comment["line"] is not None:
                     lines = _diff_lines(self.state.pull_files[number], comment["path"])
@@ -667,6 +669,10 @@ def _statuses(handler: _Handler, method: str, path: str, query: dict[str, str],
     return True
 
 
+LISTED_FILES = 3000
+"""GitHub lists at most 3,000 files of a pull request (its changed_files counts them all)."""
+
+
 def _diff_lines(files: list[dict[str, Any]], path: str) -> dict[tuple[str, int], int]:
     """(side, line) -> hunk of ``path``'s patch: the lines GitHub lets a comment sit on.
     Written apart from the action's own parser, so a test checks one against the other."""
@@ -727,7 +733,7 @@ def _pull_reviews(handler: _Handler, method: str, path: str, query: dict[str, st
         return True
     files = state.pull_files.get(number, [])
     if (method, what) == ("GET", "/files"):
-        handler._page(files, query)
+        handler._page(files[:LISTED_FILES], query)
     elif (method, what) == ("GET", "/reviews"):
         handler._page([r for r in state.reviews.values() if r["_pull"] == number], query)
     elif (method, what) == ("GET", "/comments"):

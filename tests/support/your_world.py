@@ -24,7 +24,6 @@ from cursor_agent_action.gh.ci_context import clean
 from cursor_agent_action.gh.testlog import FailureFinder, describe
 from tests.support.example_world import World, review_answer, serve_world
 
-MAX_FILES = 300  # what GitHub's files endpoint lists at most is 3000; a try needs fewer
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 _REMOTE = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
 
@@ -168,9 +167,7 @@ def _files(repo: Path, base: str, head: str) -> list[dict[str, Any]]:
                                      if x.startswith("+"))
             entry["deletions"] = sum(1 for x in entry["patch"].splitlines()
                                      if x.startswith("-"))
-        files.append(entry)
-        if len(files) >= MAX_FILES:
-            break
+        files.append(entry)  # every one: a sharded review plans them all
     return files
 
 

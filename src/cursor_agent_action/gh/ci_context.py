@@ -30,6 +30,8 @@ from cursor_agent_action.options import add_number, add_option
 from cursor_agent_action.runner_io import Runner
 
 DEFAULT_MAX_BYTES = 60_000
+MAX_JOBS = 256
+"""GitHub runs at most 256 jobs of one matrix."""
 _MIN_SECTION_BYTES = 2_000
 _MAX_COMMAND_LINES = 30
 _MAX_ERROR_LINES = 20
@@ -47,7 +49,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="Markdown file to write",
                default_help="$RUNNER_TEMP/cursor-agent-action/ci-context.md")
     add_number(parser, "--max-bytes", default=DEFAULT_MAX_BYTES, integer=True,
-               minimum=_MIN_SECTION_BYTES, help="budget for all log excerpts together, in bytes")
+               minimum=_MIN_SECTION_BYTES, help="budget for all log excerpts together, in bytes "
+               "(with max-jobs: for each job's file)")
+    add_number(parser, "--max-jobs", default=0, integer=True, minimum=0, maximum=MAX_JOBS,
+               help="0: one context file for every failed job; 1 or more: one file per failed "
+               "job (job-N.md in jobs-dir, for one agent job each through the matrix output), "
+               "at most this many; the others are listed as not triaged")
+    add_option(parser, "--jobs-dir", default="", help="with max-jobs: where the files per job "
+               "and jobs.json go", default_help="$RUNNER_TEMP/cursor-agent-action/ci-jobs")
     add_token_option(parser)
 
 
@@ -167,6 +176,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                    lambda: [job for job in run.jobs("latest") if job.conclusion in _FAILED],
                    permission="actions: read")
     pr_number = _pr_number(gh, info)
+    if args.max_jobs:
+        return _fan_out(args, gh, info, jobs, pr_number=pr_number, runner=runner)
     # The budget is shared evenly by the sections: each failed step, or the job's end.
     sections = sum(max(1, sum(s.conclusion in _FAILED for s in job.steps)) for job in jobs)
     budget = max(_MIN_SECTION_BYTES, max_bytes // max(1, sections))
@@ -202,6 +213,57 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
             "the failed jobs to get fresh logs. A 404 can also mean the token lacks "
             "`permissions: actions: read`.",
         )
+    return 0
+
+
+def _fan_out(args: argparse.Namespace, gh: GitHub, info: dict[str, Any], jobs: list[Any], *,
+             pr_number: int | None, runner: Runner) -> int:
+    """One context file per failed job (each with the whole budget: each goes to its own
+    agent), at most max-jobs; jobs.json lists them and the ones not triaged."""
+    directory = Path(args.jobs_dir or Path(os.environ.get("RUNNER_TEMP") or ".")
+                     / "cursor-agent-action" / "ci-jobs")
+    shown, left = jobs[:args.max_jobs], jobs[args.max_jobs:]
+    reports = []
+    with gh.http() as http:
+        for job in shown:
+            sections = max(1, sum(s.conclusion in _FAILED for s in job.steps))
+            budget = max(_MIN_SECTION_BYTES, args.max_bytes // sections)
+            reports.append(_job_report(gh, http, job, budget, runner))
+    listed = [{"job": i, "id": r.id, "name": r.name, "conclusion": r.conclusion,
+               "url": r.url, "failed_steps": r.failed_steps, "failing_tests": r.failing_tests()}
+              for i, r in enumerate(reports, 1)]
+    skipped = [{"id": j.id, "name": j.name, "conclusion": j.conclusion, "url": j.html_url}
+               for j in left]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for index, report in enumerate(reports, 1):
+            scope = (f"\nThis run has {len(jobs)} failed job(s); each is triaged by its own "
+                     f"agent. **Yours is job {index}: "
+                     f"{code_cell(runner.redact(report.name), in_table=False)}**: explain its "
+                     "failure.\n")
+            text = render(info, [report], pr_number, redact=runner.redact).replace(
+                "\n", "\n" + scope, 1)
+            (directory / f"job-{index}.md").write_text(runner.redact.net(text),
+                                                        encoding="utf-8")
+        (directory / "jobs.json").write_text(runner.redact(json.dumps(
+            {"run_id": info.get("id"), "jobs": listed, "not_triaged": skipped}, indent=1)),
+            encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write the job files in {directory}: {exc.strerror}.",
+                         "Set jobs-dir to a writable directory, e.g. under $RUNNER_TEMP.") from exc
+    runner.set_outputs({
+        "context-file": "", "failed-jobs": json.dumps(listed),
+        "head-sha": str(info.get("head_sha") or ""),
+        "pr-number": str(pr_number) if pr_number else "",
+        "matrix": json.dumps({"job": [item["job"] for item in listed]}),
+        "job-count": str(len(listed)), "jobs-dir": str(directory),
+        "jobs-file": str(directory / "jobs.json"), "not-triaged": json.dumps(skipped)})
+    runner.log(f"ci-context: {len(jobs)} failed job(s) of run {info.get('id')}, "
+               f"{len(reports)} in their own file in {directory}"
+               + (f"; {len(left)} over max-jobs, not triaged" if left else ""))
+    for job in left:
+        runner.warning(f"failed job {job.name!r} is over max-jobs ({args.max_jobs}): not "
+                       "triaged", title="ci-context")
     return 0
 
 

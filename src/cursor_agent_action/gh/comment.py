@@ -14,8 +14,9 @@ import re
 from typing import Any
 
 from cursor_agent_action.errors import UsageError
+from cursor_agent_action.gh import sections
 from cursor_agent_action.gh.api import COMMENT_LIMIT, Context, GitHub, add_token_option, read_token
-from cursor_agent_action.gh.bodies import add_body_options, compose_body
+from cursor_agent_action.gh.bodies import add_body_options, compose_body, fit
 from cursor_agent_action.options import add_option, items
 from cursor_agent_action.runner_io import Runner
 
@@ -31,6 +32,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                help="what makes this comment unique: one sticky comment per marker",
                default_help="'<workflow>/<job>' from GITHUB_WORKFLOW and GITHUB_JOB")
     add_body_options(parser, "comment text")
+    add_option(parser, "--jobs-file", default="",
+               help="a triage fanned out over the matrix: ci-context's jobs-file; the comment "
+               "has one section per failed job, from the transcripts in transcripts-dir")
+    add_option(parser, "--transcripts-dir", default="",
+               help="with jobs-file: one folder per job whose name ends in job-N (as "
+               "download-artifact with pattern leaves them), each with its transcript.jsonl")
     add_option(parser, "--issue-title", default="",
                help="when there is no pull request or issue to comment on, keep the text in "
                "an open issue with this title instead (found again by marker and labels)")
@@ -65,14 +72,33 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     if not args.comment_author.strip():
         raise UsageError("--comment-author is empty.",
                          f"Give the login the token acts as (GITHUB_TOKEN: {DEFAULT_AUTHOR}).")
-    if not (args.transcript or args.final_message or args.body or args.body_file):
+    if bool(args.jobs_file.strip()) != bool(args.transcripts_dir.strip()):
+        raise UsageError("jobs-file and transcripts-dir go together.",
+                         "Pass ci-context's jobs-file and the directory the triage jobs' "
+                         "artifacts were downloaded to.")
+    if args.jobs_file.strip() and (args.transcript or args.final_message or args.body
+                                   or args.body_file):
+        raise UsageError("jobs-file makes the comment from the jobs' transcripts: give no "
+                         "other text with it.", "Remove transcript, final-message, body and "
+                         "body-file.")
+    if not (args.transcript or args.final_message or args.body or args.body_file
+            or args.jobs_file.strip()):
         raise UsageError("nothing to comment: give --transcript, --final-message, --body or "
                          "--body-file.",
                          "Pass the run step's transcript-file output as transcript.")
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
-    text = compose_body(transcript=args.transcript, final_message=args.final_message,
-                        body=args.body, body_file=args.body_file, links=links,
-                        max_chars=COMMENT_LIMIT - len(head) - 1, redact=runner.redact)
+    if args.jobs_file.strip():
+        text, missing = sections.compose(args.jobs_file, args.transcripts_dir,
+                                         max_chars=COMMENT_LIMIT - len(head) - 1, links=links,
+                                         redact=runner.redact)
+        text = fit(text, COMMENT_LIMIT - len(head) - 1)
+        for job in missing:
+            runner.warning(f"failed job {job} has no triage answer: its section says so",
+                           title="comment")
+    else:
+        text = compose_body(transcript=args.transcript, final_message=args.final_message,
+                            body=args.body, body_file=args.body_file, links=links,
+                            max_chars=COMMENT_LIMIT - len(head) - 1, redact=runner.redact)
     body = f"{head}\n{text}"
     token = read_token(args.token_env, ctx, runner)
     gh = GitHub(ctx, token, log=runner.log)

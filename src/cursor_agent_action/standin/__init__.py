@@ -50,6 +50,11 @@ Scenario JSON keys (all optional; relative paths are relative to the scenario fi
 ``sandbox_unavailable``  behave like a runner where the CLI's own sandbox cannot start: unless
                  given ``--sandbox disabled``, print the CLI's "Sandbox mode is enabled but not
                  available" error and exit 1 before any event.
+``review_scope`` instead of ``answer``: answer as a reviewer of the diff the prompt (or the
+                 file a long prompt was saved to) gives as its scope: findings on the first added
+                 lines of its first files, a summary naming its part (``standin/scoped.py``).
+``ms_per_kib``   wait this long per KiB of prompt before answering (a model whose time grows
+                 with its context; with ``review_scope``, for the review bench).
 ``resume``       a scenario (its keys replace the outer ones, ``record`` kept) played when the
                  CLI is given ``--resume ID``: the answer of the chat's next turn.
 
@@ -72,8 +77,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from cursor_agent_action.standin.answers import SANDBOX_UNAVAILABLE, answer_lines, turn
+from cursor_agent_action.standin.answers import SANDBOX_UNAVAILABLE, SESSION, answer_lines, turn
 from cursor_agent_action.standin.cli import HELP, TRUST_HELP, CliExit, parse_cli
+from cursor_agent_action.standin.scoped import context_delay, scoped_review
 
 MAX_HANG_S = 600.0
 _STDIN_WAIT_S = 1.0
@@ -308,6 +314,11 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
         return _fail("Error: No prompt provided for print mode", 1)
     if scenario.get("sandbox_unavailable") and options.get("sandbox") != "disabled":
         return _fail(SANDBOX_UNAVAILABLE, 1)
+    if scenario.get("review_scope"):
+        session = options["resume"] if isinstance(options.get("resume"), str) else SESSION
+        scenario = {**scenario, "lines": answer_lines(scoped_review(prompt), session)}
+    if scenario.get("ms_per_kib"):
+        _wait(context_delay(prompt, float(scenario["ms_per_kib"])))
     failure = _consume_failure(scenario, base)
     if failure is not None:
         return _fail(failure.get("stderr", ""), failure.get("exit_code", 1))
@@ -369,7 +380,7 @@ def copy_package(destination: Path) -> Path:
     :func:`write_wrapper`'s ``package_root``; readable by every user."""
     source = Path(__file__).resolve().parents[1]  # .../cursor_agent_action
     for relative in ("__init__.py", "standin/__init__.py",
-                     "standin/cli.py", "standin/answers.py",
+                     "standin/cli.py", "standin/answers.py", "standin/scoped.py",
                      "standin/__main__.py"):
         target = destination / "cursor_agent_action" / relative
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)

@@ -86,6 +86,7 @@ class BodyParts:
     live: Sequence[int]
     run_url: str
     counts: dict[str, int] = field(default_factory=dict)
+    not_reviewed: Sequence[str] = ()  # our own lines: shards that did not answer, files in none
 
 
 def review_body(parts: BodyParts, prose: Prose) -> str:
@@ -98,6 +99,9 @@ def review_body(parts: BodyParts, prose: Prose) -> str:
            "### Code review", prose.render(answer.summary) or "*(no summary)*",
            f"**Findings:** {counts or 'none'}" + (f" · {parts.event_note}"
                                                    if parts.event_note else "")]
+    if parts.not_reviewed:
+        out.append("#### Not reviewed\n\nThis review does not cover everything the pull "
+                   "request changes:\n\n" + "\n".join(parts.not_reviewed))
     if parts.over_cap:
         count = len(parts.over_cap)
         out.append(f"*{count} more finding{'s' if count != 1 else ''}, not placed on lines: "

@@ -12,6 +12,9 @@ comments are still live; one whose finding still holds on the same line is kept 
 the new body, not posted again), the others are minimized as outdated (GraphQL
 ``minimizeComment``), and the earlier review's body is replaced by a link to the new one.
 
+A review spread over the matrix (``plan-file``, ``findings-dir``) first merges its shards'
+answers (:mod:`merge`): files nobody reviewed are listed, and fail the status and the step.
+
 The commit status (:mod:`status`) goes on the commit the agent reviewed: ``pending`` before the
 review is posted, then ``failure`` or ``success``; ``--mark-pending`` only sets ``pending``.
 """
@@ -29,6 +32,7 @@ from cursor_agent_action.errors import EXIT_RUN_FAILED, ActionError, UsageError
 from cursor_agent_action.gh.api import Context, GitHub, add_token_option, error_message, read_token
 from cursor_agent_action.gh.comment import DEFAULT_AUTHOR, default_marker, marker_line
 from cursor_agent_action.gh.review import findings as findings_mod
+from cursor_agent_action.gh.review import merge as merge_mod
 from cursor_agent_action.gh.review import status as status_mod
 from cursor_agent_action.gh.review.body import (
     BodyParts,
@@ -71,6 +75,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                "review/findings.schema.json")
     add_option(parser, "--findings-file", default="",
                help="a file holding that JSON (the run's structured-output-file)")
+    add_option(parser, "--plan-file", default="",
+               help="a sharded review's plan (pr-context's plan-file, downloaded in this job): "
+               "merge the answers of its shards from findings-dir into one review")
+    add_option(parser, "--findings-dir", default="",
+               help="with plan-file: a directory holding one folder per shard whose name ends "
+               "in shard-N (as download-artifact with pattern leaves them), each with the "
+               "shard's findings.json")
+    add_flag(parser, "--allow-unreviewed-files", default=False,
+             help="with plan-file: files in no shard (too large to review; still listed) do "
+             "not fail the status or the step; a shard without an answer still does")
     add_option(parser, "--pr-number", default="", help="pull request to review",
                default_help="the one of the triggering event")
     add_number(parser, "--max-comments", default=20, integer=True, minimum=0, maximum=1000,
@@ -99,6 +113,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_token_option(parser)
 
 
+class ReviewIncomplete(ActionError):
+    exit_code = EXIT_RUN_FAILED
+    title = "review incomplete"
+
+
 @dataclass
 class Earlier:
     reviews: list[Any]  # ours, oldest first
@@ -113,9 +132,14 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     if args.mark_pending:
         return _mark_pending(args, ctx, number=number, context=context, reviewed=reviewed,
                              runner=runner)
+    merged = merge_mod.from_inputs(args.plan_file, args.findings_dir, args.findings,
+                                   args.findings_file)
     # Redacted as text once, here: what renders it later is never redacted again.
-    answer = findings_mod.redacted(findings_mod.load(args.findings, args.findings_file),
-                                   runner.redact)
+    answer = findings_mod.redacted(
+        merged.answer if merged else findings_mod.load(args.findings, args.findings_file),
+        runner.redact)
+    reviewed = reviewed or (merged.plan.head_sha if merged else "")
+    failing = merged.not_reviewed(shards_only=args.allow_unreviewed_files) if merged else []
     fail_rank = _fail_rank(args.fail_on)
     head = marker_line("review:" + (" ".join(args.marker.split()) or default_marker()))
     author = args.comment_author.strip().casefold()
@@ -143,11 +167,16 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     prose = Prose(f"{ctx.server_url}/{ctx.repository}")
     parts = BodyParts(head, answer, note, outside, over_cap, [(p, u) for p, u, _ in kept],
                       [c.id for _, _, c in kept], ctx.run_url,
-                      {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES})
+                      {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES},
+                      merged.body_lines(runner.redact) if merged else [])
     review = _post(gh, number, head_sha, parts, inline, prose=prose, event=event,
                    runner=runner)
     final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),
-                               str(review["html_url"]))
+                               str(review["html_url"]),
+                               incomplete=merged.status_text(
+                                   shards_only=args.allow_unreviewed_files) if merged else "",
+                               unlisted=len(merged.not_reviewed()) - len(failing) if merged
+                               else 0)
     if context:  # the review is posted: what follows only tidies the earlier one
         status_mod.set_status(gh, context, final)
         runner.log(f"commit status {context} on {reviewed}: {final.state} "
@@ -162,11 +191,23 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         "review-id": str(review["id"]), "review-url": str(review["html_url"]),
         "comments-posted": str(posted), "outside-diff": str(len(outside)),
         "highest-severity": answer.highest(),
-        "status-state": final.state if context else "", "status-sha": reviewed})
+        "status-state": final.state if context else "", "status-sha": reviewed,
+        **merge_mod.outputs(merged)})
     runner.log(f"review {review['html_url']}: {posted} comment(s) on lines, {len(kept)} kept "
                f"from the earlier review, {len(outside)} outside the diff, {len(over_cap)} "
                f"over max-comments; {len(gone)} earlier comment(s) minimized")
     runner.append_summary(_summary(answer, placed, outside, str(review["html_url"])))
+    if merged is not None:
+        for warning in merged.all_warnings():
+            runner.warning(warning, title="review")
+    if failing:
+        shards_named = ", ".join(f"shard {g.shard}" for g in merged.gaps) if merged else ""
+        raise ReviewIncomplete(
+            f"{len(failing)} changed file(s) were not reviewed"
+            + (f" ({shards_named} did not answer)" if shards_named else "")
+            + f"; the status is failure: {review['html_url']}.",
+            "Re-run the failed shards' jobs; for files too large to review, raise shard-bytes "
+            "/ max-shards, or set allow-unreviewed-files: true.")
     if blocking:
         raise ReviewBlocked(
             f"{len(blocking)} finding(s) at severity {args.fail_on} or worse; the review "
@@ -223,7 +264,8 @@ def read_diff(gh: GitHub, pull: Any, number: int) -> DiffMap:
             read += len(patch)
             diff.add(parse_patch(file.filename, patch, status=status, previous_path=previous))
     if len(files) >= MAX_FILES:
-        diff.truncated = f"GitHub lists only the first {MAX_FILES} files"
+        diff.truncated = (f"GitHub lists {MAX_FILES:,} files of a pull request, and this one "
+                          "is not among them")
     return diff
 
 

@@ -83,17 +83,24 @@ def pending(sha: str, run_url: str, *, waiting: bool) -> Status:
     return Status(sha, "pending", text, run_url)
 
 
-def verdict(sha: str, answer: Answer, blocking: int, fail_on: str, url: str) -> Status:
-    """``failure`` when ``blocking`` findings are at ``fail-on`` or worse, else ``success``;
-    the description names the highest severity and the counts."""
+def verdict(sha: str, answer: Answer, blocking: int, fail_on: str, url: str, *,
+            incomplete: str = "", unlisted: int = 0) -> Status:
+    """``failure`` when ``blocking`` findings are at ``fail-on`` or worse, or when files went
+    unreviewed (``incomplete`` says which), else ``success`` (naming the ``unlisted`` files too
+    large to review that were allowed); the description names the highest severity and the
+    counts."""
     counts = ", ".join(f"{n} {s}" for s in SEVERITIES
                        if (n := sum(f.severity == s for f in answer.findings)))
     found = f"highest {answer.highest()}: {counts}" if counts else "no findings"
+    if incomplete:
+        return Status(sha, "failure", shorten(f"Not all reviewed: {incomplete}; {found}"), url)
     if blocking:
         text = f"Changes requested, {found} (fail-on: {fail_on})"
         return Status(sha, "failure", shorten(text), url)
     note = "" if fail_on == "none" else f"; none at fail-on {fail_on}"
     text = f"Reviewed, {found} (agent: {answer.verdict}{note})"
+    if unlisted:
+        text = f"Reviewed but {unlisted} file(s) too large, {found} (agent: {answer.verdict})"
     return Status(sha, "success", shorten(text), url)
 
 
