@@ -396,5 +396,5 @@ def key_failure(where: list[str], *, applied: bool) -> str:
     return (f"The agent's changes hold the API key, in some form, in {listing(where)}: the "
             f"patch was withheld and nothing was handed on.{kept} Fix: revoke the key "
             "(cursor.com, dashboard) if the job log or an artifact may have shown it, and review "
-            "what the agent ran (the transcript); docs/security.md says where runs hold the "
-            "key.")
+            "what the agent ran (the transcript); api-key-masking: masked (the default) keeps the "
+            "key out of the box where the box runs (docs/security.md).")

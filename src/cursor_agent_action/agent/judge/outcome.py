@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cursor_agent_action.agent.contain.box.gitconfig import persisted_credentials
+from cursor_agent_action.agent.contain.box.net import walllog
 from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.judge import keyheld
 from cursor_agent_action.agent.judge.changes import (
     Applied,
     ChangeTracker,
@@ -16,6 +18,8 @@ from cursor_agent_action.agent.judge.changes import (
     links_failure,
 )
 from cursor_agent_action.agent.judge.verdict import Verdict
+from cursor_agent_action.agent.launch.invocation import Box
+from cursor_agent_action.agent.launch.run_options import RunOptions
 from cursor_agent_action.runner_io import Runner, listing
 from cursor_agent_action.stream.record import Cause
 
@@ -100,3 +104,12 @@ def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:
     how = "is not set" if value is None else "is set but empty"
     runner.warning(f"CURSOR_API_KEY {how}: the CLI will fail to authenticate unless it is "
                    "logged in on this machine: set it to your key.", title="no API key")
+
+
+def label_start(verdict: Verdict, ended: AgentExit, box: Box, options: RunOptions) -> None:
+    """What the verdict says of a start's containment, network and API key."""
+    keyheld.label(verdict, ended, box.key_in_box(options), why=box.why_key_in_box())
+    if verdict.network is None and (not box.isolation.walled or options.network == "open"):
+        verdict.network = walllog.unwalled_report(
+            "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
+    verdict.isolation = box.isolation.label + limits_label(ended)

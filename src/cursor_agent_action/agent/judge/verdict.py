@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.record import (
     Cause,
@@ -56,6 +57,9 @@ class Verdict:
     isolation: str = ""
     network: NetReport | None = None
     structured_output: str = ""
+    api_key_in_box: str = ""  # agent.contain.box.net.credentials.HELD_*
+    api_key_note: str = ""
+    key_relay: MaskReport | None = None
 
     @classmethod
     def of(cls, stream: StreamResult) -> Verdict:
@@ -102,6 +106,9 @@ class Verdict:
             notes=[*self.notes, *second.notes],
             files_changed=sorted({*self.files_changed, *second.files_changed}),
             isolation=self.isolation or second.isolation,
+            api_key_in_box=second.api_key_in_box or self.api_key_in_box,
+            api_key_note=second.api_key_note or self.api_key_note,
+            key_relay=second.key_relay or self.key_relay,
         )
 
     def report(self, described: Described) -> RunReport:
@@ -122,6 +129,9 @@ class Verdict:
             isolation=self.isolation,
             structured_output=self.structured_output,
             network=self.network,
+            api_key_in_box=self.api_key_in_box,
+            api_key_note=self.api_key_note,
+            key_relay=self.key_relay,
         )
 
 

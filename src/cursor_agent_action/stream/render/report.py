@@ -110,6 +110,7 @@ def record_outputs(
         "permission-denials": str(len(groups.denied)),
         "hook-denials": str(len(groups.hook_denied)),
         "network-denials": network.denials(run.network),
+        **({"api-key-in-box": run.api_key_in_box} if run.api_key_in_box else {}),
         "files-changed": files,
         "files-changed-truncated": "true" if cut else "false",
     }
@@ -117,12 +118,16 @@ def record_outputs(
 
 def redacted(run: RunReport, redact: Callable[[str], str]) -> RunReport:
     """A copy of ``run`` with the text ``run`` added (and anything processed without this
-    runner's secrets) redacted; paths too (git's, and the tools'): sorted again, as a redacted
-    name sorts elsewhere."""
+    runner's secrets) redacted, as text, before anything renders it; paths too (git's, and
+    the tools'): sorted again, as a redacted name sorts elsewhere."""
     failures = tuple(dataclasses.replace(failure, message=redact(failure.message))
                      for failure in run.failures)
-    stream = dataclasses.replace(run.stream, result_text=redact(run.stream.result_text),
-                                 final_message=redact(run.stream.final_message))
+    said = run.stream
+    stream = dataclasses.replace(said, result_text=redact(said.result_text),
+                                 final_message=redact(said.final_message),
+                                 model=redact(said.model), session_id=redact(said.session_id),
+                                 request_id=redact(said.request_id), cwd=redact(said.cwd),
+                                 failure=redact(said.failure))
     return dataclasses.replace(
         run,
         stream=stream,

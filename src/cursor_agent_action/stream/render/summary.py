@@ -50,9 +50,11 @@ def _headline(run: RunReport, groups: CallGroups) -> str:
     if run.exit_code is not None:
         facts.append(f"**CLI exit code:** {exit_status(run.exit_code)}")
     if run.isolation:
-        facts.append(f"**Isolation:** {inline(run.isolation, 400)}")  # ours, whole
+        facts.append(f"**Isolation:** {inline(run.isolation, 2000)}")  # ours, whole
     if run.network:
         facts.append(f"**Network:** {network.headline(run.network)}")
+    if run.api_key_note:
+        facts.append(f"**API key:** {inline(run.api_key_note, 400)}")
     ids = [f"**Session:** {_code(stream.session_id, 80)}"] if stream.session_id else []
     if stream.request_id:
         ids.append(f"**Request:** {_code(stream.request_id, 80)}")
@@ -367,7 +369,8 @@ def render_compact(
 ) -> str:
     """Short Markdown for PR bodies and sticky comments, never over ``max_chars`` characters.
 
-    Not redacted here: callers pass it through ``Runner.redact`` like everything they write.
+    Not redacted here: callers redact the report as text first (``report.redacted``) and put
+    the Markdown only through the one-for-one net (``Redactor.net``), never the full redactor.
     """
     icon = ICONS.get(run.conclusion.value, "❔")
     facts = [f"{icon} **Cursor agent: {inline(run.conclusion.value, 40)}**"]
