@@ -379,19 +379,11 @@ def pages(repo: Path, changes: Changeset) -> Judgement:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         tree = build_tree(repo, index, changes.head, [*before, *changes.entries])
     view = from_trees(lambda name: _git(repo, "ls-tree", "-r", "-z", "--full-tree", name),
-                      lambda oids: _blobs(repo, oids), new_tree=tree,
+                      lambda oids: safegit.blobs(repo, oids, env=_OBJECTS.get()), new_tree=tree,
                       base_tree=changes.head, changed=changed,
                       ignored=lambda paths: ignored_in(repo, paths),
                       preload=[path for path in changed if is_documentation(path)])
     return judge_pages(view, changed)
-
-
-def _blobs(repo: Path, oids: list[str]) -> dict[str, bytes]:
-    try:
-        return safegit.blobs(repo, oids, env=_OBJECTS.get())
-    except safegit.GitFailed as exc:
-        raise ChangesetError(str(exc), command=exc.command, detail=exc.detail,
-                             returncode=exc.returncode) from exc
 
 
 def write_patch(repo: Path, changes: Changeset, destination: Path) -> int:
