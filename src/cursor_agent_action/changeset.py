@@ -379,9 +379,10 @@ def pages(repo: Path, changes: Changeset) -> Judgement:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         tree = build_tree(repo, index, changes.head, [*before, *changes.entries])
     view = from_trees(lambda name: _git(repo, "ls-tree", "-r", "-z", "--full-tree", name),
-                      lambda oid: _git(repo, "cat-file", "blob", oid), new_tree=tree,
+                      lambda oids: safegit.blobs(repo, oids, env=_OBJECTS.get()), new_tree=tree,
                       base_tree=changes.head, changed=changed,
-                      ignored=lambda paths: ignored_in(repo, paths))
+                      ignored=lambda paths: ignored_in(repo, paths),
+                      preload=[path for path in changed if is_documentation(path)])
     return judge_pages(view, changed)
 
 

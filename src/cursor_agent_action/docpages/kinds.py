@@ -12,6 +12,7 @@ starts in, MkDocs hooks and plugins are Python named in ``mkdocs.yml``, npm runs
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from cursor_agent_action.globs import covers, names
@@ -88,6 +89,7 @@ EXECUTED: tuple[tuple[str, str], ...] = (
 """Files usually executed by a build, a test run or a docs toolchain: ``(pattern, why)``."""
 
 
+@functools.lru_cache(maxsize=2)
 def doc_globs(*, images: bool = True) -> tuple[str, ...]:
     """The ``**/*.{...}`` globs of documentation files (and images)."""
     extensions = ",".join(ext for exts, _ in DOC_TYPES for ext in exts.split(","))

@@ -40,19 +40,28 @@ def parse_tree(raw: bytes) -> dict[str, tuple[str, str]]:
     return found
 
 
-def from_trees(list_tree: Callable[[str], bytes], read_blob: Callable[[str], bytes], *,
+def from_trees(list_tree: Callable[[str], bytes],
+               read_blobs: Callable[[list[str]], dict[str, bytes]], *,
                new_tree: str, base_tree: str, changed: Collection[str],
-               ignored: Callable[[Collection[str]], set[str]]) -> TreeView:
+               ignored: Callable[[Collection[str]], set[str]],
+               preload: Collection[str] = ()) -> TreeView:
     """A view of ``new_tree`` against ``base_tree`` (any tree-ish), both listed with
-    ``list_tree`` (``git ls-tree -r -z --full-tree``) and read with ``read_blob``
-    (``git cat-file blob``): the hardened git of the caller, nothing from disk."""
+    ``list_tree`` (``git ls-tree -r -z --full-tree``) and read with ``read_blobs`` (``git
+    cat-file --batch``: the paths of ``preload`` in both trees at once, any other one when it
+    is asked for): the hardened git of the caller, nothing from disk."""
     new = parse_tree(list_tree(new_tree))
     base = parse_tree(list_tree(base_tree))
+    cache = read_blobs([entries[path][1] for entries in (new, base) for path in preload
+                        if entries.get(path, ("",))[0] in ("100644", "100755")])
 
     def reader(entries: dict[str, tuple[str, str]]) -> Callable[[str], bytes | None]:
         def read(path: str) -> bytes | None:
             mode, oid = entries.get(path, ("", ""))
-            return read_blob(oid) if mode in ("100644", "100755") else None
+            if mode not in ("100644", "100755"):
+                return None
+            if oid not in cache:
+                cache.update(read_blobs([oid]))
+            return cache[oid]
         return read
 
     return TreeView({path: mode for path, (mode, _) in new.items()}, frozenset(changed),

@@ -85,27 +85,6 @@ def blob(repo: Path, oid: str) -> bytes:
     return _git(repo, "cat-file", "blob", oid, doing=f"reading blob {oid[:12]}")
 
 
-def blobs(repo: Path, oids: list[str]) -> dict[str, bytes]:
-    """Many blobs' bytes in one ``git cat-file --batch`` (one git for a change of any size)."""
-    if not oids:
-        return {}
-    out = _git(repo, "cat-file", "--batch", input="".join(f"{o}\n" for o in oids).encode(),
-               doing=f"reading {len(oids)} blob(s)")
-    found: dict[str, bytes] = {}
-    at = 0
-    for oid in oids:
-        end = out.index(b"\n", at)
-        header = out[at:end].split()
-        if len(header) != 3 or header[1] != b"blob":
-            raise GitHubError(f"reading blob {oid[:12]} failed: git answered {out[at:end]!r}.",
-                              "See git's message; the patch must have been made from this "
-                              "commit.")
-        size = int(header[2])
-        found[oid] = out[end + 1:end + 1 + size]
-        at = end + 1 + size + 1  # the content, then a LF
-    return found
-
-
 def patch_base(patch: Path) -> str:
     """The commit a patch of ours was made against (its ``# base:`` header), or ""."""
     with patch.open("rb") as handle:
@@ -210,11 +189,20 @@ def pages(repo: Path, found: list[Change], tree: str) -> Judgement:
     changed = [c.path for c in found if c.new_mode in ("100644", "100755", "120000")]
     if not any(is_documentation(path) for path in changed):
         return Judgement()
+    def read(oids: list[str]) -> dict[str, bytes]:
+        try:
+            return safegit.blobs(repo, oids)
+        except safegit.GitFailed as exc:
+            raise GitHubError(f"reading the documentation pages failed: {exc}.",
+                              "See git's message; the patch must have been made from this "
+                              "commit.") from exc
+
     view = from_trees(
         lambda name: _git(repo, "ls-tree", "-r", "-z", "--full-tree", name,
                           doing="listing the tree"),
-        lambda oid: blob(repo, oid), new_tree=tree, base_tree="HEAD", changed=changed,
-        ignored=lambda paths: changeset.ignored_in(repo, paths, env={}))
+        read, new_tree=tree, base_tree="HEAD", changed=changed,
+        ignored=lambda paths: changeset.ignored_in(repo, paths, env={}),
+        preload=[path for path in changed if is_documentation(path)])
     return judge(view, changed)
 
 
