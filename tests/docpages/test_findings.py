@@ -202,3 +202,20 @@ def test_a_page_may_show_the_repositorys_code_but_not_a_build_file_the_change_br
     found = _refused("docs/a.rst", page, **{"examples/demo.py": "import os\n"})
     assert found == ["docs/a.rst:1: .. literalinclude:: ../examples/demo.py: examples/demo.py "
                      "is a file builds execute (the executed list)"]
+
+
+# The red team's docs finding: MyST turns a ``path:`` link into a download (Sphinx copies the
+# file into _downloads/), so it is a read like ``{download}``, judged as one.
+@pytest.mark.parametrize("text", [
+    "[x](path:../.git/config)",
+    "[x](PATH:../.git/config)",
+    "<path:../../../../../../etc/hostname>",
+    "[x][r]\n\n[r]: path:../.git/config",
+    "[x](path:../token.txt)",
+])
+def test_a_myst_path_link_is_a_read_and_judged_as_one(text: str) -> None:
+    assert refused({**REPO, "docs/a.md": text + "\n"}, REPO, ignore=("token.txt",))
+
+
+def test_a_myst_path_link_to_a_tracked_file_passes() -> None:
+    assert refused({**REPO, "docs/a.md": "[the demo](path:../examples/demo.py)\n"}, REPO) == []

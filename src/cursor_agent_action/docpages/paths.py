@@ -7,6 +7,7 @@ directory above the page. Read from the tree, never from disk."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import posixpath
 import re
@@ -43,6 +44,9 @@ class Found:
 def follow(view: TreeView, page: str, use: PathUse) -> Found:
     """Judge one path ``use`` of the page ``page`` in ``view`` (the ignore rules apart)."""
     target = use.path.strip()
+    if not use.reads and url_scheme(target) == "path":  # MyST: a download, the file copied
+        target = target.split(":", 1)[1]  # into the build's output (a read, not a link)
+        use = dataclasses.replace(use, path=target, reads=True)
     why = _refused_form(target, use)
     if why is not None:
         return Found((), (), (why,) if why else ())

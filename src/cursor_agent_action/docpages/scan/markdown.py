@@ -128,6 +128,8 @@ def restructured(text: str) -> list[tuple[int, str]]:
     return found
 
 
+_AUTOLINK = re.compile(r"<(?P<bare>[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*)>")
+"""A CommonMark autolink (``<path:../x>``: MyST reads its scheme as any link's)."""
 _RUN = re.compile(r"(?<!\\)`+")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 
@@ -176,7 +178,8 @@ def links(text: str) -> list[Construct]:
     """Images, links, link definitions and HTML attributes naming a file: inert, their paths
     judged (MyST copies an existing file a link or an image names)."""
     found: list[Construct] = []
-    for pattern, kind in ((_INLINE, "link"), (_DEFINITION, "link"), (_HTML, "html")):
+    for pattern, kind in ((_INLINE, "link"), (_DEFINITION, "link"), (_AUTOLINK, "link"),
+                          (_HTML, "html")):
         for match in pattern.finditer(text):
             groups = match.groupdict()
             target = next((groups[key] for key in ("angle", "plain", "dq", "sq", "bare")
