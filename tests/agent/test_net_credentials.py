@@ -284,3 +284,33 @@ def test_a_compressed_answer_never_carries_the_key_or_a_token_into_the_box(
     if not always:  # asked for by the client only: identity upstream, and all works
         assert rig.placeholder in output, output
         assert "cannot read" not in str(run.mask)
+
+
+HANG_UP = """
+import os, socket, ssl
+port = int(os.environ["CAA_PORT"])
+for _ in range(3):
+    context = ssl.create_default_context()
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="api2.cursor.sh")
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    with socket.create_connection(("api2.cursor.sh", port), timeout=10) as sock:
+        sock.sendall(outgoing.read())  # the ClientHello, then gone before the answer
+print("hung up")
+"""
+
+
+def test_a_client_that_hangs_up_in_the_handshake_is_no_refusal(
+    tmp_path: Path, rig: Rig
+) -> None:
+    """A refusal of the relay's certificate is what lets a masked run start again with the key
+    in the box: a hang-up, which any program in the box can make, must not count as one (the
+    red team's fourth finding)."""
+    results, run = _boxed(tmp_path, rig, {"hang": [sys.executable, "-I", "-c", HANG_UP]})
+    assert "hung up" in results["hang"][1], results["hang"][1]
+    assert run.mask is not None
+    assert run.mask.certificate_refused == 0
+    assert not run.mask.may_fall_back

@@ -158,8 +158,11 @@ class Terminator:
                                f"certificate for {name}: {exc.reason or exc}")
             return
         except TlsClosed:
-            # A client that hangs up on a certificate it does not trust, without an alert.
-            self.tally.count(certificate_refused=1)
+            # A hang-up is no refusal: any program in the box can make one, and a refusal
+            # is what lets the run start again with the key in the box (keyheld.falls_back).
+            # A client that distrusts the certificate says so with an alert (OpenSSL, Node).
+            self.ledger.failed(destination, f"the agent's client hung up during the TLS "
+                               f"handshake for {name}")
             return
         self.tally.count(terminated=1)
         try:
