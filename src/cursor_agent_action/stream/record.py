@@ -168,6 +168,15 @@ def stream_failures(stream: StreamResult) -> tuple[Failure, ...]:
 
 
 @dataclass(frozen=True)
+class LeftOut:
+    """A path the agent made (or changed) that did not come back to the working tree, and why
+    (too deep, too long, too large, a special file, a link out, ...), in the user's words."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class RunReport:
     """The one report of a run: what the stream said, how the run concluded and why, and what
     the run itself found (its changes, notes, containment); made once, then only read.
@@ -190,6 +199,8 @@ class RunReport:
     isolation: str = ""  # how the agent was contained (agent.contain.isolation.Isolation.label)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
     network: NetReport | None = None  # the network wall's report (stream/render/network.py)
+    left_out: tuple[LeftOut, ...] = ()  # what did not come back (the first of each kind)
+    left_out_count: int = 0  # how many paths did not come back, in all
 
     @property
     def failure_reason(self) -> str:

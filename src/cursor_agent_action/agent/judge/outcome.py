@@ -48,6 +48,7 @@ def conclude_box(verdict: Verdict, ended: AgentExit, applied: Applied | None) ->
     if applied is None:
         return
     verdict.notes.extend(applied.notes)
+    verdict.leave_out(applied.left_out, applied.left_out_count)
     if applied.error:
         verdict.fail(Cause.BOX, f"The agent's changes could not be applied to the working tree "
                          f"({applied.error}); none were.")

@@ -16,6 +16,7 @@ from cursor_agent_action.stream.record import (
     Cause,
     Conclusion,
     Failure,
+    LeftOut,
     RunReport,
     StreamResult,
     stream_failures,
@@ -56,6 +57,14 @@ class Verdict:
     isolation: str = ""
     network: NetReport | None = None
     structured_output: str = ""
+    left_out: list[LeftOut] = field(default_factory=list)
+    left_out_count: int = 0
+
+    def leave_out(self, paths: list[LeftOut], count: int) -> None:
+        """Paths that did not come back (``count``: how many there were, ``paths`` may hold
+        only the first of them)."""
+        self.left_out.extend(paths)
+        self.left_out_count += max(count, len(paths))
 
     @classmethod
     def of(cls, stream: StreamResult) -> Verdict:
@@ -102,6 +111,8 @@ class Verdict:
             notes=[*self.notes, *second.notes],
             files_changed=sorted({*self.files_changed, *second.files_changed}),
             isolation=self.isolation or second.isolation,
+            left_out=[*self.left_out, *second.left_out],
+            left_out_count=self.left_out_count + second.left_out_count,
         )
 
     def report(self, described: Described) -> RunReport:
@@ -122,6 +133,8 @@ class Verdict:
             isolation=self.isolation,
             structured_output=self.structured_output,
             network=self.network,
+            left_out=tuple(self.left_out),
+            left_out_count=self.left_out_count,
         )
 
 

@@ -57,6 +57,9 @@ def _headline(run: RunReport, groups: CallGroups) -> str:
     if stream.request_id:
         ids.append(f"**Request:** {_code(stream.request_id, 80)}")
     title = f"## {icon} Cursor agent: {inline(run.conclusion.value, 40)}"
+    if run.left_out_count:  # the conclusion says it: nothing is left out in silence
+        count = run.left_out_count
+        title += f" · {count:,} path{'s' if count > 1 else ''} left out of the patch"
     lines = [title, "", " · ".join(facts)]
     if ids:
         lines += ["", " · ".join(ids)]
@@ -140,6 +143,7 @@ def _table(
     budget: int,
     *,
     what: str,
+    rest: str = "the transcript has all of them",
 ) -> str:
     """A Markdown table of ``total`` rows (folded when long), cut row by row to ``budget`` bytes
     with a note. ``rows`` is consumed lazily: rows that cannot fit are never rendered."""
@@ -155,23 +159,21 @@ def _table(
     if used > budget:
         return _left_out(title, budget)
     body: list[str] = []
-    why = f"the summary lists at most {MAX_ROWS}"
+    why = ""  # rows ran out before the total: only ``rest`` says where the others are
     for row in rows:
         line = "| " + " | ".join(row) + " |\n"
         size = utf8_len(line)
         if used + size > budget:
-            why = "summary size limit"
+            why = " (summary size limit)"
             break
         if len(body) == MAX_ROWS:
+            why = f" (the summary lists at most {MAX_ROWS})"
             break
         body.append(line)
         used += size
     note = ""
     if len(body) < total:
-        note = (
-            f"\n*{total - len(body):,} more {what} not shown ({why}); the transcript has "
-            "all of them.*\n"
-        )
+        note = f"\n*{total - len(body):,} more {what} not shown{why}; {rest}.*\n"
     return head + "".join(body) + note + tail
 
 
@@ -189,6 +191,13 @@ def _files(run: RunReport, budget: int) -> str:
     files = run.files_changed
     rows = ([code_cell(path, 300)] for path in files)
     return _table("Files changed", ["Path"], rows, len(files), budget, what="files")
+
+
+def _paths_left_out(run: RunReport, budget: int) -> str:
+    """What the agent made that did not come back, each path with its reason."""
+    rows = ([code_cell(entry.path, 120), inline(entry.reason, 160)] for entry in run.left_out)
+    return _table("Left out of the patch", ["Path", "Why"], rows, run.left_out_count, budget,
+                  what="paths", rest="the box lists the first 50 of each kind")
 
 
 def _detail_table(
@@ -340,6 +349,7 @@ def render_summary(
                     "the structured-output-file output has all of it", info="json"))
     # Shell commands are in the tool-call table (with their exit codes): no table of their own.
     add(_files(run, remaining))
+    add(_paths_left_out(run, remaining))
     add(_denials(groups, remaining))
     add(_interactions(run, remaining))
     add(network.section(run.network, remaining))
