@@ -295,7 +295,8 @@ def _as_runner(
         ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
          str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
          str(agent), "--working-directory", str(box.workspace), "--prompt", "x", "--output-file",
-         str(box.base / "fallback-outputs.txt"), "--summary-file", os.devnull, *args],
+         str(box.base / "fallback-outputs.txt"), "--summary-file",
+         str(box.base / "fallback-summary.md"), *args],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
 
@@ -338,10 +339,16 @@ def test_a_runner_user_with_passwordless_sudo_gets_the_agent_contained(
 def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) -> None:
     done = _as_runner(unprivileged, box, TEST_RUNNER_USER)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "::warning title=agent not contained::Running the agent without the box, because " \
-           "the helper is not root and 'sudo -n' does not work" in done.stdout
-    assert "Missing protections" in done.stdout
-    assert "Fix: give the runner's user passwordless sudo" in done.stdout
+    warning = next(line for line in done.stdout.splitlines()
+                   if line.startswith("::warning title=agent not contained::"))
+    assert warning.startswith("::warning title=agent not contained::Running the agent without "
+                              "the box, as the runner's user, on the real working tree, because "
+                              "the helper is not root and 'sudo -n' does not work")
+    assert len(warning) < 400  # one short line: the whole text is in the summary (issue 42)
+    summary = (box.base / "fallback-summary.md").read_text()
+    assert "Missing protections" in summary
+    assert "Fix: give the runner's user passwordless sudo" in summary.replace("\n", " ")
+    assert max(map(len, summary.splitlines())) <= 200
     assert (box.seen / "ran").exists()
     outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
     assert outputs["conclusion"] == "success"

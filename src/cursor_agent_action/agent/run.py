@@ -28,8 +28,8 @@ from cursor_agent_action.agent.contain.isolation import (
     ContainmentFailed,
     Isolation,
     decide,
-    fallback_warning,
-    landlock_warning,
+    isolation_warning,
+    short_warning,
 )
 from cursor_agent_action.agent.contain.process import AgentExit, run_agent_process
 from cursor_agent_action.agent.guards import cli_sandbox
@@ -113,7 +113,7 @@ def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str]
                  isolation: Isolation) -> Box:
     """The box without containment; ``auto`` says so in a warning that names what is lost."""
     if options.isolation == "auto":
-        runner.warning(fallback_warning(isolation), title="agent not contained")
+        runner.warning(short_warning(isolation), title="agent not contained")
     return make_box(options, environ, isolation)
 
 
@@ -214,7 +214,7 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
     if isolation.contained:
         box = make_box(options, environ, isolation)
         if isolation.landlock:
-            runner.warning(landlock_warning(isolation), title="agent under Landlock, no box")
+            runner.warning(short_warning(isolation), title="agent under Landlock, no box")
     else:
         box = _uncontained(options, runner, environ, isolation)
     warn_missing_key(runner, environ)
@@ -319,7 +319,9 @@ def _label(done: Attempt, box: Box, options: RunOptions) -> None:
     if verdict.network is None and (not box.isolation.walled or options.network == "open"):
         verdict.network = walllog.unwalled_report(
             "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
-    verdict.isolation = box.isolation.label + limits_label(done.ended)
+    verdict.isolation = box.isolation.label
+    verdict.isolation_details = limits_label(done.ended)
+    verdict.isolation_warning = isolation_warning(box.isolation, options.isolation)
 
 
 def _conclude_run(run: Run, done: Attempt, launch: Launch) -> Verdict:

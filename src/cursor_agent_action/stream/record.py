@@ -197,6 +197,8 @@ class RunReport:
     preset: str = ""  # the permission preset and whether it writes, e.g. "docs (writes allowed)"
     prompt: str = ""  # the task as given
     isolation: str = ""  # how the agent was contained (agent.contain.isolation.Isolation.label)
+    isolation_details: tuple[str, ...] = ()  # the box's limits, its tree's storage
+    isolation_warning: str = ""  # why it was less contained, in full (the annotation is short)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
     network: NetReport | None = None  # the network wall's report (stream/render/network.py)
     left_out: tuple[LeftOut, ...] = ()  # what did not come back (the first of each kind)

@@ -40,6 +40,7 @@ from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.walllog import UNCONTAINED_NOTE, EventLines
 from cursor_agent_action.agent.contain.probe import ProbeResult, has_cap_sys_admin
 from cursor_agent_action.errors import SetupError, UsageError
+from cursor_agent_action.markdown import shorten
 
 MODES = ("auto", "user", "none")
 DEFAULT_AGENT_USER = "cursor-agent"
@@ -209,6 +210,26 @@ def fallback_warning(isolation: Isolation) -> str:
     return (f"Running the agent without the box, because {isolation.why_not}. Missing "
             f"protections: {MISSING_PROTECTIONS}; {UNCONTAINED_NOTE}. Fix: {fix}; set "
             "isolation: user to fail instead of running uncontained.")
+
+
+def isolation_warning(isolation: Isolation, requested: str) -> str:
+    """The whole warning for the job summary ("" when the agent ran in the box, or
+    uncontained because it was asked to be)."""
+    if isolation.landlock:
+        return landlock_warning(isolation)
+    if not isolation.contained and requested == "auto":
+        return fallback_warning(isolation)
+    return ""
+
+
+def short_warning(isolation: Isolation) -> str:
+    """The annotation for :func:`landlock_warning` and :func:`fallback_warning`: one short
+    line (the whole text, with what is lost and the fix, is in the job summary)."""
+    how = ("under Landlock instead of the box" if isolation.landlock else
+           "without the box, as the runner's user, on the real working tree")
+    why = shorten(isolation.why_not, 160)
+    return (f"Running the agent {how}, because {why}. The job summary's 'How it ran' says "
+            "what that leaves open and how to fix it.")
 
 
 @dataclass

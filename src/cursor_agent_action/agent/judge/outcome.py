@@ -67,12 +67,13 @@ def conclude_box(verdict: Verdict, ended: AgentExit, applied: Applied | None) ->
             applied.links_refused, applied.links_refused_count, contained=True))
 
 
-def limits_label(ended: AgentExit) -> str:
+def limits_label(ended: AgentExit) -> tuple[str, ...]:
+    """The box's limits and its tree's storage, one line each (none without a status)."""
     status = ended.box.status if ended.box is not None else None
     if status is None:
-        return ""
-    return "".join(f", {part}" for part in (status.limits, status.storage and
-                                            f"the tree: {status.storage}") if part)
+        return ()
+    return tuple(part for part in (status.limits and f"Limits: {status.limits}",
+                                   status.storage and f"The tree: {status.storage}") if part)
 
 
 def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained: bool) -> None:

@@ -55,6 +55,8 @@ class Verdict:
     stderr: str = ""
     exit_code: int | None = None
     isolation: str = ""
+    isolation_details: tuple[str, ...] = ()
+    isolation_warning: str = ""
     network: NetReport | None = None
     structured_output: str = ""
     left_out: list[LeftOut] = field(default_factory=list)
@@ -111,6 +113,8 @@ class Verdict:
             notes=[*self.notes, *second.notes],
             files_changed=sorted({*self.files_changed, *second.files_changed}),
             isolation=self.isolation or second.isolation,
+            isolation_details=self.isolation_details or second.isolation_details,
+            isolation_warning=self.isolation_warning or second.isolation_warning,
             left_out=[*self.left_out, *second.left_out],
             left_out_count=self.left_out_count + second.left_out_count,
         )
@@ -131,6 +135,8 @@ class Verdict:
             preset=described.preset,
             prompt=described.prompt,
             isolation=self.isolation,
+            isolation_details=self.isolation_details,
+            isolation_warning=self.isolation_warning,
             structured_output=self.structured_output,
             network=self.network,
             left_out=tuple(self.left_out),

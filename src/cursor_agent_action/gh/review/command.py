@@ -31,6 +31,7 @@ from cursor_agent_action.gh.comment import DEFAULT_AUTHOR, default_marker, marke
 from cursor_agent_action.gh.review import findings as findings_mod
 from cursor_agent_action.gh.review import status as status_mod
 from cursor_agent_action.gh.review.body import (
+    ICONS,
     BodyParts,
     comment_body,
     fingerprint_of,
@@ -337,6 +338,8 @@ def _supersede(gh: GitHub, number: int, old: Any, head: str, url: str) -> None:
 
 
 def _summary(answer: Answer, placed: list[Placed], outside: list[Outside], url: str) -> str:
+    """The review step's summary: the findings by severity and where they went, on top; then
+    one row per finding."""
     rows = ["| Severity | Where | Finding | Placed |", "| --- | --- | --- | --- |"]
     spots = [(p.finding, "on the line") for p in placed] + [(o.finding, "body")
                                                             for o in outside]
@@ -344,8 +347,15 @@ def _summary(answer: Answer, placed: list[Placed], outside: list[Outside], url: 
         rows.append(f"| {finding.severity} | {code_cell(f'{finding.path}:{finding.line}')} | "
                     f"{title(finding.title, 120)} | {where} |")
     more = f"\n\n{len(spots) - 100} more not shown." if len(spots) > 100 else ""
-    return (f"## Code review: {len(answer.findings)} finding(s)\n\n[The review]({url})\n\n"
-            + "\n".join(rows) + more + "\n\n")
+    total = len(answer.findings)
+    counts = " · ".join(f"{ICONS[s]} {n} {s}" for s in SEVERITIES
+                        if (n := sum(f.severity == s for f in answer.findings)))
+    head = f"## Code review: {total} finding{'' if total == 1 else 's'}"
+    where = (f"[The review]({url}): {len(placed)} on the diff's lines, {len(outside)} in the "
+             "review body")
+    if not spots:
+        return f"{head}\n\n[The review]({url})\n\n"
+    return (f"{head} ({counts})\n\n{where}\n\n" + "\n".join(rows) + more + "\n\n")
 
 
 def _fail_rank(raw: str) -> int:
