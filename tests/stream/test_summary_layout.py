@@ -35,7 +35,7 @@ def _folds(summary: str) -> dict[str, str]:
     return dict(found)
 
 
-def _review_run() -> RunReport:
+def review_run() -> RunReport:
     """A review run as the code-review example makes it: a long prompt, a final message
     holding the findings JSON, the same JSON as the structured output, the box's limits."""
     message = f"Reviewed the change.\n\n```json\n{json.dumps(FINDINGS)}\n```\n"
@@ -54,7 +54,7 @@ def _review_run() -> RunReport:
 def test_the_top_is_the_outcome_the_change_the_refusals_and_the_tokens() -> None:
     """Before: the header carried model, duration, calls, exit code and a 400-character
     isolation line with the box's memory and storage; the prompt came before the answer."""
-    summary = render_summary(_review_run(), budget_bytes=1 << 20)
+    summary = render_summary(review_run(), budget_bytes=1 << 20)
     top = _top(summary)
     assert top == ("## ✅ Cursor agent: success\n\n**Changed:** no file · **Refused:** nothing · "
                    "**Tokens:** 184,000 in · 900 out\n\n")
@@ -71,7 +71,7 @@ def test_the_top_is_the_outcome_the_change_the_refusals_and_the_tokens() -> None
 
 def test_the_findings_json_appears_once() -> None:
     """Before: once in the final message, once more as the structured output."""
-    summary = render_summary(_review_run(), budget_bytes=1 << 20)
+    summary = render_summary(review_run(), budget_bytes=1 << 20)
     assert summary.count("Callers still read RETRIES") == 1
     assert "final-message output" in summary  # where the whole message is
 

@@ -77,7 +77,7 @@ def files(run: RunReport, budget: int) -> str:
 
 def paths_left_out(run: RunReport, budget: int) -> str:
     """What the agent made that did not come back, each path with its reason."""
-    rows = ([code_cell(entry.path, 120), inline(entry.reason, 160)] for entry in run.left_out)
+    rows = ([code_cell(entry.path, 72), inline(entry.reason, 160)] for entry in run.left_out)
     return table("Left out of the patch", ["Path", "Why"], rows, run.left_out_count, budget,
                   what="paths", rest="the box lists the first 50 of each kind")
 
