@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from cursor_agent_action.agent.contain.isolation import DEFAULT_AGENT_USER
 from cursor_agent_action.agent.launch.invocation import SHARE_VARIABLE
-from tests.support.users import TEST_AGENT_USER, TEST_USERS, remove_user, user_exists
+from tests.support.turns import run_directory, turn
+from tests.support.users import (
+    TEST_AGENT_USER,
+    TEST_USERS,
+    WORKER,
+    remove_suite_users,
+    remove_user,
+    user_exists,
+)
 
 # What a test must never inherit from the shell or from a real Actions runner (our own CI runs
 # the suite inside one): runner files a command would write to, credentials it would mask, and
@@ -21,6 +30,17 @@ _INHERITED = (
     "GITHUB_EVENT_PATH", "RUNNER_TEMP", "RUNNER_TOOL_CACHE",
 )  # fmt: skip
 _INHERITED_PREFIXES = ("CURSOR_AGENT_ACTION_", "CURSOR_CLI_")
+
+# Hypothesis (parsers, globs, redaction, the stream's fast paths): in CI (CI=true, as GitHub
+# Actions sets it) every property runs 500 examples (the counts tests set one by one ran from
+# 150 to 1,000; 1,000 for all would cost four times the old total), while developing 100. No
+# test sets its own count: `--hypothesis-profile ci` runs CI's here. No deadline: examples are
+# generated work, not waits, and a loaded machine would fail them at random.
+settings.register_profile("ci", max_examples=500, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=100, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") == "true" else "dev")
 
 
 @pytest.fixture(autouse=True)
@@ -49,3 +69,42 @@ def remove_test_users() -> Iterator[None]:
         remove_user(name)
     if not default_existed:
         remove_user(DEFAULT_AGENT_USER)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """When the whole run ends (in the controller of a parallel run), every user any of its
+    workers made goes, with any sudoers entry, even a crashed worker's (a worker removes its
+    own users as its session ends, but a crashed one never gets there)."""
+    if not WORKER:
+        remove_suite_users()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """A test marked ``alone`` runs with no other test of the run beside it (its setup,
+    call and teardown); the others share the machine (tests/support/turns.py)."""
+    directory = run_directory(item.config.option.basetemp)
+    if directory is None:
+        return (yield)
+    with turn(directory, alone=item.get_closest_marker("alone") is not None):
+        return (yield)
+
+
+def _utf8(text: str) -> str:
+    """``text`` as a parallel worker can send it: a stray byte a test printed (a file name that
+    is not UTF-8, read back as a surrogate) written as its escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestReport,
+                                                               pytest.TestReport]:
+    """A report whose captured output or failure holds a lone surrogate crashed the xdist
+    worker that sent it (execnet sends UTF-8 only) and ended the whole run."""
+    report = yield
+    report.sections = [(title, _utf8(text)) for title, text in report.sections]
+    if report.longrepr is not None:
+        text = str(report.longrepr)
+        if _utf8(text) != text:
+            report.longrepr = _utf8(text)
+    return report

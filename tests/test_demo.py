@@ -65,7 +65,7 @@ def test_wheel_ships_the_demo_data(tmp_path: Path) -> None:
     }
     assert expected
     assert expected <= names
-    assert "cursor_agent_action/agent/standin/__init__.py" in names
+    assert "cursor_agent_action/standin/__init__.py" in names
 
 
 def test_summary_and_output_files_can_be_redirected(

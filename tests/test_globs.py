@@ -5,7 +5,7 @@ generated patterns and paths, and on the examples docs/permissions.md shows."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from wcmatch import glob as wc
 
@@ -69,13 +69,11 @@ def _reference(pattern: str, path: str) -> bool:
     return bool(wc.globmatch(path, file_pattern(pattern), flags=FLAGS))
 
 
-@settings(max_examples=600, deadline=None)
 @given(PATTERN, PATH)
 def test_an_allow_list_names_exactly_what_wcmatch_matches(pattern: str, path: str) -> None:
     assert names([pattern], path) is _reference(pattern, path)
 
 
-@settings(max_examples=600, deadline=None)
 @given(PATTERN, PATH)
 def test_a_deny_list_covers_what_it_names_and_everything_below(pattern: str,
                                                                path: str) -> None:

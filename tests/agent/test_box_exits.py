@@ -182,6 +182,7 @@ def test_files_pytest_and_pip_run_are_no_documentation(
         assert path in out["log"]
 
 
+@pytest.mark.alone  # it watches the host's /tmp, where every run's helper keeps its files
 def test_root_writes_nothing_of_the_agents_on_the_runners_disk(
     box: Box, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -27,7 +27,13 @@ from tests.support.box import agent as _agent
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
 from tests.support.standin import SYSTEM_PYTHON, processes_of
-from tests.support.users import TEST_AGENT_USER, TEST_RUNNER_USER, TEST_SUDO_USER, ensure_user
+from tests.support.users import (
+    SUDOERS,
+    TEST_AGENT_USER,
+    TEST_RUNNER_USER,
+    TEST_SUDO_USER,
+    ensure_user,
+)
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sys.platform.startswith("linux"),
@@ -307,7 +313,7 @@ def sudoer() -> Iterator[str]:
     goes after the test."""
     if not shutil.which("sudo"):
         pytest.skip("sudo is not installed (.ci/run installs it)")
-    rule = Path("/etc/sudoers.d") / TEST_SUDO_USER
+    rule = SUDOERS / TEST_SUDO_USER
     rule.write_text(f"{TEST_SUDO_USER} ALL=(ALL) NOPASSWD: ALL\n")
     rule.chmod(0o440)
     try:

@@ -23,7 +23,6 @@ import ssl
 import subprocess
 import sys
 import tarfile
-import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +34,7 @@ from cursor_agent_action.agent.contain.box.net.policy import NetPolicy, build_po
 from cursor_agent_action.agent.contain.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
 from tests.agent.test_net_upstream import real_proxy
+from tests.support.loopback import serving
 from tests.support.netbox import Emit, loopback_name, run_boxed, self_signed
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"),
@@ -127,16 +127,8 @@ def _serve(site: Path, context: ssl.SSLContext | None) -> Iterator[int]:
     def handler(*args: Any) -> _Handler:
         return _Handler(*args, directory=str(site))
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.handle_error = lambda *_: None  # type: ignore[method-assign]  # a refused ws: reset
-    if context is not None:
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(handler, tls=context, quiet=True) as server:  # quiet: a refused ws is reset
+        yield server.port
 
 
 def _in_box(files: Path, command: list[str], env: dict[str, str]) -> tuple[int, str]:

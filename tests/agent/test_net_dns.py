@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cursor_agent_action.agent.contain.box.net import dns
@@ -85,14 +85,12 @@ def test_the_pool_is_bounded() -> None:
     assert "pool" in refusal.reason
 
 
-@settings(max_examples=400, deadline=None)
 @given(st.binary(max_size=600))
 def test_any_bytes_never_crash_and_the_answer_is_bounded(data: bytes) -> None:
     reply, _ = dns.Resolver(POLICY).handle(data)
     assert reply is None or len(reply) <= len(data) + 16
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.lists(st.binary(min_size=1, max_size=70), min_size=1, max_size=8),
        st.integers(0, 0xFFFF), st.integers(0, 0xFFFF), st.binary(max_size=40))
 def test_query_shaped_bytes_never_crash(labels: list[bytes], qtype: int, flags: int,

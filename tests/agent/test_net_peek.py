@@ -8,7 +8,7 @@ import ssl
 
 import h11
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cursor_agent_action.agent.contain.box.net import peek, plainhttp
@@ -189,14 +189,12 @@ def test_what_url_or_request_readers_could_read_otherwise_is_refused(data: bytes
     assert through(data) is None
 
 
-@settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=3000))
 def test_any_bytes_never_crash(data: bytes) -> None:
     for start in (b"", b"\x16\x03\x01", b"GET / HTTP/1.1\r\n"):
         assert peek.claim(start + data).status in (peek.MORE, peek.DONE, peek.OTHER, peek.BAD)
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2000), st.binary(min_size=1, max_size=8))
 def test_a_corrupted_client_hello_never_crashes(position: int, junk: bytes) -> None:
     hello = bytearray(client_hello("x.example"))
@@ -301,7 +299,6 @@ def test_what_a_far_end_could_read_otherwise_is_refused_or_harmless(data: bytes)
     assert not body or b"content-length: %d" % len(body) in head  # inside the relay's framing
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=600))
 def test_the_far_end_reads_one_request_of_the_relays_whatever_follows(data: bytes) -> None:
     head = b"POST /p HTTP/1.1\r\nHost: ok.example\r\nContent-Length: 3\r\n\r\nabc"

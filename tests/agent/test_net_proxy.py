@@ -10,15 +10,15 @@ The proxy only records what it is asked and answers every read with a small 200.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from cursor_agent_action.agent.contain.box.net.policy import build_policy
+from tests.support.loopback import serving
 from tests.support.netbox import PREFIX, Emit, connect_by_name, fixed_resolver, run_boxed, servers
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not sys.platform.startswith("linux"),
@@ -273,17 +274,11 @@ def test_a_real_http_reader_behind_the_wall_never_reads_a_request_for_another_na
     request at all, Python's reader (and urllib) another. Each made the proxy hear
     evil.example before this fix."""
     _ReadingProxy.heard = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ReadingProxy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
-    try:
-        policy = build_policy([f"{PROXY}:{port}", f"{PROXY}:443"])
-        run_boxed(policy, send_flights(port, [READER_CASES[case]]),
+    with serving(_ReadingProxy) as server:
+        policy = build_policy([f"{PROXY}:{server.port}", f"{PROXY}:443"])
+        run_boxed(policy, send_flights(server.port, [READER_CASES[case]]),
                   resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
         time.sleep(0.2)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert not any("evil.example" in host for host in _ReadingProxy.heard), _ReadingProxy.heard
 
 
@@ -306,11 +301,8 @@ def _through_reader(flights: list[bytes], *, close_after: bool = False,
     """``flights`` sent one by one to a reading proxy behind the wall; what it heard."""
     _ReadingProxy.heard = []
     _ReadingProxy.tunnel_reads_http = keep_reading_after_connect
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ReadingProxy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
 
-    def client(emit: Emit) -> Any:
+    def client(port: int, emit: Emit) -> Any:
         answers = []
         with connect_by_name(PROXY, port) as sock:
             sock.settimeout(2)
@@ -325,13 +317,11 @@ def _through_reader(flights: list[bytes], *, close_after: bool = False,
                 answers.append(f"error {exc}")
         return answers
 
-    try:
-        run = run_boxed(build_policy([f"{PROXY}:{port}", f"{PROXY}:443"]), client,
+    with serving(_ReadingProxy) as server:
+        run = run_boxed(build_policy([f"{PROXY}:{server.port}", f"{PROXY}:443"]),
+                        functools.partial(client, server.port),
                         resolve=fixed_resolver({PROXY: ["127.0.0.1"]}))
         time.sleep(0.3)
-    finally:
-        server.shutdown()
-        server.server_close()
     return list(_ReadingProxy.heard), run
 
 

@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable
 from typing import TypeVar
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cursor_agent_action.agent.guards.permissions import FLOOR, PRESETS, build_policy, parse_tokens
@@ -36,7 +36,6 @@ _TOKENS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_parse_tokens_returns_valid_tokens_or_raises_usage_error(text: str) -> None:
     tokens = _outcome(parse_tokens, text)
@@ -46,7 +45,6 @@ def test_parse_tokens_returns_valid_tokens_or_raises_usage_error(text: str) -> N
         assert parse_tokens("\n".join(tokens)) == tokens
 
 
-@settings(max_examples=150, deadline=None)
 @given(
     st.sampled_from(PRESETS),
     st.lists(_TOKENS, max_size=6),
@@ -72,7 +70,6 @@ def test_policies_keep_the_floor_and_render_deterministically(
         assert not policy.permits_write(path)
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.text(max_size=30), st.text(max_size=30))
 def test_glob_model_never_fails_and_a_literal_glob_matches_itself(glob: str, path: str) -> None:
     regex = glob_to_regex(glob)

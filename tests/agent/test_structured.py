@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cursor_agent_action.agent.judge.structured import (
@@ -120,7 +120,6 @@ _json = st.recursive(
 _prose = st.text(alphabet=st.characters(blacklist_characters="{}[]`~"), max_size=200)
 
 
-@settings(max_examples=200, deadline=None)
 @given(_prose, st.dictionaries(st.text(max_size=8), _json, max_size=4), _prose,
        st.booleans())
 def test_any_object_in_any_prose_is_found(before: str, value: dict[str, Any], after: str,
@@ -130,7 +129,6 @@ def test_any_object_in_any_prose_is_found(before: str, value: dict[str, Any], af
     assert candidates(before + body + after)[-1] == value
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.text(max_size=500))
 def test_any_text_gives_only_json_values_and_never_raises(text: str) -> None:
     for value in candidates(text):

@@ -3,41 +3,33 @@ origin only, whatever a redirect names, and a redirect loop ends in one GitHubEr
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from cursor_agent_action.errors import GitHubError
 from cursor_agent_action.gh.api import Context, GitHub
 from cursor_agent_action.gh.ratelimits import Retrier
+from tests.support.loopback import serving
 
 TOKEN = "ghs_" + "R3v1ewT0kenNeverLeav3s0000000000000000"
 Seen = list[tuple[int, str, str | None]]
 
 
-class _Server:
-    """One loopback HTTP server; ``answer(handler)`` answers each GET, every request seen."""
+def _answering(seen: Seen, answer: Callable[[BaseHTTPRequestHandler], None]) -> type[
+        BaseHTTPRequestHandler]:
+    """A handler that answers each GET with ``answer(handler)``, every request seen."""
 
-    def __init__(self, seen: Seen, answer: Callable[[BaseHTTPRequestHandler], None]) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                seen.append((_port(self), self.path, self.headers.get("Authorization")))
-                answer(self)
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append((_port(self), self.path, self.headers.get("Authorization")))
+            answer(self)
 
-            def log_message(self, *args: object) -> None:
-                pass
+        def log_message(self, *args: object) -> None:
+            pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = int(self.http.server_address[1])
-        self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.http.shutdown()
-        self.http.server_close()
-        self.thread.join(5)
+    return Handler
 
 
 def _port(handler: BaseHTTPRequestHandler) -> int:
@@ -59,25 +51,21 @@ def _send(handler: BaseHTTPRequestHandler, status: int, location: str = "") -> N
 @pytest.fixture
 def servers() -> Iterator[tuple[Seen, str, int]]:
     seen: Seen = []
-    other = _Server(seen, lambda handler: _send(handler, 200))
+    with serving(_answering(seen, lambda handler: _send(handler, 200))) as other:
 
-    def api(handler: BaseHTTPRequestHandler) -> None:
-        port = _port(handler)
-        if handler.path == "/loop":
-            _send(handler, 302, "/loop")
-        elif handler.path == "/other-port":
-            _send(handler, 307, f"http://127.0.0.1:{other.port}/blob")
-        elif handler.path == "/other-name":  # the same socket by another name: another origin
-            _send(handler, 301, f"http://localhost:{port}/here")
-        else:
-            _send(handler, 200)
+        def api(handler: BaseHTTPRequestHandler) -> None:
+            port = _port(handler)
+            if handler.path == "/loop":
+                _send(handler, 302, "/loop")
+            elif handler.path == "/other-port":
+                _send(handler, 307, f"http://127.0.0.1:{other.port}/blob")
+            elif handler.path == "/other-name":  # the same socket by another name: another origin
+                _send(handler, 301, f"http://localhost:{port}/here")
+            else:
+                _send(handler, 200)
 
-    main = _Server(seen, api)
-    try:
-        yield seen, f"http://127.0.0.1:{main.port}", other.port
-    finally:
-        main.close()
-        other.close()
+        with serving(_answering(seen, api)) as main:
+            yield seen, main.url, other.port
 
 
 def _client(api_url: str) -> GitHub:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -94,7 +94,6 @@ def patches(draw: st.DrawFn) -> str:
 
 
 @given(patches())
-@settings(max_examples=200, deadline=None)
 def test_line_maps_agree_with_an_independent_parser(patch: str) -> None:
     ours = parse_patch("f", patch)
     theirs = _diff_lines([{"filename": "f", "patch": patch}], "f")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cursor_agent_action import runner_io
@@ -47,8 +47,6 @@ from cursor_agent_action.stream.toolcalls import (
 from tests.stream.test_hypothesis import events
 from tests.support.stream import applied_record
 
-SETTINGS = settings(max_examples=600, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 # Any JSON value, small: what a field of the wrong type can hold.
@@ -118,7 +116,6 @@ def _usual(subtype: str, started: object = "1") -> dict[str, Any]:
                           "completedAtMs": "9"}}  # fmt: skip
 
 
-@SETTINGS
 @example(obj=_usual("started"))
 @example(obj=_usual("completed"))
 # Times int() reads but the careful parser does not (or reads otherwise): the shortcut must not.
@@ -179,7 +176,6 @@ def assistant_objects(draw: st.DrawFn) -> dict[str, object]:
                  timestamp_ms=_maybe(draw, 7))  # fmt: skip
 
 
-@SETTINGS
 @given(obj=assistant_objects())
 def test_the_segment_fast_path_gives_the_careful_event(obj: dict[str, Any]) -> None:
     assert _assistant(obj) == _careful_assistant(obj)
@@ -190,13 +186,11 @@ HINTY_TEXT = st.lists(st.one_of(st.sampled_from([*_PATTERN_HINTS, "_", "-", "A",
                                 st.text(max_size=6)), max_size=12).map("".join)  # fmt: skip
 
 
-@SETTINGS
 @given(text=HINTY_TEXT)
 def test_hints_found_in_reversed_text_are_the_hints_in_the_text(text: str) -> None:
     assert has_hint(text) == any(hint in text for hint in _PATTERN_HINTS)
 
 
-@SETTINGS
 @given(text=HINTY_TEXT, pad=st.sampled_from(["", "a", "\u2192", "\ud800"]))
 def test_hints_found_on_the_bytes_of_a_long_text_are_the_hints_in_the_text(
     text: str, pad: str
@@ -209,7 +203,6 @@ def test_hints_found_on_the_bytes_of_a_long_text_are_the_hints_in_the_text(
     assert has_hint_utf8(long_text.encode("utf-8", "surrogatepass")) == expected
 
 
-@SETTINGS
 @given(text=HINTY_TEXT | st.text(max_size=30),
        secret=st.sampled_from(["s3cr3t-v4lue", "pässwörd→1", "\U0001f600pin", "k\udcffey-1",
                                      "k\ud800ey!"]))
@@ -232,7 +225,6 @@ def test_a_hint_across_a_window_edge_of_a_long_text_is_found(hint: str) -> None:
     assert not has_hint("a" * (3 * window))
 
 
-@SETTINGS
 @given(text=st.text(st.characters(blacklist_categories=()), max_size=40))
 @example(text="\x85")
 @example(text="·\u0085x")
@@ -292,7 +284,6 @@ def _replay(runner_class: type[Runner], ops: list[tuple[str, str]],
     return out.getvalue()
 
 
-@SETTINGS
 @given(ops=OPS)
 def test_the_contents_only_search_writes_the_same_log_as_a_full_pass(
     ops: list[tuple[str, str]]
@@ -312,7 +303,6 @@ def records(draw: st.DrawFn) -> StreamResult:
     return StreamResult(tool_calls=tuple(calls))
 
 
-@SETTINGS
 @given(record=records())
 def test_grouped_sorts_each_call_as_its_own_predicates_say(record: StreamResult) -> None:
     """The one pass (which skips plain successes) gives what filtering every call would."""
@@ -333,7 +323,6 @@ def _dropped_by_the_old_loop(lengths: list[int], total: int) -> int:
     return drop
 
 
-@SETTINGS
 @given(lengths=st.lists(st.integers(1, SEGMENTS_KEPT_CHARS // 3), min_size=1, max_size=40))
 def test_old_segments_are_dropped_as_one_at_a_time_would(lengths: list[int]) -> None:
     aggregator = Aggregator()
@@ -352,7 +341,6 @@ def test_the_engine_builds_the_record_apply_builds(fixture: Path) -> None:
     assert load_report(fixture).stream == applied_record(fixture.read_bytes().splitlines())
 
 
-@SETTINGS
 @given(stream=st.lists(events(), max_size=25))
 def test_the_engine_builds_the_record_apply_builds_for_any_stream(
     stream: list[dict[str, object]], tmp_path_factory: pytest.TempPathFactory
@@ -434,7 +422,6 @@ def _plain_title(call: ToolCallRecord, event: ToolCallEvent | None) -> str:
     return " · ".join(part for part in parts if part)
 
 
-@SETTINGS
 @given(
     call=st.builds(
         ToolCallRecord, st.just("id"), st.sampled_from(["shell", "read", "edit", "x y"]),

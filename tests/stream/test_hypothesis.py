@@ -7,7 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cursor_agent_action.output_file import parse_output_file
@@ -19,9 +19,6 @@ from tests.stream.test_engine import OUTPUT_NAMES
 from tests.support.runner import RUNNER_ENV
 from tests.support.stream import processed_commands
 
-PROPERTY_SETTINGS = settings(
-    max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
 # Text that tries every trick: workflow commands, output delimiters, Markdown, HTML, ids.
 NASTY = st.lists(
     st.sampled_from(
@@ -91,7 +88,6 @@ def _check_report(tmp_path: Path, data: bytes, cuts: list[int], budget_used: int
     processed_commands(log.getvalue())
 
 
-@PROPERTY_SETTINGS
 @given(data=st.binary(max_size=3000), cuts=st.lists(st.integers(0, 3000), max_size=5),
        budget_used=st.sampled_from([0, 1024 * 1024 - 9000, 2 * 1024 * 1024]))  # fmt: skip
 def test_any_bytes_give_a_parseable_report(data: bytes, cuts: list[int], budget_used: int) -> None:
@@ -105,7 +101,6 @@ def _write(call_id: str, path: str) -> dict[str, object]:
             "tool_call": {"editToolCall": inner}}  # fmt: skip
 
 
-@PROPERTY_SETTINGS
 # A changed file whose name holds a secret: files-changed is still sorted once redacted.
 @example(stream=[_write("a", ":"), _write("b", "ghadelimiter_")], junk=[], cuts=[])
 @given(stream=st.lists(events(), max_size=25), junk=st.lists(st.binary(max_size=30), max_size=3),
@@ -146,7 +141,6 @@ def segmented_streams(draw: st.DrawFn) -> tuple[list[bytes], str]:
     return lines, "".join(segments)
 
 
-@PROPERTY_SETTINGS
 @given(stream=segmented_streams(), cut=st.integers(0, 4000))
 def test_reconstructed_text_has_each_segment_once(
     stream: tuple[list[bytes], str], cut: int

@@ -1,8 +1,8 @@
 """A local download server for install tests, and Cursor CLI package archives to serve.
 
-``DownloadServer`` is a threaded ``http.server`` on 127.0.0.1 serving files from a dict. Each
-request takes the next failure mode from a plan (then ``default_mode``), so a test can script
-"503 twice, then success". Modes:
+``DownloadServer`` is a threaded ``http.server`` on 127.0.0.1 (tests/support/loopback.py)
+serving files from a dict. Each request takes the next failure mode from a plan (then
+``default_mode``), so a test can script "503 twice, then success". Modes:
 
 - ``ok``: 200 with the file (404 if there is no such file)
 - ``503``/``500``/``403``/``404``/``429``: that status, no body
@@ -14,6 +14,7 @@ request takes the next failure mode from a plan (then ``default_mode``), so a te
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import http.server
 import io
@@ -22,6 +23,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
+
+from tests.support.loopback import serving
 
 
 class DownloadServer:
@@ -33,19 +36,12 @@ class DownloadServer:
         self.requests: list[str] = []
         self._arrived = threading.Condition()
         self._release = threading.Event()
-        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        self._serving = contextlib.ExitStack()
+        self.url = ""  # while it serves
 
     def __enter__(self) -> DownloadServer:
-        self._thread.start()
+        self.url = self._serving.enter_context(serving(self._handler_class())).url
+        self._serving.callback(self.release_slow)  # a waiting request answers, then it stops
         return self
 
     def __exit__(
@@ -54,10 +50,7 @@ class DownloadServer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.release_slow()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=10)
+        self._serving.close()
 
     def release_slow(self) -> None:
         """Let every waiting ``slow`` request answer now."""

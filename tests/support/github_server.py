@@ -13,6 +13,7 @@ recorded; faults can be queued per method and path.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
@@ -20,11 +21,12 @@ import threading
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tests.support import github_git
+from tests.support.loopback import serving
 
 TOKEN = "ghs_testtoken0123456789"
 READ_ONLY_TOKEN = "ghs_readonly0123456789"
@@ -92,25 +94,20 @@ class GitHubServer:
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
         self._ids = itertools.count(1000)
-        self._api = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self, storage=False))
-        self._storage = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self, storage=True))
-        self.api_url = f"http://127.0.0.1:{self._api.server_address[1]}"
-        self.storage_url = f"http://127.0.0.1:{self._storage.server_address[1]}"
+        self._servers = contextlib.ExitStack()
+        self.api_url = self.storage_url = ""  # while it serves
         self.server_url = "https://github.example"
-        self._threads = [
-            threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-            for server in (self._api, self._storage)
-        ]
 
     def __enter__(self) -> GitHubServer:
-        for thread in self._threads:
-            thread.start()
+        with contextlib.ExitStack() as servers:
+            self.api_url = servers.enter_context(serving(_make_handler(self, storage=False))).url
+            self.storage_url = servers.enter_context(
+                serving(_make_handler(self, storage=True))).url
+            self._servers = servers.pop_all()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for server in (self._api, self._storage):
-            server.shutdown()
-            server.server_close()
+        self._servers.close()
 
     def env(self, token: str = TOKEN, **extra: str) -> dict[str, str]:
         """The runner's default variables pointing at this server."""

@@ -33,6 +33,7 @@ from cursor_agent_action.agent.contain.box.net.ledger import NetEvent
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.relay import Limits, Resolve, system_resolve
 from cursor_agent_action.stream.netreport import NetReport, Refusal
+from tests.support.turns import machine_lock
 
 PREFIX = "caa-net-test-"
 Emit = Callable[[Any], None]
@@ -383,11 +384,14 @@ CCS = record(0x14, b"\x01")
 @contextlib.contextmanager
 def loopback_name(name: str) -> Iterator[str]:
     """``name`` at 127.0.0.1 in the runner's /etc/hosts (for the relay's system resolver),
-    restored byte for byte after, even on failure."""
+    restored byte for byte after, even on failure. One test on the machine at a time edits it
+    (a machine-wide lock): two interleaved would each restore a file holding the other's name,
+    or lose it."""
     path = Path("/etc/hosts")
-    before = path.read_bytes()
-    path.write_bytes(before + f"\n127.0.0.1 {name}\n".encode())
-    try:
-        yield name
-    finally:
-        path.write_bytes(before)
+    with machine_lock("etc-hosts"):
+        before = path.read_bytes()
+        path.write_bytes(before + f"\n127.0.0.1 {name}\n".encode())
+        try:
+            yield name
+        finally:
+            path.write_bytes(before)

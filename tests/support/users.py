@@ -1,19 +1,32 @@
-"""OS users the containment tests need, and their removal."""
+"""OS users the containment tests need, and their removal.
+
+Each suite, and each of its pytest-xdist workers, has users of its own: the base name comes
+from ``CAA_TEST_AGENT_USER`` (two suites side by side on one machine), and a worker adds its
+id (``caa-test-agent-gw0``), because the Landlock tier kills every process of the agent's user
+after its run and the tests check that no process of it outlived a run: two workers sharing one
+user would kill or see each other's agents.
+"""
 
 from __future__ import annotations
 
 import os
 import pwd
+import re
 import subprocess
+from pathlib import Path
 
-TEST_AGENT_USER = os.environ.get("CAA_TEST_AGENT_USER", "caa-test-agent")
-"""The contained agent's user in tests (the action's default is cursor-agent); another name in
-``CAA_TEST_AGENT_USER`` lets two suites run side by side on one machine."""
-TEST_RUNNER_USER = "caa-test-runner"
+SUITE_USER = os.environ.get("CAA_TEST_AGENT_USER", "caa-test-agent")
+"""The suite's base name (the action's default user is cursor-agent)."""
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+"""This process's pytest-xdist worker id (``gw0``), or "" in the controller or a serial run."""
+TEST_AGENT_USER = f"{SUITE_USER}-{WORKER}" if WORKER else SUITE_USER
+"""The contained agent's user in this worker's tests."""
+TEST_RUNNER_USER = f"{TEST_AGENT_USER}-runner"
 """An unprivileged runner user without sudo, for the fallback tests."""
-TEST_SUDO_USER = "caa-test-sudoer"
+TEST_SUDO_USER = f"{TEST_AGENT_USER}-sudoer"
 """A runner user with passwordless sudo (its sudoers entry only while its test runs)."""
 TEST_USERS = (TEST_AGENT_USER, TEST_RUNNER_USER, TEST_SUDO_USER)
+SUDOERS = Path("/etc/sudoers.d")
 
 
 def user_exists(name: str) -> bool:
@@ -36,3 +49,23 @@ def remove_user(name: str) -> None:
     """Remove ``name`` and its group, if they exist (root only; bounded)."""
     if user_exists(name):
         subprocess.run(["userdel", name], check=False, capture_output=True, timeout=60)
+
+
+def suite_users(names: list[str]) -> list[str]:
+    """Of ``names``, the users this suite's processes make: the serial run's and every worker's
+    (``gw<N>``), agent, runner and sudo user alike; never another suite's."""
+    base = re.escape(SUITE_USER)
+    ours = re.compile(rf"{base}(?:-gw[0-9]+)?(?:-runner|-sudoer)?")
+    return [name for name in names if ours.fullmatch(name)]
+
+
+def remove_suite_users() -> list[str]:
+    """Remove every user :func:`suite_users` finds on the machine (and a sudo user's sudoers
+    entry): what the controller does when the session ends, so a worker that crashed leaves
+    nothing behind. The names removed."""
+    names = suite_users([entry.pw_name for entry in pwd.getpwall()])
+    for name in names:
+        if name.endswith("-sudoer"):
+            (SUDOERS / name).unlink(missing_ok=True)
+        remove_user(name)
+    return names
