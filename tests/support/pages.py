@@ -21,8 +21,8 @@ import cmarkgfm
 from cmarkgfm.cmark import Options
 
 WIDTH, HEIGHT = 880, 1100
-"""The picture's size in pixels: a summary's first screen (the ten-second part, and the first
-folds), cut there; the page is as wide as GitHub's summary column."""
+"""A picture's size in pixels (its height chosen per page, below its content): as wide as
+GitHub's summary column."""
 _ALERT = re.compile(r"<blockquote>\n<p>\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\n?")
 _STYLE = """
 body { margin: 0; background: #ffffff; }
