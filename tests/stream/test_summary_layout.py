@@ -18,7 +18,9 @@ from tests.support.stream import FIXTURES
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 FINDINGS = {"summary": "One rename, one risk.", "verdict": "comment", "findings": [
     {"path": "src/cli.py", "line": 1, "severity": "minor", "title": "Callers still read RETRIES",
-     "body": "`RETRIES` is gone."}]}
+     "body": "`RETRIES` is gone."},
+    {"path": "docs/usage.md", "line": 3, "severity": "minor", "title": "Docs not updated",
+     "body": "Still says `--retries`."}]}
 ISOLATION = ("contained (user cursor-agent; own PID, mount and IPC namespaces; a private view of "
              "the repository, home and /tmp)")
 
