@@ -58,6 +58,7 @@ from tests.support.example_world import (  # noqa: E402
     serve_standin_cli,
     workflow_run_event,
 )
+from tests.support.users import TEST_AGENT_USER, remove_user, user_exists  # noqa: E402
 from tests.support.your_world import (  # noqa: E402
     Failure,
     WorldError,
@@ -249,13 +250,12 @@ def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
         lines.append(f"\n== job {label}: {records.job_result(job) or 'not run'}")
         summary = records.summary(job).strip()
         result = records.job_result(job)
-        if summary:
-            lines.append(summary)
-        elif result not in ("success", None) and (errors := job_errors(records, job)):
-            lines += ["(no job summary) act and the job's steps said:",
+        lines.append(summary or "(no job summary)")
+        if result not in ("success", None) and (errors := job_errors(records, job)):
+            # Also under a summary: a step after the agent's (an artifact upload) may be what
+            # failed, and the summary cannot say so.
+            lines += [f"-- job {label} failed: act and the job's steps said:",
                       *(f"  {line}" for line in errors)]
-        else:
-            lines.append("(no job summary)")
     seen = {job for job, _, _ in ran}
     for job in workflow.get("jobs") or {}:
         if str(job) not in seen:
@@ -264,6 +264,10 @@ def report(run: ActRun, world: World, workflow: dict[str, Any]) -> list[str]:
     posted = _posted(world)
     lines.append("\n== what the jobs posted to the GitHub API"
                  + ("" if posted else ": nothing"))
+    if any("${{" in line for line in posted):
+        posted.append("\nwarning: a text above holds an unexpanded `${{ ... }}`: act leaves a "
+                      "skipped job's outputs as their text where GitHub gives ''; check "
+                      "`needs.<job>.result == 'success'` before reading them in an `if:`.")
     return lines + posted
 
 
@@ -360,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"World: yours ({pull.source}, {pull.repository}: a pull request {pull.head_ref} "
               f"-> {pull.base_ref}, {len(pull.files)} file(s) changed), {agent}.")
-    for finding in check(text):  # as `cursor-agent-action lint` says it
+    for finding in check(text, mine):  # as `cursor-agent-action lint` says it
         print(f"warning: {source}:{finding.line}: {finding.message}")
     print(f"Running {source} on {event} under act, offline, in {base} ...")
     if pull is None:  # the sample's failed run: its test of the renamed flag
@@ -371,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         log = f"##[group]{failure.step}\n{failure.line}\n##[error]Process completed.\n".encode()
     else:
         failure = read_failure(log.decode("utf-8", "replace"))
+    user_existed = user_exists(TEST_AGENT_USER)  # the box makes it for a contained run
     try:
         world_of = (build_world(base) if pull is None else
                     build_your_world(base, pull, source.name, text, api_key=api_key))
@@ -387,6 +392,10 @@ def main(argv: list[str] | None = None) -> int:
                 serve_standin_cli(world.downloads, world.base, {
                     "answer": args.answer or answer, "writes": writes,
                     "record": "record.jsonl"})
+            for uses in world.unserved_actions(source.name):
+                print(f"warning: {uses} is not served offline (act would fail to fetch it): "
+                      "use it through a stand-in of tests/support/actions/, or from this "
+                      "checkout")
             made = _payload(world, event, workflow, pull, log=log, failure=failure)
             run = world.run(source.name, event, made if payload is None else payload)
             print("\n".join(report(run, world, workflow)))
@@ -395,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
+        if not user_existed and (problem := remove_user(TEST_AGENT_USER)):
+            print(f"warning: the OS user {TEST_AGENT_USER} this run made is left: {problem}")
     if args.keep:
         print(f"\nThe world is kept in {base} (act's raw log: act-*/act.log)")
     ran = legs(run)

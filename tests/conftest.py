@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Iterator
+import sys
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,9 @@ from cursor_agent_action.agent.launch.invocation import SHARE_VARIABLE
 from tests.support.turns import run_directory, turn
 from tests.support.users import (
     TEST_AGENT_USER,
-    TEST_USERS,
     WORKER,
+    remove_session_users,
     remove_suite_users,
-    remove_user,
     user_exists,
 )
 
@@ -58,25 +58,31 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(SHARE_VARIABLE, str(tmp_path / "standin"))
 
 
-@pytest.fixture(autouse=True, scope="session")
-def remove_test_users() -> Iterator[None]:
-    """The users the suite creates (the agent user, a runner user) go when it ends."""
-    # The suite's own users go whatever happened before (an interrupted run leaves them); the
-    # action's default user only if a test that forgot to set one created it.
-    default_existed = user_exists(DEFAULT_AGENT_USER)
-    yield
-    for name in TEST_USERS:
-        remove_user(name)
-    if not default_existed:
-        remove_user(DEFAULT_AGENT_USER)
+_DEFAULT_USER_EXISTED: list[bool] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The action's default user goes at the end only if this session made it (a test that
+    # forgot to name the suite's user); one that was there before is someone else's.
+    _DEFAULT_USER_EXISTED.append(user_exists(DEFAULT_AGENT_USER))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """When the whole run ends (in the controller of a parallel run), every user any of its
-    workers made goes, with any sudoers entry, even a crashed worker's (a worker removes its
-    own users as its session ends, but a crashed one never gets there)."""
+    """Every OS user the session made goes when it ends, also after failures or an interrupt
+    (tests/support/users.py): a worker's own, and in the controller of a parallel run (or a
+    serial run) every user of this suite's workers with any sudoers entry, even a crashed
+    worker's. A user that cannot be removed is named, not raised: the result stands."""
+    default = () if _DEFAULT_USER_EXISTED[:1] != [False] else (DEFAULT_AGENT_USER,)
+    problems = remove_session_users(default)
     if not WORKER:
-        remove_suite_users()
+        problems += remove_suite_users()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for problem in dict.fromkeys(problems):
+        line = f"warning: a test user is left on this machine: {problem}"
+        if reporter is not None:
+            reporter.write_line(line, yellow=True)
+        else:
+            print(line, file=sys.stderr)
 
 
 @pytest.hookimpl(wrapper=True)

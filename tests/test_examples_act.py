@@ -582,6 +582,27 @@ def test_ci_fix_refuses_a_fix_outside_the_allowed_paths(world: World) -> None:
     assert "proposed no fix" in comments[-1].body["body"]
 
 
+def test_ci_fix_without_a_fix_posts_no_unexpanded_expression(world: World) -> None:
+    """The agent changes nothing: publish is skipped, and under act a skipped job's outputs
+    are their unexpanded text. The comment is the "no fix" one, as on GitHub, and no body
+    carries a `${{ ... }}` (before: "the agent proposes a fix: ${{ steps.publish.outputs.pr-url
+    }}")."""
+    number = world.github.add_pull(HEAD_REF)
+    run_id = add_failed_run(world, FAILING_LOG, pull_numbers=(number,))
+    serve_standin_cli(world.downloads, world.base, {
+        "answer": "I could not find a fix.", "record": "record-no-fix.jsonl"})
+    run = world.run("ci-fix.yml", "workflow_run",
+                    workflow_run_event(world, run_id, pull_numbers=(number,)))
+    assert not run.timed_out, run.explain()
+    assert run.job_result("fix") == "success", run.explain()
+    assert run.job_result("publish") is None  # skipped: never started
+    assert run.job_result("comment") == "success", run.explain()
+    [comment] = world.github.requests_to("POST", rf"/issues/{number}/comments$")
+    assert "proposed no fix" in comment.body["body"]
+    bodies = json.dumps([r.body for r in world.github.requests if r.method != "GET"])
+    assert "${{" not in bodies
+
+
 def test_the_local_testing_script_runs_an_example_offline(tmp_path: Path) -> None:
     """docs/local-testing.md's command works as documented and reports what the jobs did."""
     done = subprocess.run(

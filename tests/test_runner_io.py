@@ -68,7 +68,9 @@ def test_mask_is_printed_before_anything_else_and_redacts_every_line(tmp_path: P
     runner.flush()
     assert "key is ***" in out.getvalue()
     assert parse_output_file((tmp_path / "output").read_text()) == {"result": "***!"}
-    assert (tmp_path / "summary.md").read_text() == "summary ***"
+    # The summary is Markdown the callers built from redacted texts: only the one-for-one net
+    # runs over it, a star for each character (it cannot move a fence).
+    assert (tmp_path / "summary.md").read_text() == "summary " + "*" * len("sk-secret-key-1234")
 
 
 def test_outside_actions_a_pipe_gets_no_mask_command_naming_the_secret(tmp_path: Path) -> None:
@@ -199,7 +201,9 @@ def test_untrusted_text_cannot_fake_log_viewer_formatting(tmp_path: Path) -> Non
     runner.untrusted("##[group]fake\nok ##[x] mid-line\n##[error]fake")
     runner.flush()
     lines = out.getvalue().splitlines()[1:-1]
-    assert lines == ["\u2502 ##[group]fake", "\u2502 ok ##[x] mid-line", "\u2502 ##[error]fake"]
+    # The runner's legacy parser reads "##[" anywhere in a line: it is broken everywhere.
+    assert lines == ["\u2502 ##\\[group]fake", "\u2502 ok ##\\[x] mid-line",
+                     "\u2502 ##\\[error]fake"]
 
 
 def test_group_title_is_redacted_before_it_is_cut(tmp_path: Path) -> None:

@@ -286,29 +286,30 @@ def test_examples_and_readme_use_the_one_pin_placeholder() -> None:
 def test_an_example_pinned_as_the_readme_says_passes_zizmor_without_our_config(
     tmp_path: Path, example: Path
 ) -> None:
-    """A user's scratch repository: the example copied with the README's command (`pin`'s git
-    ls-remote answered by a local repository for GitHub's: --source), then zizmor with no
-    configuration at all."""
-    upstream = tmp_path / "upstream.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(upstream)], check=True)
-    work = tmp_path / "work"
-    subprocess.run(["git", "clone", "-q", str(upstream), str(work)], check=True,
-                   capture_output=True)
-    subprocess.run(["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@e",
+    """A user's scratch repository: the example copied and pinned with the README's command,
+    run as printed (``~`` a fresh home holding your repository and a clone of this project
+    "set up as above": its examples and venv; nothing of the project on ``PATH``; offline),
+    then zizmor with no configuration at all."""
+    home = tmp_path / "home"
+    clone = home / "src" / "cursor-agent-action"
+    clone.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@e",
                     "commit", "-q", "--allow-empty", "-m", "main"], check=True)
-    subprocess.run(["git", "-C", str(work), "push", "-q", "origin", "HEAD:main"], check=True)
-    sha = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], check=True,
+    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], check=True,
                          capture_output=True, text=True).stdout.strip()
-    scratch = tmp_path / "scratch"
-    (scratch / "examples").mkdir(parents=True)
-    (scratch / ".github" / "workflows").mkdir(parents=True)
-    (scratch / "examples" / example.name).write_text(example.read_text())
+    (clone / "examples").mkdir()
+    (clone / "examples" / example.name).write_text(example.read_text())
+    (clone / ".venv").symlink_to(Path(sys.prefix))
+    scratch = home / "src" / "your-project"
+    scratch.mkdir(parents=True)
     command = _pin_command().replace("docs-update.yml", example.name)
-    assert "cursor-agent-action pin --ref main " in command
-    command = command.replace(" pin ", f" pin --source file://{upstream} ")
-    env = {"PATH": f"{BIN}:{os.environ['PATH']}", "HOME": str(tmp_path)}
-    subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=scratch, env=env, check=True,
-                   timeout=60)
+    assert '"$CAA/.venv/bin/cursor-agent-action" pin --ref main ' in command
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                           if Path(p).resolve() != BIN.resolve())
+    env = {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8"}
+    subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=tmp_path, env=env,
+                   check=True, timeout=60)
     pinned = (scratch / ".github" / "workflows" / example.name).read_text()
     assert "@COMMIT_SHA" not in pinned
     assert "ref: COMMIT_SHA" not in pinned

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from cursor_agent_action.standin import copy_package
 from tests.support.act import ROOT, ActRun
 from tests.support.standin import SYSTEM_PYTHON
+from tests.support.users import TEST_AGENT_USER, user_exists
 
 pytestmark = pytest.mark.act
 
@@ -60,8 +62,9 @@ def _documented() -> str:
     return str(line)
 
 
-def _try(repo: Path, *args: str, command: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CAA": str(ROOT)}
+def _try(repo: Path, *args: str, command: str = "",
+         env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CAA": str(ROOT), **(env_extra or {})}
     env.pop("CURSOR_API_KEY", None)
     if command:
         argv = ["bash", "-c", command + "".join(f" '{a}'" for a in args)]
@@ -72,6 +75,17 @@ def _try(repo: Path, *args: str, command: str = "") -> subprocess.CompletedProce
         argv = [sys.executable, str(ROOT / "scripts" / "try_example.py"), *args]
     return subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True,
                           timeout=400, check=False)
+
+
+def _try_example_module() -> Any:
+    """scripts/try_example.py as a module (its report functions, without running it)."""
+    script = ROOT / "scripts" / "try_example.py"
+    spec = importlib.util.spec_from_file_location("try_example", script)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_the_documented_command_reviews_your_own_changed_lines(tmp_path: Path) -> None:
@@ -222,12 +236,7 @@ def test_a_failed_steps_error_line_is_shown_whatever_act_logged_after_it(
 ) -> None:
     """Under load act may log a step's output after the step's result, and more lines may
     follow git's "fatal:" line: the failed step's error line is still in what is shown."""
-    script = ROOT / "scripts" / "try_example.py"
-    spec = importlib.util.spec_from_file_location("try_example", script)
-    assert spec is not None
-    assert spec.loader is not None
-    try_example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(try_example)
+    try_example = _try_example_module()
     step = {"jobID": "agent", "stepID": ["1"]}
     records: list[dict[str, Any]] = [
         {**step, "raw_output": True, "msg": "Copying the repository"},
@@ -239,3 +248,107 @@ def test_a_failed_steps_error_line_is_shown_whatever_act_logged_after_it(
     shown = try_example.job_errors(run, "agent")
     assert "  fatal: reference is not a tree: " + "e" * 40 in shown
     assert shown[0] == "Failure - Main checkout"
+
+
+PYTEST_LOG = """============================= test session starts ==============================
+collected 2 items
+
+tests/test_app.py F.                                                     [100%]
+
+=================================== FAILURES ===================================
+>       assert greet("x") == "hello x"
+E       AssertionError: assert 'hello x!' == 'hello x'
+
+tests/test_app.py:4: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_app.py::test_greet - AssertionError: assert 'hello x!' == 'hello x'
+========================= 1 failed, 1 passed in 0.02s ==========================
+"""
+
+
+def test_ci_triage_runs_offline_on_a_repository_without_workflows(tmp_path: Path) -> None:
+    """The newcomer's finding: ci-triage on a repository with no workflow of its own failed
+    to fetch actions/upload-artifact (the action's own step uses it) and said nothing of why;
+    a plain pytest log gave `failing-step: "(the log names no step)"`. Now every action is
+    served offline, the test is named, and the OS user the run made is gone afterwards."""
+    repo = _project(tmp_path)
+    _git(repo, "rm", "-rq", ".github")
+    _git(repo, "commit", "-qm", "no workflows")
+    log = tmp_path / "pytest-fail.log"
+    log.write_text(PYTEST_LOG)
+    user = f"{TEST_AGENT_USER[:24]}-try"
+    assert not user_exists(user)
+    done = _try(repo, "--workflow", str(ROOT / "examples" / "ci-triage.yml"), "--log", str(log),
+                env_extra={"CAA_TEST_AGENT_USER": user, "PYTEST_XDIST_WORKER": ""})
+    out = done.stdout
+    assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
+    assert "failed to fetch" not in out
+    assert "is not served offline" not in out
+    assert "== job triage: success" in out
+    assert "== job report: success" in out
+    assert '"failing-step": "pytest: tests/test_app.py::test_greet"' in out
+    posted = out.split("== what the jobs posted to the GitHub API")[1]
+    assert "pytest: tests/test_app.py::test_greet" in posted
+    assert not user_exists(user), "try_example left the OS user its run made"
+
+
+def test_a_failed_job_with_a_summary_still_prints_what_act_said(tmp_path: Path) -> None:
+    """The agent's step wrote its summary (success), then a later step failed (act could not
+    fetch an action): the failing step's own error line is printed under the summary."""
+    try_example = _try_example_module()
+    job = {"jobID": "triage", "matrix": {}}
+    fetch = ('failed to fetch "https://github.com/actions/upload-artifact" version "ea16": '
+             "dial tcp: lookup github.com: no such host")
+    records: list[dict[str, Any]] = [
+        {**job, "stepID": ["agent"], "command": "summary",
+         "content": "## ✅ Cursor agent: success\n"},
+        {**job, "stepID": ["agent"], "level": "error", "msg": fetch},
+        {**job, "stepID": ["agent"], "stepResult": "failure", "msg": "Failure - Main Triage"},
+        {**job, "jobResult": "failure", "msg": "Job failed"},
+    ]
+    run = ActRun(1, False, 1.0, "", tmp_path, records)
+
+    world = SimpleNamespace(github=SimpleNamespace(requests=[]))  # what report() reads
+    lines = try_example.report(run, world, {"jobs": {"triage": {}}})
+    text = "\n".join(lines)
+    assert "== job triage: failure" in text
+    assert "Cursor agent: success" in text
+    assert "-- job triage failed: act and the job's steps said:" in text
+    assert fetch[:120] in text
+
+
+@pytest.mark.parametrize("example", ["docs-update", "code-review", "comment-command", "ci-fix",
+                                     "monorepo-matrix"])
+def test_each_example_runs_offline_on_a_repository_without_workflows(
+    tmp_path: Path, example: str
+) -> None:
+    """A fresh clone runs every example on a repository with no workflow of its own, offline
+    (ci-triage: the test above): no job fails, nothing is fetched, no raw expression is
+    posted. The monorepo example on a repository without packages/ reviews nothing."""
+    repo = _project(tmp_path)
+    _git(repo, "rm", "-rq", ".github")
+    _git(repo, "commit", "-qm", "no workflows")
+    done = _try(repo, example)
+    out = done.stdout
+    assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
+    assert "failed to fetch" not in out
+    assert "is not served offline" not in out
+    assert "unexpanded" not in out
+    posted = out.split("== what the jobs posted to the GitHub API")[1]
+    assert "${{" not in posted
+    if example == "monorepo-matrix":
+        assert "No packages/ directory in this repository: no package to review." in out
+
+
+def test_a_posted_text_with_an_unexpanded_expression_is_flagged(tmp_path: Path) -> None:
+    """Your own workflow that reads a skipped job's output as `!= ''`: under act the raw
+    expression reaches the comment, and the script says why instead of showing it as what
+    GitHub would post."""
+    try_example = _try_example_module()
+    request = SimpleNamespace(method="POST", path="/repos/you/x/issues/1/comments",
+                              body={"body": "fix: ${{ steps.publish.outputs.pr-url }}"})
+    world = SimpleNamespace(github=SimpleNamespace(requests=[request]))
+    run = ActRun(0, False, 1.0, "", tmp_path, [])
+    text = "\n".join(try_example.report(run, world, {"jobs": {}}))
+    assert "warning: a text above holds an unexpanded `${{ ... }}`" in text
+    assert "needs.<job>.result == 'success'" in text

@@ -8,9 +8,11 @@ For each size (files of about 5 KB in directories of 200, committed), the stand-
 one edit and one new file:
 
 1. ``run``: ``cursor-agent-action run`` with ``--isolation none``, contained on the overlay,
-   and contained on the copy (``CURSOR_AGENT_ACTION_BOX_STORAGE=copy``); the median of
-   ``--runs`` each (1 from 100,000 files: the shared machine). The difference to ``none`` is
-   the box's overhead.
+   contained on the copy (``CURSOR_AGENT_ACTION_BOX_STORAGE=copy``), and the two tiers without
+   a box: ``landlock`` (the helper as root without CAP_SYS_ADMIN, through ``capsh``: a container
+   job) and ``runner`` (the helper as an unprivileged user without sudo: Landlock as that user,
+   from a venv of the system Python as the tests make it); the median of ``--runs`` each (1
+   from 100,000 files: the shared machine). The difference to ``none`` is the overhead.
 2. ``RAM``: the largest rise of the machine's ``Shmem`` (tmpfs pages) while the run ran.
 3. ``helper RSS``: the helper's peak resident set (``VmHWM``), read until it exits.
 4. The bare operations: an overlay mount of the tree (no id map) and ``git status`` in it, and
@@ -22,6 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -31,6 +35,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.support
+from tests.support.helper_venv import make_helper_venv
+
 AGENT = """#!/bin/sh
 for arg in "$@"; do [ "$arg" = --help ] && { echo "  --trust"; exit 0; }; done
 echo edit >> d000/f0000000.txt; echo new > brand-new.txt
@@ -39,6 +46,17 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"Done.","se
 """
 FILE_BYTES = 5000
 BENCH_USER = "caa-bench-agent"
+RUNNER_USER = "caa-bench-runner"
+SYSTEM_PYTHON = "/usr/bin/python3"
+CAPSH = shutil.which("capsh") or shutil.which("capsh", path="/usr/sbin:/sbin") or "capsh"
+TIERS = {  # name: (isolation, storage, how the helper runs)
+    "none": ("none", "auto", "root"), "overlay": ("auto", "auto", "root"),
+    "copy": ("auto", "copy", "root"), "landlock": ("auto", "auto", "capsh"),
+    "runner": ("auto", "auto", "runner"),
+}
+MARKS = {"overlay": "the tree: an id-mapped overlay", "copy": "the tree: a copy",
+         "landlock": "**Isolation:** landlock (user",
+         "runner": "**Isolation:** landlock as the runner's own user"}
 
 
 def make_tree(root: Path, files: int) -> None:
@@ -62,23 +80,41 @@ def _shmem_kib() -> int:
     return 0
 
 
-def run_once(repo: Path, base: Path, isolation: str, storage: str) -> dict[str, float]:
+def _as(how: str, argv: list[str], venv: Path) -> list[str]:
+    """``argv`` as the tier's helper runs: root, root without CAP_SYS_ADMIN, the runner."""
+    if how == "capsh":
+        return [CAPSH, "--drop=cap_sys_admin", "--", "-c", shlex.join(argv)]
+    if how == "runner":
+        user = pwd.getpwnam(RUNNER_USER)
+        python = [str(venv / "bin" / "python")] if argv[0] == sys.executable else argv[:1]
+        return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+                "--clear-groups", *python, *argv[1:]]
+    return argv
+
+
+def run_once(repo: Path, base: Path, tier: str, venv: Path) -> dict[str, float]:
     """One run of the helper; its time, the peak rise of Shmem, the helper's peak RSS."""
-    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
-    subprocess.run(["git", "clean", "-qfd"], cwd=repo, check=True)
-    env = {**os.environ, "RUNNER_TEMP": str(base / "rt"),
+    isolation, storage, how = TIERS[tier]
+    home = {"HOME": str(base / "runner-home")} if how == "runner" else {}
+    for git in (["git", "checkout", "-q", "--", "."], ["git", "clean", "-qfd"]):
+        subprocess.run(_as(how, git, venv), cwd=repo, check=True, env={**os.environ, **home})
+    env = {**os.environ, "RUNNER_TEMP": str(base / f"rt-{how}"),
            "CURSOR_AGENT_ACTION_AGENT_USER": BENCH_USER,
            "CURSOR_AGENT_ACTION_BOX_STORAGE": storage}
-    (base / "summary.md").unlink(missing_ok=True)  # the helper appends to it
+    if how == "runner":
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(base / "runner-home"),
+               "RUNNER_TEMP": env["RUNNER_TEMP"], "LANG": "C.UTF-8"}
+    out = base / f"out-{how}"  # the helper's files, its own
+    (out / "summary.md").unlink(missing_ok=True)  # the helper appends to it
     shmem0 = _shmem_kib()
     peak = {"shmem": 0, "rss": 0}
     started = time.perf_counter()
-    helper = subprocess.Popen(
-        [sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
-         str(base / "agent.sh"), "--working-directory", str(repo), "--prompt", "x",
-         "--isolation", isolation, "--preset", "edit", "--output-file", str(base / "out.txt"),
-         "--summary-file", str(base / "summary.md")],
-        env=env, stdout=(base / "log.txt").open("w"), cwd=base)  # fmt: skip
+    helper = subprocess.Popen(_as(how, [
+        sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
+        str(base / "agent.sh"), "--working-directory", str(repo), "--prompt", "x",
+        "--isolation", isolation, "--preset", "edit", "--output-file", str(out / "out.txt"),
+        "--summary-file", str(out / "summary.md")], venv),
+        env=env, stdout=(out / "log.txt").open("w"), cwd=base)  # fmt: skip
     done = threading.Event()
 
     def watch() -> None:
@@ -98,13 +134,13 @@ def run_once(repo: Path, base: Path, isolation: str, storage: str) -> dict[str, 
     done.set()
     watcher.join()
     if code != 0:
-        raise SystemExit(f"the {isolation}/{storage} run failed ({code})")
-    summary = (base / "summary.md").read_text()
-    if isolation == "auto" and ("the tree: an id-mapped overlay" in summary) != (
-            storage == "auto"):
-        warned = [line for line in (base / "log.txt").read_text().splitlines()
+        raise SystemExit(f"the {tier} run failed ({code}): "
+                         f"{(out / 'log.txt').read_text()[-2000:]}")
+    summary = (out / "summary.md").read_text()
+    if tier in MARKS and MARKS[tier] not in summary:
+        warned = [line for line in (out / "log.txt").read_text().splitlines()
                   if line.startswith("::warning")]
-        raise SystemExit(f"the {storage} run did not use the storage asked for: {warned}")
+        raise SystemExit(f"the {tier} run did not run as asked: {warned}")
     return {"s": seconds, "ram_mib": peak["shmem"] / 1024, "rss_mib": peak["rss"] / 1024}
 
 
@@ -134,43 +170,65 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,20000,100000,300000")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--tiers", default=",".join(TIERS),
+                        help="which of: " + ", ".join(TIERS))
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error("run it as root: the box needs root")
+    tiers = args.tiers.split(",")
+    if unknown := set(tiers) - set(TIERS):
+        parser.error(f"unknown tiers: {', '.join(sorted(unknown))}")
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-box-") as tmp:
-        base = Path(tmp)
-        base.chmod(0o755)
-        (base / "agent.sh").write_text(AGENT)
-        (base / "agent.sh").chmod(0o755)
-        for files in (int(size) for size in args.sizes.split(",")):
-            repo = base / f"tree-{files}"
-            repo.mkdir()
-            made = time.perf_counter()
-            make_tree(repo, files)
-            runs = args.runs if files < 100_000 else 1
-            row: dict[str, float] = {"files": files, "made_s": time.perf_counter() - made}
-            for name, isolation, storage in (("none", "none", "auto"),
-                                             ("overlay", "auto", "auto"),
-                                             ("copy", "auto", "copy")):
-                found = [run_once(repo, base, isolation, storage) for _ in range(runs)]
-                for key in ("s", "ram_mib", "rss_mib"):
-                    row[f"{name}_{key}"] = statistics.median(item[key] for item in found)
-            row["bare_overlay_status_s"] = bare_overlay_status(repo, base)
-            row["cp_a_s"] = cp_a(repo)
-            rows.append(row)
-            print(json.dumps({key: round(value, 3) for key, value in row.items()}), flush=True)
-            shutil.rmtree(repo)
-    subprocess.run(["userdel", BENCH_USER], check=False, capture_output=True)
-    print("| files | overlay overhead | copy overhead | bare overlay + git status | cp -a | "
-          "RAM overlay / copy | helper RSS overlay / copy |")
-    print("|---|---|---|---|---|---|---|")
+    subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell",
+                    "/usr/sbin/nologin", RUNNER_USER], check=False, capture_output=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-box-") as tmp:
+            base = Path(tmp)
+            base.chmod(0o755)
+            (base / "agent.sh").write_text(AGENT)
+            (base / "agent.sh").chmod(0o755)
+            venv = make_helper_venv(base / "helper-venv", SYSTEM_PYTHON)
+            for how in ("root", "capsh"):
+                (base / f"out-{how}").mkdir()
+            for files in (int(size) for size in args.sizes.split(",")):
+                rows.append(_measure(base, files, tiers, args.runs, venv))
+    finally:
+        for user in (BENCH_USER, RUNNER_USER):
+            subprocess.run(["userdel", user], check=False, capture_output=True)
+    print("| files | " + " | ".join(f"{tier} overhead" for tier in tiers if tier != "none")
+          + " | bare overlay + git status | cp -a |")
+    print("|---|" + "---|" * (len(tiers) + 1))
     for row in rows:
-        print(f"| {row['files']:,} | {row['overlay_s'] - row['none_s']:+.2f} s | "
-              f"{row['copy_s'] - row['none_s']:+.2f} s | {row['bare_overlay_status_s']:.2f} s | "
-              f"{row['cp_a_s']:.2f} s | {row['overlay_ram_mib']:.0f} / {row['copy_ram_mib']:.0f}"
-              f" MiB | {row['overlay_rss_mib']:.0f} / {row['copy_rss_mib']:.0f} MiB |")
+        print(f"| {row['files']:,} | " + " | ".join(
+            f"{row[f'{tier}_s'] - row.get('none_s', 0):+.2f} s" for tier in tiers
+            if tier != "none") + f" | {row['bare_overlay_status_s']:.2f} s | "
+            f"{row['cp_a_s']:.2f} s |")
     return 0
+
+
+def _measure(base: Path, files: int, tiers: list[str], runs: int, venv: Path
+             ) -> dict[str, float]:
+    repo = base / f"tree-{files}"
+    repo.mkdir()
+    made = time.perf_counter()
+    make_tree(repo, files)
+    runs = runs if files < 100_000 else 1
+    row: dict[str, float] = {"files": files, "made_s": time.perf_counter() - made,
+                             "bare_overlay_status_s": bare_overlay_status(repo, base),
+                             "cp_a_s": cp_a(repo)}  # before the tree may become the runner's
+    for tier in tiers:
+        if tier == "runner":  # last: the tree becomes the runner's, as on its machine
+            user = pwd.getpwnam(RUNNER_USER)
+            for path in (repo, base / "runner-home", base / "rt-runner", base / "out-runner"):
+                path.mkdir(exist_ok=True)
+                subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(path)],
+                               check=True)
+        found = [run_once(repo, base, tier, venv) for _ in range(runs)]
+        for key in ("s", "ram_mib", "rss_mib"):
+            row[f"{tier}_{key}"] = statistics.median(item[key] for item in found)
+    print(json.dumps({key: round(value, 3) for key, value in row.items()}), flush=True)
+    shutil.rmtree(repo)
+    return row
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from cursor_agent_action.errors import (
     ActionError,
     UsageError,
 )
+from cursor_agent_action.logsafe import neutral
 from cursor_agent_action.markdown import inline, prose
 from cursor_agent_action.options import attach_dash_values, flag_of_input
 from cursor_agent_action.runner_io import Runner
@@ -110,7 +111,7 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
         prog="cursor-agent-action",
         description="Run the Cursor CLI headless in GitHub Actions, safely.",
         epilog="Exit codes: 0 ok, 1 agent run failed, 2 invalid input, 3 setup error, "
-        "4 git/GitHub error, 70 internal error, 130 interrupted.",
+        "4 git/GitHub error, 5 publish refused, 70 internal error, 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -215,10 +216,11 @@ def _flag_hint(message: str, command: str | None) -> str:
 
 def _summarize_error(runner: Runner, exc: ActionError) -> None:
     """The error in the job summary too, with its fix: the page a reader opens first."""
-    fix = f"\n\n**Fix:** {prose(exc.hint, 1000)}" if exc.hint else ""
+    redact = runner.redact  # each text as text, before it is escaped (a message may quote one)
+    fix = f"\n\n**Fix:** {prose(redact(exc.hint), 1000)}" if exc.hint else ""
     with contextlib.suppress(OSError):
-        runner.append_summary(f"## ❌ cursor-agent-action: {inline(exc.title, 80)}\n\n"
-                              f"{prose(exc.message, 2000)}{fix}\n\n")
+        runner.append_summary(f"## ❌ cursor-agent-action: {inline(redact(exc.title), 80)}\n\n"
+                              f"{prose(redact(exc.message), 2000)}{fix}\n\n")
 
 
 def _internal_error(runner: Runner, exc: BaseException) -> int:
@@ -231,7 +233,8 @@ def _internal_error(runner: Runner, exc: BaseException) -> int:
     # Redacted too: only the runner's masks would otherwise hide a secret in a frame's text.
     import traceback  # noqa: PLC0415 (only on this path: it costs every start-up ~4 ms)
 
-    sys.stderr.write(runner.redact("".join(traceback.format_exception(exc))))
+    # The runner parses stderr for workflow commands too: a frame may quote a foreign text.
+    sys.stderr.write(neutral(runner.redact("".join(traceback.format_exception(exc)))))
     return EXIT_INTERNAL
 
 

@@ -8,6 +8,7 @@ Exit codes (documented in docs/helper-cli.md, "Exit codes"):
  2    usage error or invalid input (bad option, bad permission token, ...)
  3    setup error (CLI not found, install failed, workspace problem)
  4    git or GitHub operation failed
+ 5    publish refused the change (a policy refusal; nothing was pushed)
  70   internal error (a bug: please report it)
 ====  =====================================================================
 """
@@ -19,6 +20,7 @@ EXIT_RUN_FAILED = 1
 EXIT_USAGE = 2
 EXIT_SETUP = 3
 EXIT_GITHUB = 4
+EXIT_REFUSED = 5
 EXIT_INTERNAL = 70
 
 
@@ -62,3 +64,11 @@ class GitHubError(ActionError):
 
     exit_code = EXIT_GITHUB
     title = "GitHub operation failed"
+
+
+class PublishRefused(ActionError):
+    """publish refused the change by policy (paths outside allowed-paths, protected paths, a
+    branch publish did not make): not a GitHub failure. Nothing was pushed."""
+
+    exit_code = EXIT_REFUSED
+    title = "refused to publish"

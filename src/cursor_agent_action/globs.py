@@ -133,3 +133,82 @@ def names_directory_only(pattern: str, path: str) -> bool:
     """Whether ``pattern`` names a directory above ``path`` but not ``path`` itself (to tell
     a user who wrote ``docs`` that it names a file: ``docs/`` names what is below)."""
     return not names([pattern], path) and covers([pattern], path)
+
+
+def _segments_overlap(a: str, b: str) -> bool:
+    """Whether two one-segment globs (``*``, ``?`` and literals) match a common name."""
+
+    @functools.cache
+    def meet(i: int, j: int) -> bool:
+        if i == len(a) and j == len(b):
+            return True
+        if i < len(a) and a[i] == "*":  # a's star matches nothing more, or eats b's next
+            return meet(i + 1, j) or (j < len(b) and meet(i, j + 1))
+        if j < len(b) and b[j] == "*":
+            return meet(i, j + 1) or (i < len(a) and meet(i + 1, j))
+        if i == len(a) or j == len(b):
+            return False
+        return (a[i] == b[j] or "?" in (a[i], b[j])) and meet(i + 1, j + 1)
+
+    return meet(0, 0)
+
+
+def _path_segments(glob: str) -> tuple[str, ...]:
+    """A brace-free file pattern's segments; a trailing ``**`` names at least one more
+    segment (``docs/**`` names files below ``docs``, not ``docs`` itself)."""
+    segments = tuple(file_pattern(glob).split("/"))
+    return (*segments, "*") if segments[-1] == "**" else segments
+
+
+def _paths_overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    @functools.cache
+    def meet(i: int, j: int) -> bool:
+        if i == len(a) and j == len(b):
+            return True
+        if i < len(a) and a[i] == "**":  # any directories: none, or one more of b's
+            return meet(i + 1, j) or (j < len(b) and meet(i, j + 1))
+        if j < len(b) and b[j] == "**":
+            return meet(i, j + 1) or (i < len(a) and meet(i + 1, j))
+        if i == len(a) or j == len(b):
+            return False
+        return _segments_overlap(a[i], b[j]) and meet(i + 1, j + 1)
+
+    return meet(0, 0)
+
+
+def overlap(a: str, b: str) -> bool:
+    """Whether the allow-list patterns ``a`` and ``b`` name a common file (braces expanded;
+    raises :class:`GlobError` past :data:`MAX_ALTERNATIVES`)."""
+    return any(_paths_overlap(_path_segments(x), _path_segments(y))
+               for x in expand_braces(a.strip()) for y in expand_braces(b.strip()))
+
+
+def literal_prefix(pattern: str) -> str:
+    """The leading directories of ``pattern`` without a wildcard (``docs/api`` of
+    ``docs/api/*.md``), every one of its segments when it has none."""
+    kept = []
+    for segment in file_pattern(pattern).split("/"):
+        if re.search(r"[*?{]", segment):
+            break
+        kept.append(segment)
+    return "/".join(kept)
+
+
+def never_matches(pattern: str) -> str:
+    """Why ``pattern`` can name no path of a repository (a path is written relative to its
+    top, with ``/``, without ``.`` or ``..`` or empty segments), or "" when it can."""
+    text = pattern.strip()
+    if text.startswith("~"):
+        return "`~` is not expanded: patterns are relative to the repository's top"
+    if "\\" in text:
+        return "`\\` is a literal character here: paths are written with `/`"
+    segments = file_pattern(text).split("/")
+    if any(segment in (".", "..") for segment in segments):
+        return "paths have no `.` or `..` segments: patterns are relative to the repository's top"
+    if "" in segments:
+        return "an empty segment (`//`) never matches"
+    try:
+        expand_braces(text)
+    except GlobError as exc:
+        return str(exc)
+    return ""

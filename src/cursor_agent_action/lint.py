@@ -1,6 +1,7 @@
 """``lint``: warn for every ``with:`` key a workflow gives this action or a sub-action that it
 does not declare (GitHub runs the step as if the key were not there), with the closest valid
-name; and for a sub-action that does not exist.
+name; for a sub-action that does not exist; and for publish's ``allowed-paths`` and
+``protected-paths`` that cannot do what they are for (:mod:`.gh.publish.pathlint`).
 
     cursor-agent-action lint [WORKFLOW ...]     (default: .github/workflows/*.yml, *.yaml)
 """
@@ -16,6 +17,7 @@ import yaml
 
 from cursor_agent_action.actionrefs import ACTION, action_name, declared_inputs
 from cursor_agent_action.errors import EXIT_USAGE, UsageError
+from cursor_agent_action.gh.publish import pathlint
 from cursor_agent_action.runner_io import Runner
 
 
@@ -38,15 +40,30 @@ def _mapping(node: yaml.Node | None) -> dict[str, tuple[yaml.Node, yaml.Node]]:
             if isinstance(key, yaml.ScalarNode)}
 
 
-def check(text: str) -> list[Finding]:
-    """The unknown inputs and sub-actions of one workflow's text, in line order.
+def _scalars(node: yaml.Node | None) -> dict[str, tuple[int, str]]:
+    """A mapping's scalar entries: key -> (1-based line of the value's first line, value)."""
+    return {name: (value.start_mark.line + 1 + (value.style in ("|", ">")), str(value.value))
+            for name, (_, value) in _mapping(node).items()
+            if isinstance(value, yaml.ScalarNode)}
+
+
+def check(text: str, root: Path | None = None) -> list[Finding]:
+    """The unknown inputs and sub-actions of one workflow's text, and the problems of
+    publish's path inputs (:mod:`.gh.publish.pathlint`; ``root``: the repository, to tell a
+    directory), in line order.
 
     Raises ``yaml.YAMLError`` when the text is not YAML.
     """
     inputs = declared_inputs()
     findings = []
-    jobs = _mapping(yaml.compose(text, Loader=yaml.SafeLoader)).get("jobs", (None, None))[1]
+    top = _mapping(yaml.compose(text, Loader=yaml.SafeLoader))
+    jobs = top.get("jobs", (None, None))[1]
+    workflow_env = {k: v for k, (_, v) in _scalars(top.get("env", (None, None))[1]).items()}
+    agents: list[pathlint.AgentStep] = []
+    publishes: list[pathlint.PublishStep] = []
     for _, job in _mapping(jobs).values():
+        env = {**workflow_env, **{k: v for k, (_, v) in
+                                  _scalars(_mapping(job).get("env", (None, None))[1]).items()}}
         steps = _mapping(job).get("steps", (None, None))[1]
         for step in steps.value if isinstance(steps, yaml.SequenceNode) else []:
             entries = _mapping(step)
@@ -65,6 +82,15 @@ def check(text: str) -> list[Finding]:
                                         f"{name} is not an action of {ACTION}: {hint}"))
                 continue
             given = entries.get("with", (None, None))[1]
+            values = _scalars(given)
+            if sub == "":
+                preset, allow = pathlint.agent_preset({k: v for k, (_, v) in values.items()})
+                agents.append(pathlint.AgentStep(uses.start_mark.line + 1, preset, allow))
+            elif sub == "publish":
+                publishes.append(pathlint.PublishStep(*(
+                    (values[name][0], pathlint.resolve(values[name][1], env))
+                    if name in values else None
+                    for name in ("allowed-paths", "protected-paths"))))
             for key, _ in _mapping(given).values():
                 if key.value in inputs[sub]:
                     continue
@@ -75,13 +101,24 @@ def check(text: str) -> list[Finding]:
                     key.start_mark.line + 1,
                     f"`{key.value}` is not an input of {name}: {hint} The step would run as "
                     "if it were not there."))
+    for step in publishes:
+        findings += [Finding(line, message)
+                     for line, message in pathlint.check_publish(step, agents, root)]
     return sorted(findings, key=lambda f: f.line)
+
+
+def repository_of(path: Path) -> Path:
+    """The repository a workflow file belongs to: above ``.github/workflows``, else here."""
+    parent = path.absolute().parent
+    if parent.name == "workflows" and parent.parent.name == ".github":
+        return parent.parent.parent
+    return Path.cwd()
 
 
 def check_file(path: Path) -> list[Finding]:
     """:func:`check` of a file; UsageError when it cannot be read or is not YAML."""
     try:
-        return check(path.read_text(encoding="utf-8"))
+        return check(path.read_text(encoding="utf-8"), repository_of(path))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}.",
                          "Give the path of a workflow file (.github/workflows/NAME.yml).") from exc
@@ -113,5 +150,5 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         runner.log(f"lint: {count} problem(s) in {len(paths)} workflow file(s).")
         return EXIT_USAGE
     runner.log(f"lint: every with: key in {len(paths)} workflow file(s) is an input of the "
-               "action it is given to.")
+               "action it is given to, and publish's path inputs can match what they should.")
     return 0

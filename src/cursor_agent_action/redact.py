@@ -227,6 +227,47 @@ class Redactor:
                 text = text.replace(value, MASK)
         return _PATTERN_RX.sub(MASK, text) if has_hint(text) else text
 
+    def net(self, rendered: str) -> str:
+        """The last safety net over a whole rendered text (Markdown we built, every piece of
+        it already redacted as text): each character of a known secret or a pattern's match
+        that :data:`_NET_HIDES` names becomes ``*``, one for one. Nothing moves, no line end
+        or Markdown delimiter changes, so no fence, code span or escape of ours can be undone
+        (the full redaction, ``***`` over a whole match, would eat a fence between a
+        ``BEGIN`` in one text and an ``END`` in another)."""
+        return _net(rendered, self._values)
+
+
+NET_MASK = "*"
+"""What :meth:`Redactor.net` puts in place of each character it hides."""
+_NET_HIDES = re.compile(r"[^\W_]|[-_+/=.]")
+"""The characters :meth:`Redactor.net` hides: letters, digits and the punctuation secrets are
+made of, none of which opens or closes anything in Markdown (no backtick, tilde, backslash,
+bracket, parenthesis, angle bracket, ampersand, pipe, ``!``, ``:`` or white space)."""
+
+
+def _net_spans(text: str, values: Iterable[str]) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for value in values:
+        start = text.find(value)
+        while start >= 0:
+            spans.append((start, start + len(value)))
+            start = text.find(value, start + 1)
+    if has_hint(text):
+        spans += [match.span() for match in _PATTERN_RX.finditer(text)]
+    return spans
+
+
+def _net(text: str, values: Iterable[str]) -> str:
+    spans = _net_spans(text, values)
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for index in range(start, end):
+            if _NET_HIDES.match(chars[index]):
+                chars[index] = NET_MASK
+    return "".join(chars)
+
 
 def scrub(text: str) -> str:
     """Only the :data:`PATTERNS` (no known secrets): for text no runner is around to redact."""

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from cursor_agent_action.logsafe import neutral
 from cursor_agent_action.markdown import INVISIBLE, escape_invisible, shorten
 from cursor_agent_action.redact import Redactor
 
@@ -56,6 +57,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SAFE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
 _NON_ASCII = bytes(range(0x80, 0x100))
 _C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")
+
+
+def _as_is(text: str) -> str:
+    return text
 
 
 def _wrap(match: re.Match[str]) -> str:
@@ -207,10 +212,10 @@ class Runner:
         self.summary_path: Path | None = Path(summary) if summary else None
         self.redact = Redactor()
         self._stop_token = random_token()  # see untrusted()
+        # Log entries, three strings each: our own framing before and after (workflow
+        # commands, stop-commands lines: never a secret, a control or foreign text) and,
+        # between, the content (every third string from the second: ``_buffer[1::3]``).
         self._buffer: list[str] = []
-        # What the buffered entries hold besides our own framing (stop-commands and group
-        # lines, which never hold a secret or a control): all the flush has to search.
-        self._contents: list[str] = []
         self._buffered = 0
         self._last_flush = time.monotonic()
         self._outputs_written: dict[str, str] = {}
@@ -219,38 +224,41 @@ class Runner:
 
     # -- log ------------------------------------------------------------------------------
 
-    def _write(self, text: str, content: str | None = None) -> None:
-        """Buffer a log entry; ``content`` is all of it that is not our own framing (the
-        whole entry when None)."""
-        self._buffer.append(text)
-        self._contents.append(text if content is None else content)
-        self._buffered += len(text)
+    def _write(self, head: str, content: str, tail: str = "") -> None:
+        """Buffer a log entry: ``content`` between our own ``head`` and ``tail`` (constants
+        and random tokens only: tests/test_logsafe.py checks every call)."""
+        self._buffer += (head, content, tail)
+        self._buffered += len(head) + len(content) + len(tail)
         if self._buffered >= _FLUSH_BYTES:
             self.flush()
 
     def flush(self) -> None:
         """Write everything buffered to the log now, every known secret replaced by ``***``.
 
-        This is the log's one redaction pass, over whole buffered entries: an entry is never
-        split, so a secret inside one is always found. Whoever cuts or splits text before it
-        is written (a title cut to length, a long text logged in pieces) redacts it first.
-        The search runs over the entries' contents only; when it finds anything at all (a
-        secret, a pattern's hint, a control character) the whole text is treated as before,
-        so the written log is the same as one pass over everything would make it.
+        This is the log's one redaction pass, over each buffered entry's content: an entry is
+        never split, so a secret inside one is always found, and no match reaches into our
+        framing (a BEGIN in one entry and an END in the next would take the stop-commands
+        lines between with them). Whoever cuts or splits text before it is written (a title
+        cut to length, a long text logged in pieces) redacts it first. Then every content
+        goes through :func:`~cursor_agent_action.logsafe.neutral`, so no text we did not
+        write is read by the runner as a workflow command, in either of its forms.
         """
         if self._buffer:
-            text = "".join(self._buffer)
-            # Both searches on the contents' UTF-8 bytes, made once: the hints' literal scans
+            # The searches on the contents' UTF-8 bytes, made once: the hints' literal scans
             # and the control check run faster there than on text that our titles' arrows
             # make two bytes a character.
-            contents = "".join(self._contents).encode("utf-8", "surrogatepass")
-            if self.redact.finds_utf8(contents):
-                text = self.redact(text)
+            parts = self._buffer
+            contents = "".join(parts[1::3]).encode("utf-8", "surrogatepass")
+            found = self.redact.finds_utf8(contents)
+            if found or b"##[" in contents or b"::" in contents:  # else neutral changes nothing
+                redact = self.redact if found else _as_is
+                for index in range(1, len(parts), 3):
+                    parts[index] = neutral(redact(parts[index]))
+            text = "".join(parts)
             # Never a raw control byte (ESC, BEL, CR, C1...) nor an invisible character (a bidi
             # override, a zero-width space, a line separator).
             self._out.write(_shown(text, contents))
             self._buffer.clear()
-            self._contents.clear()
             self._buffered = 0
         with contextlib.suppress(OSError, ValueError):
             self._out.flush()
@@ -262,8 +270,9 @@ class Runner:
             self.flush()
 
     def log(self, line: str) -> None:
-        """A line of our own (trusted) text. Secrets are still redacted (at flush)."""
-        self._write(line + "\n")
+        """A line of our own text, which may quote text we did not write (a name, a path, a
+        reason): secrets redacted and the whole line :func:`neutral` at flush."""
+        self._write("", line, "\n")
 
     def untrusted(self, text: str) -> None:
         """Print agent-authored text so that no line of it can act as a workflow command or
@@ -279,22 +288,23 @@ class Runner:
         marked = AGENT_MARK + body.replace("\n", "\n" + AGENT_MARK) if "\n" in body else (
             AGENT_MARK + body)
         if self.terminal:  # no runner reads it; controls are still escaped at flush
-            self._write(marked + "\n", text)
+            self._write("", marked, "\n")
             return
-        self._write(f"::stop-commands::{token}\n{marked}\n::{token}::\n", text)
+        self._write(f"::stop-commands::{token}\n", marked, f"\n::{token}::\n")
 
     def command(self, name: str, message: str = "", **properties: str) -> None:
         """A raw workflow command with escaped properties and message."""
         props = ",".join(
-            f"{key}={escape_property(self.redact(value))}" for key, value in properties.items()
+            f"{key}={escape_property(neutral(self.redact(value)))}"
+            for key, value in properties.items()
         )
         head = f"{name} {props}" if props else name
         if self.terminal:
             title = properties.get("title")
             label = f"{name}: {title}" if title else name
-            self._write(f"{label}: {self.redact(message)}\n")
+            self._write("", f"{label}: {self.redact(message)}", "\n")
             return
-        self._write(f"::{head}::{escape_data(self.redact(message))}\n")
+        self._write(f"::{head}::", escape_data(self.redact(message)), "\n")
 
     def mask(self, value: str) -> None:
         """Mask a secret in the job log (each line of it) and redact it everywhere we write."""
@@ -330,10 +340,10 @@ class Runner:
         """A collapsible log group. ``title`` may be untrusted: it is flattened and escaped."""
         title = self._group_title(title)
         if self.terminal:
-            self._write(f"▸ {title.replace('%25', '%')}\n", title)
+            self._write("▸ ", title.replace("%25", "%"), "\n")
             yield
             return
-        self._write(f"::group::{title}\n", title)
+        self._write("::group::", title, "\n")
         try:
             yield
         finally:
@@ -343,9 +353,9 @@ class Runner:
         """A group with nothing in it: one line in the log, like a group's title."""
         title = self._group_title(title)
         if self.terminal:
-            self._write(f"▸ {title.replace('%25', '%')}\n", title)
+            self._write("▸ ", title.replace("%25", "%"), "\n")
             return
-        self._write(f"::group::{title}\n::endgroup::\n", title)
+        self._write("::group::", title, "\n::endgroup::\n")
 
     # -- outputs --------------------------------------------------------------------------
 
@@ -379,15 +389,18 @@ class Runner:
         return max(0, SUMMARY_LIMIT_BYTES - SUMMARY_SAFETY_BYTES - used)
 
     def append_summary(self, markdown: str) -> bool:
-        """Append Markdown to the job summary, redacted and cut to the budget.
+        """Append Markdown to the job summary, cut to the budget.
 
-        Returns False when no summary file is configured.
+        Every text in ``markdown`` that we did not write was redacted as text before it was
+        escaped or fenced (the caller's part); the whole is only put through the one-for-one
+        safety net (:meth:`Redactor.net`), which cannot move a fence. Returns False when no
+        summary file is configured.
         """
         if self.summary_path is None:
             return False
         # Invisible characters escaped, but the zero-width spaces markdown.inline() puts in
         # itself to break autolinks (it escapes the agent's own before).
-        data = escape_invisible(self.redact(markdown), keep="\u200b").encode("utf-8")
+        data = escape_invisible(self.redact.net(markdown), keep="\u200b").encode("utf-8")
         budget = self.summary_budget()
         if len(data) > budget:
             note = TRUNCATION_NOTE.encode("utf-8")

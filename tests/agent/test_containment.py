@@ -15,17 +15,19 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.agent.contain import landlock
 from cursor_agent_action.cli import main
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.box import SESSION, TOKEN, Box
 from tests.support.box import agent as _agent
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
+from tests.support.helper_venv import make_helper_venv
 from tests.support.standin import SYSTEM_PYTHON, processes_of
 from tests.support.users import (
     SUDOERS,
@@ -33,6 +35,7 @@ from tests.support.users import (
     TEST_RUNNER_USER,
     TEST_SUDO_USER,
     ensure_user,
+    remove_user,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -265,40 +268,28 @@ def unprivileged(tmp_path: Path) -> Path:
     path."""
     if not SYSTEM_PYTHON:
         pytest.skip("needs a system Python every user can run")
-    venv = tmp_path / "helper-venv"
-    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
-    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", purelib],
-                               capture_output=True, text=True, check=True).stdout.strip())
-    shutil.copytree(Path(__file__).resolve().parents[2] / "src" / "cursor_agent_action",
-                    site / "cursor_agent_action",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-    import h11  # the network wall's relay reads plain HTTP with it (run.txt has it)
-    import orjson
-
-    for module in (orjson, h11):
-        source = Path(module.__file__ or "").parent
-        shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+    venv = make_helper_venv(tmp_path / "helper-venv", SYSTEM_PYTHON)
     for path in [tmp_path, *tmp_path.parents]:
         if path != Path("/"):
             path.chmod(path.stat().st_mode | 0o001)
-    subprocess.run(["chmod", "-R", "a+rX", str(venv)], check=True)
     return venv
 
 
 def _as_runner(
-    venv: Path, box: Box, user_name: str, *args: str
+    venv: Path, box: Box, user_name: str, *args: str,
+    body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid", env: dict[str, str] | None = None,
+    wrap: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     user = ensure_user(user_name)
     subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base),
                     str(box.home)], check=True)  # fmt: skip
-    agent = _agent(box, "echo ran > $SEEN/ran; id -u > $SEEN/uid")
+    agent = _agent(box, body)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(box.home),
            "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_fallback_1234",
            "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
-           "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen)}
+           "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen), **(env or {})}
     return subprocess.run(
-        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+        [*wrap, "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
          str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
          str(agent), "--working-directory", str(box.workspace), "--prompt", "x", "--output-file",
          str(box.base / "fallback-outputs.txt"), "--summary-file",
@@ -343,21 +334,194 @@ def test_a_runner_user_with_passwordless_sudo_gets_the_agent_contained(
 
 
 def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) -> None:
+    """Sudo installed, no entry for the runner's user: 'asks for a password', with the sudoers
+    line to add (without sudo on the machine: 'not installed', with how to install it); the
+    agent runs under Landlock as the runner's own user (uncontained where the kernel has no
+    Landlock)."""
     done = _as_runner(unprivileged, box, TEST_RUNNER_USER)
     assert done.returncode == 0, done.stdout + done.stderr
-    warning = next(line for line in done.stdout.splitlines()
-                   if line.startswith("::warning title=agent not contained::"))
-    assert warning.startswith("::warning title=agent not contained::Running the agent without "
-                              "the box, as the runner's user, on the real working tree, because "
-                              "the helper is not root and 'sudo -n' does not work")
-    assert len(warning) < 400  # one short line: the whole text is in the summary (issue 42)
+    why, fix = (("sudo asks for a password ('sudo -n' answered: a password is required): the "
+                 f"runner's user {TEST_RUNNER_USER} has no sudoers entry, or one without NOPASSWD",
+                 "Fix: give the runner's user passwordless sudo: a sudoers line such as "
+                 f"'{TEST_RUNNER_USER} ALL=(root) NOPASSWD: ALL'")
+                if shutil.which("sudo") else
+                ("sudo is not installed", "Fix: install sudo (apt-get install sudo)"))
+    if landlock.abi() >= 1:
+        assert "::warning title=agent under Landlock%2C no box::Running the agent under " \
+               "Landlock as the runner's own user" in done.stdout
+        assert f", because the helper is not root and {why}" in done.stdout
+    else:
+        assert "::warning title=agent not contained::Running the agent without the box, " \
+               f"because the helper is not root and {why}" in done.stdout
+        assert "Missing protections" in done.stdout
+    assert fix in done.stdout  # the whole warning is in the log
+    # The annotation is one short line; the whole warning is in the summary too (issue 42).
+    (warning,) = [line for line in done.stdout.splitlines()
+                  if line.startswith("::warning title=agent")]
+    assert len(warning) < 400
     summary = (box.base / "fallback-summary.md").read_text()
-    assert "Missing protections" in summary
-    assert "Fix: give the runner's user passwordless sudo" in summary.replace("\n", " ")
-    assert max(map(len, summary.splitlines())) <= 200
+    assert fix in summary.replace("\n", " ").replace("\\", "")
+    assert max(len(line) for line in summary.splitlines() if not line.startswith("|")) <= 200
     assert (box.seen / "ran").exists()
     outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
     assert outputs["conclusion"] == "success"
+
+
+RUNNER_SECRETS = (".ssh/id_ed25519", ".aws/credentials", ".git-credentials", ".netrc",
+                  ".config/gh/hosts.yml", ".docker/config.json", ".npmrc", ".pypirc")
+RUNNER_ROOT_SECRETS = (".runner", ".credentials", ".credentials_rsaparams", "_diag/Runner_1.log")
+
+
+_NO_USER_NAMESPACES = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ready, go = os.pipe(), os.pipe()
+child = os.fork()
+if child == 0:
+    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+        os._exit(97)
+    os.write(ready[1], b"x")
+    os.read(go[0], 1)
+    with open("/proc/sys/user/max_user_namespaces", "w") as handle:
+        handle.write("0")
+    os.execvp(sys.argv[1], sys.argv[1:])
+os.read(ready[0], 1)
+for name in ("uid_map", "gid_map"):
+    with open(f"/proc/{child}/{name}", "w") as handle:
+        handle.write("0 0 4294967295")
+os.write(go[1], b"x")
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+"""
+"""Runs its arguments in a user namespace of its own, every id mapped to itself, whose
+user.max_user_namespaces is 0: user namespaces turned off by the sysctl for that command alone
+(the machine's own sysctl is untouched, and root here may lack CAP_SYS_RESOURCE to set it)."""
+
+
+@pytest.mark.parametrize("namespaces", [True, False], ids=["user-namespaces", "none-allowed"])
+def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
+    box: Box, unprivileged: Path, namespaces: bool
+) -> None:
+    """The attack, on a self-hosted runner without sudo (a user made for this test, and
+    removed): the agent reads the runner's credentials (its home's and the runner's own
+    .runner, .credentials, _diag), the file commands, the environment of a process of the
+    runner's; writes into the home, the real tree, the runner's _work and /tmp; kills that
+    process; leaves a sleeper and a System V segment. Before: it ran as the runner's user on
+    the real tree and did all of it. Now each fails, with user namespaces (then in its own
+    user, PID, mount and IPC namespaces) and with them turned off (user.max_user_namespaces 0,
+    for this run alone: plain Landlock, the summary saying why); its change to its copy comes
+    back."""
+    if landlock.abi() < 1:
+        pytest.skip("this kernel has no Landlock")
+    name = f"{TEST_AGENT_USER}-rnr"[:32]
+    marker = f"300.{os.getpid()}"  # the sleeper, found by its command line
+    runner_root = box.base / "actions-runner"
+    work = runner_root / "_work"
+    (work / "repo").mkdir(parents=True)
+    planted = Path(f"/tmp/{name}-planted")  # the runner's real /tmp
+    commands = box.base / "runner-temp" / "_runner_file_commands"
+    commands.mkdir(parents=True)
+    github_env = commands / "set_env_1"
+    github_env.write_text("KEEP=1\n")
+    secrets = [box.home / rel for rel in RUNNER_SECRETS]
+    secrets += [runner_root / rel for rel in RUNNER_ROOT_SECRETS]
+    for path in secrets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{TOKEN} {path.name}\n")
+    user = ensure_user(name)
+    runner_process = subprocess.Popen(  # a process of the runner's: the listener, say
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+         "sleep", "300"], env={"RUNNER_SECRET": TOKEN, "PATH": "/usr/bin:/bin"})
+    reads = "; ".join(f"cat {path} >> $SEEN/read 2>/dev/null" for path in secrets)
+    writes = "; ".join(f"echo planted >> {path} 2>/dev/null" for path in (
+        box.home / "planted", box.workspace / "src" / "app.py", work / "planted", planted,
+        github_env))
+    body = (f"{reads}; {writes}; "
+            f"cat /proc/{runner_process.pid}/environ >> $SEEN/read 2>/dev/null; "
+            f"kill -9 {runner_process.pid} 2>/dev/null; echo $? > $SEEN/signal; "
+            f'(setsid sh -c "sleep {marker} &" &); sleep 0.3; '
+            "ipcmk -M 4096 > $SEEN/shm 2>&1; "
+            "echo landlocked >> README.md; id -u > $SEEN/uid")
+    try:
+        done = _as_runner(unprivileged, box, name, "--preset", "edit", "--summary-file",
+                          str(box.base / "summary.md"), body=body,
+                          env={"RUNNER_WORKSPACE": str(work / "repo"), "GITHUB_TOKEN": TOKEN,
+                               "GITHUB_ENV": str(github_env)},
+                          wrap=[] if namespaces else [sys.executable, "-I", "-c",
+                                                      _NO_USER_NAMESPACES])
+        alive = runner_process.poll() is None
+        left = [line for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+                if line.split()[7] == str(user.pw_uid)]
+        sleepers = [pid for pid in processes_of(name)
+                    if marker in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
+    finally:
+        planted.unlink(missing_ok=True)
+        runner_process.kill()
+        runner_process.wait(timeout=10)
+        for pid in processes_of(name):  # before the fix: the sleeper
+            os.kill(pid, 9)
+        remove_user(name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert int(_seen(box, "uid")) == user.pw_uid  # the runner's own user: no other exists here
+    assert TOKEN not in _seen(box, "read"), _seen(box, "read") + done.stdout
+    assert alive
+    assert _seen(box, "signal").strip() != "0"
+    assert not (box.home / "planted").exists()
+    assert not (work / "planted").exists()
+    assert not planted.exists()
+    assert github_env.read_text() == "KEEP=1\n"
+    assert (box.workspace / "src" / "app.py").read_text() == "print('hi')\n"
+    assert (box.workspace / "README.md").read_text().endswith("landlocked\n")
+    assert sleepers == []
+    assert "id:" in _seen(box, "shm")
+    assert left == []
+    outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
+    assert outputs["conclusion"] == "success"
+    assert outputs["files-changed"] == '["README.md"]'
+    summary = (box.base / "summary.md").read_text()
+    assert f"**Isolation:** landlock as the runner's own user ({name};" in summary
+    if namespaces:
+        assert "own user, PID, mount and IPC namespaces" in summary
+    else:
+        assert "no namespaces: user namespaces are turned off (user.max\\_user\\_namespaces " \
+               "is 0)" in summary, summary
+
+
+def _sudo_check_as(venv: Path, user_name: str, *, path: str = "/usr/bin:/bin",
+                   no_new_privs: bool = False) -> str:
+    """What the helper's sudo check says when ``user_name`` runs it."""
+    user = ensure_user(user_name)
+    code = ("from cursor_agent_action.agent.contain import sudo; c = sudo.check(); "
+            "print(c.state); print(c.why_not); print(c.fix)")
+    done = subprocess.run(
+        [shutil.which("setpriv") or "setpriv", f"--reuid={user.pw_uid}",
+         f"--regid={user.pw_gid}", "--clear-groups", *(["--no-new-privs"] if no_new_privs else []),
+         str(venv / "bin" / "python"), "-I", "-c", code],
+        env={"PATH": path}, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_sudo_missing_asking_for_a_password_and_refusing_are_told_apart(
+    unprivileged: Path, sudoer: str, tmp_path: Path
+) -> None:
+    """Before: all three said "'sudo -n' does not work (no passwordless sudo ...)". Now each
+    its own cause and fix: sudo not on PATH; no sudoers entry (a password is required); an
+    entry with NOPASSWD that sudo still refuses (the no-new-privileges flag, as in a container
+    started with it)."""
+    empty = tmp_path / "no-sudo-here"
+    empty.mkdir()
+    empty.chmod(0o755)
+    missing = _sudo_check_as(unprivileged, TEST_RUNNER_USER, path=str(empty))
+    assert missing.startswith("missing\nsudo is not installed")
+    assert "install sudo (apt-get install sudo)" in missing
+    password = _sudo_check_as(unprivileged, TEST_RUNNER_USER)
+    assert password.startswith("password\nsudo asks for a password")
+    assert f"'{TEST_RUNNER_USER} ALL=(root) NOPASSWD: ALL'" in password
+    refused = _sudo_check_as(unprivileged, sudoer, no_new_privs=True)
+    assert refused.startswith("refused\nsudo refused ('sudo -n true' answered: The \"no new "
+                              "privileges\" flag is set"), refused
+    assert "without the no-new-privileges flag" in refused
+    assert _sudo_check_as(unprivileged, sudoer).startswith("works\n")
 
 
 def test_isolation_user_without_root_or_sudo_fails_before_the_agent_starts(

@@ -581,3 +581,156 @@ def test_archive_builder_makes_what_the_tests_assume() -> None:
     assert members["dist-package/cursor-agent"].mode & 0o111
     assert members["dist-package/node"].isdir()
     assert members["dist-package/node_modules/.bin/pkg"].issym()
+
+
+# -- Pythons without tarfile's data filter (3.10.0-3.10.11, 3.11.0-3.11.3) ----------------------
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+HOSTILE_MODES = [
+    Entry("dist-package/setuid", b"x", mode=0o4755),
+    Entry("dist-package/setgid", b"x", mode=0o2755),
+    Entry("dist-package/world-writable", b"x", mode=0o666),
+    Entry("dist-package/group-writable-exe", b"x", mode=0o775),
+    Entry("dist-package/others-exe-only", b"x", mode=0o011),
+    Entry("dist-package/sticky-dir", kind="dir", mode=0o1777),
+    Entry("dist-package/sticky-dir/hard", kind="hardlink", target="dist-package/setuid",
+          mode=0o6775),
+]
+
+
+def _modes(root: Path) -> dict[str, str]:
+    """Each path under ``root``: its kind and permission bits (links: their target)."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        info = path.lstat()
+        found[rel] = (f"L {os.readlink(path)}" if path.is_symlink()
+                      else f"{'D' if path.is_dir() else 'F'} {info.st_mode & 0o7777:o}")
+    return found
+
+
+@pytest.fixture
+def no_data_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This Python as one without ``filter="data"``: our own extraction runs."""
+    from cursor_agent_action.agent.install import archive
+
+    monkeypatch.setattr(archive, "HAS_DATA_FILTER", False)
+
+
+@pytest.mark.usefixtures("no_data_filter")
+@pytest.mark.parametrize("case", list(BAD_PACKAGES))
+def test_without_the_data_filter_bad_packages_are_refused_alike(
+    server: DownloadServer, tmp_path: Path, case: str
+) -> None:
+    """The same refusals, in the same words, where tarfile cannot filter (before: every install
+    on such a Python failed with 'this Python cannot unpack archives safely')."""
+    entries, problem = BAD_PACKAGES[case]
+    serve_package(server, V1, entries)
+    with pytest.raises(InstallError, match="not a valid Cursor CLI package") as info:
+        _install(server, tmp_path)
+    assert problem in info.value.message
+    assert _leftovers(tmp_path) == []
+    assert not Path("/tmp/cursor-agent-action-evil").exists()
+
+
+HOSTILE_LINKS = {
+    "symlink chain": (Entry("dist-package/a", kind="symlink", target="."),
+                      Entry("dist-package/b", kind="symlink", target="a/../..")),
+    "link through a link": (Entry("dist-package/up", kind="symlink", target="node"),
+                            Entry("dist-package/node/x", kind="symlink", target="../../..")),
+    "hard link to a link": (Entry("dist-package/l", kind="symlink", target="index.js"),
+                            Entry("dist-package/h", kind="hardlink", target="dist-package/l")),
+    "hard link to a later name": (Entry("dist-package/h", kind="hardlink",
+                                        target="dist-package/zz"),),
+}
+
+
+@pytest.mark.usefixtures("no_data_filter")
+@pytest.mark.parametrize("case", list(HOSTILE_LINKS))
+def test_without_the_data_filter_links_leading_out_or_to_links_are_refused(
+    server: DownloadServer, tmp_path: Path, case: str
+) -> None:
+    serve_package(server, V1, _with(*HOSTILE_LINKS[case]))
+    with pytest.raises(InstallError, match=r"not a valid Cursor CLI package.*(unsafe member|"
+                                           r"outside|escapes|behind)"):
+        _install(server, tmp_path)
+    assert _leftovers(tmp_path) == []
+
+
+def test_modes_come_out_as_the_data_filter_makes_them(
+    server: DownloadServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Set-user-ID, set-group-ID, sticky, group and world write bits: stripped by our extraction
+    exactly as by ``filter="data"`` (the same tree, path for path, mode for mode)."""
+    from cursor_agent_action.agent.install import archive
+
+    serve_package(server, V1, _with(*HOSTILE_MODES))
+    trees = {}
+    for filtered in (True, False):
+        monkeypatch.setattr(archive, "HAS_DATA_FILTER", filtered)
+        where = tmp_path / str(filtered)
+        trees[filtered] = _modes(_install(server, where).cli_path.parent)
+    assert trees[False] == trees[True]
+    modes = trees[False]
+    assert modes["setuid"] == "F 755"
+    assert modes["setgid"] == "F 755"
+    assert modes["world-writable"] == "F 644"
+    assert modes["group-writable-exe"] == "F 755"
+    assert modes["others-exe-only"] == "F 600"
+    assert modes["sticky-dir"] == "D 755"
+    assert not any(int(mode.split()[1], 8) & 0o7022 for mode in modes.values()
+                   if not mode.startswith("L"))
+
+
+def _system_python_install(server: DownloadServer, tmp_path: Path
+                           ) -> subprocess.CompletedProcess[str]:
+    """``install-cli`` run by this machine's own Python, with the helper's source and the
+    venv's packages on its path (pure Python, or built for the same 3.11 ABI)."""
+    import site
+
+    import cursor_agent_action
+
+    paths = [str(Path(cursor_agent_action.__file__).parents[1]), *site.getsitepackages()]
+    code = ("import sys; sys.path[:0] = " + repr(paths) + "; "
+            "from cursor_agent_action.cli import main; sys.exit(main(sys.argv[1:]))")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    return subprocess.run(
+        [str(SYSTEM_PYTHON), "-I", "-c", code, "install", "--version", V1, "--base-url",
+         server.url, "--cache-dir", str(tmp_path / "cache"), "--bin-dir", str(tmp_path / "bin")],
+        capture_output=True, text=True, timeout=120, check=False, env=env)
+
+
+def _system_python_lacks_the_filter() -> bool:
+    if not SYSTEM_PYTHON.exists():
+        return False
+    done = subprocess.run([str(SYSTEM_PYTHON), "-I", "-c", "import sys, tarfile; print("
+                           "sys.version_info[:2] == (3, 11) and not hasattr(tarfile, "
+                           "'data_filter'))"], capture_output=True, text=True, timeout=30,
+                          check=False)
+    return done.stdout.strip() == "True"
+
+
+needs_unfiltered_system_python = pytest.mark.skipif(
+    not _system_python_lacks_the_filter(),
+    reason="needs /usr/bin/python3 a 3.11 without tarfile's data filter (Debian 12's 3.11.2)")
+
+
+@needs_unfiltered_system_python
+def test_the_cli_installs_under_debian_12_s_own_python(
+    server: DownloadServer, tmp_path: Path
+) -> None:
+    """The report: on Debian 12's 3.11.2 the install stopped with 'this Python cannot unpack
+    archives safely'. Now it installs the package the tests serve, and refuses a hostile one."""
+    serve_package(server, V1)
+    done = _system_python_install(server, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _run(tmp_path / "bin" / "cursor-agent").strip() == V1
+    assert (tmp_path / "cache" / "versions" / V1 / "node_modules" / ".bin" / "pkg").resolve() == (
+        tmp_path / "cache" / "versions" / V1 / "node_modules" / "pkg" / "cli.js")
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    serve_package(server, V1, _with(*HOSTILE_LINKS["symlink chain"]))
+    done = _system_python_install(server, hostile)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "outside the destination" in done.stdout
+    assert not (hostile / "bin").exists()

@@ -6,7 +6,6 @@ privilege), reading through the kernel, never by looking at the rule list alone.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.agent.contain import landlock
+from tests.support.forked import in_child
 
 ABI = landlock.abi()
 needs_landlock = pytest.mark.skipif(ABI < 1, reason="this kernel has no Landlock")
@@ -23,23 +23,10 @@ def _in_child(rules: landlock.Rules, version: int, probe: Callable[[], dict[str,
               ) -> dict[str, str]:
     """What ``probe`` saw in a child restricted by ``rules`` (as ABI ``version``)."""
     ruleset = landlock.make_ruleset(rules, version)
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - reported through the pipe
-        try:
-            landlock.restrict_self(ruleset)
-            os.write(write_end, json.dumps(probe()).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    os.close(ruleset)
-    data = b""
-    while chunk := os.read(read_end, 65536):
-        data += chunk
-    os.close(read_end)
-    os.waitpid(child, 0)
-    result: dict[str, str] = json.loads(data)
-    return result
+    try:
+        return in_child(probe, before=lambda: landlock.restrict_self(ruleset))
+    finally:
+        os.close(ruleset)
 
 
 def _try(action: Callable[[], object]) -> str:

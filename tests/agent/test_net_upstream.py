@@ -1,7 +1,9 @@
 """The runner's own proxy, used by the relay (a real forward proxy, proxy.py, on the runner's
-loopback): plain HTTP goes to it as the relay's request in absolute form, TLS through
-``CONNECT``; ``NO_PROXY`` names go direct; the agent's own ``CONNECT`` and absolute form are
-still refused, and a name the runner resolves to a refused address never reaches the proxy."""
+loopback; Apache with Basic authentication where the proxy wants credentials): plain HTTP goes
+to it as the relay's request in absolute form (through the relay's own ``CONNECT`` when the
+proxy takes credentials, which go on that CONNECT only), TLS through ``CONNECT``;
+``NO_PROXY`` names go direct; the agent's own ``CONNECT`` and absolute form are still refused,
+and a name the runner resolves to a refused address never reaches the proxy."""
 
 from __future__ import annotations
 
@@ -17,14 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import h11
 import pytest
 
 from cursor_agent_action.agent.contain.box.contract import BoxSpec
+from cursor_agent_action.agent.contain.box.net import plainhttp
 from cursor_agent_action.agent.contain.box.net.policy import build_policy
 from cursor_agent_action.agent.contain.box.net.upstream import Proxy, RunnerProxy, forward_prefix
 from cursor_agent_action.agent.contain.isolation import Isolation
 from cursor_agent_action.agent.launch.invocation import Box
 from cursor_agent_action.agent.launch.run_options import add_run_options, options_from_args
+from tests.support.apache_proxy import MISSING, auth_proxy
 from tests.support.netbox import (
     Emit,
     connect_by_name,
@@ -216,3 +221,80 @@ def test_the_walled_agent_has_no_proxy_variables_and_the_relay_gets_the_proxy(
         Proxy("p.example", 3128), Proxy("p.example", 3128), ("x.example",))
     # and so it travels to the root side
     assert BoxSpec.from_json(jail.spec.to_json()).network == network
+
+
+def _auth_policy(lines: list[str], proxy_url: str) -> Any:
+    policy = build_policy(lines)
+    runner = RunnerProxy.from_environ({"HTTPS_PROXY": proxy_url, "HTTP_PROXY": proxy_url})
+    return type(policy)(policy.rules, policy.unreachable, runner)
+
+
+@ROOT
+@pytest.mark.skipif(bool(MISSING), reason=MISSING)
+def test_trace_through_an_authenticated_proxy_never_echoes_its_credentials() -> None:
+    """Issue 47's replay, against a real Apache forward proxy with Basic authentication and
+    TraceEnable On: ``TRACE`` with ``Max-Forwards: 0``, composed by the relay with the runner
+    proxy's ``Proxy-Authorization`` on it, made the proxy answer itself with the request it
+    received, the user and password in it. Now TRACE and TRACK are refused and reported, and
+    plain HTTP goes through the relay's own CONNECT (the only request with the credentials):
+    the proxy never reads the agent's request, the far end gets no Max-Forwards."""
+    with servers(http_host) as (web,), auth_proxy([web.port]) as proxy:
+        policy = _auth_policy([f"{NAME}:{web.port}"], proxy.url)
+        host = f"Host: {NAME}:{web.port}\r\n"
+
+        def client(emit: Emit) -> Any:
+            return [_get(web.port, f"{method} / HTTP/1.1\r\n{host}Max-Forwards: 0\r\n\r\n"
+                         .encode()) for method in ("TRACE", "track", "GET")]
+
+        run = run_boxed(policy, client, resolve=fixed_resolver({NAME: ["127.0.0.1"]}))
+    trace, track, get = run.result
+    for answer in (trace, track, get):
+        assert not any(secret.decode() in answer for secret in proxy.secrets), answer
+    assert (trace, track) == ("", "")
+    assert get.startswith("HTTP/1.1 200"), get
+    assert get.endswith(f"host={NAME}:{web.port}")
+    received = bytes(web.received).lower()
+    assert b"get / http/1.1" in received
+    assert b"trace" not in received
+    assert b"track" not in received
+    assert b"max-forwards" not in received
+    assert b"proxy-authorization" not in received
+    [refused] = run.refused("sni-mismatch")
+    assert refused.count == 2
+    assert "echoes the request" in refused.first
+
+
+@pytest.mark.parametrize("method", [b"TRACE", b"trace", b"TRACK"])
+def test_an_echoing_method_is_refused_before_anything_is_composed(method: bytes) -> None:
+    request = h11.Request(method=method, target=b"/", headers=[(b"host", b"a.example")])
+    with pytest.raises(plainhttp.BadRequest, match="echoes the request"):
+        plainhttp.check_request(request, "a.example", 80)
+
+
+def test_the_composed_request_carries_no_max_forwards_and_no_credential() -> None:
+    request = h11.Request(method=b"OPTIONS", target=b"*", headers=[
+        (b"host", b"a.example"), (b"max-forwards", b"0"),
+        (b"proxy-authorization", b"Basic YWdlbnQ6b3du")])
+    composed = plainhttp.compose(request, b"a.example", forward_prefix("a.example", 80))
+    fields = {field for field, _ in composed.headers}
+    assert b"max-forwards" not in fields
+    assert b"proxy-authorization" not in fields
+
+
+@ROOT
+@pytest.mark.skipif(bool(MISSING), reason=MISSING)
+def test_plain_http_behind_a_proxy_that_tunnels_only_to_443_fails_and_is_reported() -> None:
+    """The price of keeping the credentials to our CONNECT: a proxy that allows CONNECT only
+    to 443 (Apache's and Squid's defaults) refuses the tunnel for plain HTTP. The agent's
+    connection fails, the far end hears nothing, and the report counts the failure."""
+    with servers(http_host) as (web,), auth_proxy([443]) as proxy:
+        policy = _auth_policy([f"{NAME}:{web.port}"], proxy.url)
+
+        def client(emit: Emit) -> Any:
+            return _get(web.port, f"GET / HTTP/1.1\r\nHost: {NAME}:{web.port}\r\n\r\n".encode())
+
+        run = run_boxed(policy, client, resolve=fixed_resolver({NAME: ["127.0.0.1"]}))
+    assert run.result == ""
+    assert bytes(web.received) == b""
+    [reached] = [d for d in run.report.allowed if d.destination == f"{NAME}:{web.port}"]
+    assert reached.failed == 1

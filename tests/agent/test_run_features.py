@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from cursor_agent_action.agent.guards import cli_sandbox
-from tests.support.agent_run import API_KEY, INIT, RESULT, SAY, SESSION, run, tool
+from tests.support.agent_run import API_KEY, INIT, RESULT, SAY, SESSION, event, run, tool
+from tests.support.gfm import live_parts
 
 pytestmark = pytest.mark.usefixtures("run_env")
 
@@ -275,3 +276,22 @@ def test_the_clis_own_sandbox_mode_is_passed_and_a_sandbox_that_cannot_start_is_
     modes = [entry["argv"][entry["argv"].index("--sandbox") + 1] for entry in result.runs]
     assert modes == (["enabled", "disabled"] if available else ["disabled"])
     assert ("running once more with --sandbox disabled" in result.log) is available
+
+
+def test_replay_issue_47_a_file_name_and_the_final_message_never_render_live(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 47, the way found in the box with the default set-up: the agent makes a file
+    named ``docs-----BEGIN<TAB>PRIVATE KEY-----.md`` behind the tools' back (the summary's
+    "changed without a write tool" note names it) and starts its final message with the END
+    line. The summary's redaction, run over the rendered Markdown, turned everything between
+    into ``***``, our fence included, and what followed END rendered live."""
+    payload = ("<img src=https://evil.example/x.png> [phish](https://evil.example/) @octocat")
+    say = event("assistant", message={"role": "assistant", "content": [
+        {"type": "text", "text": f"-----END PRIVATE KEY-----\n{payload}"}]})
+    scenario = {"lines": [INIT, say, RESULT],
+                "edits": {"docs-----BEGIN\tPRIVATE KEY-----.md": "x\n"}}
+    result = run(tmp_path, workspace, capsys, scenario)
+    assert "docs-----BEGIN" in result.outputs["files-changed"]  # the name did supply BEGIN
+    assert "evil.example" in result.summary
+    assert live_parts(result.summary) == []

@@ -10,25 +10,30 @@ non-Linux runner is the platform check below.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cursor_agent_action.agent.contain import isolation, landlock
+from cursor_agent_action.agent.contain.box import seccomp
 from cursor_agent_action.agent.contain.probe import ProbeResult
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.box import TOKEN, Box, make_box
 from tests.support.box import agent as _agent
 from tests.support.box import seen as _seen
-from tests.support.users import TEST_AGENT_USER
+from tests.support.users import TEST_AGENT_USER, user_exists
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="plays root runners")
 CAPSH = shutil.which("capsh") or shutil.which("capsh", path="/usr/sbin:/sbin") or ""
@@ -105,12 +110,16 @@ def test_a_container_job_is_named_with_a_fix_that_works_there(box: Box) -> None:
     lines = (box.base / "summary.md").read_text().splitlines()
     assert max(len(line) for line in lines if not line.startswith("|")) <= 200
     assert int(_seen(box, "uid")) not in (0, os.getuid())  # its own user
-    summary = (box.base / "summary.md").read_text()
+    summary = whole  # one paragraph per fact, wrapped: read as one line, unescaped
     assert "**Isolation:** landlock (user" in summary
     assert "the box cannot be made here: unshare (mount namespace) failed" in summary
     assert "no network wall" in summary
     assert "No network wall: the agent ran under Landlock, not in the box" in summary
     assert "<summary>Network: no wall (Landlock, not the box)</summary>" in summary
+    assert "no unix socket (the host's under /run, abstract ones)" in summary
+    assert "service-account tokens (/run/secrets, /var/run/secrets)" in summary
+    assert "on disk, under Landlock, made in" in summary  # what the copy cost, and why
+    assert "without the box there is no overlay: it needs CAP" in summary, summary
 
 
 SECRET_PLACES = {
@@ -267,3 +276,183 @@ def test_under_landlock_a_cli_the_agent_user_cannot_run_falls_back_before_it_sta
     summary = (box.base / "summary.md").read_text().replace("\n", " ").replace("\\", "")
     assert "--cap-add SYS_ADMIN" in summary
     assert _seen(box, "ran") == "ran\n"
+
+
+# -- the container-job tier attacked: service-account tokens, host sockets, IPC leftovers -------
+
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+COMPOSE_SECRET = Path("/run/secrets/db_password")
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_under_landlock_a_planted_service_account_token_is_out_of_reach(box: Box) -> None:
+    """The attack: a pod's world-readable service-account token (Kubernetes mounts it under
+    /var/run/secrets) and a Compose secret under /run/secrets, read by the agent. Before: both
+    read (Landlock masked neither; the box hides all of /run). Now: both refused, the run fine."""
+    if Path("/run/secrets").exists() or Path("/var/run/secrets").exists():
+        pytest.skip("this machine has its own /run/secrets: not touched")
+    made = [Path("/run/secrets"), Path("/var/run/secrets")]
+    try:
+        for path in (SERVICE_ACCOUNT, COMPOSE_SECRET):
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+            path.write_text(f"{TOKEN}-{path.name}\n")
+            path.chmod(0o644)
+        body = (f"cat {SERVICE_ACCOUNT} > $SEEN/token 2>/dev/null; "
+                f"cat {COMPOSE_SECRET} > $SEEN/secret 2>/dev/null; "
+                f"ls -R /run/secrets/ /var/run/secrets/ > $SEEN/listing 2>/dev/null; "
+                "id -u > $SEEN/uid")
+        done = _in_container(box, body=body)
+    finally:
+        for path in made:
+            if path.is_symlink():
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert TOKEN not in _seen(box, "token") + _seen(box, "secret")
+    assert "token" not in _seen(box, "listing")
+    assert int(_seen(box, "uid")) not in (0, os.getuid())  # it did run, as its own user
+
+
+_CONNECT = r"""
+import socket, sys
+for name, where in (("path", sys.argv[1]), ("abstract", "\0" + sys.argv[2])):
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(3)
+        s.connect(where)
+        s.sendall(b"from the agent")
+        print(name, "connected")
+    except OSError as exc:
+        print(name, "refused", exc.errno)
+a, b = socket.socketpair()
+a.sendall(b"x")
+print("socketpair", b.recv(1).decode())
+"""
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_under_landlock_no_unix_socket_outside_can_be_reached(box: Box) -> None:
+    """The attack: a world-writable socket under /run (a container runtime's, D-Bus's, a
+    database's) and an abstract one, each listening; the agent connects and writes. Before:
+    both connected (Landlock does not govern connecting by path, nor abstract names before
+    ABI 6). Now: socket(AF_UNIX) is refused to the agent; socketpair, which Node uses for its
+    children's stdio and IPC, still works."""
+    name = f"caa-{TEST_AGENT_USER}-{os.getpid()}"
+    path = Path("/run") / f"{name}.sock"
+    got: list[bytes] = []
+    listeners = []
+    for address in (str(path), "\0" + name):
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(address)
+        server.listen(4)
+        server.settimeout(0.2)
+        listeners.append(server)
+    path.chmod(0o777)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            for server in listeners:
+                try:
+                    peer, _ = server.accept()
+                except OSError:
+                    continue
+                with peer:
+                    peer.settimeout(2)
+                    with contextlib.suppress(OSError):
+                        got.append(peer.recv(64))
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    script = box.base / "connect.py"
+    script.write_text(_CONNECT)
+    script.chmod(0o644)
+    try:
+        done = _in_container(box, body=f"/usr/bin/python3 -I {script} {path} {name} "
+                                       "> $SEEN/connect 2>&1")
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for server in listeners:
+            server.close()
+        path.unlink(missing_ok=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = _seen(box, "connect")
+    assert got == [], said
+    assert "path refused" in said, said
+    assert "abstract refused" in said, said
+    assert "socketpair x" in said, said
+
+
+def _sysv_of(uid: int) -> list[tuple[str, str]]:
+    """System V IPC objects ``uid`` owns or made: (kind, id), from /proc/sysvipc."""
+    columns = {"shm": (1, 7, 9), "sem": (1, 4, 6), "msg": (1, 7, 9)}
+    found = []
+    for kind, (ident, owner, creator) in columns.items():
+        for line in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if str(uid) in (fields[owner], fields[creator]):
+                found.append((kind, fields[ident]))
+    return found
+
+
+_MQ_OPEN = r"""
+import ctypes, os
+rt = ctypes.CDLL("librt.so.1", use_errno=True)
+fd = rt.mq_open(b"/caa-left-behind", os.O_CREAT | os.O_RDWR, 0o666, None)
+print("mq_open", "made" if fd >= 0 else f"refused {ctypes.get_errno()}")
+"""
+
+
+@ROOT_ONLY
+@needs_capsh
+def test_under_landlock_no_ipc_object_the_agent_made_outlives_the_run(box: Box) -> None:
+    """The attack: a world-readable System V segment, a semaphore set and a message queue made
+    by the agent (no IPC namespace here), plus a POSIX message queue, for the next run on the
+    machine. Before: all outlived the run. Now: the System V ones are removed after it, and
+    mq_open is refused."""
+    agent_uid = pwd.getpwnam(TEST_AGENT_USER).pw_uid if user_exists(TEST_AGENT_USER) else -1
+    script = box.base / "mq.py"
+    script.write_text(_MQ_OPEN)
+    script.chmod(0o644)
+    body = ("ipcmk -M 4096 -p 0666 > $SEEN/shm 2>&1; ipcmk -S 1 > $SEEN/sem 2>&1; "
+            "ipcmk -Q > $SEEN/msg 2>&1; "
+            f"/usr/bin/python3 -I {script} > $SEEN/mq 2>&1; id -u > $SEEN/uid")
+    try:
+        done = _in_container(box, body=body)
+        agent_uid = int(_seen(box, "uid") or agent_uid)
+        left = _sysv_of(agent_uid)
+    finally:
+        for kind, ident in _sysv_of(agent_uid):  # on the code before the fix, they stayed
+            flag = {"shm": "-m", "sem": "-s", "msg": "-q"}[kind]
+            subprocess.run(["ipcrm", flag, ident], check=False, timeout=10)
+        subprocess.run(["ipcrm", "-Q", "/caa-left-behind"], check=False, timeout=10,
+                       capture_output=True)
+        Path("/dev/mqueue/caa-left-behind").unlink(missing_ok=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "id:" in _seen(box, "shm"), _seen(box, "shm")  # the agent made them
+    assert "id:" in _seen(box, "msg"), _seen(box, "msg")
+    assert left == []
+    assert "refused" in _seen(box, "mq"), _seen(box, "mq")
+
+
+def test_what_a_kernel_cannot_hold_is_said_in_the_summary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Below Landlock ABI 6 (Ubuntu 24.04's 6.8 has 4) the runner's-own-user tier cannot scope
+    signals; without a known architecture there is no seccomp filter: the label says each."""
+    tier = isolation.Isolation(True, agent_user="runner", landlock=True, own_user=True,
+                               why_not="no sudo")
+    monkeypatch.setattr(landlock, "abi", lambda: 4)
+    assert "on this kernel (Landlock ABI 4, scopes from 6: Linux 6.12) it can signal a " \
+           "process of the runner's" in tier.label
+    monkeypatch.setattr(landlock, "abi", lambda: 6)
+    assert "on this kernel" not in tier.label
+    monkeypatch.setattr(seccomp, "supported", lambda: False)
+    assert "no seccomp filter for this machine" in tier.label
+    container = isolation.Isolation(True, agent_user="agent", landlock=True, why_not="no cap")
+    assert "no seccomp filter for this machine" in container.label
+    monkeypatch.setattr(landlock, "abi", lambda: 4)
+    assert "on this kernel" not in container.label  # its own user: DAC keeps its signals in

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action import cli, safegit
-from cursor_agent_action.errors import EXIT_GITHUB, EXIT_USAGE
+from cursor_agent_action.errors import EXIT_GITHUB, EXIT_REFUSED, EXIT_USAGE
 from cursor_agent_action.gh.publish import gitops
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import READ_ONLY_TOKEN, TOKEN, GitHubServer, error_line
@@ -179,11 +179,16 @@ def test_protected_paths_are_refused_naming_the_files(ws: Workspace,
     (ws.repo / ".cursor" / "cli.json").write_text("{}\n")
     (ws.repo / "README.md").write_text("fine\n")
     code, out = ws.publish()
-    assert code == EXIT_GITHUB
+    assert code == EXIT_REFUSED  # a policy refusal, not a GitHub failure (4)
     assert out == {}
-    line = error_line(capsys.readouterr().out)
-    refused = "refusing to publish: protected paths: .cursor/cli.json, .github/workflows/ci.yml."
+    said = capsys.readouterr().out
+    line = error_line(said)
+    refused = "refused to publish: protected paths: .cursor/cli.json, .github/workflows/ci.yml."
     assert refused in line
+    assert "::error title=refused to publish::" in said
+    summary = ws.out.with_suffix(".md").read_text()
+    assert summary.startswith("## ❌ cursor-agent-action: refused to publish\n")
+    assert "GitHub operation failed" not in said + summary
     assert ws.gh.requests == []
     assert sh(ws.remote, "branch", "--list") == "feature"
 
@@ -193,7 +198,7 @@ def test_protected_paths_input_replaces_the_default(ws: Workspace) -> None:
     (ws.repo / "docs" / "a.md").write_text("a\n")
     ws.monkeypatch.setenv("CURSOR_AGENT_ACTION_PROTECTED_PATHS", "docs/")
     code, _ = ws.publish()
-    assert code == EXIT_GITHUB
+    assert code == EXIT_REFUSED
     (ws.repo / "docs" / "a.md").unlink()
     (ws.repo / ".github").mkdir()
     (ws.repo / ".github" / "x.md").write_text("x\n")
@@ -280,9 +285,9 @@ def test_someone_elses_commit_on_the_bot_branch_is_never_overwritten(
     sh(ws.repo, "reset", "-q", "--hard", "HEAD^")
     (ws.repo / "README.md").write_text("agent\n")
     code, _ = ws.publish()
-    assert code == EXIT_GITHUB
+    assert code == EXIT_REFUSED
     line = error_line(capsys.readouterr().out)
-    assert "refusing to overwrite branch cursor-agent/docs/feature" in line
+    assert "refused to publish: overwriting branch cursor-agent/docs/feature" in line
     assert "by Jane <jane@example.com>" in line
     assert ws.remote_branch("cursor-agent/docs/feature") == human
 

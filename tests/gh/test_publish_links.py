@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.errors import EXIT_REFUSED
 from cursor_agent_action.markdown import escape_invisible
 from tests.gh.test_publish import Workspace, sh
 from tests.gh.test_publish import ws as workspace_fixture
@@ -37,7 +38,7 @@ def _refused(ws: Workspace, capsys: pytest.CaptureFixture[str], *args: str) -> s
     """Publish, expect a refusal with nothing pushed and no API call; the error line."""
     code, out = ws.publish(*args)
     line = error_line(capsys.readouterr().out)
-    assert code == 4, line
+    assert code == EXIT_REFUSED, line
     assert out == {}
     assert ws.gh.requests == []
     assert sh(ws.remote, "branch", "--list") == "feature"

@@ -23,6 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cursor_agent_action import runner_io
+from cursor_agent_action.logsafe import neutral
 from cursor_agent_action.markdown import escape_invisible
 from cursor_agent_action.redact import (
     _HINT_SHORT,
@@ -234,17 +235,18 @@ def test_control_characters_found_on_the_bytes_are_those_the_expression_finds(te
 
 
 class FullPassRunner(Runner):
-    """The Runner as it was: one redaction, control and invisible pass over the whole
-    buffered text."""
+    """The Runner without its fast paths: every entry's content redacted and neutralised,
+    then one control and invisible pass over the whole buffered text."""
 
     def flush(self) -> None:
         if self._buffer:
-            text = self.redact("".join(self._buffer))
+            parts = self._buffer
+            text = "".join(part if index % 3 != 1 else neutral(self.redact(part))
+                           for index, part in enumerate(parts))
             if _CONTROL.search(text):
                 text = _CONTROL.sub(_visible, text)
             self._out.write(escape_invisible(text))
             self._buffer.clear()
-            self._contents.clear()
             self._buffered = 0
 
 

@@ -197,5 +197,5 @@ def test_an_agent_line_imitating_the_helpers_own_is_visibly_the_agents(imitation
     assert not any(line.startswith(("Isolation", "##[", "::group::shell ls")) for line in ours)
     marked = [line for line in lines if line.startswith(AGENT_MARK)]
     assert len(marked) == imitation.count("\n") + 1
-    assert any("finished: success" in line or "Isolation" in line or "##[" in line
+    assert any("finished: success" in line or "Isolation" in line or "##\\[" in line
                or "::group::" in line for line in marked)

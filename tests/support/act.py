@@ -253,7 +253,7 @@ def run_workflow(
         "--var-file", os.devnull,
         "--input-file", os.devnull,
     ]  # fmt: skip
-    stubs = {f"{name}@{ref}": STUBS / name.split("/")[1] for name, ref in _stubbed_uses(repo)}
+    stubs = stub_repositories([repo, *(local_repositories or {}).values()])
     for ref, local in {**stubs, **(local_repositories or {})}.items():
         argv += ["--local-repository", f"{ref}={local}"]
     # --env (not act's own environment): these also override act's defaults such as
@@ -314,12 +314,58 @@ def run_workflow(
     )
 
 
+_SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__", ".mypy_cache"})
+
+
 def _stubbed_uses(repo: Path) -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
-    for path in [*repo.rglob("*.yml"), *repo.rglob("*.yaml")]:
-        if ".git" not in path.parts:
-            found.update(_STUBBED_USES.findall(path.read_text(errors="replace")))
+    for top, dirs, files in os.walk(repo):
+        dirs[:] = [d for d in dirs if d not in _SKIPPED_DIRS]
+        for name in files:
+            if name.endswith((".yml", ".yaml")):
+                text = Path(top, name).read_text(errors="replace")
+                found.update(_STUBBED_USES.findall(text))
     return found
+
+
+def stub_repositories(roots: Iterable[Path]) -> dict[str, Path]:
+    """``--local-repository`` entries for every ref of a stubbed action named anywhere in
+    ``roots``: the repository's workflows, and the actions act serves locally (the action's own
+    ``action.yml`` uses actions/upload-artifact, also when no workflow of the repository does)."""
+    found: set[tuple[str, str]] = set()
+    for root in dict.fromkeys(roots):
+        found |= _stubbed_uses(root)
+    return {f"{name}@{ref}": STUBS / name.split("/")[1] for name, ref in sorted(found)}
+
+
+_USES = re.compile(r"^[\s-]*uses:\s*['\"]?([^\s'\"#]+)", re.M)
+
+
+def unserved_actions(workflow: Path, local_repositories: Mapping[str, Path]) -> list[str]:
+    """The remote actions ``workflow`` would run (its own ``uses:`` and, through the actions
+    served locally, theirs) that act would have to fetch: offline, each fails its job with
+    act's ``failed to fetch``. Empty when every one is served."""
+    served = {ref.lower() for ref in local_repositories}
+    missing: dict[str, None] = {}
+    seen: set[Path] = set()
+    todo = [workflow]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        for uses in _USES.findall(path.read_text(errors="replace")):
+            if uses.startswith(("./", "docker://")) or "${{" in uses:
+                continue
+            name, _, ref = uses.partition("@")
+            owner_repo = "/".join(name.split("/")[:2])
+            local = local_repositories.get(f"{owner_repo}@{ref}")
+            if f"{owner_repo}@{ref}".lower() not in served or local is None:
+                missing[uses] = None
+                continue
+            sub = local.joinpath(*name.split("/")[2:])
+            todo += [sub / "action.yml", sub / "action.yaml"]
+    return list(missing)
 
 
 def base_python() -> str:

@@ -26,6 +26,8 @@ from tests.support.act import (
     make_repo,
     run_workflow,
     seed_helper_venv,
+    stub_repositories,
+    unserved_actions,
 )
 from tests.support.download_server import DownloadServer, Entry, make_archive, package_path
 from tests.support.github_server import TOKEN, GitHubServer
@@ -85,6 +87,17 @@ class World:
         for ref in re.findall(r"actions/checkout@([\w.-]+)", text):
             found[f"actions/checkout@{ref}"] = STUBS / "checkout"
         return found
+
+    def served_actions(self, workflow: str) -> dict[str, Path]:
+        """Every action act serves from this machine for ``workflow`` (ours, checkout, the
+        stand-ins for the refs named in the repository or in our actions)."""
+        local = self.local_actions(workflow)
+        return {**stub_repositories([self.repo, *local.values()]), **local}
+
+    def unserved_actions(self, workflow: str) -> list[str]:
+        """The actions ``workflow`` uses that act would have to fetch (none offline)."""
+        return unserved_actions(self.repo / ".github" / "workflows" / workflow,
+                                self.served_actions(workflow))
 
     def run(self, workflow: str, event: str, payload: dict[str, Any]) -> ActRun:
         return run_workflow(

@@ -17,8 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import cmarkgfm
-from cmarkgfm.cmark import Options
+from tests.support.gfm import render
 
 WIDTH, HEIGHT = 880, 1100
 """A picture's size in pixels (its height chosen per page, below its content): as wide as
@@ -63,7 +62,7 @@ body { margin: 0; background: #ffffff; }
 
 def to_html(markdown: str) -> str:
     """The summary's body as GitHub renders it (raw HTML through GFM's tag filter; alerts)."""
-    body = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+    body = render(markdown)
 
     parts = _ALERT.split(body)  # [before, kind, after, kind, after, ...]
     out = [parts[0]]

@@ -1,4 +1,12 @@
-"""OS users the containment tests need, and their removal.
+"""OS users the tests create, and their removal.
+
+Who makes which user (docs/local-testing.md, "OS users"): the box makes the agent's user
+(``useradd --system``) the first time a contained run needs it, under the name of
+``agent-user`` (the action's default ``cursor-agent``; the suite's ``TEST_AGENT_USER``), and
+:func:`ensure_user` makes the runner users of the fallback tests. Every name a session may
+create is registered here (:func:`session_user`); conftest's one ``pytest_sessionfinish`` hook
+removes them when the session ends, whatever happened before, and the controller of a parallel
+run every worker's too (:func:`remove_suite_users`).
 
 Each suite, and each of its pytest-xdist workers, has users of its own: the base name comes
 from ``CAA_TEST_AGENT_USER`` (two suites side by side on one machine), and a worker adds its
@@ -28,6 +36,20 @@ TEST_SUDO_USER = f"{TEST_AGENT_USER}-sudoer"
 TEST_USERS = (TEST_AGENT_USER, TEST_RUNNER_USER, TEST_SUDO_USER)
 SUDOERS = Path("/etc/sudoers.d")
 
+_SESSION_USERS: dict[str, None] = dict.fromkeys(TEST_USERS)
+
+
+def session_user(name: str) -> str:
+    """``name``, registered as a user this session may create: the session-finish hook removes
+    it. Returns ``name``."""
+    _SESSION_USERS[name] = None
+    return name
+
+
+def session_users() -> tuple[str, ...]:
+    """Every user registered for removal at the end of the session, in registration order."""
+    return tuple(_SESSION_USERS)
+
 
 def user_exists(name: str) -> bool:
     try:
@@ -38,17 +60,35 @@ def user_exists(name: str) -> bool:
 
 
 def ensure_user(name: str) -> pwd.struct_passwd:
-    """``name``, created (no home, no login shell, its own group) if missing; needs root."""
+    """``name``, created (no home, no login shell, its own group) if missing; needs root.
+    Registered for removal at the end of the session."""
+    session_user(name)
     if not user_exists(name):
         subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell",
                         "/usr/sbin/nologin", name], check=True, capture_output=True, timeout=60)
     return pwd.getpwnam(name)
 
 
-def remove_user(name: str) -> None:
-    """Remove ``name`` and its group, if they exist (root only; bounded)."""
+def remove_user(name: str) -> str:
+    """Remove ``name`` and its group, if they exist (root only; bounded). Returns "" when it
+    is gone, else why it is not (userdel's words)."""
+    if not user_exists(name):
+        return ""
+    try:
+        done = subprocess.run(["userdel", name], check=False, capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"userdel {name}: {exc}"
     if user_exists(name):
-        subprocess.run(["userdel", name], check=False, capture_output=True, timeout=60)
+        return f"userdel {name} (exit {done.returncode}): {done.stderr.strip() or 'no reason'}"
+    return ""
+
+
+def remove_session_users(also: tuple[str, ...] = ()) -> list[str]:
+    """Remove every user of :func:`session_users` and ``also``; why each one left could not
+    be removed (empty when all are gone)."""
+    problems = [remove_user(name) for name in dict.fromkeys((*session_users(), *also))]
+    return [problem for problem in problems if problem]
 
 
 def suite_users(names: list[str]) -> list[str]:
@@ -62,10 +102,10 @@ def suite_users(names: list[str]) -> list[str]:
 def remove_suite_users() -> list[str]:
     """Remove every user :func:`suite_users` finds on the machine (and a sudo user's sudoers
     entry): what the controller does when the session ends, so a worker that crashed leaves
-    nothing behind. The names removed."""
-    names = suite_users([entry.pw_name for entry in pwd.getpwall()])
-    for name in names:
+    nothing behind. Why each one left could not be removed (empty when all are gone)."""
+    problems = []
+    for name in suite_users([entry.pw_name for entry in pwd.getpwall()]):
         if name.endswith("-sudoer"):
             (SUDOERS / name).unlink(missing_ok=True)
-        remove_user(name)
-    return names
+        problems.append(remove_user(name))
+    return [problem for problem in problems if problem]

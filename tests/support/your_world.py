@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cursor_agent_action.gh.ci_context import clean
+from cursor_agent_action.gh.testlog import FailureFinder, describe
 from tests.support.example_world import World, review_answer, serve_world
 
 MAX_FILES = 300  # what GitHub's files endpoint lists at most is 3000; a try needs fewer
@@ -260,8 +262,9 @@ def docs_write(pull: YourPull, repo: Path) -> tuple[str, dict[str, str]]:
 
 @dataclass(frozen=True)
 class Failure:
-    step: str  # the failing step's name, as the run's job lists it
+    step: str  # the failing step's name, as the run's job lists it (or the failing tests)
     line: str  # the first line of the log that says what went wrong
+    what: str = "the step"  # or "the test run" (a plain log: the runner's failing tests)
 
 
 _STAMP = re.compile(r"^\ufeff?\d{4}-\d\d-\d\dT[\d:.]+Z ")
@@ -270,9 +273,13 @@ _ERROR = re.compile(r"(?i)(##\[error\]|\berror\b|\bfailed\b|\bfailure\b|tracebac
 
 def read_failure(log: str) -> Failure:
     """The failing step of a GitHub Actions job log (the last ``##[group]Run ...`` before the
-    first ``##[error]``) and its first line that says what went wrong."""
+    first ``##[error]``) and its first line that says what went wrong. A plain test runner's
+    log (no step in it) names its failing tests or command instead, as ``ci-context`` reads
+    them (gh/testlog.py)."""
     step, found_step, first = "", "", ""
+    finder = FailureFinder()
     for raw in log.splitlines():
+        finder.feed(clean(raw)[1])
         line = _STAMP.sub("", raw).strip()
         if line.startswith("##[group]"):
             step = line[len("##[group]"):].strip()
@@ -282,18 +289,22 @@ def read_failure(log: str) -> Failure:
         if not first and _ERROR.search(line) and not line.startswith(
                 "##[error]Process completed"):
             first = line.removeprefix("##[error]").strip()
-    return Failure(found_step or step or "(the log names no step)", first[:300])
+    if found_step or step:
+        return Failure(found_step or step, first[:300])
+    named = describe(finder.failures, finder.more)
+    return Failure(named or "(the log names no step, test or command)", first[:300],
+                   "the test run" if named else "the step")
 
 
 def triage_answer(failure: Failure, fix: bool = False) -> str:
     """A diagnosis of the failure in the log, ending in the JSON the ci-triage schema asks."""
     diagnosis = {"cause": failure.line or "the log says no more than that the step failed",
                  "failing-step": failure.step,
-                 "suggested-fix": f"Look at the step {failure.step!r}: "
+                 "suggested-fix": f"Look at {failure.what} {failure.step!r}: "
                                   f"{failure.line or 'its log'}.", "confidence": 0.5}
     head = ("The stand-in agent read the failed run's log: " if not fix else
             "The stand-in agent does not fix code; it read the failed run's log: ")
-    return (f"{head}the step `{_inline(failure.step)}` failed with "
+    return (f"{head}{failure.what} `{_inline(failure.step)}` failed with "
             f"`{_inline(failure.line or 'no error line')}`.\n\n```json\n"
             f"{json.dumps(diagnosis)}\n```")
 

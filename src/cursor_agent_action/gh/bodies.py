@@ -4,12 +4,13 @@ run's final message, always fitted to GitHub's size limit."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.markdown import escape_invisible, fence
 from cursor_agent_action.options import add_option
+from cursor_agent_action.redact import Redactor
 
 
 def fit(text: str, limit: int, note: str = "\n\n*(cut to fit GitHub's size limit)*\n") -> str:
@@ -41,12 +42,13 @@ def compose_body(
     body_file: str,
     links: Mapping[str, str],
     max_chars: int,
-    redact: Callable[[str], str],
+    redact: Redactor,
 ) -> str:
     """Markdown for a PR body or comment from exactly one source, plus links, within max_chars.
 
-    ``redact`` (``Runner.redact``) removes secrets before any text is cut, so a cut cannot
-    leave part of a secret behind.
+    ``redact`` (``Runner.redact``) removes secrets from every text before it is cut, escaped
+    or fenced, so a cut cannot leave part of a secret behind; the Markdown built from them is
+    only put through the one-for-one net (``redact.net``), which cannot move a fence.
 
     Agent text (a saved transcript, rendered by ``summary.render_compact``, or the run's
     ``final-message``) is shown inert: fenced, so no heading, link, image, HTML or @mention of
@@ -77,7 +79,7 @@ def compose_body(
         # only long segments as they come).
         run = report.redacted(engine.load_report(path, redact=redact), redact)
         compact: str = summary.render_compact(run, max_chars=max_chars, links=dict(links))
-        return _shown(redact(compact))
+        return _shown(redact.net(compact))
     footer = "".join(f"\n\n[{name}]({url})" for name, url in links.items() if url)
     room = max_chars - len(footer)
     if final_message:
@@ -98,6 +100,7 @@ def compose_body(
                 f"cannot read --body-file {body_file}: {exc.strerror}.",
                 "Pass a Markdown file the job wrote.",
             ) from exc
+    # Your own Markdown, not ours: redacted as the text it is (nothing of ours is in it yet).
     return (fit(_shown(redact(text)).rstrip(), room) + footer).lstrip("\n")
 
 

@@ -14,7 +14,7 @@ import collections
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,6 +24,7 @@ import httpx
 
 from cursor_agent_action.errors import GitHubError, UsageError
 from cursor_agent_action.gh.api import Context, GitHub, add_token_option, network_error, read_token
+from cursor_agent_action.gh.testlog import FailureFinder
 from cursor_agent_action.markdown import code_cell, fence, inline, utf8_len
 from cursor_agent_action.options import add_number, add_option
 from cursor_agent_action.runner_io import Runner
@@ -89,6 +90,8 @@ class Section:
     tail: Tail
     command: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # The tests or commands the runner's own output names as failed (a plain test log too).
+    failing: FailureFinder = field(default_factory=FailureFinder)
     _script: list[str] | None = None  # inside the "Run" group: its lines so far
 
     def feed(self, text: str) -> None:
@@ -109,6 +112,7 @@ class Section:
                 self._script.append(text)
         if text.startswith("##[error]") and len(self.errors) < _MAX_ERROR_LINES:
             self.errors.append(text[len("##[error]"):])
+        self.failing.feed(text)
         self.tail.add(text)
 
 
@@ -142,6 +146,11 @@ class JobReport:
     sections: list[Section]
     log_problem: str = ""
 
+    def failing_tests(self) -> list[str]:
+        """The tests (or commands) the kept sections' runner output names as failed."""
+        names = (f.name for s in self.sections for f in s.failing.failures)
+        return list(dict.fromkeys(names))
+
 
 def command(args: argparse.Namespace, runner: Runner) -> int:
     ctx = Context.from_env()
@@ -166,7 +175,9 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         for job in jobs:
             reports.append(_job_report(gh, http, job, budget, runner))
     # The file becomes the agent's prompt: a log may echo this job's own token or another secret.
-    markdown = runner.redact(render(info, reports, pr_number))
+    # Each text is redacted before it is escaped or fenced; the Markdown only goes through the
+    # one-for-one net, which cannot move a fence.
+    markdown = runner.redact.net(render(info, reports, pr_number, redact=runner.redact))
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(markdown, encoding="utf-8")
@@ -174,7 +185,8 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         raise UsageError(f"cannot write the context file {output}: {exc.strerror}.",
                          "Set context-file to a writable path, e.g. under $RUNNER_TEMP.") from exc
     failed = [{"id": r.id, "name": r.name, "conclusion": r.conclusion, "url": r.url,
-               "failed_steps": r.failed_steps} for r in reports]
+               "failed_steps": r.failed_steps, "failing_tests": r.failing_tests()}
+              for r in reports]
     runner.set_outputs({
         "context-file": str(output), "failed-jobs": json.dumps(failed),
         "head-sha": str(info.get("head_sha") or ""),
@@ -196,7 +208,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
 def _job_report(gh: GitHub, http: httpx.Client, job: Any, budget: int,
                 runner: Runner) -> JobReport:
     failed_steps = [s for s in job.steps if s.conclusion in _FAILED]
-    sections = [Section(f"Step {s.number}: {code_cell(s.name, in_table=False)} "
+    sections = [Section(f"Step {s.number}: {code_cell(runner.redact(s.name), in_table=False)} "
                         f"({inline(s.conclusion)})", _utc(s.started_at),
                         _utc(s.completed_at) or "9999", Tail(budget)) for s in failed_steps]
     whole = Section(f"End of the job log ({inline(job.conclusion)})", "", "", Tail(budget))
@@ -272,16 +284,18 @@ def _pr_number(gh: GitHub, run: dict[str, Any]) -> int | None:
     return matching[0].number if matching else None
 
 
-def render(run: dict[str, Any], reports: list[JobReport], pr_number: int | None) -> str:
+def render(run: dict[str, Any], reports: list[JobReport], pr_number: int | None, *,
+           redact: Callable[[str], str] = str) -> str:
     """The context file. Names (workflow, branch, job, step) may hold anything, even newlines
-    and backticks: they go into code spans or escaped prose, never raw into a heading."""
+    and backticks: they go into code spans or escaped prose, never raw into a heading; each
+    text is put through ``redact`` first, as text."""
     sha = str(run.get("head_sha") or "")
-    branch = str(run.get("head_branch") or "")
+    branch = redact(str(run.get("head_branch") or ""))
     where = f" on {code_cell(branch, in_table=False)}" if branch else ""
     pr = f" (pull request #{pr_number})" if pr_number else ""
     out = [
         "# CI failure context\n",
-        f"Workflow **{inline(str(run.get('name', '?')))}**, "
+        f"Workflow **{inline(redact(str(run.get('name', '?'))))}**, "
         f"[run {run.get('id')}]({run.get('html_url', '')}){where} at "
         f"{code_cell(sha[:12], in_table=False)}{pr}: "
         f"{inline(str(run.get('conclusion') or run.get('status')))}.\n",
@@ -289,9 +303,9 @@ def render(run: dict[str, Any], reports: list[JobReport], pr_number: int | None)
     if not reports:
         out.append("No job of this run failed.\n")
     for report in reports:
-        out.append(f"## Job {code_cell(report.name, in_table=False)}: "
+        out.append(f"## Job {code_cell(redact(report.name), in_table=False)}: "
                    f"{inline(report.conclusion)}\n")
-        steps = ", ".join(code_cell(s, in_table=False) for s in report.failed_steps)
+        steps = ", ".join(code_cell(redact(s), in_table=False) for s in report.failed_steps)
         out.append(f"[Job log]({report.url})" + (f". Failed steps: {steps}.\n" if steps
                                                  else "\n"))
         if report.log_problem:
@@ -300,10 +314,16 @@ def render(run: dict[str, Any], reports: list[JobReport], pr_number: int | None)
         for section in report.sections:
             out.append(f"### {section.title}\n")
             if section.command:
-                out.append("Command:\n\n" + fence("\n".join(section.command), "sh"))
+                out.append("Command:\n\n" + fence(redact("\n".join(section.command)), "sh"))
             if section.errors:
-                out.append("Errors:\n\n" + fence("\n".join(section.errors), "text"))
+                out.append("Errors:\n\n" + fence(redact("\n".join(section.errors)), "text"))
+            if failing := section.failing.failures:
+                more = (f"\n- and {section.failing.more} more\n" if section.failing.more
+                        else "\n")
+                out.append("Failed, as the test runner's output names them:\n\n" + "\n".join(
+                    f"- {code_cell(redact(f.name), in_table=False)} ({inline(f.runner)})"
+                    for f in failing) + more)
             tail = section.tail
             kept = f"last {len(tail.lines)} lines" if tail.dropped else "all lines"
-            out.append(f"Log ({kept}):\n\n" + fence("\n".join(tail.lines), "text"))
+            out.append(f"Log ({kept}):\n\n" + fence(redact("\n".join(tail.lines)), "text"))
     return "\n".join(out)

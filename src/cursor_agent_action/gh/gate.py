@@ -160,5 +160,6 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     else:
         runner.notice(one_line(f"Not starting the agent: {decision.reason}.", 600),
                       title="cursor-agent-action gate")
-        runner.append_summary(f"### Agent not started\n\n{inline(decision.reason, 600)}.\n\n")
+        reason = inline(runner.redact(decision.reason), 600)  # as text, before it is escaped
+        runner.append_summary(f"### Agent not started\n\n{reason}.\n\n")
     return 0

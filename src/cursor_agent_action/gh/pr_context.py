@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,16 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
                     lambda: list(itertools.islice(pull.get_files(), MAX_FILES)),
                     permission="pull-requests: read")
     diff, source = _diff(gh, number, files)
+    diff = runner.redact(diff)  # as text, before the cut can split a secret
     cut = cut_utf8(diff, args.max_bytes)
     if len(cut) < len(diff) and "\n" in cut:
         cut = cut[: cut.rindex("\n") + 1]
     truncated = len(cut) < len(diff)
-    markdown = runner.redact(render(info, files, cut, utf8_len(diff), source=source,
-                                    max_bytes=args.max_bytes, truncated=truncated))
+    # Every text the author wrote is redacted as text before it is escaped or fenced; the
+    # Markdown made of them only goes through the one-for-one net (it cannot move a fence).
+    markdown = runner.redact.net(render(info, files, cut, utf8_len(diff), source=source,
+                                        max_bytes=args.max_bytes, truncated=truncated,
+                                        redact=runner.redact))
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(markdown, encoding="utf-8")
@@ -104,13 +109,15 @@ def _diff(gh: GitHub, number: int, files: list[Any]) -> tuple[str, str]:
 
 
 def render(info: dict[str, Any], files: list[Any], diff: str, size: int, *, source: str,
-           max_bytes: int, truncated: bool) -> str:
+           max_bytes: int, truncated: bool, redact: Callable[[str], str] = str) -> str:
+    """The context file; ``redact`` is applied to every text the author wrote, as text, before
+    it is cut, escaped or fenced (``diff``: the caller's, before it cut it)."""
     head, base = info.get("head") or {}, info.get("base") or {}
-    body = cut_utf8(str(info.get("body") or ""), _BODY_BYTES)
+    body = cut_utf8(redact(str(info.get("body") or "")), _BODY_BYTES)
     out = [
-        f"# Pull request #{info.get('number')}: {inline(str(info.get('title') or ''))}\n",
-        f"Into {code_cell(str(base.get('ref') or ''), in_table=False)} from "
-        f"{code_cell(str(head.get('ref') or ''), in_table=False)} at "
+        f"# Pull request #{info.get('number')}: {inline(redact(str(info.get('title') or '')))}\n",
+        f"Into {code_cell(redact(str(base.get('ref') or '')), in_table=False)} from "
+        f"{code_cell(redact(str(head.get('ref') or '')), in_table=False)} at "
         f"{code_cell(str(head.get('sha') or '')[:12], in_table=False)}; "
         f"{len(files)} file(s) changed.\n",
         "## Description\n",
@@ -122,7 +129,7 @@ def render(info: dict[str, Any], files: list[Any], diff: str, size: int, *, sour
     for file in files[:_FILES_SHOWN]:
         name = file.filename if not file.previous_filename else \
             f"{file.previous_filename} -> {file.filename}"
-        out.append(f"| {file.status} | {code_cell(name, 300)} | {file.additions} | "
+        out.append(f"| {file.status} | {code_cell(redact(name), 300)} | {file.additions} | "
                    f"{file.deletions} |")
     if len(files) > _FILES_SHOWN:
         out.append(f"\n{len(files) - _FILES_SHOWN} more file(s) not listed.")

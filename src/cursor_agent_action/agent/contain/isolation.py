@@ -19,7 +19,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
+import pwd
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from cursor_agent_action.agent.contain import landlock
+from cursor_agent_action.agent.contain import landlock, sudo, userns
 from cursor_agent_action.agent.contain.box import limits
 from cursor_agent_action.agent.contain.box.contract import (
     BoxLimits,
@@ -38,6 +38,13 @@ from cursor_agent_action.agent.contain.box.contract import (
 from cursor_agent_action.agent.contain.box.net.ledger import NetEvent
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.walllog import UNCONTAINED_NOTE, EventLines
+from cursor_agent_action.agent.contain.held import (
+    HIDDEN,
+    LANDLOCK_HOLDS,
+    NAMESPACES_HOLD,
+    RUNNER_LANDLOCK_HOLDS,
+    landlock_lacks,
+)
 from cursor_agent_action.agent.contain.probe import ProbeResult, has_cap_sys_admin
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.markdown import shorten
@@ -81,6 +88,16 @@ class Isolation:
     agent_user: str = DEFAULT_AGENT_USER
     fix: str = ""  # uncontained: what would contain the agent on this runner
     landlock: bool = False  # contained by Landlock, not the box (agent.contain.lockdown)
+    own_user: bool = False  # Landlock as the runner's own user (no root, no sudo)
+    namespaces: bool = False  # own_user, in its own user, PID, mount and IPC namespaces
+    no_namespaces: str = ""  # own_user without them: why (from the probe), and the fix
+
+    @property
+    def runner_lacks(self) -> str:
+        """What the runner's-own-user tier does not hold here."""
+        if self.namespaces:
+            return landlock_lacks(own_user=True, namespaces=True)
+        return f"{landlock_lacks(own_user=True)}; no namespaces: {self.no_namespaces}"
 
     @property
     def walled(self) -> bool:
@@ -95,31 +112,28 @@ class Isolation:
     @property
     def label(self) -> str:
         """For the log and the job summary."""
+        if self.own_user:
+            spaces = (f"own user, PID, mount and IPC namespaces ({NAMESPACES_HOLD}); "
+                      if self.namespaces else "")
+            return (f"landlock as the runner's own user ({self.agent_user}; {spaces}a private "
+                    f"copy of the repository, home and /tmp; no access to {HIDDEN}; "
+                    f"{RUNNER_LANDLOCK_HOLDS}; not held: {self.runner_lacks}; {self.why_not})")
         if self.landlock:
             return (f"landlock (user {self.agent_user}; a private copy of the repository, home "
-                    f"and /tmp; no access to {HIDDEN}; not held: {LANDLOCK_LACKS}; "
-                    f"{self.why_not})")
+                    f"and /tmp; no access to {HIDDEN}; {LANDLOCK_HOLDS}; not held: "
+                    f"{landlock_lacks()}; {self.why_not})")
         if self.contained:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
                     "private view of the repository, home and /tmp)")
         return f"none (the agent ran as the runner's user: {self.why_not})"
 
 
-def _sudo_works() -> bool:
-    if not shutil.which("sudo"):
-        return False
-    try:
-        done = subprocess.run(["sudo", "-n", "true"], capture_output=True, check=False,
-                              timeout=SUDO_PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-def probe_box(*, via_sudo: bool) -> ProbeResult:
+def probe_box(*, via_sudo: bool, user_namespace: bool = False) -> ProbeResult:
     """Whether the box can be made here: a throwaway root process tries its namespaces and
-    mounts (:mod:`.boxprobe`)."""
-    argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.contain.probe"]
+    mounts (:mod:`.probe`); with ``user_namespace``, the runner's user inside a user
+    namespace of its own."""
+    argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.contain.probe",
+            *(["--user-namespace"] if user_namespace else [])]
     try:
         done = subprocess.run(["sudo", "-n", "--", *argv] if via_sudo else argv,
                               capture_output=True, check=False, timeout=SUDO_PROBE_TIMEOUT_S,
@@ -167,7 +181,7 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
     if not sys.platform.startswith("linux"):
         why = f"the box needs Linux namespaces (this runner is {sys.platform})"
         fix = "run the job on a GitHub-hosted Linux runner (runs-on: ubuntu-latest)"
-    elif (root := os.geteuid() == 0) or _sudo_works():
+    elif (root := os.geteuid() == 0) or (sudo_check := sudo.check()).works:
         found = probe_box(via_sudo=not root)
         if found.ok:
             return Isolation(True, via_sudo=not root, agent_user=agent_user)
@@ -175,11 +189,15 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
         if root and requested == "auto" and landlock.abi() >= 1:
             return Isolation(True, agent_user=agent_user, why_not=why, fix=fix, landlock=True)
     else:
-        why = ("the helper is not root and 'sudo -n' does not work (no passwordless sudo for "
-               "the runner's user: a self-hosted runner)")
-        fix = ("give the runner's user passwordless sudo (a sudoers line such as "
-               "'RUNNER_USER ALL=(root) NOPASSWD: ALL'), or run the job on a GitHub-hosted "
-               "Linux runner")
+        why = f"the helper is not root and {sudo_check.why_not}"
+        fix = f"{sudo_check.fix}, or run the job on a GitHub-hosted Linux runner"
+        if requested == "auto" and landlock.abi() >= 1:
+            spaces = probe_box(via_sudo=False, user_namespace=True)
+            without = "" if spaces.ok else "{} (fix: {})".format(
+                *userns.why_not(spaces.error or spaces.step))
+            return Isolation(True, agent_user=_runner_name(), why_not=why, fix=fix,
+                             landlock=True, own_user=True, namespaces=spaces.ok,
+                             no_namespaces=without)
     if requested == "user":
         raise SetupError(f"isolation is user, but the agent cannot be contained here: {why}.",
                          f"{fix[0].upper()}{fix[1:]}; or set isolation to auto (run "
@@ -187,17 +205,27 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
     return Isolation(False, why_not=why, fix=fix)
 
 
-HIDDEN = "the runner's home, RUNNER_TEMP, the tool cache, /root or the helper's state"
-LANDLOCK_LACKS = ("no PID namespace (what it leaves running is killed by its user id), no "
-                  "network wall (it has the runner's network), no IPC namespace")
+def _runner_name() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
 
 
 def landlock_warning(isolation: Isolation) -> str:
     """The warning for ``auto`` under Landlock: what holds, what does not, the fix."""
+    if isolation.own_user:
+        spaces = (f" in its own user, PID, mount and IPC namespaces ({NAMESPACES_HOLD})"
+                  if isolation.namespaces else "")
+        return (f"Running the agent under Landlock as the runner's own user{spaces}, because "
+                f"{isolation.why_not}. It runs on a private copy with its own home and /tmp, "
+                f"with no access to {HIDDEN} (Landlock); {RUNNER_LANDLOCK_HOLDS} (seccomp); "
+                f"not held: {isolation.runner_lacks}: it can reach anything the runner "
+                f"can on the network. Fix: {isolation.fix}.")
     return (f"Running the agent under Landlock instead of the box, because "
             f"{isolation.why_not}. It runs as its own user on a private copy, with no access "
-            f"to {HIDDEN} (Landlock); "
-            f"not held: {LANDLOCK_LACKS}: it can reach anything the runner can (the cloud "
+            f"to {HIDDEN} (Landlock); {LANDLOCK_HOLDS} (seccomp); "
+            f"not held: {landlock_lacks()}: it can reach anything the runner can (the cloud "
             "metadata address, services on the runner's loopback, any host). Fix: "
             f"{isolation.fix}; set isolation: user to fail instead.")
 
@@ -225,7 +253,8 @@ def isolation_warning(isolation: Isolation, requested: str) -> str:
 def short_warning(isolation: Isolation) -> str:
     """The annotation for :func:`landlock_warning` and :func:`fallback_warning`: one short
     line (the whole text, with what is lost and the fix, is in the job summary)."""
-    how = ("under Landlock instead of the box" if isolation.landlock else
+    how = ("under Landlock as the runner's own user" if isolation.own_user else
+           "under Landlock instead of the box" if isolation.landlock else
            "without the box, as the runner's user, on the real working tree")
     why = shorten(isolation.why_not, 160)
     return (f"Running the agent {how}, because {why}. The job summary's 'How it ran' says "
@@ -385,6 +414,6 @@ def jail_for(
         reveals=tuple(sorted({str(path) for path in reveals})),
         shares=tuple(sorted({str(path) for path in shares if path.is_dir()})),
         files={str(prompt): str(prompt)} if prompt.exists() else {},
-        git=git, network=network, storage=storage,
+        git=git, network=network, storage=storage, namespaces=isolation.namespaces,
     )
     return Jail(isolation, state_dir, spec)

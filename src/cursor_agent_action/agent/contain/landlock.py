@@ -44,6 +44,10 @@ FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 READ = EXECUTE | READ_FILE | READ_DIR
 WRITE = (WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_CHAR | MAKE_DIR | MAKE_REG | MAKE_SOCK
          | MAKE_FIFO | MAKE_BLOCK | MAKE_SYM | REFER | TRUNCATE)
+SERVICE_ACCOUNT_SECRETS = ("/run/secrets", "/var/run/secrets")
+"""Masked wherever Landlock stands in for the box (which hides all of ``/run``): Kubernetes
+mounts a pod's service-account token under ``/var/run/secrets`` (world-readable by default),
+Docker and Compose their secrets under ``/run/secrets``."""
 MAX_ENTRIES = 20_000
 """Entries looked at in the directories that hold a masked place; past it, the rest get no rule."""
 

@@ -1,7 +1,8 @@
-"""The agent under Landlock, where the box cannot be made but the helper is root (a container
-job, a Kubernetes pod without CAP_SYS_ADMIN): its own user, a private copy, no namespaces.
+"""The agent under Landlock, where the box cannot be made: its own user when this program is
+root (a container job, a Kubernetes pod without CAP_SYS_ADMIN), else the runner's own user (a
+self-hosted runner without sudo); a private copy, no namespaces.
 
-    python -I -m cursor_agent_action.agent.contain.lockdown SPEC.json      (as root)
+    python -I -m cursor_agent_action.agent.contain.lockdown SPEC.json   (as root, or the runner)
 
 The spec and the protocol are the box's (:mod:`.box.root`): stdout and stderr are the agent's,
 stdin the control channel (``T``: SIGTERM the agent; ``K`` or the pipe closing: kill it all),
@@ -11,18 +12,29 @@ the status written in place into the file the helper made. What holds, and what 
   of the work tree (no ``.git``) in a directory of its own, with a fresh home and ``/tmp``; the
   copy's patch is made by our hardened git against the real repository, as in the box;
 - Landlock: it reads everything but the masked places (the runner's home, ``RUNNER_TEMP``, the
-  tool cache, ``/root``, the helper's state, the real work tree with its ``.git/config``) and
-  writes only its copy, home and ``/tmp``; it cannot signal a process outside its domain
-  (ABI 6+);
+  tool cache, ``/root``, the helper's state, the real work tree with its ``.git/config``, the
+  service-account tokens in ``/run/secrets`` and ``/var/run/secrets``) and writes only its
+  copy, home and ``/tmp``; it cannot signal a process outside its domain (ABI 6+);
+- seccomp: no unix socket (pathname or abstract: not the container runtime's, D-Bus's or any
+  under ``/run``), no io_uring, no POSIX message queue, no kernel keyrings (:mod:`.box.seccomp`);
+  every System V IPC object its user owns or made is removed after the run (:mod:`.hostipc`);
 - not held: no PID namespace (what it leaves running is killed by its user id after the run,
   the user being the agent's alone), no network wall (it has the runner's network), the copy is
   on disk, not a sized tmpfs.
+
+As the runner's own user (not root: :func:`run` with ``own_user``) the same, except: no change
+of user (Landlock keeps it from the runner's files and, from ABI 6, from signalling the
+runner's processes; from ABI 1 from tracing them or reading their ``/proc/PID/environ``);
+what it leaves running is killed as this program's descendants (it is their subreaper: an
+orphan comes back to it however it forked), never by user id; only the System V objects made
+during the run are removed; no process-count limit (it would count the runner's processes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import resource
 import select
 import shutil
@@ -34,10 +46,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
-from cursor_agent_action.agent.contain import landlock
+from cursor_agent_action.agent.contain import hostipc, landlock, userns
 from cursor_agent_action.agent.contain.box import finish, home, limits, seccomp, storage, tree
 from cursor_agent_action.agent.contain.box.contract import BoxSpec, BoxStatus
-from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc
+from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc, set_subreaper
 from cursor_agent_action.agent.contain.box.root import Status, setup_failed, silence_output
 from cursor_agent_action.agent.contain.box.user import AgentUser, UserError, agent_user
 
@@ -67,11 +79,11 @@ class Prepared:
         tree.survey(str(real), max_entries=caps.max_files, count_bytes=True,  # caps first
                     max_file_bytes=caps.max_file_bytes, max_total_bytes=caps.max_total_bytes)
         (self.area / "tree").mkdir()
+        started = time.monotonic()
         self.copy = tree.copy_tree(str(real), str(self.area / "tree"), agent.uid, agent.gid,
                                    max_file_bytes=caps.max_file_bytes,
                                    max_total_bytes=caps.max_total_bytes)
-        self.copy.note = (f"a copy of the repository ({self.copy.files:,} files) on disk, "
-                          "under Landlock")
+        self.copy.note = copy_note(self.copy, time.monotonic() - started)
         (self.area / storage.OBJECTS_DIR).mkdir(mode=0o700, parents=True)  # storage.finish
         if spec.git:  # as storage.prepare, from the real repository (no .git here)
             with contextlib.suppress(changeset.ChangesetError):
@@ -95,12 +107,15 @@ class Prepared:
         os.chmod(self.area / "tree", 0o700)  # the agent's alone, as its home and /tmp
         files = self.area / "files"  # root's, readable by the agent's group only
         files.mkdir(mode=0o750)
-        os.chown(files, 0, agent.gid)
+        root = os.geteuid() == 0
+        if root:
+            os.chown(files, 0, agent.gid)
         moved: dict[str, str] = {}
         for index, source in enumerate(spec.files):
             copied = files / f"{index}-{Path(source).name}"
             shutil.copyfile(source, copied, follow_symlinks=False)
-            os.chown(copied, 0, agent.gid)
+            if root:
+                os.chown(copied, 0, agent.gid)
             copied.chmod(0o640)
             moved[source] = str(copied)
         inside = os.path.relpath(spec.cwd, real)
@@ -112,7 +127,7 @@ class Prepared:
                     for name, value in spec.env.items()}
         self.env["TMPDIR"] = str(tmp)
         rules = landlock.agent_rules(
-            masks=[*spec.masks, str(real), str(self.area)],
+            masks=[*spec.masks, *landlock.SERVICE_ACCOUNT_SECRETS, str(real), str(self.area)],
             writable=[str(self.area / "tree"), str(self.area / "home"), str(tmp), *spec.shares],
             readable=[*spec.reveals, str(files)],
         )
@@ -126,19 +141,35 @@ class Prepared:
         shutil.rmtree(self.area, ignore_errors=True)
 
 
+def copy_note(copy: tree.Copy, seconds: float) -> str:
+    """The summary's line on the copy: its size, what it cost, and why there is one."""
+    how = (f"{copy.cloned:,} of them cloned copy-on-write" if copy.cloned else
+           "its data copied: this file system has no copy-on-write clones")
+    return (f"a copy of the repository ({copy.files:,} files, {copy.bytes / 2**20:,.1f} MiB) "
+            f"on disk, under Landlock, made in {seconds:.1f} s ({how}; without the box there "
+            "is no overlay: it needs CAP_SYS_ADMIN or a user namespace)")
+
+
 def _can_run(agent: AgentUser, program: str) -> bool:
     """Whether ``agent`` may execute ``program`` (asked as that user, in a child)."""
     child = os.fork()
     if child == 0:  # pragma: no cover - a forked child, answering by its exit code
         try:
-            os.setgroups([])
-            os.setresgid(agent.gid, agent.gid, agent.gid)
-            os.setresuid(agent.uid, agent.uid, agent.uid)
+            _become(agent)
             os._exit(0 if os.access(program, os.X_OK) else 1)
         finally:
             os._exit(1)
     _, status = os.waitpid(child, 0)
     return status == 0
+
+
+def _become(agent: AgentUser) -> None:
+    """Take ``agent``'s identity, no other group (as root; already it as the runner's user)."""
+    if os.geteuid() != 0:
+        return
+    os.setgroups([])
+    os.setresgid(agent.gid, agent.gid, agent.gid)
+    os.setresuid(agent.uid, agent.uid, agent.uid)
 
 
 def _rehome(value: str, old: str, new: str) -> str:
@@ -151,17 +182,17 @@ def _exec_agent(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits)
         os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.MAX_PROCESSES, limits.MAX_PROCESSES))
+        if os.geteuid() == 0:  # the agent's user alone: its count is the agent's processes
+            resource.setrlimit(resource.RLIMIT_NPROC,
+                               (limits.MAX_PROCESSES, limits.MAX_PROCESSES))
         box_limits.per_process()
-        os.setgroups([])
-        os.setresgid(agent.gid, agent.gid, agent.gid)
-        os.setresuid(agent.uid, agent.uid, agent.uid)
+        _become(agent)
         if os.getuid() != agent.uid or os.geteuid() != agent.uid:
             raise OSError("the agent's identity could not be set")
         # After the change of identity (which clears it): the CLI dies if we do.
         die_with_parent()
         landlock.restrict_self(prepared.ruleset)  # sets no_new_privs first
-        seccomp.install(libc())
+        seccomp.install(libc(), host_ipc=False)  # no unix socket, io_uring or mqueue
         os.closerange(3, 65536)
         os.umask(0o022)
         os.chdir(prepared.cwd)
@@ -204,7 +235,40 @@ def kill_all(uid: int, limit_s: float = KILL_WAIT_S) -> bool:
     return True
 
 
-def _wait(child: int, agent: AgentUser) -> int:
+def _children() -> list[int]:
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError), \
+                    open(f"/proc/{entry}/stat", "rb") as handle:
+                data = handle.read()
+                if int(data[data.rfind(b")") + 2:].split()[1]) == me:
+                    found.append(int(entry))
+    return found
+
+
+def kill_descendants(limit_s: float = KILL_WAIT_S) -> bool:
+    """Every descendant of this program killed (it is their subreaper: each orphan is
+    re-parented to it, so killing and reaping its children, round after round, reaches them
+    all); whether none is left, within ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while children := _children():
+        if time.monotonic() > deadline:
+            return False
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    return True
+
+
+def _kill_everything(agent: AgentUser, own_user: bool) -> bool:
+    return kill_descendants() if own_user else kill_all(agent.uid)
+
+
+def _wait(child: int, agent: AgentUser, own_user: bool) -> int:
     """Relay the helper's control bytes until the agent ends; its wait status."""
     stdin_open = True
     while True:
@@ -215,18 +279,26 @@ def _wait(child: int, agent: AgentUser) -> int:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(child, signal.SIGTERM)
             if not data or b"K" in data:
-                kill_all(agent.uid)
+                _kill_everything(agent, own_user)
                 stdin_open = bool(data)
         pid, status = os.waitpid(child, os.WNOHANG)
         if pid:
             return status
 
 
+def _runner_user() -> AgentUser:
+    return AgentUser(pwd.getpwuid(os.getuid()).pw_name, os.getuid(), os.getgid())
+
+
 def run(spec: BoxSpec, status: Status) -> int:
-    """Prepare, run, finish; the exit code of this program."""
+    """Prepare, run, finish; the exit code of this program. Not root: the agent is the
+    runner's own user (this program's)."""
     prepared: Prepared | None = None
+    own_user = os.geteuid() != 0
     try:
-        agent = agent_user(spec.user)
+        agent = _runner_user() if own_user else agent_user(spec.user)
+        if own_user and not set_subreaper():
+            raise OSError("this program cannot be the subreaper of the agent's processes")
         prepared = Prepared(spec, agent)
         box_limits = limits.create(f"caa-lockdown-{os.getpid()}",
                                    spec.limits.memory_bytes)
@@ -236,19 +308,26 @@ def run(spec: BoxSpec, status: Status) -> int:
             prepared.remove()
         status.write(setup_failed(exc))
         return EXIT_SETUP
+    before_ipc = hostipc.objects_of(agent.uid) if own_user else set()  # the runner's stay
     child = os.fork()
     if child == 0:
         with contextlib.suppress(OSError):
             box_limits.enter(os.getpid())
+        if spec.namespaces and own_user:
+            userns.run_as_init(lambda: _exec_agent(prepared, agent, box_limits))
         _exec_agent(prepared, agent, box_limits)
     os.close(prepared.ruleset)
-    code = _wait(child, agent)
-    gone = kill_all(agent.uid)
+    code = _wait(child, agent, own_user)
+    gone = _kill_everything(agent, own_user)
+    kept = hostipc.remove_left(agent.uid, before_ipc)  # as root: its user's alone, all of them
     silence_output()
+    errors = [*([] if gone else ["processes of the agent's user were still running after the "
+                                 "run"]),
+              *([f"System V IPC objects of the agent's user could not be removed: {kept}"]
+                if kept else [])]
     result = BoxStatus(
         True, limits=box_limits.label, storage=prepared.copy.note,
-        returncode=os.waitstatus_to_exitcode(code),
-        error="" if gone else "processes of the agent's user were still running after the run")
+        returncode=os.waitstatus_to_exitcode(code), error="; ".join(errors))
     # The box's own bounded finish: in the cgroup, within its limit, and ended at once when the
     # helper closes the control pipe (an alarm killed this program and left the copy behind).
     result = finish.bounded(prepared.spec, prepared.copy, box_limits).into(result)
@@ -260,9 +339,8 @@ def run(spec: BoxSpec, status: Status) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or os.geteuid() != 0:
-        sys.stderr.write("usage (as root): python -I -m cursor_agent_action.agent.contain.lockdown "
-                         "SPEC\n")
+    if len(args) != 1:
+        sys.stderr.write("usage: python -I -m cursor_agent_action.agent.contain.lockdown SPEC\n")
         return 2
     spec = BoxSpec.take(Path(args[0]))
     return run(spec, Status(spec.status_file))

@@ -8,6 +8,9 @@ kernel operations the box's root side makes, with nothing of the runner's touche
 is in the throwaway's own namespace, gone when it exits). It prints one JSON line:
 ``{"ok": true}``, or ``{"ok": false, "step": ..., "errno": N, "error": ...}``.
 
+With ``--user-namespace`` (the runner's user, no root, no sudo) it first makes an unprivileged
+user namespace (:mod:`.userns`), then the same steps inside it.
+
 Root inside a container without ``CAP_SYS_ADMIN`` (the default of ``container:`` jobs and of
 most Kubernetes pods) fails the first step: that is the case the helper must name, with a fix
 that works there.
@@ -22,11 +25,20 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from cursor_agent_action.agent.contain import userns
 from cursor_agent_action.agent.contain.box.libc import libc
+from cursor_agent_action.agent.contain.userns import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+)
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID = (0x00020000, 0x08000000, 0x40000000,
-                                                         0x20000000)
-MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 0x2, 0x4, 0x8
 CAP_SYS_ADMIN = 21
 
 
@@ -122,8 +134,17 @@ def probe() -> ProbeResult:
     return ProbeResult(True)
 
 
+def probe_user_namespace() -> ProbeResult:
+    """As the runner's user: a user namespace first (:mod:`.userns`), then the same steps."""
+    try:
+        userns.enter()
+    except userns.UserNamespaceError as exc:
+        return ProbeResult(False, "unshare (user namespace)", exc.errno or 0, str(exc))
+    return probe()
+
+
 def main() -> int:
-    result = probe()
+    result = probe_user_namespace() if "--user-namespace" in sys.argv[1:] else probe()
     sys.stdout.write(json.dumps({"ok": result.ok, "step": result.step, "errno": result.errno,
                                  "error": result.error}) + "\n")
     return 0

@@ -10,9 +10,15 @@ import zlib
 from pathlib import Path
 from typing import NoReturn
 
+from cursor_agent_action.agent.install import untar
 from cursor_agent_action.errors import InstallError
 
 EXECUTABLE = "cursor-agent"
+HAS_DATA_FILTER = hasattr(tarfile, "data_filter")
+"""Whether this Python's tarfile has ``filter="data"`` (3.10.12+, 3.11.4+, 3.12+); without it
+:mod:`.untar` writes the members with the same refusals."""
+_FILTER_ERRORS: tuple[type[Exception], ...] = (
+    (getattr(tarfile, "FilterError"),) if HAS_DATA_FILTER else ())  # noqa: B009 - 3.11.4+
 MAX_UNPACKED_BYTES = 4 * 1024**3
 
 
@@ -55,18 +61,16 @@ def _check_members(members: list[tarfile.TarInfo], url: str) -> None:
 
 def unpack(archive: Path, dest: Path, url: str) -> Path:
     """Unpack the archive into ``dest``; returns the package root (holding ``cursor-agent``)."""
-    if not hasattr(tarfile, "data_filter"):  # pragma: no cover - Python < 3.10.12
-        raise InstallError(
-            "this Python cannot unpack archives safely (no tarfile data filter).",
-            "Use Python 3.10.12 or newer (actions/setup-python installs a current one).",
-        )
     dest.mkdir()
     try:
         with tarfile.open(archive, "r:gz") as tar:
             members = tar.getmembers()
             _check_members(members, url)
-            tar.extractall(dest, members=members, filter="data")
-    except tarfile.FilterError as exc:
+            if HAS_DATA_FILTER:
+                tar.extractall(dest, members=members, filter="data")
+            else:  # Python 3.10.0-3.10.11 and 3.11.0-3.11.3: the same checks, ours
+                untar.extract(tar, members, dest)
+    except (untar.UnsafeMember, *_FILTER_ERRORS) as exc:  # type: ignore[misc]
         _bad_archive(url, f"unsafe member: {exc}")
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         _bad_archive(url, f"cannot unpack it as tar.gz ({type(exc).__name__}: {exc})")

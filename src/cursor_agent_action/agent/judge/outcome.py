@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cursor_agent_action.agent.contain.box.gitconfig import persisted_credentials
+from cursor_agent_action.agent.contain.isolation import Isolation, isolation_warning, short_warning
 from cursor_agent_action.agent.contain.process import AgentExit
 from cursor_agent_action.agent.judge.changes import (
     Applied,
@@ -16,7 +17,7 @@ from cursor_agent_action.agent.judge.changes import (
     links_failure,
 )
 from cursor_agent_action.agent.judge.verdict import Verdict
-from cursor_agent_action.runner_io import Runner, listing
+from cursor_agent_action.runner_io import Runner, listing, one_line
 from cursor_agent_action.stream.record import Cause
 
 
@@ -92,6 +93,13 @@ def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained
     runner.warning(f"The checkout left a credential in .git/config ({listing(found)}): {what}. "
                    "Fix: set persist-credentials: false on actions/checkout.",
                    title="credential in .git/config")
+
+
+def warn_isolation(runner: Runner, isolation: Isolation, requested: str, title: str) -> None:
+    """A less contained run: one short annotation; the whole warning (what holds, what does
+    not, the fix) in the log here and in the summary's "How it ran"."""
+    runner.warning(short_warning(isolation), title=title)
+    runner.log(one_line(isolation_warning(isolation, requested), 4000))
 
 
 def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:

@@ -127,8 +127,9 @@ class Box:
 
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
-    """What the contained agent must not read: the runner's home and temporary files, the tool
-    cache (the CLI's own install is shown again, read-only), the helper's state."""
+    """What the contained agent must not read: the runner's home, its own directory and
+    temporary files, the tool cache (the CLI's own install is shown again, read-only), the
+    helper's state."""
     found = [options.state_dir.parent, Path("/root")]
     with contextlib.suppress(KeyError):
         found.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
@@ -136,7 +137,20 @@ def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
                  "RUNNER_WORKSPACE"):
         if value := environ.get(name, ""):
             found.append(Path(value))
+    found += _runner_roots(environ)
     return [path.resolve() for path in found if path.is_absolute() and str(path) != "/"]
+
+
+def _runner_roots(environ: Mapping[str, str]) -> list[Path]:
+    """The runner's own directory (its ``.runner``, ``.credentials*``, ``_diag``, ``.env``, and
+    every job's ``_work``), wherever it is installed: the parent of the ``_work`` directory the
+    job's workspace and temporary directory are in."""
+    roots = []
+    for name in ("RUNNER_WORKSPACE", "GITHUB_WORKSPACE", "RUNNER_TEMP"):
+        parts = Path(environ.get(name, "")).parts
+        if "_work" in parts[1:]:
+            roots.append(Path(*parts[:parts.index("_work", 1)]))
+    return roots
 
 
 def _cli_install(agent: Path) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 from cursor_agent_action.agent.launch.statedir import STATE_PREFIX, state_root
 from cursor_agent_action.changeset import ABSENT_MODE
 from cursor_agent_action.docfiles import usually_executed
-from cursor_agent_action.errors import GitHubError, UsageError
+from cursor_agent_action.errors import GitHubError, PublishRefused, UsageError
 from cursor_agent_action.gh.api import (
     COMMENT_LIMIT,
     Context,
@@ -252,9 +252,9 @@ def _push_branch(repo: Path, args: argparse.Namespace, *, branch: str, head: str
     if tip is not None:
         tip_tree, tip_parent, tip_author, tip_trailer = gitops.commit_info(repo, tip)
         if not tip_trailer:
-            raise GitHubError(
-                f"refusing to overwrite branch {branch} on {remote}: its tip {tip[:12]} "
-                f"(by {tip_author}) was not made by cursor-agent-action publish.",
+            raise PublishRefused(
+                f"refused to publish: overwriting branch {branch} on {remote}, whose tip "
+                f"{tip[:12]} (by {tip_author}) was not made by cursor-agent-action publish.",
                 "Someone else's work is on that branch. Delete or rename it, or choose "
                 "another branch-template.",
             )

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
 from cursor_agent_action.docfiles import MAX_SCANNED_BYTES, is_documentation, reads_outside
-from cursor_agent_action.errors import GitHubError
+from cursor_agent_action.errors import GitHubError, PublishRefused
 from cursor_agent_action.globs import covers, file_pattern, names, names_directory_only
 from cursor_agent_action.links import TreeLinks, parse_ls_tree
 from cursor_agent_action.protected import AGENT_DIRS, fold_path, git_name
@@ -204,11 +204,11 @@ def problems(
     return refused
 
 
-def refusal(refused: dict[str, list[str]]) -> GitHubError:
-    """One error that names every refused path, by reason."""
+def refusal(refused: dict[str, list[str]]) -> PublishRefused:
+    """One refusal that names every refused path, by reason."""
     parts = [f"{reason}: {listing(paths, 50)}" for reason, paths in refused.items()]
-    return GitHubError(
-        f"refusing to publish: {'; '.join(parts)}. Nothing was pushed.",
+    return PublishRefused(
+        f"refused to publish: {'; '.join(parts)}. Nothing was pushed.",
         "Review these changes by hand. Widen allowed-paths (or narrow protected-paths) only if "
         "the change is really intended; .git files, submodules and links that leave the "
         "repository or lead into protected paths are never published.",

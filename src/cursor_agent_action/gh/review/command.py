@@ -113,7 +113,9 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     if args.mark_pending:
         return _mark_pending(args, ctx, number=number, context=context, reviewed=reviewed,
                              runner=runner)
-    answer = findings_mod.load(args.findings, args.findings_file)
+    # Redacted as text once, here: what renders it later is never redacted again.
+    answer = findings_mod.redacted(findings_mod.load(args.findings, args.findings_file),
+                                   runner.redact)
     fail_rank = _fail_rank(args.fail_on)
     head = marker_line("review:" + (" ".join(args.marker.split()) or default_marker()))
     author = args.comment_author.strip().casefold()

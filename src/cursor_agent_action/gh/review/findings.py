@@ -7,7 +7,9 @@ violation is one :class:`UsageError` naming the input and the finding.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -77,6 +79,17 @@ def load(text: str, file: str) -> Answer:
                       hint="Pass the agent step's structured-output, JSON that matches "
                       "review/findings.schema.json.")
     return parse(data, label)
+
+
+def redacted(answer: Answer, redact: Callable[[str], str]) -> Answer:
+    """``answer`` with every text the model wrote redacted, as text, before anything escapes,
+    fences or places it (the review body, its comments, the job summary's table)."""
+    return Answer(redact(answer.summary), answer.verdict, [
+        dataclasses.replace(finding, path=redact(finding.path), title=redact(finding.title),
+                            body=redact(finding.body),
+                            suggestion=None if finding.suggestion is None
+                            else redact(finding.suggestion))
+        for finding in answer.findings])
 
 
 def parse(data: Any, label: str) -> Answer:

@@ -21,6 +21,7 @@ underlines. Direction controls (bidi) are shown as ``⟨U+202E⟩``, other contr
 from __future__ import annotations
 
 import re
+from html.entities import html5
 
 from cursor_agent_action.markdown import INVISIBLE, code_cell, escape, fence, inline, shorten
 
@@ -30,6 +31,12 @@ _FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 _LINK = re.compile(r"\[([^\[\]\n]{1,300})\]\(([^()\s<>]{1,2000})\)")
 _URL_REST = re.compile(r"[A-Za-z0-9._~/?#&=+%:@,;!*'-]*")
+# What cmark-gfm (GitHub's parser) decodes in a link destination, in two passes (its
+# cmark_clean_url): first entity and numeric character references (with their semicolon), then
+# a backslash before ASCII punctuation in what that gave, so ``&#92;.`` and ``\\&#46;`` are
+# both ``.`` there.
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_REFERENCE = re.compile(r"&(?:#[xX][0-9A-Fa-f]{1,8}|#[0-9]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});")
 _BULLET = re.compile(r"^[-*+] +(?=\S)")
 _ORDERED = re.compile(r"^(\d{1,9})([.)])")
 _INFO = re.compile(r"[A-Za-z0-9_+.-]{1,30}")
@@ -131,10 +138,32 @@ class Prose:
         return "".join(out)
 
     def in_repo(self, url: str) -> bool:
-        """``url`` lies under this repository: no dot segments, no escapes, plain characters."""
+        """``url`` lies under this repository: judged as GitHub's Markdown reads it
+        (:func:`destination`: ``&#46;&#46;`` is ``..``), with no dot segments, no percent
+        escape (a browser reads ``%2e%2e`` as ``..``), plain characters only."""
+        url = destination(url)
         if not url.casefold().startswith(self.repo_url.casefold()):
             return False
         rest = url[len(self.repo_url):]
         segments = re.split(r"[/?#]", rest)
         return (bool(_URL_REST.fullmatch(rest)) and "%" not in rest
                 and not any(s in (".", "..") for s in segments))
+
+
+def destination(url: str) -> str:
+    """A link destination as cmark-gfm (so GitHub) reads it: entity and numeric character
+    references decoded, then backslash escapes removed (``&#46;``, ``\\&#46;`` and ``&#92;.``
+    are all ``.``); an unknown entity stays as written."""
+    if "&" in url:
+        url = _REFERENCE.sub(_reference, url)
+    return _ESCAPE.sub(r"\1", url) if "\\" in url else url
+
+
+def _reference(found: re.Match[str]) -> str:
+    """One character reference as cmark decodes it: a number (0, a surrogate or past U+10FFFF
+    is U+FFFD; any other, a noncharacter too, is itself) or an HTML5 entity name."""
+    text = found.group(0)
+    if text[1] != "#":
+        return html5.get(text[1:], text)
+    code = int(text[3:-1], 16) if text[2] in "xX" else int(text[2:-1])
+    return "\ufffd" if code == 0 or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF else chr(code)

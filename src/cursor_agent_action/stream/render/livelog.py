@@ -5,8 +5,9 @@ titled with its kind, target, outcome and duration, thinking hidden, full tool o
 ``--verbose``. Agent-authored text goes through ``Runner.untrusted`` (inside
 ``::stop-commands::``) or an escaped group title; warnings name permission denials and the
 first few malformed lines. Our own lines use ``Runner.log``; where they quote CLI metadata
-(model, subtype) it is flattened and follows our own prefix, so it cannot start a workflow
-command (the runner only parses lines that begin with ``::``).
+(model, session id, workspace, subtype, event type) it is flattened, and ``Runner`` puts every
+line through ``logsafe.neutral``: the runner parses ``::`` at a line's start and ``##[``
+anywhere in it, and neither form survives in text we did not write.
 """
 
 from __future__ import annotations

@@ -143,12 +143,16 @@ def left_out_warning(run: RunReport) -> str:
 
 def redacted(run: RunReport, redact: Callable[[str], str]) -> RunReport:
     """A copy of ``run`` with the text ``run`` added (and anything processed without this
-    runner's secrets) redacted; paths too (git's, and the tools'): sorted again, as a redacted
-    name sorts elsewhere."""
+    runner's secrets) redacted, as text, before anything renders it; paths too (git's, and
+    the tools'): sorted again, as a redacted name sorts elsewhere."""
     failures = tuple(dataclasses.replace(failure, message=redact(failure.message))
                      for failure in run.failures)
-    stream = dataclasses.replace(run.stream, result_text=redact(run.stream.result_text),
-                                 final_message=redact(run.stream.final_message))
+    said = run.stream
+    stream = dataclasses.replace(said, result_text=redact(said.result_text),
+                                 final_message=redact(said.final_message),
+                                 model=redact(said.model), session_id=redact(said.session_id),
+                                 request_id=redact(said.request_id), cwd=redact(said.cwd),
+                                 failure=redact(said.failure))
     return dataclasses.replace(
         run,
         stream=stream,

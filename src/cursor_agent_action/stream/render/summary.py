@@ -98,7 +98,7 @@ def _how_it_ran(run: RunReport, groups: CallGroups) -> str:
         items.append(f"{run.stream.malformed_lines:,} line(s) of the stream were not JSON events "
                      "and were skipped (the log shows the first few).")
     if run.isolation:
-        items.append(f"**Isolation:** {inline(run.isolation, 600)}")  # ours, whole
+        items.append(f"**Isolation:** {inline(run.isolation, 2000)}")  # ours, whole
     items += [inline(detail, 600) for detail in run.isolation_details]
     body = "".join("\n  ".join(wrap(f"- {item}")) + "\n" for item in items)
     if run.isolation_warning:
@@ -292,7 +292,8 @@ def render_compact(
 ) -> str:
     """Short Markdown for PR bodies and sticky comments, never over ``max_chars`` characters.
 
-    Not redacted here: callers pass it through ``Runner.redact`` like everything they write.
+    Not redacted here: callers redact the report as text first (``report.redacted``) and put
+    the Markdown only through the one-for-one net (``Redactor.net``), never the full redactor.
     """
     icon = ICONS.get(run.conclusion.value, "❔")
     facts = [f"{icon} **Cursor agent: {inline(run.conclusion.value, 40)}**"]

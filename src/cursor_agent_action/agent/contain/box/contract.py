@@ -66,6 +66,8 @@ class BoxSpec:
     git: bool = True
     network: NetPolicy | None = None
     storage: str = "auto"
+    namespaces: bool = False
+    """Landlock as the runner's user: inside its own user, PID, mount and IPC namespaces."""
     owner: tuple[int, int] = (-1, -1)
     """Who wrote the spec file (the helper): set by the root side from the file's owner."""
 

@@ -7,6 +7,7 @@ import signal
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def libc() -> Any:
@@ -18,3 +19,8 @@ def die_with_parent() -> None:
     """This process gets SIGKILL when the thread that forked it ends (cleared by a change of
     identity: call it after ``setresuid``)."""
     libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def set_subreaper() -> bool:
+    """This process adopts its descendants' orphans (Linux 3.4+); whether it could."""
+    return int(libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0

@@ -7,6 +7,23 @@ from one run to the next. Without these calls the agent can neither read nor pla
 either. Docker's default profile refuses the same calls. System calls of another ABI than the
 machine's own (i386 on x86_64, x32) are refused whole: they would reach ``keyctl`` by another
 number. The agent also joins a new, empty session keyring before the filter goes on.
+
+Without the box (the Landlock tiers: no network or IPC namespace, the host's ``/run`` in
+view), :func:`install` with ``host_ipc=False`` also refuses:
+
+- ``socket(AF_UNIX, ...)`` (EACCES): no unix socket by path or abstract name can be made, so
+  none can be connected to or listened on: not the container runtime's, D-Bus's, an SSH
+  agent's or another job's under ``/run`` or ``/tmp``. Landlock does not govern connecting to a
+  socket by path, and scopes abstract ones only from ABI 6; this holds from seccomp's first
+  kernel on. ``socketpair`` stays: it is how Node (libuv) wires a child's stdio and its IPC
+  channel, and it connects only the two ends it makes;
+- ``io_uring_setup``, ``io_uring_enter``, ``io_uring_register`` (ENOSYS): io_uring makes
+  sockets and connects them without the system calls a filter sees (libuv falls back);
+- ``mq_open`` (ENOSYS): no POSIX message queue, none left for the next run (their file system
+  is rarely mounted, so they could not even be found to remove);
+- ``kill(-1, ...)`` (EACCES): no signal to every process its user may signal at once (as the
+  runner's own user, below Landlock ABI 6, that would be the runner's whole session; a single
+  process of the runner's found by its pid stays within reach there, and the summary says so).
 """
 
 from __future__ import annotations
@@ -15,52 +32,96 @@ import ctypes
 import errno
 import platform
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 _LD_ABS_W, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
 _ALLOW = 0x7FFF0000
-_ENOSYS = 0x00050000 | errno.ENOSYS
+_ERRNO = 0x00050000
+_ENOSYS = _ERRNO | errno.ENOSYS
+_EACCES = _ERRNO | errno.EACCES
+_ARG0 = 16  # seccomp_data.args[0] (its low 32 bits on a little-endian machine)
+AF_UNIX = 1
 KEYCTL_JOIN_SESSION_KEYRING = 1
 
-# machine: (audit arch, add_key, request_key, keyctl, the x32 bit or 0)
+
+@dataclass(frozen=True)
+class _Arch:
+    audit: int
+    keyrings: tuple[int, int, int]  # add_key, request_key, keyctl
+    host_ipc: tuple[int, int, int, int]  # io_uring_setup, _enter, _register, mq_open
+    socket: int
+    kill: int
+    x32: int = 0  # the x32 bit, or 0
+
+
 _ARCHES = {
-    "x86_64": (0xC000003E, 248, 249, 250, 0x40000000),
-    "aarch64": (0xC00000B7, 217, 218, 219, 0),
+    "x86_64": _Arch(0xC000003E, (248, 249, 250), (425, 426, 427, 240), 41, 62, 0x40000000),
+    "aarch64": _Arch(0xC00000B7, (217, 218, 219), (425, 426, 427, 180), 198, 129),
 }
+_ALL_PROCESSES = 0xFFFFFFFF  # kill(-1, ...): every process the caller may signal
 
 
 class SeccompError(Exception):
     """The filter could not be installed."""
 
 
-def _filter(arch: int, calls: tuple[int, ...], x32: int) -> bytes:
-    """The BPF program (see the module docstring), as ``struct sock_filter`` records."""
-    program: list[tuple[int, int, int, int]] = [
-        (_LD_ABS_W, 0, 0, 4),  # seccomp_data.arch
-        (_JEQ_K, 1, 0, arch),
-        (_RET_K, 0, 0, _ENOSYS),  # another ABI: nothing
-        (_LD_ABS_W, 0, 0, 0),  # seccomp_data.nr
+def supported() -> bool:
+    """Whether this machine's architecture is one the filter knows."""
+    return platform.machine() in _ARCHES
+
+
+Instruction = tuple[int, "int | str", "int | str", int]
+
+
+def _assemble(program: list[tuple[str, Instruction]]) -> bytes:
+    """``struct sock_filter`` records; a jump may name a label (an instruction's tag)."""
+    where = {label: index for index, (label, _) in enumerate(program) if label}
+    records = []
+    for index, (_, (code, true, false, k)) in enumerate(program):
+        jumps = [where[jump] - index - 1 if isinstance(jump, str) else jump
+                 for jump in (true, false)]
+        records.append(struct.pack("HBBI", code, *jumps, k))
+    return b"".join(records)
+
+
+def _filter(arch: _Arch, *, host_ipc: bool) -> bytes:
+    """The BPF program (see the module docstring)."""
+    refused = [*arch.keyrings, *(() if host_ipc else arch.host_ipc)]
+    program: list[tuple[str, Instruction]] = [
+        ("", (_LD_ABS_W, 0, 0, 4)),  # seccomp_data.arch
+        ("", (_JEQ_K, 1, 0, arch.audit)),
+        ("", (_RET_K, 0, 0, _ENOSYS)),  # another ABI: nothing
+        ("", (_LD_ABS_W, 0, 0, 0)),  # seccomp_data.nr
     ]
-    refuse_at = 4 + (1 if x32 else 0) + len(calls) + 1  # the index of the refusing return
-    if x32:
-        program.append((_JGE_K, refuse_at - len(program) - 1, 0, x32))
-    for call in calls:
-        program.append((_JEQ_K, refuse_at - len(program) - 1, 0, call))
-    program += [(_RET_K, 0, 0, _ALLOW), (_RET_K, 0, 0, _ENOSYS)]
-    return b"".join(struct.pack("HBBI", *record) for record in program)
+    if arch.x32:
+        program.append(("", (_JGE_K, "refuse", 0, arch.x32)))
+    program += [("", (_JEQ_K, "refuse", 0, call)) for call in refused]
+    if not host_ipc:
+        program += [
+            ("", (_JEQ_K, "kill", 0, arch.kill)),
+            ("", (_JEQ_K, 0, "allow", arch.socket)),
+            ("", (_LD_ABS_W, 0, 0, _ARG0)),  # socket(domain, ...)
+            ("", (_JEQ_K, "eacces", "allow", AF_UNIX)),
+            ("kill", (_LD_ABS_W, 0, 0, _ARG0)),  # kill(pid, ...)
+            ("", (_JEQ_K, 0, "allow", _ALL_PROCESSES)),
+            ("eacces", (_RET_K, 0, 0, _EACCES)),
+        ]
+    program += [("allow", (_RET_K, 0, 0, _ALLOW)), ("refuse", (_RET_K, 0, 0, _ENOSYS))]
+    return _assemble(program)
 
 
-def install(libc: Any) -> bool:
+def install(libc: Any, *, host_ipc: bool = True) -> bool:
     """Join a new session keyring, then refuse the keyring calls from now on (this process
-    and what it starts); False on a machine this does not know (nothing installed). Needs
+    and what it starts), and without ``host_ipc`` (no box around) unix sockets, io_uring and
+    POSIX message queues; False on a machine this does not know (nothing installed). Needs
     ``PR_SET_NO_NEW_PRIVS`` (or root). Raises :class:`SeccompError`."""
-    known = _ARCHES.get(platform.machine())
-    if known is None:
+    arch = _ARCHES.get(platform.machine())
+    if arch is None:
         return False
-    arch, add_key, request_key, keyctl, x32 = known
-    libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None)  # best effort: a new, empty one
-    program = ctypes.create_string_buffer(_filter(arch, (add_key, request_key, keyctl), x32))
+    libc.syscall(arch.keyrings[2], KEYCTL_JOIN_SESSION_KEYRING, None)  # best effort: new, empty
+    program = ctypes.create_string_buffer(_filter(arch, host_ipc=host_ipc))
 
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]

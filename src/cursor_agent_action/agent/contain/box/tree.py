@@ -12,14 +12,16 @@ and set-group-ID bits dropped). Not copied:
   paths longer than :data:`MAX_PATH_BYTES`: they are named in :attr:`Copy.left_out`, and the
   patch never counts them as deleted.
 
-The walk is iterative (any depth), reads each entry with ``lstat`` (links are never followed)
-and stops with :class:`CopyTooLarge` past ``max_total_bytes``. The ``lstat`` of every copied
-file and link is kept: after the run only entries whose ``lstat`` changed are hashed for the
-patch (the inode change time cannot be set by the agent).
+Each file is cloned where the file system shares blocks copy-on-write (``FICLONE``), else its
+data copied. The walk is iterative (any depth), reads each entry with ``lstat`` (links are
+never followed) and stops with :class:`CopyTooLarge` past ``max_total_bytes``. The ``lstat`` of
+every copied file and link is kept: after the run only entries whose ``lstat`` changed are
+hashed for the patch (the inode change time cannot be set by the agent).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from cursor_agent_action.protected import protected_name
 MAX_PATH_BYTES = 3072
 """Longer relative paths are left out (Linux takes 4096 bytes for a whole path)."""
 _CHUNK = 1 << 30
+FICLONE = 0x40049409  # <linux/fs.h>: _IOW(0x94, 9, int)
 
 
 def protected(path: str) -> bool:
@@ -63,6 +66,7 @@ class Copy:
     storage: str = "copy"  # or "overlay" (:mod:`.overlay`): the tree is not copied
     note: str = ""  # which storage, and why: one line for the summary
     dirty: dict[str, tuple[str, str]] = field(default_factory=dict)  # the copy's base
+    cloned: int = 0  # files cloned (FICLONE: shared blocks, copied on write), not copied
 
 
 def nested_repositories(copy: Copy) -> list[str]:
@@ -73,12 +77,22 @@ def nested_repositories(copy: Copy) -> list[str]:
     return sorted({os.path.dirname(path) for path in marks} - {""})
 
 
-def _copy_file(source: str, target: str, info: os.stat_result) -> None:
+def _copy_file(source: str, target: str, info: os.stat_result, *, clone: bool) -> bool:
+    """Copy ``source`` to the new ``target``: a copy-on-write clone (``FICLONE``: no data
+    written, on btrfs, XFS with reflink, bcachefs...) when ``clone``, else (or when the file
+    system has none) by ``sendfile``. Whether it was cloned."""
     src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                       0o600)
         try:
+            if clone and info.st_size:
+                try:
+                    fcntl.ioctl(dst, FICLONE, src)
+                except OSError:
+                    pass  # ext4, tmpfs, another file system: the data is copied
+                else:
+                    return True
             left = info.st_size
             while left > 0:
                 sent = os.sendfile(dst, src, None, min(left, _CHUNK))
@@ -89,6 +103,7 @@ def _copy_file(source: str, target: str, info: os.stat_result) -> None:
             os.close(dst)
     finally:
         os.close(src)
+    return False
 
 
 def copy_tree(source: str, target: str, uid: int, gid: int, *, max_file_bytes: int,
@@ -96,6 +111,7 @@ def copy_tree(source: str, target: str, uid: int, gid: int, *, max_file_bytes: i
     """Copy the work tree at ``source`` into the empty directory ``target`` (see the module
     docstring); everything made is owned by ``uid``:``gid``."""
     made = Copy()
+    clone = True
     os.chown(target, uid, gid)
     os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) & 0o777 | 0o700)
     pending: list[str] = [""]
@@ -131,7 +147,10 @@ def copy_tree(source: str, target: str, uid: int, gid: int, *, max_file_bytes: i
                 if made.bytes > max_total_bytes:
                     raise CopyTooLarge(
                         f"the working tree holds more than {max_total_bytes >> 20} MiB of files")
-                _copy_file(src, dst, info)
+                if _copy_file(src, dst, info, clone=clone):
+                    made.cloned += 1
+                else:
+                    clone = made.cloned > 0  # one refusal: this file system has no clones
                 mode = stat.S_IMODE(info.st_mode) & 0o1777
                 if name == ".git":  # a submodule's or worktree's pointer: root's, read-only
                     os.chmod(dst, 0o444)

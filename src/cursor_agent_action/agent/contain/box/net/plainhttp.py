@@ -7,7 +7,11 @@ the far end as a request the relay composes itself from the parsed parts, with h
 on a connection of its own marked ``Connection: close``: a far end that ignores a body closes
 instead of reading the body as a next request. The answer comes back the same way (parsed,
 framed anew for the agent, ``Connection: close`` too: one request a connection).
-Hop-by-hop fields (RFC 9110, 7.6.1) are not passed on.
+Hop-by-hop fields (RFC 9110, 7.6.1) are not passed on, nor ``Max-Forwards``: with it a proxy on
+the way answers a TRACE or OPTIONS itself. ``TRACE`` and ``TRACK`` are refused: their answer
+echoes the request as a proxy on the way received it, credentials included (RFC 9110, 9.3.8).
+The runner proxy's credentials never go on a request this module composes: the relay's own
+``CONNECT`` (``upstream.tunnel``) is the only request that carries them.
 """
 
 from __future__ import annotations
@@ -38,8 +42,11 @@ HOP_BY_HOP = frozenset(
         b"host",
         b"expect",
         b"http2-settings",
+        b"max-forwards",  # end to end, but it makes a proxy on the way answer itself
     }
 )
+ECHOING = frozenset({b"TRACE", b"TRACK"})
+"""Methods whose answer is the request as received (TRACK: IIS's TRACE)."""
 _ORIGIN_FORM = re.compile(rb"/(?!/)[\x21-\x5b\x5d-\x7e]*")
 """A path and query of visible ASCII; not ``//`` first nor a backslash anywhere (WHATWG URL
 readers, node's, take ``//host`` and ``/\\host`` for a URL with a host)."""
@@ -48,13 +55,13 @@ _AUTHORITY = re.compile(rb"([A-Za-z0-9._-]+)(?::(\d{1,5}))?")
 
 @dataclass(frozen=True)
 class Upstream:
-    """The relay's connection for the request: to the far end, or to the runner's HTTP proxy
-    (then the target gets ``prefix``, absolute form, and ``authorization`` is the proxy's)."""
+    """The relay's connection for the request: to the far end (perhaps through a ``CONNECT``
+    tunnel), or to the runner's HTTP proxy when it takes no credentials (then the target gets
+    ``prefix``, absolute form)."""
 
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     prefix: bytes = b""
-    authorization: bytes = b""
 
 
 Connect = Callable[[], Awaitable[Upstream]]
@@ -79,6 +86,9 @@ def check_request(request: h11.Request, name: str, port: int) -> bytes:
     method = request.method.upper()
     if method == b"CONNECT":
         raise BadRequest("a CONNECT: nothing in the box is a proxy")
+    if method in ECHOING:
+        raise BadRequest(f"a {method.decode('ascii', 'replace')} request: its answer echoes "
+                         "the request as a proxy on the way received it")
     target = request.target
     if not _ORIGIN_FORM.fullmatch(target) and not (target == b"*" and method == b"OPTIONS"):
         if not target.startswith(b"/"):
@@ -104,19 +114,17 @@ def check_request(request: h11.Request, name: str, port: int) -> bytes:
     return default.encode()
 
 
-def compose(request: h11.Request, host: bytes, prefix: bytes = b"",
-            authorization: bytes = b"") -> h11.Request:
+def compose(request: h11.Request, host: bytes, prefix: bytes = b"") -> h11.Request:
     """The relay's own request for the agent's ``request`` (checked): its method, target and
     end-to-end fields, the dialed ``host``, ``Connection: close``; h11 frames its body. To the
-    runner's proxy: the target after ``prefix`` (absolute form), its ``authorization``."""
+    runner's proxy: the target after ``prefix`` (absolute form). Never a credential of ours:
+    the request carries the agent's method, target and fields."""
     chunked = any(field == b"transfer-encoding" for field, _ in request.headers)
     # Never both lengths (RFC 9112 6.2): h11 read the body as chunked, so a Content-Length
     # beside it would make a far end that frames by it read the body's bytes as a request.
     headers = [(field, value) for field, value in _forwarded(list(request.headers))
                if not (chunked and field == b"content-length")]
     headers += [(b"host", host), (b"connection", b"close")]
-    if authorization:
-        headers.append((b"proxy-authorization", authorization))
     if chunked:
         headers.append((b"transfer-encoding", b"chunked"))  # h11 read no other coding
     return h11.Request(method=request.method, target=prefix + request.target, headers=headers)
@@ -205,8 +213,7 @@ async def _exchange(agent: h11.Connection, exit_: Exit, request: h11.Request, *,
                     host: bytes, far: Far, flow: Flow) -> None:
     """One request composed anew to the far end, its answer back."""
     reader, writer = exit_.reader, exit_.writer
-    data = far.http.send(compose(request, host, far.upstream.prefix,
-                                 far.upstream.authorization))
+    data = far.http.send(compose(request, host, far.upstream.prefix))
     if agent.they_are_waiting_for_100_continue:  # the far end hears no Expect: we answer
         writer.write(agent.send(h11.InformationalResponse(status_code=100, headers=[])))
     far.writer.write(data or b"")

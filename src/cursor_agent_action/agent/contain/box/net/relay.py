@@ -282,9 +282,11 @@ class Wall:
     async def _via(self, name: str, port: int, via: RunnerProxy,
                    peeking: asyncio.Future[tuple[bytes, peek.Claim]]) -> plainhttp.Upstream:
         """A connection to ``name:port`` through the runner's proxy, once the agent's first
-        bytes tell which: plain HTTP is forwarded to the HTTP proxy (absolute form), the rest
-        tunnelled through the HTTPS proxy (``CONNECT``). A name the runner resolves is
-        refused as it would be direct (its addresses are checked)."""
+        bytes tell which: plain HTTP is forwarded to the HTTP proxy (absolute form) when it
+        takes no credentials, else tunnelled like the rest (``CONNECT``: the proxy's
+        credentials go on the relay's own CONNECT only, never on a request that carries the
+        agent's method, target and fields). A name the runner resolves is refused as it
+        would be direct (its addresses are checked)."""
         destination = f"{name}:{port}"
         _, claim = await peeking
         proxy = via.http if claim.http else via.https
@@ -301,9 +303,8 @@ class Wall:
                                f"resolve: {exc}")
             raise
         reader, writer = await self._open(destination, found, proxy.port)
-        if claim.http:
-            return plainhttp.Upstream(reader, writer, upstream.forward_prefix(name, port),
-                                      proxy.authorization.encode())
+        if claim.http and not proxy.authorization:
+            return plainhttp.Upstream(reader, writer, upstream.forward_prefix(name, port))
         try:
             await asyncio.wait_for(upstream.tunnel(reader, writer, proxy, name, port),
                                    self.limits.connect_timeout_s)

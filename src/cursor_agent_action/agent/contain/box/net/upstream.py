@@ -4,9 +4,13 @@ box is a proxy.
 
 For each allowed destination the relay opens ``CONNECT name:port`` to the HTTPS proxy (TLS and
 other protocols), or sends its own composed request in absolute form to the HTTP proxy (plain
-HTTP). ``NO_PROXY`` (names and domains, ``*`` for all) sends a name direct. Lower-case names
-win over upper-case ones, as curl reads them. Only ``http://`` proxies are spoken to; a user
-and password in the URL become ``Proxy-Authorization: Basic``.
+HTTP) when that proxy takes no credentials. ``NO_PROXY`` (names and domains, ``*`` for all)
+sends a name direct. Lower-case names win over upper-case ones, as curl reads them. Only
+``http://`` proxies are spoken to; a user and password in the URL become ``Proxy-Authorization:
+Basic`` on the relay's own ``CONNECT`` (:func:`tunnel`) and nowhere else: plain HTTP through a
+proxy with credentials is tunnelled to the far end as well (a request that carries the agent's
+method, target and fields never carries them: a ``TRACE`` answered by the proxy would echo
+them to the agent).
 """
 
 from __future__ import annotations

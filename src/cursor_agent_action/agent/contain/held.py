@@ -1,0 +1,47 @@
+"""What each tier without the box holds and does not hold, in the user's words: the label, the
+warning and the job summary say it (:mod:`.isolation`), with what this machine's kernel cannot
+hold (:func:`landlock_lacks`)."""
+
+from __future__ import annotations
+
+import platform
+
+from cursor_agent_action.agent.contain import landlock
+from cursor_agent_action.agent.contain.box import seccomp
+
+HIDDEN = ("the runner's home, RUNNER_TEMP, the tool cache, /root, the helper's state or the "
+          "service-account tokens (/run/secrets, /var/run/secrets)")
+LANDLOCK_HOLDS = ("no unix socket (the host's under /run, abstract ones), io_uring or POSIX "
+                  "message queue; the System V IPC objects it made removed after the run")
+LANDLOCK_LACKS = ("no PID namespace (what it leaves running is killed by its user id), no "
+                  "network wall (it has the runner's network), no IPC namespace (System V "
+                  "objects others left open to all are in reach)")
+RUNNER_LANDLOCK_HOLDS = (f"{LANDLOCK_HOLDS}; no tracing of, or reading /proc/PID/environ "
+                         "of, the runner's processes; no_new_privs (no sudo, no set-user-ID "
+                         "program); what it leaves running is killed as the helper's "
+                         "descendants")
+RUNNER_LANDLOCK_LACKS = ("its own user (it is the runner's: files the runner's user may read "
+                         "outside the masked places it may read too), no PID namespace, no "
+                         "network wall (it has the runner's network), no IPC namespace, no "
+                         "process-count limit")
+NAMESPACES_HOLD = ("it sees and signals only its own processes, whatever the kernel's "
+                   "Landlock ABI, and all of them end with the run; its IPC objects are its own "
+                   "and go with it")
+RUNNER_NAMESPACES_LACK = ("its own user (it is the runner's: what that user may read outside "
+                          "the masked places it may read), no network namespace or wall (it "
+                          "has the runner's network), no process-count limit")
+
+
+
+def landlock_lacks(*, own_user: bool = False, namespaces: bool = False) -> str:
+    """What a Landlock tier does not hold, with what this machine's kernel cannot hold."""
+    lacks = (RUNNER_NAMESPACES_LACK if namespaces else
+             RUNNER_LANDLOCK_LACKS if own_user else LANDLOCK_LACKS)
+    if own_user and not namespaces and (version := landlock.abi()) < 6:
+        lacks += (f"; on this kernel (Landlock ABI {version}, scopes from 6: Linux 6.12) it can "
+                  "signal a process of the runner's found by its pid, the helper's included "
+                  "(not all at once: kill(-1) is refused)")
+    if not seccomp.supported():
+        lacks += (f"; no seccomp filter for this machine ({platform.machine()}): unix sockets, "
+                  "io_uring, POSIX message queues and kernel keyrings are in reach")
+    return lacks

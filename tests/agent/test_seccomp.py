@@ -1,0 +1,123 @@
+"""The seccomp filter as the Landlock tiers install it (``host_ipc=False``): no unix socket made
+by ``socket()``, pathname or abstract; ``socketpair`` kept, and with it what Node does with
+its children (stdio pipes, the ``fork()`` IPC channel); io_uring and POSIX message queues
+refused; the box's filter (``host_ipc=True``) leaves unix sockets alone.
+
+Each check runs in a forked child that installs the filter on itself (``no_new_privs`` first,
+as an unprivileged process must), through the kernel."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.agent.contain.box import seccomp
+from cursor_agent_action.agent.contain.box.libc import libc
+from tests.support.forked import in_child
+
+pytestmark = pytest.mark.skipif(not seccomp.supported(), reason="the filter knows x86_64, arm64")
+NODE = shutil.which("node") or ""
+IO_URING_SETUP = 425
+
+
+def _filtered(host_ipc: bool, probe: Callable[[], dict[str, str]]) -> dict[str, str]:
+    def restrict() -> None:
+        lib = libc()
+        lib.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        seccomp.install(lib, host_ipc=host_ipc)
+
+    return in_child(probe, before=restrict)
+
+
+def _try(action: Callable[[], object]) -> str:
+    try:
+        action()
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno or 0, "refused")
+    return "ok"
+
+
+def _syscall(number: int) -> Callable[[], None]:
+    def call() -> None:
+        lib = libc()
+        if lib.syscall(ctypes.c_long(number), 0, None) < 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+    return call
+
+
+def _sockets() -> dict[str, str]:
+    def pair() -> None:
+        one, two = socket.socketpair()
+        one.sendall(b"x")
+        assert two.recv(1) == b"x"
+
+    return {
+        "unix": _try(lambda: socket.socket(socket.AF_UNIX).close()),
+        "unix_dgram": _try(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).close()),
+        "inet": _try(lambda: socket.socket(socket.AF_INET).close()),
+        "socketpair": _try(pair),
+        "io_uring": _try(_syscall(IO_URING_SETUP)),
+        "kill_all": _try(lambda: os.kill(-1, 0)),
+        "kill_self": _try(lambda: os.kill(os.getpid(), 0)),
+    }
+
+
+def test_without_the_box_no_unix_socket_can_be_made_but_socketpair_works() -> None:
+    """And no kill(-1): as the runner's own user, every process of the runner at once."""
+    seen = _filtered(False, _sockets)
+    assert seen == {"unix": "EACCES", "unix_dgram": "EACCES", "inet": "ok", "socketpair": "ok",
+                    "io_uring": "ENOSYS", "kill_all": "EACCES", "kill_self": "ok"}
+
+
+def test_the_box_s_filter_leaves_unix_sockets_alone() -> None:
+    seen = _filtered(True, _sockets)
+    assert seen["unix"] == "ok"
+    assert seen["socketpair"] == "ok"
+
+
+_NODE = """
+const cp = require('child_process'), fs = require('fs'), net = require('net');
+const out = {};
+out.spawnSync = String(cp.spawnSync('sh', ['-c', 'echo spawned']).stdout).trim();
+const done = () => { if (Object.keys(out).length === 5) console.log(JSON.stringify(out)); };
+const piped = cp.spawn('cat', [], {stdio: ['pipe', 'pipe', 'inherit']});
+piped.stdout.on('data', (d) => { out.pipe = String(d).trim(); done(); });
+piped.stdin.end('through a pipe');
+const child = cp.fork(process.argv[2]);
+child.on('message', (m) => { out.fork = m; done(); });
+child.send('hi');
+fs.promises.readFile(__filename).then(() => { out.fs = 'ok'; done(); });
+const server = net.createServer();
+server.on('error', (e) => { out.listen = e.code; done(); });
+server.listen(process.argv[3], () => { out.listen = 'ok'; server.close(); done(); });
+"""
+
+
+@pytest.mark.skipif(not NODE, reason="needs node (the CLI's runtime)")
+def test_node_s_children_pipes_and_ipc_work_without_unix_sockets(tmp_path: Path) -> None:
+    """What the CLI's runtime does with its tools (libuv: socketpair for stdio and the fork()
+    channel, io_uring falling back); only listening on a unix socket is refused."""
+    script, child = tmp_path / "main.js", tmp_path / "child.js"
+    script.write_text(_NODE)
+    child.write_text("process.on('message', (m) => { process.send(m + ' back'); "
+                     "process.exit(0); });\n")
+    where = str(tmp_path / "listen.sock")
+
+    def run_node() -> dict[str, str]:
+        done = subprocess.run([NODE, str(script), str(child), where], capture_output=True,
+                              text=True, timeout=60, check=False)
+        return {"out": done.stdout, "err": done.stderr}
+
+    seen = _filtered(False, run_node)
+    assert json.loads(seen["out"]) == {"spawnSync": "spawned", "pipe": "through a pipe",
+                                       "fork": "hi back", "fs": "ok", "listen": "EACCES"}, seen
