@@ -243,6 +243,7 @@ def _workflow(clis: dict[str, Path]) -> str:
         "wiring": agent(
             "wiring",
             "api-key: ${{ secrets.CURSOR_API_KEY }}",
+            "api-key-masking: off",  # the key itself in the box: which one it is shows
             "model: gpt-test",
             "resume: sess-42",
             "working-directory: sub",
@@ -337,7 +338,11 @@ def test_api_key_never_shown(scenario_run: tuple[ActRun, Path]) -> None:
     run, base = scenario_run
     assert run.job_result("success") == "success", run.explain()
     (recorded,) = runs(base, "record-success.jsonl")
-    assert recorded["env"]["CURSOR_API_KEY"] == PLAIN_KEY  # the agent did have it
+    # The relay held the key: the agent had a placeholder of its shape (the scenario's stream
+    # holds the real key, as an agent that had it would print it).
+    assert recorded["env"]["CURSOR_API_KEY"] != PLAIN_KEY
+    assert len(recorded["env"]["CURSOR_API_KEY"]) == len(PLAIN_KEY)
+    assert run.outputs("success", "agent")["api-key-in-box"] == "no"
     for key in (SECRET_KEY, PLAIN_KEY):
         assert run.leaks(key) == []
     assert "CURSOR_API_KEY=***" in run.job_log("success")  # the tool output, verbose

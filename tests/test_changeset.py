@@ -230,42 +230,6 @@ def test_the_rule_files_read_for_one_check_are_capped(repo: Path) -> None:
         changeset.compute(repo, before)
 
 
-@pytest.mark.parametrize(("text", "refused"), [
-    (".. include:: /proc/self/environ", True),
-    (".. literalinclude:: ../../../home/runner/.bashrc", True),
-    (".. raw:: html\n   :file: /etc/passwd", True),
-    ("```{include} ../../x\n```", True),
-    ("include::/etc/hosts[]", True),
-    ('--8<-- "../secret"', True),
-    # docutils reads directive and option names in any case, with blanks before "::", and
-    # a path argument over several lines, joined (each built here, checked with docutils 0.19).
-    (".. Include:: /proc/self/environ", True),
-    ("..  LITERALINCLUDE:: /proc/self/environ", True),
-    (".. include ::   /proc/self/environ", True),
-    (".. include::\n   /proc/self/environ", True),
-    (".. include:: ../\n   ../../home/runner/.bashrc", True),
-    (".. raw:: html\n   :FILE: /etc/passwd", True),
-    (".. raw:: html\n   :file: ../\n      ../../etc/passwd", True),
-    # An AsciiDoc attribute in the target is resolved by the builder (":base: /etc" above it).
-    ("include::{base}/passwd[]", True),
-    # pymdownx.snippets takes any number of dashes, and a block of file names, one a line.
-    ('---8<--- "/etc/passwd"', True),
-    ("--8<--\ndocs/part.md\n/etc/passwd\n--8<--", True),
-    ("-8<-\n../../home/runner/.bashrc", True),
-    ("--8<--\ndocs/part.md\n--8<--\nSee: the text after a block is no file name", False),
-    (".. include:: ../README.md", False),
-    (".. include:: ../README.md\n   :literal:", False),
-    ("   .. include:: part.rst\n   Note: text after it, not its argument", False),
-    (".. include:: <isonum.txt>", False),
-    ("include::partials/a.adoc[]", False),
-    ('--8<-- "docs/part.md"', False),
-])
-def test_include_directives_reading_outside_the_repository_are_found(text: str,
-                                                                     refused: bool) -> None:
-    from cursor_agent_action.docfiles import reads_outside
-    assert bool(reads_outside("docs/usage.rst", text + "\n")) is refused
-
-
 def test_new_ignored_files_stay_out_tracked_ones_do_not(repo: Path) -> None:
     (repo / ".gitignore").write_text("*.log\nbuild/\n")
     _git(repo, "add", ".gitignore")
@@ -329,19 +293,3 @@ def test_the_size_cap_is_checked_before_a_byte_is_hashed(repo: Path) -> None:
     with pytest.raises(changeset.ChangesetError, match="over the 100 MiB a patch may carry"):
         changeset.compute(repo, before, max_changed_bytes=100 << 20)
     assert time.monotonic() - start < 2
-
-
-def test_an_include_argument_over_too_many_lines_is_refused_and_the_scan_stays_linear() -> None:
-    """A path argument spread over more lines than anyone writes is refused, not followed; a
-    file of many directives is read once (each directive reads only its own lines)."""
-    from cursor_agent_action.docfiles import MAX_ARGUMENT_LINES, reads_outside
-    spread = ".. include:: a\n" + "   b\n" * MAX_ARGUMENT_LINES + "\n"
-    assert reads_outside("docs/usage.rst", spread)
-    within = ".. include:: a\n" + "   b\n" * (MAX_ARGUMENT_LINES - 1) + "\n"
-    assert not reads_outside("docs/usage.rst", within)
-    many = ".. include:: part.rst\n" * 200_000  # 4.4 MB, every line its own directive
-    started = time.monotonic()
-    assert reads_outside("docs/usage.rst", many) == []
-    assert reads_outside("docs/usage.md", "--8<--\n" * 500_000) == []  # each closes the last
-    assert reads_outside("docs/usage.md", "--8<--\n" + "docs/a.md\n" * 400_000) == []
-    assert time.monotonic() - started < 5

@@ -22,9 +22,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cursor_agent_action import cli, docfiles, errors
+from cursor_agent_action import cli, errors
 from cursor_agent_action.agent.guards import permissions
 from cursor_agent_action.agent.guards.permissions import PRESETS, parse_tokens
+from cursor_agent_action.docpages import inert
+from cursor_agent_action.docpages import kinds as docfiles
 from cursor_agent_action.stream.render.summary import ICONS as CONCLUSIONS
 from tests.support import messages
 
@@ -122,6 +124,21 @@ def render_docs_files() -> str:
     return "\n".join(rows) + "\n"
 
 
+def render_inert() -> str:
+    tables = (("reST and MyST directives (`.. name::`, ```` ```{name} ````)", inert.DIRECTIVES),
+              ("reST and MyST roles (`:name:`...``, `{name}`...``)", inert.ROLES),
+              ("AsciiDoc macros (`name::target[]`, `name:target[]`)", inert.ASCIIDOC_MACROS),
+              ("AsciiDoc attribute entries (`:name: value`)", inert.ASCIIDOC_ATTRIBUTES))
+    rows: list[str] = []
+    for title, groups in tables:
+        rows += ["", f"| {title} | why they pass |", "| --- | --- |"]
+        for group in groups:
+            options = f" (options: {_code([f':{o}:' for o in group.options])})" if (
+                group.options) else ""
+            rows.append(f"| {_code(list(group.names))} | {group.why}{options} |")
+    return "\n".join(rows[1:]) + "\n"
+
+
 def render_tokens() -> str:
     rows = ["| token | matches | e.g. |", "| --- | --- | --- |"]
     rows += [f"| `{form}` | {what} | {examples} |" for form, what, examples in TOKEN_FORMS]
@@ -130,7 +147,7 @@ def render_tokens() -> str:
 
 GENERATED: dict[str, Callable[[], str]] = {
     "presets": render_presets, "floor": render_floor, "tokens": render_tokens,
-    "docs-files": render_docs_files,
+    "docs-files": render_docs_files, "inert": render_inert,
 }
 
 

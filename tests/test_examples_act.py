@@ -295,7 +295,7 @@ def test_comment_command_runs_gates_and_publishes_a_signed_commit(world: World) 
     (entry,) = recorded(world, "record-command.jsonl")
     assert entry["argv"][-1] == task  # the comment reached the agent as data, whole
     assert "GITHUB_TOKEN" not in entry["env"]
-    assert "Write(**/*.{md,markdown,mdx,rst,adoc,asciidoc,txt})" in json.loads(
+    assert "Write(**/*.{md,markdown,rst,adoc,asciidoc,txt})" in json.loads(
         entry["cli_json"])["permissions"]["allow"]
     # publish: a commit GitHub made (and signed) on top of the PR's head, a PR into its branch.
     branch = f"cursor/pr-{number}"

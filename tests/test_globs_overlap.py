@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cursor_agent_action.docfiles import doc_globs
+from cursor_agent_action.docpages.kinds import doc_globs
 from cursor_agent_action.globs import literal_prefix, names, never_matches, overlap
 
 _SEGMENT_GLOB = st.lists(st.sampled_from(["a", "b", ".", "*", "?", "md", "{a,b}"]),

@@ -29,14 +29,16 @@ from pathlib import Path
 from types import MappingProxyType
 
 from cursor_agent_action import safegit
-from cursor_agent_action.docfiles import MAX_SCANNED_BYTES, is_documentation, reads_outside
+from cursor_agent_action.docpages.judge import Judgement
+from cursor_agent_action.docpages.judge import judge as judge_pages
+from cursor_agent_action.docpages.kinds import is_documentation
+from cursor_agent_action.docpages.view import from_trees
 from cursor_agent_action.links import judge, parse_ls_tree
 from cursor_agent_action.protected import protected_name
 from cursor_agent_action.worktree import (
     MAX_RULES_TOTAL_BYTES,
     Unread,
     read_regular,
-    shown_path,
     walk,
 )
 
@@ -365,18 +367,22 @@ def links(repo: Path, changes: Changeset) -> tuple[list[str], list[str]]:
     return judge(found, changed, lambda path: bool(protected_name(path)))
 
 
-def includes_outside(repo: Path, changes: Changeset) -> list[str]:
-    """Include directives in the changed documentation files of ``repo`` that read outside the
-    repository (:func:`cursor_agent_action.docfiles.reads_outside`), ``"path: directive"``;
-    the files are read as regular files only, never through a link."""
-    found: list[str] = []
-    for entry in changes.entries:
-        if entry.deleted or entry.new_mode == "120000" or not is_documentation(entry.path):
-            continue
-        data = read_regular(os.path.join(repo, entry.path), MAX_SCANNED_BYTES)
-        if data is not None:
-            found += reads_outside(shown_path(entry.path), data.decode("utf-8", "replace"))
-    return found
+def pages(repo: Path, changes: Changeset) -> Judgement:
+    """The changed documentation pages of ``repo`` judged (:mod:`cursor_agent_action.docpages`):
+    in the tree the change makes, against HEAD, read from git's objects only (nothing on
+    disk but the ``.gitignore`` files, read as :func:`ignored_in` reads them)."""
+    changed = [entry.path for entry in changes.entries if not entry.deleted]
+    if not any(is_documentation(path) for path in changed):
+        return Judgement()
+    before = [Entry(path, "", "", mode, oid) for path, (mode, oid) in changes.overlay.items()]
+    with tempfile.TemporaryDirectory(prefix="caa-index-") as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        tree = build_tree(repo, index, changes.head, [*before, *changes.entries])
+    view = from_trees(lambda name: _git(repo, "ls-tree", "-r", "-z", "--full-tree", name),
+                      lambda oid: _git(repo, "cat-file", "blob", oid), new_tree=tree,
+                      base_tree=changes.head, changed=changed,
+                      ignored=lambda paths: ignored_in(repo, paths))
+    return judge_pages(view, changed)
 
 
 def write_patch(repo: Path, changes: Changeset, destination: Path) -> int:

@@ -38,6 +38,11 @@ from cursor_agent_action.runner_io import Runner
 # name -> (module, one-line help). Order is the order shown in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cursor_agent_action.agent.run", "run cursor-agent headless and report on it"),
+    "check-key-masking": (
+        "cursor_agent_action.agent.keycheck",
+        "run the CLI once through the relay that holds the API key: did the CLI accept the "
+        "relay's certificate, was the key exchange rewritten, did the model answer",
+    ),
     "summarize": (
         "cursor_agent_action.summarize",
         "turn a saved stream-json transcript into a log, job summary and outputs",

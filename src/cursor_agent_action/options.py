@@ -37,7 +37,7 @@ VOCABULARY_ENV = "CURSOR_AGENT_ACTION_VOCABULARY"
 """Set to ``inputs`` by action.yml's steps: messages then name the action's inputs (``cli-path``)
 instead of the helper's flags (``--agent-bin``), the words the user actually wrote."""
 INPUT_NAMES = {"--agent-bin": "cli-path", "--preset": "permissions",
-               "--transcript": "transcript-file"}
+               "--transcript": "transcript-file", "--key-masking": "api-key-masking"}
 """Flags whose action input has another name; every other input is the flag without ``--``."""
 
 

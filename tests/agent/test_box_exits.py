@@ -230,10 +230,43 @@ def test_a_docs_page_that_includes_the_runners_files_fails_the_run(
             "echo changed >> README.md")
     out = _run(box, capsys, body, "--preset", "docs")
     assert out["conclusion"] == "failure", out["log"]
-    assert "docs/usage.rst: .. include:: /proc/self/environ" in out["log"]
-    assert "docs/usage.rst: .. include:: ../../../runner-home/.bashrc" in out["log"]
+    assert ("docs/usage.rst:1: .. include:: /proc/self/environ :literal:: its absolute path "
+            "starts at proc/") in out["log"]
+    assert ("docs/usage.rst:4: .. include:: ../../../runner-home/.bashrc: "
+            "'../../../runner-home/.bashrc' leaves the repository") in out["log"]
     assert not (box.workspace / "docs/usage.rst").exists()
     assert (box.workspace / "README.md").read_text() == "# demo\n"
+
+
+def test_a_docs_run_that_writes_a_page_docusaurus_compiles_as_mdx_fails(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MDX is code: the page's `export` would run in the docs build (issue 45, finding 4)."""
+    body = ("mkdir -p docs; printf -- '---\\nformat: mdx\\n---\\n# Hi\\n' > docs/a.md; "
+            "printf '# Hi\\n\\nexport const x = 1\\n' > docs/b.md")
+    out = _run(box, capsys, body, "--preset", "docs")
+    assert out["conclusion"] == "failure", out["log"]
+    assert ("2 page(s) Docusaurus compiles as MDX, which is code (its imports, exports and "
+            "{...} run in the docs build): docs/a.md:1: its front matter says `format: mdx` "
+            "(Docusaurus compiles it as MDX), docs/b.md:3: a top-level `export` line") in out["log"]
+
+
+def test_a_docs_page_that_shows_git_config_fails_the_run_and_a_plain_one_passes(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`actions/checkout` keeps the job token in .git/config (issue 45, finding 3)."""
+    out = _run(box, capsys, "mkdir -p docs; printf '.. literalinclude:: ../.git/config\\n' "
+               "> docs/b.rst", "--preset", "docs")
+    assert out["conclusion"] == "failure", out["log"]
+    assert "docs/b.rst:1: .. literalinclude:: ../.git/config: '../.git/config' leads into " \
+           ".git" in out["log"]
+    assert not (box.workspace / "docs/b.rst").exists()
+    plain = ("mkdir -p docs; printf 'Guide\\n=====\\n\\n- a *list*\\n\\n.. note::\\n\\n   "
+             "Hi.\\n\\n.. code-block:: python\\n\\n   print(1)\\n\\nSee :ref:`x` and "
+             "`the site <https://example.com>`_.\\n' > docs/guide.rst")
+    out = _run(box, capsys, plain, "--preset", "docs")
+    assert out["conclusion"] == "success", out["log"]
+    assert (box.workspace / "docs/guide.rst").read_text().startswith("Guide\n=====\n")
 
 
 def test_a_link_through_an_untracked_directory_link_fails_the_run(

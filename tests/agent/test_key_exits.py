@@ -1,4 +1,5 @@
-"""Where the real API key is in the agent's environment, nothing the run hands on carries it in
+"""Where the real API key is in the agent's environment (``api-key-masking: off`` here, so
+that the box holds it; uncontained runs always do), nothing the run hands on carries it in
 any form: the agent writes it (encoded, reversed, split across files) into the change, or its
 answer, and the run fails with nothing applied, the patch withheld, the transcript emptied and
 the answer outputs blank; the messages name the files, never the key (issue 44, item 5)."""
@@ -16,6 +17,7 @@ from tests.support.box import run as _run
 
 KEY = "crsr_" + "5e8b1d4a7c0f3e6b9d2a5c8f1e4b7d0a3c6f9e2b5d8a1c4f7e0b3d6a9c2f5e8b"
 HEX = 'od -An -tx1 | tr -d " \\n"'
+KEY_IN_BOX = ("--key-masking", "off")
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +52,7 @@ def test_base64_of_the_key_in_a_docs_page_fails_the_run_and_nothing_is_applied(
 ) -> None:
     body = ('mkdir -p docs; { echo "# Setup"; printf %s "$CURSOR_API_KEY" | base64; } '
             "> docs/setup.md; echo changed >> README.md")
-    out = _run(box, capsys, body, "--preset", "docs")
+    out = _run(box, capsys, body, "--preset", "docs", *KEY_IN_BOX)
     assert out["conclusion"] == "failure", out["log"]
     assert "hold the API key, in some form, in docs/setup.md (base64" in out["log"]
     assert "Nothing of it was applied to the working tree." in out["log"]
@@ -65,7 +67,7 @@ def test_the_key_split_across_two_files_in_hex_names_both(
     body = (f'mkdir -p docs; h=$(printf %s "$CURSOR_API_KEY" | {HEX}); '
             'printf "%s\\n" "$h" | cut -c1-70 > docs/a.md; '
             'printf "%s\\n" "$h" | cut -c71- > docs/b.md')
-    out = _run(box, capsys, body, "--preset", "docs")
+    out = _run(box, capsys, body, "--preset", "docs", *KEY_IN_BOX)
     assert out["conclusion"] == "failure", out["log"]
     assert "docs/a.md (hex)" in out["log"]
     assert "docs/b.md (hex)" in out["log"]
@@ -96,7 +98,8 @@ def test_the_key_in_the_agents_answer_is_withheld_from_every_output(
     body = (f'h=$(printf %s "$CURSOR_API_KEY" | {HEX} | fold -w 40 | tr "\\n" " "); '
             f"printf '%s\\n' '{json.dumps(event)}' | sed \"s/@@/Here: $h/\"")
     transcript = box.base / "transcript.jsonl"
-    out = _run(box, capsys, body, "--preset", "read-only", "--transcript", str(transcript))
+    out = _run(box, capsys, body, "--preset", "read-only", "--transcript", str(transcript),
+               *KEY_IN_BOX)
     assert out["conclusion"] == "failure", out["log"]
     assert "the transcript (hex)" in out["log"] or "the final message (hex)" in out["log"]
     assert transcript.read_bytes() == b""
@@ -112,7 +115,22 @@ def test_a_run_whose_outputs_hold_no_key_is_untouched(
 ) -> None:
     """Not vacuous: the same change without the key comes back."""
     body = 'mkdir -p docs; echo "# Setup" > docs/setup.md'
-    out = _run(box, capsys, body, "--preset", "docs")
+    out = _run(box, capsys, body, "--preset", "docs", *KEY_IN_BOX)
     assert out["conclusion"] == "success", out["log"]
     assert (box.workspace / "docs/setup.md").read_text() == "# Setup\n"
     assert Path(out["patch-file"]).is_file()
+
+
+def test_masked_the_box_holds_a_placeholder_and_its_forms_pass(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """By default the agent's key is a placeholder of the same shape: what it writes of it is
+    no secret, and the change comes back."""
+    body = ('mkdir -p docs; printf %s "$CURSOR_API_KEY" | base64 > docs/setup.md; '
+            'printf %s "$CURSOR_API_KEY" > "$SEEN/key"')
+    out = _run(box, capsys, body, "--preset", "docs")
+    assert out["conclusion"] == "success", out["log"]
+    placeholder = (box.seen / "key").read_text()
+    assert placeholder != KEY
+    assert len(placeholder) == len(KEY)
+    assert (box.workspace / "docs/setup.md").is_file()

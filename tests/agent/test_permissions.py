@@ -96,17 +96,20 @@ def test_read_only_allows_no_writes() -> None:
 def test_docs_writes_documentation_and_images_only() -> None:
     policy = build_policy("docs")
     assert policy.allows_writes
-    for path in ("README.md", "guide/intro.mdx", "docs/api/index.rst", "./CHANGELOG.md",
+    for path in ("README.md", "docs/api/index.rst", "./CHANGELOG.md",
                  "docs/book.adoc", "docs/notes.txt", "docs/img/flow.svg", "logo.png"):
         assert policy.permits_write(path), path
-    for path in ("src/app.py", "package.json", "docs/api/index.html", "docs/data.json"):
+    # MDX is code: Docusaurus compiles it to JavaScript (issue 45).
+    for path in ("src/app.py", "package.json", "docs/api/index.html", "docs/data.json",
+                 "guide/intro.mdx"):
         assert not policy.permits_write(path), path
 
 
 @pytest.mark.parametrize("path", [
     "docs/conf.py", "docs/conftest.py", "docs/notes.md/conftest.py", "docs/Makefile",
     "docs/_ext/links.md", "mkdocs.yml", "docs/package.json", ".readthedocs.yaml",
-    "docs/requirements.txt", "CMakeLists.txt", "docs/site.config.mjs",
+    "docs/requirements.txt", "CMakeLists.txt", "docs/site.config.mjs", "docs/intro.mdx",
+    "build.rs", "docs/overrides/main.html", "docs/nb/intro.ipynb", ".pre-commit-config.yaml",
 ])
 def test_docs_never_writes_what_a_docs_toolchain_executes_even_when_widened(path: str) -> None:
     """The attack: beside a real docs change the agent writes docs/conf.py (Sphinx runs it)

@@ -214,9 +214,21 @@ def test_a_plain_docs_change_with_an_image_carries_no_warning(
 ) -> None:
     patch = make_patch(agent_tree, tmp_path, {"docs/guide.md": "ok\n", "docs/img/a.png": "PNG"})
     code, out = ws.publish("--patch-file", str(patch), "--allowed-paths",
-                           "**/*.{md,mdx,rst}\n**/*.{png,jpg,jpeg,gif,svg,webp}")
+                           "**/*.{md,rst}\n**/*.{png,jpg,jpeg,gif,svg,webp}")
     assert code == 0, out
     assert "::warning" not in capsys.readouterr().out
+
+
+def test_a_markdown_page_docusaurus_compiles_as_mdx_is_published_with_a_warning(
+    ws: Workspace, agent_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MDX is code, as the executed list is: allowed-paths lets it through, publish says so."""
+    patch = make_patch(agent_tree, tmp_path, {"docs/guide.md": "# Hi\n\nexport const x = 1\n"})
+    code, out = ws.publish("--patch-file", str(patch), "--allowed-paths", "docs/**")
+    assert code == 0, out
+    (warning,) = [line for line in capsys.readouterr().out.splitlines()
+                  if line.startswith("::warning")]
+    assert "docs/guide.md:3: a top-level `export` line (Docusaurus compiles it as MDX)" in warning
 
 
 def test_a_docs_page_including_files_outside_the_repository_is_refused(
@@ -229,9 +241,11 @@ def test_a_docs_page_including_files_outside_the_repository_is_refused(
     code, _ = ws.publish("--patch-file", str(patch), "--allowed-paths", "docs/**")
     assert code == EXIT_REFUSED
     line = error_line(capsys.readouterr().out)
-    assert "include directives that read outside the repository" in line
-    assert "docs/usage.rst: .. include:: /proc/self/environ" in line
-    assert "docs/guide.adoc: include::../../../home/runner/.bashrc[" in line
+    assert "documentation constructs not known to be inert, or naming a path outside" in line
+    assert "docs/usage.rst:1: .. include:: /proc/self/environ :literal:: its absolute path " \
+           "starts at proc/" in line
+    assert "docs/guide.adoc:1: include::../../../home/runner/.bashrc[]: " \
+           "'../../../home/runner/.bashrc' leaves the repository" in line
     assert "fine.rst" not in line
 
 

@@ -19,10 +19,13 @@ def make_helper_venv(venv: Path, python: str) -> Path:
                                capture_output=True, text=True, check=True).stdout.strip())
     shutil.copytree(SOURCE, site / "cursor_agent_action",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    import h2  # the relay reads HTTP/2 to Cursor's service with it (run.txt has it)
     import h11  # the network wall's relay reads plain HTTP with it (run.txt has it)
+    import hpack
+    import hyperframe
     import orjson
 
-    for module in (orjson, h11):
+    for module in (orjson, h11, h2, hpack, hyperframe):
         source = Path(module.__file__ or "").parent
         shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(["chmod", "-R", "a+rX", str(venv)], check=True)

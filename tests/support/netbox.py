@@ -23,15 +23,19 @@ import struct
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cursor_agent_action.agent.contain.box.net.ca import RunCa
+from cursor_agent_action.agent.contain.box.net.credentials import Credentials, Tally
 from cursor_agent_action.agent.contain.box.net.jailside import BoxNetwork
 from cursor_agent_action.agent.contain.box.net.ledger import NetEvent
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.relay import Limits, Resolve, system_resolve
+from cursor_agent_action.agent.contain.box.net.terminate import Terminator
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport, Refusal
 from tests.support.turns import machine_lock
 
@@ -45,6 +49,7 @@ class BoxedRun:
     report: NetReport
     events: list[NetEvent]
     jail_status: int | None
+    mask: MaskReport | None = None
 
     @property
     def result(self) -> Any:
@@ -61,7 +66,8 @@ def _write_json(fd: int, value: Any) -> None:
 
 
 def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
-          limits: Limits | None, to_test: int, report_fd: int, timeout_s: float) -> None:
+          limits: Limits | None, to_test: int, report_fd: int, timeout_s: float,
+          masking: tuple[Credentials, RunCa] | None = None) -> None:
     """The forked jail (never returns)."""
     try:
         os.setpgid(0, 0)
@@ -70,6 +76,9 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
         events: list[NetEvent] = []
         network = BoxNetwork.enter(policy, on_event=events.append, resolve=resolve,
                                    limits=limits)
+        tally = Tally()
+        if masking is not None:  # as the jail does when the relay holds the key
+            network.wall.terminator = Terminator(*masking, network.wall.ledger, tally)
         pid = os.fork()
         if pid == 0:
             network.in_init(None)  # as the jail's namespace init does
@@ -89,7 +98,8 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
         report = network.finish()
         said = [event.to_json() for event in events]
         _write_json(report_fd, {"report": report.to_json(), "events": said,
-                                "alive": network.wall.alive})  # fmt: skip
+                                "alive": network.wall.alive,
+                                "mask": tally.report().to_json()})  # fmt: skip
         # The client may go on after an early stop (to see the box fail closed).
         while time.monotonic() < deadline and not ended:
             ended = bool(os.waitpid(pid, os.WNOHANG)[0])
@@ -104,7 +114,8 @@ def _jail(policy: NetPolicy, client: Callable[[Emit], Any], *, resolve: Resolve,
 def run_boxed(policy: NetPolicy, client: Callable[[Emit], Any], *,
               resolve: Resolve = system_resolve, limits: Limits | None = None,
               on_message: Callable[[Any, int], None] | None = None,
-              timeout_s: float = 30.0) -> BoxedRun:
+              timeout_s: float = 30.0,
+              masking: tuple[Credentials, RunCa] | None = None) -> BoxedRun:
     """Run ``client`` in a box behind the wall (see the module docstring); ``on_message``
     hears each emitted message with the jail's pid."""
     from_client, to_test = os.pipe()
@@ -114,7 +125,7 @@ def run_boxed(policy: NetPolicy, client: Callable[[Emit], Any], *,
         os.close(from_client)
         os.close(from_jail)
         _jail(policy, client, resolve=resolve, limits=limits, to_test=to_test,
-              report_fd=report_fd, timeout_s=timeout_s)
+              report_fd=report_fd, timeout_s=timeout_s, masking=masking)
     os.close(to_test)
     os.close(report_fd)
     messages: list[Any] = []
@@ -157,7 +168,8 @@ def run_boxed(policy: NetPolicy, client: Callable[[Emit], Any], *,
     # Across the process boundary as the box's status carries it: read by the contract.
     report = NetReport.from_json(jail_out.get("report", {"mode": "none"}))
     events = [NetEvent.from_json(e) for e in jail_out.get("events", [])]
-    return BoxedRun(messages, report, [e for e in events if e is not None], status)
+    mask = MaskReport.from_json(jail_out["mask"]) if masking is not None else None
+    return BoxedRun(messages, report, [e for e in events if e is not None], status, mask)
 
 
 def fixed_resolver(table: dict[str, list[str]], calls: list[str] | None = None) -> Resolve:
@@ -379,6 +391,20 @@ def server_hello(*, retry: bool) -> bytes:
 
 
 CCS = record(0x14, b"\x01")
+
+
+@contextlib.contextmanager
+def loopback_names(names: Sequence[str]) -> Iterator[None]:
+    """Several names at 127.0.0.1 at once, as :func:`loopback_name` adds one (the lock is
+    taken once: nested, it would wait for itself)."""
+    path = Path("/etc/hosts")
+    with machine_lock("etc-hosts"):
+        before = path.read_bytes()
+        path.write_bytes(before + "".join(f"\n127.0.0.1 {name}\n" for name in names).encode())
+        try:
+            yield
+        finally:
+            path.write_bytes(before)
 
 
 @contextlib.contextmanager

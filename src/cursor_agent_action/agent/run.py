@@ -23,24 +23,25 @@ from dataclasses import dataclass
 from cursor_agent_action import safegit
 from cursor_agent_action.agent.contain import sandbox
 from cursor_agent_action.agent.contain.box.net import walllog
+from cursor_agent_action.agent.contain.box.net.credentials import OFF
 from cursor_agent_action.agent.contain.cancel import interruptible, stop_on_signals
 from cursor_agent_action.agent.contain.isolation import (
     ContainmentFailed,
     Isolation,
     decide,
-    isolation_warning,
 )
 from cursor_agent_action.agent.contain.process import AgentExit, run_agent_process
 from cursor_agent_action.agent.guards import cli_sandbox
 from cursor_agent_action.agent.guards.repo_config import PolicyGuard
 from cursor_agent_action.agent.guards.runnerfiles import Restored, file_command_paths
+from cursor_agent_action.agent.judge import keyheld
 from cursor_agent_action.agent.judge.answer import structured_outputs, with_structured_output
 from cursor_agent_action.agent.judge.attempts import Ended, Next, next_step, retry_delay
 from cursor_agent_action.agent.judge.changes import Applied, ChangeTracker, check_policy
 from cursor_agent_action.agent.judge.failures import classify, explain_exit, stderr_excerpt
 from cursor_agent_action.agent.judge.outcome import (
     conclude_box,
-    limits_label,
+    label_start,
     warn_isolation,
     warn_missing_key,
     warn_persisted_credentials,
@@ -149,6 +150,7 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
         verdict.notes.append("cursor-agent kept running after its result event and was stopped "
                              "(hence the negative exit code); the run itself had finished.")
     conclude_box(verdict, attempt.ended, attempt.applied)
+    keyheld.conclude(verdict, attempt.ended)
     if tampered:
         verdict.fail(Cause.TAMPERED, (
             ".cursor/cli.json was changed during the run, or a configuration file the CLI "
@@ -260,14 +262,14 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
 def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
     """Start the agent until :func:`next_step` says to conclude; the last start, and how it
     was launched. Bounded: the counted starts, one start without the CLI's sandbox (the
-    decision asks for it only while the sandbox is on) and one uncontained start before the
-    agent ever ran (only a contained box falls back)."""
+    decision asks for it only while the sandbox is on), one uncontained start before the
+    agent ever ran (only a contained box falls back), one with the key in the box (keyheld)."""
     options, runner = run.options, run.runner
     allowed = options.max_retries + 1
     number = 1  # counted starts, this one included
     ran = False  # once the agent has run, nothing runs it with less containment
     seen: dict[str, int] = {}  # known failures by title, for their own retry caps
-    for _ in range(allowed + 2):
+    for _ in range(allowed + 3):
         try:
             done = _attempt(run, launch.argv, launch.box)
         except ContainmentFailed as exc:
@@ -283,7 +285,12 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             launch = dataclasses.replace(launch, box=box)
             continue
         ran = True
-        _label(done, launch.box, options)
+        if keyheld.falls_back(done.ended, done.verdict, launch.box.key_masking):
+            runner.warning(keyheld.fallback_warning(), title="API key in the box")
+            launch = dataclasses.replace(launch, box=dataclasses.replace(
+                launch.box, key_masking=OFF, fallback=keyheld.FALLBACK_WHY))
+            continue
+        label_start(done.verdict, done.ended, launch.box, options)
         known = classify(done.ended.stderr)
         if known is not None:
             seen[known.title] = seen.get(known.title, 0) + 1
@@ -316,17 +323,6 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             return done, launch
         number += 1
     raise AssertionError("unreachable: every start is counted or happens once")
-
-
-def _label(done: Attempt, box: Box, options: RunOptions) -> None:
-    """What the verdict says of the start's containment and network."""
-    verdict = done.verdict
-    if verdict.network is None and (not box.isolation.walled or options.network == "open"):
-        verdict.network = walllog.unwalled_report(
-            "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
-    verdict.isolation = box.isolation.label
-    verdict.isolation_details = limits_label(done.ended)
-    verdict.isolation_warning = isolation_warning(box.isolation, options.isolation)
 
 
 def _conclude_run(run: Run, done: Attempt, launch: Launch) -> Verdict:
@@ -378,7 +374,7 @@ def _report(run: Run, verdict: Verdict, ended: AgentExit) -> RunReport:
         if tracker.applied_box:  # what came back from the box could not be checked: fail
             verdict.fail(Cause.UNCHECKED,
                          f"{handoff.message} Fix: review the working tree before using it.")
-    for warning in check_policy(verdict, options.policy):
+    for warning in check_policy(verdict, options.policy, handoff.code_pages):
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
     structured = structured_outputs(verdict, options.state_dir, runner.redact)  # may add a note
     structured = withhold_key(verdict, tracker.keys, options.transcript, structured)

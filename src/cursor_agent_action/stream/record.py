@@ -9,6 +9,7 @@ import enum
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.notices import Interaction, Notice
 from cursor_agent_action.stream.toolcalls import UNKNOWN
@@ -58,6 +59,7 @@ class Cause(enum.Enum):
     UNCHECKED = "the changes could not be checked"
     ANSWER = "the answer does not match the output schema"
     KEY = "the agent wrote the API key out, in some form"
+    CREDENTIALS = "the relay could not use the API key for the agent"
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,9 @@ class RunReport:
     isolation_warning: str = ""  # why it was less contained, in full (the annotation is short)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
     network: NetReport | None = None  # the network wall's report (stream/render/network.py)
+    api_key_in_box: str = ""  # no, yes-fallback, yes-asked, yes-no-relay ("": not known)
+    api_key_note: str = ""  # the same in words, for the summary
+    key_relay: MaskReport | None = None  # what the relay saw when it held the key
     left_out: tuple[LeftOut, ...] = ()  # what did not come back (the first of each kind)
     left_out_count: int = 0  # how many paths did not come back, in all
 

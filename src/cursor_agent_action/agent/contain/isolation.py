@@ -35,6 +35,7 @@ from cursor_agent_action.agent.contain.box.contract import (
     BoxStatus,
     ContractError,
 )
+from cursor_agent_action.agent.contain.box.net.credentials import Credentials
 from cursor_agent_action.agent.contain.box.net.ledger import NetEvent
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.walllog import UNCONTAINED_NOTE, EventLines
@@ -47,7 +48,7 @@ from cursor_agent_action.agent.contain.held import (
 )
 from cursor_agent_action.agent.contain.probe import ProbeResult, has_cap_sys_admin
 from cursor_agent_action.errors import SetupError, UsageError
-from cursor_agent_action.markdown import shorten
+from cursor_agent_action.options import setting
 
 MODES = ("auto", "user", "none")
 DEFAULT_AGENT_USER = "cursor-agent"
@@ -240,27 +241,6 @@ def fallback_warning(isolation: Isolation) -> str:
             "isolation: user to fail instead of running uncontained.")
 
 
-def isolation_warning(isolation: Isolation, requested: str) -> str:
-    """The whole warning for the job summary ("" when the agent ran in the box, or
-    uncontained because it was asked to be)."""
-    if isolation.landlock:
-        return landlock_warning(isolation)
-    if not isolation.contained and requested == "auto":
-        return fallback_warning(isolation)
-    return ""
-
-
-def short_warning(isolation: Isolation) -> str:
-    """The annotation for :func:`landlock_warning` and :func:`fallback_warning`: one short
-    line (the whole text, with what is lost and the fix, is in the job summary)."""
-    how = ("under Landlock as the runner's own user" if isolation.own_user else
-           "under Landlock instead of the box" if isolation.landlock else
-           "without the box, as the runner's user, on the real working tree")
-    why = shorten(isolation.why_not, 160)
-    return (f"Running the agent {how}, because {why}. The job summary's 'How it ran' says "
-            "what that leaves open and how to fix it.")
-
-
 @dataclass
 class BoxResult:
     """What the box reported after the agent ran (None: no status of this version)."""
@@ -349,6 +329,12 @@ class Jail:
             status = None
         finally:
             self.spec_file.unlink(missing_ok=True)
+        if status is not None and not status.started and status.mask is not None and (
+                status.mask.ca_error):  # never a reason to run the agent with less
+            raise SetupError(f"the relay could not hold the API key: {status.error}.",
+                             "Install openssl on the runner (it makes the run's certificate "
+                             f"authority), or set {setting('--key-masking')} to masked (the "
+                             "key in the box when there is no CA) or off.")
         if status is not None and not status.started and not stopped:
             raise ContainmentFailed(status.error or "the box could not be set up",
                                     cap=status.too_large)
@@ -395,6 +381,7 @@ def jail_for(
     files: Mapping[str, str | None] | None = None,
     git: bool = True,
     network: NetPolicy | None = None, storage: str = "auto", max_files: int = BOX_MAX_FILES,
+    credentials: Credentials | None = None,
 ) -> Jail:
     """The box that runs ``argv`` in ``cwd`` as the agent user, on its own view of the work
     tree at ``repo_root``."""
@@ -415,5 +402,6 @@ def jail_for(
         shares=tuple(sorted({str(path) for path in shares if path.is_dir()})),
         files={str(prompt): str(prompt)} if prompt.exists() else {},
         git=git, network=network, storage=storage, namespaces=isolation.namespaces,
+        credentials=credentials,
     )
     return Jail(isolation, state_dir, spec)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursor_agent_action.agent.guards.filestate import write_atomic
-from cursor_agent_action.docfiles import doc_globs, executed_globs
+from cursor_agent_action.docpages.kinds import doc_globs, executed_globs
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.globs import covers, names
 from cursor_agent_action.options import add_list, add_option, env_name
@@ -141,7 +141,7 @@ _PRESET_ALLOW: dict[str, tuple[str, ...]] = {
     "edit": (*_READ_ONLY_ALLOW, "Write(**)"),
 }
 # The docs preset writes documentation, never what a build, a test run or a docs toolchain
-# executes (docfiles.EXECUTED), even where a wider allow (Write(docs/**)) would name it.
+# executes (docpages.kinds.EXECUTED), even where a wider allow (Write(docs/**)) would name it.
 _PRESET_DENY: dict[str, tuple[str, ...]] = {
     "docs": tuple(f"Write({glob})" for glob in executed_globs()),
 }

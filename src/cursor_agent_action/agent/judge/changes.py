@@ -22,7 +22,8 @@ from cursor_agent_action.agent.contain.box.upper import RealTree
 from cursor_agent_action.agent.guards.permissions import Policy
 from cursor_agent_action.agent.judge import leftout
 from cursor_agent_action.agent.judge.verdict import Verdict
-from cursor_agent_action.docfiles import usually_executed
+from cursor_agent_action.docpages.judge import Judgement
+from cursor_agent_action.docpages.kinds import usually_executed
 from cursor_agent_action.keyscan import KeyScan
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.record import Cause, LeftOut
@@ -41,6 +42,7 @@ class Handoff:
     patch_file: str
     changed: bool
     message: str = ""
+    code_pages: list[str] = field(default_factory=list)  # "path:line: why" (MDX)
 
 
 @dataclass
@@ -142,17 +144,21 @@ class ChangeTracker:
         if links_refused:
             verdict.fail(Cause.REFUSED_CHANGES, links_failure(
                 links_refused, len(links_refused), contained=self.applied_box))
-        if reads := changeset.includes_outside(self.repo, changes):
+        try:
+            pages = changeset.pages(self.repo, changes)
+        except (changeset.ChangesetError, OSError) as exc:
+            pages = Judgement([f"(the documentation pages could not be read: {exc})"])
+        if pages.refused:
             verdict.fail(Cause.REFUSED_CHANGES,
-                         includes_failure(reads, contained=self.applied_box))
+                         includes_failure(pages.refused, contained=self.applied_box))
         patch = patch_dir / PATCH_NAME
         changeset.write_patch(self.repo, changes, patch)
         if found := self.keys.patch_hits(patch.read_bytes()):
             patch.unlink()
             message = key_failure([str(hit) for hit in found], applied=not self.applied_box)
             verdict.fail(Cause.KEY, message)
-            return Handoff("", False, message)
-        return Handoff(str(patch), bool(changes.entries))
+            return Handoff("", False, message, code_pages=pages.code)
+        return Handoff(str(patch), bool(changes.entries), code_pages=pages.code)
 
     def apply_box(self, status: BoxStatus) -> Applied:
         """Apply the patch the box made (our hardened git, as the runner's user) to the real
@@ -303,7 +309,8 @@ def _cross_check(verdict: Verdict, changed: set[str]) -> None:
         )
 
 
-def check_policy(verdict: Verdict, policy: Policy) -> list[str]:
+def check_policy(verdict: Verdict, policy: Policy, code_pages: list[str] | None = None
+                 ) -> list[str]:
     """Fail the run if the workspace changed where the policy does not allow writing, or (under
     read-only and docs) if a write tool wrote outside the workspace; the warnings to annotate.
 
@@ -328,6 +335,13 @@ def check_policy(verdict: Verdict, policy: Policy) -> list[str]:
             f"The agent changed {len(denied)} file(s) that the {policy.preset} policy does not "
             f"allow writing: {listing(denied)}. {fix}"
         ))
+    if code_pages and policy.preset == "docs":
+        verdict.fail(Cause.POLICY, (
+            f"The agent wrote {len(code_pages)} page(s) Docusaurus compiles as MDX, which is "
+            f"code (its imports, exports and {{...}} run in the docs build): "
+            f"{listing(code_pages)}. The docs preset never writes such pages. Fix: review and "
+            "revert them before publishing; a Docusaurus site should set `markdown.format: "
+            "'detect'` (docs/security.md)."))
     outside = [path for path in verdict.files_changed if path.startswith("/")]
     if outside:
         message = (
@@ -345,14 +359,17 @@ def check_policy(verdict: Verdict, policy: Policy) -> list[str]:
 
 
 def includes_failure(reads: list[str], *, contained: bool) -> str:
-    """The run's failure for include directives that read outside the repository."""
+    """The run's failure for documentation pages refused by :mod:`cursor_agent_action.
+    docpages` (a construct not known to be inert, a path that leaves the repository)."""
     where = ("Nothing of this run was applied." if contained else
              "The agent ran uncontained, so they are in the working tree now: remove them "
              "before any later step builds the docs.")
-    return (f"The agent wrote {len(reads)} include directive(s) that read files outside the "
-            f"repository: {listing(reads, 10)}. A later docs build would copy those files "
-            f"(the runner's environment, its home) into the pages it makes. {where} Fix: "
-            "review what the agent ran (the transcript); include only files of the "
+    return (f"The agent wrote {len(reads)} documentation construct(s) that are not known to "
+            f"be inert or name a path outside the repository's tracked files: "
+            f"{listing(reads, 10)}. A later docs build could run them, or copy the runner's "
+            f"files (its environment, its home, .git/config) into the pages it makes. {where} "
+            "Fix: review what the agent ran (the transcript); a documentation change uses only "
+            "the constructs listed in docs/permissions.md, the page's own, and files of the "
             "repository.")
 
 
@@ -379,5 +396,5 @@ def key_failure(where: list[str], *, applied: bool) -> str:
     return (f"The agent's changes hold the API key, in some form, in {listing(where)}: the "
             f"patch was withheld and nothing was handed on.{kept} Fix: revoke the key "
             "(cursor.com, dashboard) if the job log or an artifact may have shown it, and review "
-            "what the agent ran (the transcript); docs/security.md says where runs hold the "
-            "key.")
+            "what the agent ran (the transcript); api-key-masking: masked (the default) keeps the "
+            "key out of the box where the box runs (docs/security.md).")

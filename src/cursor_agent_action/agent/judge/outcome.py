@@ -7,8 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cursor_agent_action.agent.contain.box.gitconfig import persisted_credentials
-from cursor_agent_action.agent.contain.isolation import Isolation, isolation_warning, short_warning
+from cursor_agent_action.agent.contain.box.net import walllog
+from cursor_agent_action.agent.contain.isolation import (
+    Isolation,
+    fallback_warning,
+    landlock_warning,
+)
 from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.judge import keyheld
 from cursor_agent_action.agent.judge.changes import (
     Applied,
     ChangeTracker,
@@ -17,6 +23,9 @@ from cursor_agent_action.agent.judge.changes import (
     links_failure,
 )
 from cursor_agent_action.agent.judge.verdict import Verdict
+from cursor_agent_action.agent.launch.invocation import Box
+from cursor_agent_action.agent.launch.run_options import RunOptions
+from cursor_agent_action.markdown import shorten
 from cursor_agent_action.runner_io import Runner, listing, one_line
 from cursor_agent_action.stream.record import Cause
 
@@ -110,3 +119,35 @@ def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:
     how = "is not set" if value is None else "is set but empty"
     runner.warning(f"CURSOR_API_KEY {how}: the CLI will fail to authenticate unless it is "
                    "logged in on this machine: set it to your key.", title="no API key")
+
+
+def label_start(verdict: Verdict, ended: AgentExit, box: Box, options: RunOptions) -> None:
+    """What the verdict says of a start's containment, network and API key."""
+    keyheld.label(verdict, ended, box.key_in_box(options), why=box.why_key_in_box())
+    if verdict.network is None and (not box.isolation.walled or options.network == "open"):
+        verdict.network = walllog.unwalled_report(
+            "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
+    verdict.isolation = box.isolation.label
+    verdict.isolation_details = limits_label(ended)
+    verdict.isolation_warning = isolation_warning(box.isolation, options.isolation)
+
+
+def isolation_warning(isolation: Isolation, requested: str) -> str:
+    """The whole warning for the job summary ("" when the agent ran in the box, or
+    uncontained because it was asked to be)."""
+    if isolation.landlock:
+        return landlock_warning(isolation)
+    if not isolation.contained and requested == "auto":
+        return fallback_warning(isolation)
+    return ""
+
+
+def short_warning(isolation: Isolation) -> str:
+    """The annotation for :func:`landlock_warning` and :func:`fallback_warning`: one short
+    line (the whole text, with what is lost and the fix, is in the job summary)."""
+    how = ("under Landlock as the runner's own user" if isolation.own_user else
+           "under Landlock instead of the box" if isolation.landlock else
+           "without the box, as the runner's user, on the real working tree")
+    why = shorten(isolation.why_not, 160)
+    return (f"Running the agent {how}, because {why}. The job summary's 'How it ran' says "
+            "what that leaves open and how to fix it.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.record import (
     Cause,
@@ -59,6 +60,9 @@ class Verdict:
     isolation_warning: str = ""
     network: NetReport | None = None
     structured_output: str = ""
+    api_key_in_box: str = ""  # agent.contain.box.net.credentials.HELD_*
+    api_key_note: str = ""
+    key_relay: MaskReport | None = None
     left_out: list[LeftOut] = field(default_factory=list)
     left_out_count: int = 0
 
@@ -113,6 +117,9 @@ class Verdict:
             notes=[*self.notes, *second.notes],
             files_changed=sorted({*self.files_changed, *second.files_changed}),
             isolation=self.isolation or second.isolation,
+            api_key_in_box=second.api_key_in_box or self.api_key_in_box,
+            api_key_note=second.api_key_note or self.api_key_note,
+            key_relay=second.key_relay or self.key_relay,
             isolation_details=self.isolation_details or second.isolation_details,
             isolation_warning=self.isolation_warning or second.isolation_warning,
             left_out=[*self.left_out, *second.left_out],
@@ -139,6 +146,9 @@ class Verdict:
             isolation_warning=self.isolation_warning,
             structured_output=self.structured_output,
             network=self.network,
+            api_key_in_box=self.api_key_in_box,
+            api_key_note=self.api_key_note,
+            key_relay=self.key_relay,
             left_out=tuple(self.left_out),
             left_out_count=self.left_out_count,
         )

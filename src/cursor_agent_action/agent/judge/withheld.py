@@ -65,8 +65,8 @@ def withhold_key(verdict: Verdict, keys: KeyScan, transcript: Path,
         "the transcript was emptied and the final message, result, structured output, tool "
         "calls and files changed are withheld from the outputs and this summary. Fix: revoke "
         "the key (cursor.com, dashboard) if the job log may have shown it, and find out why "
-        "the agent wrote it (the prompt, the repository's instructions); docs/security.md "
-        "says where runs hold the key."))
+        "the agent wrote it (the prompt, the repository's instructions); api-key-masking: "
+        "masked (the default) keeps the key out of the box where the box runs."))
     return dict.fromkeys(structured, "")
 
 

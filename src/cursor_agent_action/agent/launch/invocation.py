@@ -15,6 +15,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cursor_agent_action.agent.contain.box.net.credentials import (
+    HELD_ASKED,
+    HELD_FALLBACK,
+    HELD_MASKED,
+    HELD_NO_RELAY,
+    MASKED_OR_FAIL,
+    OFF,
+    Credentials,
+)
+from cursor_agent_action.agent.contain.box.net.policy import DEFAULT_DOMAINS
+from cursor_agent_action.agent.contain.box.net.swap import key_placeholder
 from cursor_agent_action.agent.contain.box.net.upstream import NAMES as PROXY_VARIABLES
 from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
 from cursor_agent_action.agent.contain.isolation import Isolation, Jail, jail_for
@@ -91,6 +102,38 @@ class Box:
     env: dict[str, str]
     home: Path | None = None
     masks: list[Path] = dataclasses.field(default_factory=list)
+    key_masking: str = OFF  # api-key-masking for this start (OFF after a fallback)
+    placeholder: str = ""  # the agent's CURSOR_API_KEY when the relay holds the key
+    fallback: str = ""  # why this start has the key in the box though masking was asked for
+
+    def walled(self, options: RunOptions) -> bool:
+        """The box has the network wall: its relay can hold the key."""
+        return (self.isolation.contained and self.home is not None
+                and options.network == "restricted" and options.net_policy is not None
+                and self.isolation.walled)
+
+    def key_in_box(self, options: RunOptions) -> str:
+        """Where the key is for a start of this box (``credentials.HELD_*``)."""
+        if not self.env.get("CURSOR_API_KEY"):
+            return HELD_MASKED  # no key: none in the box
+        if not self.walled(options):
+            return HELD_NO_RELAY
+        if self.fallback:
+            return HELD_FALLBACK
+        return HELD_ASKED if self.key_masking == OFF else HELD_MASKED
+
+    def why_key_in_box(self) -> str:
+        return self.fallback or self.isolation.why_not or "network is open"
+
+    def _credentials(self, options: RunOptions) -> Credentials | None:
+        key = self.env.get("CURSOR_API_KEY", "")
+        if not key or self.key_masking == OFF or not self.walled(options):
+            return None
+        if not self.placeholder:
+            self.placeholder = key_placeholder(key)
+        return Credentials(key, self.placeholder, trust_file=self.env.get("SSL_CERT_FILE", ""),
+                           trust_dir=self.env.get("SSL_CERT_DIR", ""), patterns=DEFAULT_DOMAINS,
+                           fallback=self.key_masking != MASKED_OR_FAIL)
 
     def jail(self, options: RunOptions, argv: Sequence[str],
              repo_root: Path | None) -> Jail | None:
@@ -116,6 +159,9 @@ class Box:
             network = dataclasses.replace(options.net_policy,
                                           proxy=RunnerProxy.from_environ(self.env))
             env = {name: value for name, value in env.items() if name not in PROXY_VARIABLES}
+        credentials = self._credentials(options)
+        if credentials is not None:  # the relay holds the key; the box, its placeholder
+            env = {**env, "CURSOR_API_KEY": credentials.placeholder}
         return jail_for(self.isolation, state_dir=options.state_dir,
                         repo_root=(repo_root or options.workspace).resolve(),
                         cwd=options.workspace.resolve(), home=self.home,
@@ -123,7 +169,7 @@ class Box:
                         reveals=[_cli_install(agent)], shares=_shares(), files=files,
                         git=repo_root is not None, network=network,
                         storage=os.environ.get(STORAGE_VARIABLE, "") or "auto",
-                        max_files=options.max_tree_files)
+                        max_files=options.max_tree_files, credentials=credentials)
 
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
@@ -204,7 +250,7 @@ def make_box(options: RunOptions, environ: Mapping[str, str], isolation: Isolati
     env = agent_environment(environ, config_dir, options.pass_env)
     env.update(HOME=str(home), USER=isolation.agent_user, LOGNAME=isolation.agent_user,
                TMPDIR="/tmp")  # noqa: S108 - the box's own, private
-    return Box(isolation, env, home, _masks(options, environ))
+    return Box(isolation, env, home, _masks(options, environ), key_masking=options.key_masking)
 
 
 def cli_help(agent: Path, env: Mapping[str, str], cwd: Path) -> bytes:

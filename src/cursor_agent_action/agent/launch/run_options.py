@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cursor_agent_action.agent.contain.box.net.credentials import MASKED
+from cursor_agent_action.agent.contain.box.net.credentials import MODES as KEY_MASKING_MODES
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy, build_policy
 from cursor_agent_action.agent.contain.isolation import BOX_MAX_FILES, DEFAULT_AGENT_USER, MODES
 from cursor_agent_action.agent.guards.permissions import (
@@ -79,6 +81,7 @@ class RunOptions:
     repo_instructions: str = "keep"  # or "ignore": set the repository's instruction files aside
     network: str = "restricted"  # "restricted": the wall (contained runs only), or "open"
     net_policy: NetPolicy | None = None  # the wall's rules (defaults, allowed-domains, MCP)
+    key_masking: str = MASKED  # api-key-masking (agent.contain.box.net.credentials)
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -140,6 +143,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                help="a contained agent's network: restricted (out by name only: Cursor's "
                "domains, --allowed-domains and mcp-config's URL hosts) or open (the runner's "
                "network, with a warning)")
+    add_option(parser, "--key-masking", default=MASKED, choices=KEY_MASKING_MODES,
+               help="where the Cursor API key is while a walled agent runs: masked (the agent "
+               "gets a placeholder and the relay swaps in the key for Cursor's names only; if "
+               "the CLI refuses the relay's certificate before any request reached Cursor, it "
+               "runs once more with the key), masked-or-fail (no such fallback) or off (the key "
+               "in the agent's environment)")
     add_list(parser, "--allowed-domains", metavar="HOST", help="more names a contained agent "
              "may reach: host or *.domain, optional :port (default ports 443 and 80)")
     add_list(parser, "--pass-env", metavar="NAME", help="also give the agent this environment "
@@ -239,6 +248,10 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                          f"{args.network!r}.", "Use restricted (the default: out by name only) "
                          f"or open; list the names the agent needs in "
                          f"{setting('--allowed-domains')}.")
+    if args.key_masking not in KEY_MASKING_MODES:
+        raise UsageError(f"{setting('--key-masking')} must be masked, masked-or-fail or off, "
+                         f"not {args.key_masking!r}.", "Use masked (the default: the agent "
+                         "sees a placeholder, the relay holds the key), masked-or-fail, or off.")
     net_policy = build_policy(args.allowed_domains, mcp_config.urls if mcp_config else ())
     agent_bin = find_agent(args.agent_bin)
     state_dir = new_state_dir(os.environ)  # last: nothing is created for a refused request
@@ -270,6 +283,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         repo_instructions=args.repo_instructions,
         network=args.network,
         net_policy=net_policy,
+        key_masking=args.key_masking,  # the input api-key-masking
     )
 
 

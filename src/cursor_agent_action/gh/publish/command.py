@@ -16,7 +16,7 @@ from typing import Any
 
 from cursor_agent_action.agent.launch.statedir import STATE_PREFIX, state_root
 from cursor_agent_action.changeset import ABSENT_MODE
-from cursor_agent_action.docfiles import usually_executed
+from cursor_agent_action.docpages.kinds import usually_executed
 from cursor_agent_action.errors import GitHubError, PublishRefused, UsageError
 from cursor_agent_action.gh.api import (
     COMMENT_LIMIT,
@@ -176,13 +176,15 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         runner.set_outputs({"changed": "false", "branch": "", "commit-sha": "",
                             "pr-number": "", "pr-url": ""})
         return 0
+    judged = patchcheck.pages(repo, found, tree)
     refused = patchcheck.problems(repo, found, allowed=lines([args.allowed_paths]),
-                                  protected=protected, tree=tree, allow_links=args.allow_links)
+                                  protected=protected, tree=tree, allow_links=args.allow_links,
+                                  judged=judged)
     if refused:
         raise patchcheck.refusal(refused)
     paths = [change.path for change in found]
     links = {"Workflow run": ctx.run_url} if ctx.run_url else {}
-    note = executed_note(found, runner)
+    note = executed_note(found, runner, judged.code)
     body = note + compose_body(transcript=args.transcript, final_message=args.final_message,
                                body=args.body, body_file=args.body_file, links=links,
                                max_chars=COMMENT_LIMIT - len(note), redact=runner.redact)
@@ -206,14 +208,17 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     return 0
 
 
-def executed_note(found: list[patchcheck.Change], runner: Runner) -> str:
+def executed_note(found: list[patchcheck.Change], runner: Runner,
+                  code_pages: list[str] | None = None) -> str:
     """One warning naming the added or changed files a build, a test run or a docs toolchain
-    usually executes (docfiles.EXECUTED), even though allowed-paths let them through; the same
-    line for the pull request's body and the summary ("" when there are none)."""
+    usually executes (docpages.kinds.EXECUTED) and the pages compiled as code (MDX), even
+    though allowed-paths let them through; the same line for the pull request's body and the
+    summary ("" when there are none)."""
     executed = usually_executed([c.path for c in found if c.new_mode != ABSENT_MODE])
-    if not executed:
+    shown = [shown_path(path) for path in executed] + list(code_pages or ())
+    if not shown:
         return ""
-    shown = [shown_path(path) for path in executed]
+    executed = shown
     runner.warning(f"The change holds {len(executed)} file(s) that builds, test runs or docs "
                    f"toolchains usually execute: {listing(shown)}. allowed-paths lets them "
                    "through; review them as code before merging (docs/permissions.md lists "

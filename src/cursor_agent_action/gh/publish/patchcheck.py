@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
-from cursor_agent_action.docfiles import MAX_SCANNED_BYTES, is_documentation, reads_outside
+from cursor_agent_action.docpages.judge import Judgement, judge
+from cursor_agent_action.docpages.kinds import is_documentation
+from cursor_agent_action.docpages.view import from_trees
 from cursor_agent_action.errors import GitHubError, PublishRefused
 from cursor_agent_action.globs import covers, file_pattern, names, names_directory_only
 from cursor_agent_action.links import TreeLinks, parse_ls_tree
@@ -158,10 +160,11 @@ def tree_links(repo: Path, tree: str) -> TreeLinks:
 
 def problems(
     repo: Path, found: list[Change], *, allowed: list[str], protected: list[str],
-    tree: str, allow_links: bool = False,
+    tree: str, allow_links: bool = False, judged: Judgement | None = None,
 ) -> dict[str, list[str]]:
     """Every refused path, by reason (empty: nothing refused). ``tree`` (the new tree) is read
-    when ``allow_links`` and a link changed."""
+    when ``allow_links`` and a link changed, and for the documentation pages (``judged``: their
+    judgement already made, :func:`pages`)."""
     allowed = [p for p in allowed if p.strip()]
     protected_folded = [fold_path(file_pattern(p)) for p in protected if p.strip()]
     refused: dict[str, list[str]] = {}
@@ -173,13 +176,10 @@ def problems(
         folded = fold_path(path)
         return covers(protected_folded, folded) or covers(protected_folded, folded + "/-")
 
-    documents = [c for c in found if c.new_mode in ("100644", "100755")
-                 and is_documentation(c.path)]
-    texts = blobs(repo, [c.new_oid for c in documents])
-    for change in documents:  # a docs page a later build would fill with the runner's files
-        text = texts[change.new_oid][:MAX_SCANNED_BYTES].decode("utf-8", "replace")
-        for read in reads_outside(change.path, text):
-            refuse("include directives that read outside the repository", read)
+    judged = judged or pages(repo, found, tree)
+    for read in judged.refused:  # a docs page a later build would act on
+        refused.setdefault("documentation constructs not known to be inert, or naming a path "
+                           "outside the repository's tracked files", []).append(read)
     links: TreeLinks | None = None
     for change in found:
         path = change.path
@@ -202,6 +202,20 @@ def problems(
                 refuse("symbolic links that leave the repository or lead into protected paths",
                        f"{path} -> {links.links[path]} ({why})")
     return refused
+
+
+def pages(repo: Path, found: list[Change], tree: str) -> Judgement:
+    """The changed documentation pages of ``tree`` judged against HEAD
+    (:mod:`cursor_agent_action.docpages`: the run step's rule)."""
+    changed = [c.path for c in found if c.new_mode in ("100644", "100755", "120000")]
+    if not any(is_documentation(path) for path in changed):
+        return Judgement()
+    view = from_trees(
+        lambda name: _git(repo, "ls-tree", "-r", "-z", "--full-tree", name,
+                          doing="listing the tree"),
+        lambda oid: blob(repo, oid), new_tree=tree, base_tree="HEAD", changed=changed,
+        ignored=lambda paths: changeset.ignored_in(repo, paths, env={}))
+    return judge(view, changed)
 
 
 def refusal(refused: dict[str, list[str]]) -> PublishRefused:

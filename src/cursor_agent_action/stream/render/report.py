@@ -110,6 +110,7 @@ def record_outputs(
         "permission-denials": str(len(groups.denied)),
         "hook-denials": str(len(groups.hook_denied)),
         "network-denials": network.denials(run.network),
+        **({"api-key-in-box": run.api_key_in_box} if run.api_key_in_box else {}),
         "files-changed": files,
         "files-changed-truncated": "true" if cut else "false",
         "left-out": left_out_output(run),

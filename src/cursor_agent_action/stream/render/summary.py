@@ -97,6 +97,8 @@ def _how_it_ran(run: RunReport, groups: CallGroups) -> str:
     if run.stream.malformed_lines:
         items.append(f"{run.stream.malformed_lines:,} line(s) of the stream were not JSON events "
                      "and were skipped (the log shows the first few).")
+    if run.api_key_note:
+        items.append(f"**API key:** {inline(run.api_key_note, 400)}")
     if run.isolation:
         items.append(f"**Isolation:** {inline(run.isolation, 2000)}")  # ours, whole
     items += [inline(detail, 600) for detail in run.isolation_details]

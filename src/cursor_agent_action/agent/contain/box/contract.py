@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from cursor_agent_action.agent.contain.box.net.credentials import Credentials
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport
 
 VERSION = 2
@@ -68,12 +70,16 @@ class BoxSpec:
     storage: str = "auto"
     namespaces: bool = False
     """Landlock as the runner's user: inside its own user, PID, mount and IPC namespaces."""
+    credentials: Credentials | None = None
+    """The key the relay holds (``env`` has its placeholder); None: the key, if any, in env."""
     owner: tuple[int, int] = (-1, -1)
     """Who wrote the spec file (the helper): set by the root side from the file's owner."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["network"] = self.network.to_json() if self.network is not None else None
+        data["credentials"] = (self.credentials.to_json() if self.credentials is not None
+                               else None)
         return {"version": VERSION, **data}
 
     @classmethod
@@ -81,10 +87,12 @@ class BoxSpec:
         body = _versioned(data, "spec")
         try:
             network = body.pop("network", None)
+            credentials = body.pop("credentials", None)
             sizes = body.pop("limits")
             limits = BoxLimits(**{f.name: int(sizes[f.name]) for f in fields(BoxLimits)})
             spec = cls(**body, limits=limits,
-                       network=NetPolicy.from_json(network) if network else None)
+                       network=NetPolicy.from_json(network) if network else None,
+                       credentials=Credentials.from_json(credentials) if credentials else None)
             return replace(
                 spec, argv=tuple(map(str, spec.argv)), masks=tuple(spec.masks),
                 reveals=tuple(spec.reveals), shares=tuple(spec.shares),
@@ -130,6 +138,7 @@ class BoxStatus:
     limits: str = ""
     storage: str = ""  # which storage the tree had, and why (one line for the summary)
     network: NetReport | None = None  # the wall's report (box.net.ledger)
+    mask: MaskReport | None = None  # what the relay saw of Cursor's service, when it held the key
     patch: str = ""
     patch_error: str = ""
     changed: int = 0
@@ -146,6 +155,7 @@ class BoxStatus:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["network"] = self.network.to_json() if self.network is not None else None
+        data["mask"] = self.mask.to_json() if self.mask is not None else None
         return {"version": VERSION, **data}
 
     def encoded(self, limit: int) -> bytes:
@@ -154,7 +164,8 @@ class BoxStatus:
         if len(data) < limit:
             return data
         short = BoxStatus(self.started, self.returncode, self.error[:4096], self.too_large,
-                          self.limits, self.storage, None, self.patch, self.patch_error[:4096],
+                          self.limits, self.storage, None, self.mask, self.patch,
+                          self.patch_error[:4096],
                           self.changed, Listed((), self.protected.count),
                           links_refused=Listed((), self.links_refused.count),
                           includes_refused=Listed(self.includes_refused.paths[:5],
@@ -167,7 +178,9 @@ class BoxStatus:
         try:
             _lists(body)
             network = body.pop("network", None)
-            status = cls(**body, network=None if network is None else NetReport.from_json(network))
+            mask = body.pop("mask", None)
+            status = cls(**body, network=None if network is None else NetReport.from_json(network),
+                         mask=MaskReport.from_json(mask) if isinstance(mask, dict) else None)
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ContractError(f"the box's status is not of version {VERSION}: {exc}") from exc
         if not isinstance(status.started, bool) or not isinstance(status.returncode,

@@ -54,9 +54,11 @@ from cursor_agent_action.agent.contain.box import (
 from cursor_agent_action.agent.contain.box.contract import BoxSpec, BoxStatus
 from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc
 from cursor_agent_action.agent.contain.box.net import netns, walllog
-from cursor_agent_action.agent.contain.box.net.jailside import BoxNetwork
+from cursor_agent_action.agent.contain.box.net.ca import CaError
+from cursor_agent_action.agent.contain.box.net.jailside import BoxNetwork, hold_key
 from cursor_agent_action.agent.contain.box.net.relay import HOSTS_TEXT, Wall
 from cursor_agent_action.agent.contain.box.user import AgentUser, UserError, agent_user
+from cursor_agent_action.stream.keyreport import MaskReport
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 PR_SET_NO_NEW_PRIVS = 38
@@ -91,6 +93,9 @@ class Status:
 def setup_failed(exc: BaseException) -> BoxStatus:
     """The status of a box whose preparation failed with ``exc`` (the agent never started)."""
     too_large = isinstance(exc, tree.CopyTooLarge)
+    if isinstance(exc, CaError):
+        return BoxStatus(False, error=f"the relay could not make the run's certificate "
+                         f"authority: {exc}", mask=MaskReport(ca_error=str(exc)))
     return BoxStatus(False, error=str(exc) + (" (the box's cap)" if too_large else ""),
                      too_large=too_large)
 
@@ -332,6 +337,7 @@ class _Held:
 def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
     box_limits: limits.Limits | None = None
     net: BoxNetwork | None = None
+    agent_init = [0]  # the agent's namespace init, once known (a failed key exchange stops it)
     try:
         agent = agent_user(spec.user)
         _check(libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
@@ -339,7 +345,8 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
         box_limits = state.limits = limits.create(f"caa-box-{os.getpid()}",
                                                      spec.limits.memory_bytes)
         net = state.net = _enter_network(spec)
-    except (SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
+        spec, no_ca = hold_key(spec, view, net, agent_init)
+    except (CaError, SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
             gitconfig.GitConfigError, OSError, KeyError, ValueError, TypeError) as exc:
         if net is not None:
             net.finish()
@@ -361,6 +368,7 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
         net.start()
     init, early = _read_init(read_end)
     if init is not None:
+        agent_init[0] = init
         try:
             box_limits.enter(init)
         except OSError:
@@ -370,13 +378,15 @@ def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
     answer = early.decode("ascii", "replace") + _control(parent, init or parent, read_end)
     silence_output()  # the helper need not wait for the patch
     network = net.finish() if net is not None else None
+    mask = (net.mask_report() if net is not None else None) or no_ca
     words = answer.split()
     if "started" not in words:
         box_limits.remove()
         reason = answer.partition("setup ")[2].strip() or answer.strip()
         status.write(BoxStatus(False, error=reason or "the agent's namespace ended early"))
         return EXIT_SETUP
-    result = BoxStatus(True, limits=box_limits.label, storage=copy.note, network=network)
+    result = BoxStatus(True, limits=box_limits.label, storage=copy.note, network=network,
+                       mask=mask)
     if "exit" in words and words[words.index("exit") + 1].lstrip("-").isdigit():
         result = replace(result, returncode=os.waitstatus_to_exitcode(
             int(words[words.index("exit") + 1])))

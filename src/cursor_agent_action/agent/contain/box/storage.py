@@ -210,8 +210,8 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
             # A link that leaves the repository (or leads into .git) fails the run: a later
             # step reading the real tree would read the runner's files through it.
             links_refused, _ = changeset.links(copied, changes)
-            # So does a docs page that would make a later build read the runner's files.
-            reads = changeset.includes_outside(copied, changes)
+            # So does a docs page a later build could act on, or read the runner's files with.
+            reads = changeset.pages(copied, changes).refused
             patch = Path(spec.patch_file)
             changeset.write_patch(copied, changes, patch)
         os.chown(patch, *spec.owner)

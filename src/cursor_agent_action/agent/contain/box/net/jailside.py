@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
-from cursor_agent_action.agent.contain.box.net import netns
+from cursor_agent_action.agent.contain.box import world
+from cursor_agent_action.agent.contain.box.contract import BoxSpec
+from cursor_agent_action.agent.contain.box.net import netns, trust
+from cursor_agent_action.agent.contain.box.net.ca import CaError, RunCa
+from cursor_agent_action.agent.contain.box.net.credentials import Credentials, Tally
 from cursor_agent_action.agent.contain.box.net.ledger import EventSink
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.relay import (
@@ -29,6 +36,8 @@ from cursor_agent_action.agent.contain.box.net.relay import (
     Wall,
     system_resolve,
 )
+from cursor_agent_action.agent.contain.box.net.terminate import Terminator
+from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport
 
 
@@ -38,6 +47,8 @@ class BoxNetwork:
     def __init__(self, wall: Wall, previous: int) -> None:
         self.wall = wall
         self._previous = previous
+        self.tally: Tally | None = None
+        self.ca: RunCa | None = None
 
     @classmethod
     def enter(cls, policy: NetPolicy, *, on_event: EventSink | None = None,
@@ -50,6 +61,22 @@ class BoxNetwork:
             netns.return_to_netns(previous)
             raise
         return cls(wall, previous)
+
+    def hold_credentials(self, credentials: Credentials, ca_dir: Path, files_dir: Path,
+                         env: Mapping[str, str],
+                         on_exchange_failed: Callable[[str], None]) -> tuple[dict[str, str],
+                                                                             dict[str, str]]:
+        """The relay holds the key (:mod:`.terminate`): the run's CA made in ``ca_dir`` (root's,
+        never shown in the box), the box's trust files written in ``files_dir``. Returns the
+        box's read-only files (target to source) and the agent's environment (the trust
+        variables on them). Raises :class:`~.ca.CaError`."""
+        self.ca = RunCa.make(ca_dir, credentials.patterns)
+        self.tally = Tally(on_exchange_failed)
+        self.wall.terminator = Terminator(credentials, self.ca, self.wall.ledger, self.tally)
+        return trust.write_files(files_dir, self.ca.certificate, env), trust.environment(env)
+
+    def mask_report(self) -> MaskReport | None:
+        return self.tally.report() if self.tally is not None else None
 
     def in_init(self, files_dir: Path | None) -> None:
         """In the process forked inside the box (the agent's namespace init), first thing once
@@ -77,4 +104,40 @@ class BoxNetwork:
         """Stop the relay (every listener and connection closed) and return its report."""
         self.leave()  # in case an error skipped it
         self.wall.stop()
+        if self.ca is not None:
+            self.ca.destroy()
         return self.wall.report()
+
+
+def hold_key(spec: BoxSpec, view: world.World, net: BoxNetwork | None,
+                      agent_init: list[int]) -> tuple[BoxSpec, MaskReport | None]:
+    """With credentials in the spec and a wall: the relay holds the key, the box gets the
+    placeholder (already in the spec's env) and the run's CA in its trust store; the agent's
+    namespace (``agent_init``, once known) is stopped when the key exchange fails. Without a
+    CA (no openssl): the key in the box if the spec allows it (the report says why), else
+    :class:`CaError`."""
+    credentials = spec.credentials
+    if credentials is None:
+        return spec, None
+    env = {name: value for name, value in spec.env.items() if name != "CURSOR_API_KEY"}
+    if net is None:
+        return replace(spec, env={**env, "CURSOR_API_KEY": credentials.key}), None
+
+    def stop_agent(_detail: str) -> None:
+        if agent_init[0]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(agent_init[0], signal.SIGTERM)
+
+    area = Path(spec.box_dir)
+    (area / "ca").mkdir(mode=0o700)
+    world.tmpfs(str(area / "ca"), size="4m", mode=0o700)  # gone with this mount namespace
+    try:
+        files, env = net.hold_credentials(credentials, area / "ca", area / "net", env,
+                                          stop_agent)
+    except CaError as exc:
+        if not credentials.fallback:
+            raise
+        return (replace(spec, env={**env, "CURSOR_API_KEY": credentials.key}),
+                MaskReport(ca_error=str(exc)))
+    view.files.update(files)
+    return replace(spec, env={**env, "CURSOR_API_KEY": credentials.placeholder}), None

@@ -37,6 +37,7 @@ from cursor_agent_action.agent.contain.box.net.checks import Agent, Checks, Refu
 from cursor_agent_action.agent.contain.box.net.dns import Resolver
 from cursor_agent_action.agent.contain.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
+from cursor_agent_action.agent.contain.box.net.terminate import Terminator
 from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
 from cursor_agent_action.stream.netreport import NetReport
 
@@ -87,6 +88,7 @@ class Wall:
         self._writers: set[asyncio.StreamWriter] = set()
         self._clients = 0
         self._ready = threading.Event()
+        self.terminator: Terminator | None = None  # set: Cursor's names terminated (jailside)
 
     @classmethod
     def create(cls, policy: NetPolicy, *, limits: Limits | None = None,
@@ -335,6 +337,14 @@ class Wall:
             up_reader, up_writer = far.reader, far.writer
             self._writers.add(up_writer)
             self.ledger.connected(destination)
+            if self.terminator is not None and self.terminator.wants(name) and (
+                    first := (await self._seen(peeking, flow))[0])[:1] == b"\x16":
+                serving = asyncio.ensure_future(self.terminator.serve(  # TLS: credentials swapped
+                    name, port, first, agent=(reader, writer), far=(up_reader, up_writer),
+                    flow=flow))
+                tasks.add(serving)
+                await self._watch({serving}, flow)
+                return
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
             tasks.add(down)
 
@@ -361,18 +371,21 @@ class Wall:
                 up_writer.transport.abort()
             self.ledger.moved(destination, flow.moved[0], flow.moved[1])
 
-    async def _up(self, agent: Agent, flow: pumps.Flow,
-                  peeking: asyncio.Future[tuple[bytes, peek.Claim]],
-                  connect: plainhttp.Connect) -> None:
-        """The agent's side once its first bytes are read (however late: the idle timeout
-        bounds the wait)."""
+    async def _seen(self, peeking: asyncio.Future[tuple[bytes, peek.Claim]],
+                    flow: pumps.Flow) -> tuple[bytes, peek.Claim]:
+        """The agent's first bytes and their claim (the idle timeout bounds the wait)."""
         try:
-            seen = await peeking
+            return await peeking
         except Refused as refusal:
             flow.refused = True
             self.ledger.refused(refusal.kind, refusal.destination, refusal.detail)
             raise
-        await self.checks.up_agent(agent, flow, seen, connect)
+
+    async def _up(self, agent: Agent, flow: pumps.Flow,
+                  peeking: asyncio.Future[tuple[bytes, peek.Claim]],
+                  connect: plainhttp.Connect) -> None:
+        """The agent's side once its first bytes are read."""
+        await self.checks.up_agent(agent, flow, await self._seen(peeking, flow), connect)
 
     async def _watch(self, directions: set[asyncio.Future[None]], flow: pumps.Flow) -> None:
         """Until both directions are done, an error, or the idle or total timeout."""
