@@ -39,6 +39,17 @@ FORMS = {
     "hex split by spaces": " ".join(KEY.encode().hex()[i:i + 8] for i in range(0, 138, 8)),
     "JSON-escaped with a line break": json.dumps({"t": KEY[:40] + "\n" + KEY[40:]}),
     "a piece of it": f"half: {KEY[:5 + PIECE_BYTES]}",
+    # What the first attack on the scan passed (base32 -w0, od -b, printf '%d ', python's
+    # base64.a85encode, a byte's bits, fullwidth letters).
+    "base32": base64.b32encode(b"x" + KEY.encode()).decode(),
+    "base32, lower case, wrapped": "\n".join(
+        base64.b32encode(KEY.encode()).decode().lower()[i:i + 30] for i in range(0, 112, 30)),
+    "ascii85": base64.a85encode(b"ab" + KEY.encode()).decode(),
+    "base85": base64.b85encode(b"abc" + KEY.encode()).decode(),
+    "decimal byte codes": ", ".join(str(byte) for byte in KEY.encode()),
+    "octal escapes": "".join(f"\\{byte:03o}" for byte in KEY.encode()),
+    "binary": " ".join(f"{byte:08b}" for byte in KEY.encode()),
+    "fullwidth": "".join(chr(ord(c) + 0xFEE0) if c.isalnum() else c for c in KEY),
 }
 
 

@@ -144,8 +144,7 @@ _PIECES = st.sampled_from([
 _TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=8)), max_size=12).map("".join)
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(texts=st.fixed_dictionaries(dict.fromkeys(
     ("title", "path", "model", "reason", "message", "name"), _TEXT)))
 def test_any_agent_text_in_any_field_stays_inert_once_rendered(

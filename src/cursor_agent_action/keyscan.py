@@ -5,11 +5,11 @@ tier, an uncontained run), an agent can write it where redaction of its literal 
 look. Before anything leaves the ``run`` step (the box's patch, before it is applied; the patch
 handed on; the transcript; the answer outputs), :class:`KeyScan` looks for the key
 
-- as it is, and reversed;
-- in hex, in either case;
-- in base64, standard and URL-safe, at each of the three byte alignments (only the characters
-  made of the key's own bits, as the Actions runner's masker does, so the key inside a longer
-  encoded blob is found too);
+- as it is, and reversed, also in fullwidth or other compatibility letters (NFKC);
+- in hex, in either case, and as decimal or octal byte codes or bits;
+- in base64 (standard and URL-safe), base32 (either case), base85 and ascii85, at each byte
+  alignment (only the characters made of the key's own bits, as the Actions runner's masker
+  does, so the key inside a longer encoded blob is found too);
 
 each also when split over lines (line breaks, indentation, quotes, JSON escapes and a patch's
 ``+`` markers between its parts), and any piece of it :data:`PIECE_BYTES` bytes long or more in
@@ -17,17 +17,18 @@ any of these forms (a key split across two files leaves a piece in each). Binary
 patch are read as git wrote them (base85, deflated), so a key inside an image is found as well.
 
 A hit fails the run and nothing is handed on; the message names the file or the output, never
-the key. What this cannot see: a key transformed otherwise (compressed, encrypted, spelled out
-in words, cut into pieces shorter than :data:`PIECE_BYTES`). That is why, by default, the key
-is not in the box at all (docs/security.md).
+the key. What this cannot see: a key transformed otherwise (compressed, encrypted, permuted,
+spelled out in words, cut into pieces shorter than :data:`PIECE_BYTES`). That is why, by
+default, the key is not in the box at all (docs/security.md).
 """
 
 from __future__ import annotations
 
 import base64
 import re
+import unicodedata
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 PIECE_BYTES = 12
@@ -101,6 +102,19 @@ class _Family:
         return None
 
 
+def _aligned(secret: bytes, group: int, chars: int, encode: Callable[[bytes], bytes],
+             name: str) -> dict[str, str]:
+    """The characters of an encoding of ``secret`` (``group`` bytes to ``chars`` characters)
+    that depend on its bytes alone, at each of the ``group`` byte alignments."""
+    found = {}
+    for shift in range(group):
+        encoded = encode(b"\0" * shift + secret + b"\0" * group).decode("ascii")
+        start = -(-chars * shift // group)
+        end = chars * (shift + len(secret)) // group
+        found[f"{name}, offset {shift}"] = encoded[start:end]
+    return found
+
+
 def _base64_forms(secret: bytes) -> dict[str, str]:
     """The key's base64 characters that depend on its bits alone, at the three alignments, in
     the standard and the URL-safe alphabet."""
@@ -122,6 +136,10 @@ class KeyScan:
         plain: dict[str, str] = {}
         hexes: dict[str, str] = {}
         encoded: dict[str, str] = {}
+        base32: dict[str, str] = {}
+        base85: dict[str, str] = {}
+        digits: dict[str, str] = {}
+        bits: dict[str, str] = {}
         for number, value in enumerate(k.strip() for k in keys):
             if len(value) < MIN_KEY_LEN:
                 continue
@@ -135,12 +153,27 @@ class KeyScan:
             plain[f"reversed{tag}"] = key[::-1]
             hexes[f"hex{tag}"] = raw.hex()
             encoded.update({name + tag: form for name, form in _base64_forms(raw).items()})
+            base32.update({name + tag: form for name, form in
+                           _aligned(raw, 5, 8, base64.b32encode, "base32").items()})
+            base85.update({name + tag: form for name, form in
+                           _aligned(raw, 4, 5, base64.b85encode, "base85").items()})
+            base85.update({name + tag: form for name, form in
+                           _aligned(raw, 4, 5, base64.a85encode, "ascii85").items()})
+            digits[f"decimal byte codes{tag}"] = "".join(str(byte) for byte in raw)
+            digits[f"octal byte codes{tag}"] = "".join(f"{byte:03o}" for byte in raw)
+            bits[f"binary{tag}"] = "".join(f"{byte:08b}" for byte in raw)
         alphabet = "".join(sorted({char for form in plain.values() for char in form}))
         self.families = (
             _Family(plain, alphabet, PIECE_BYTES),
             _Family(hexes, "0123456789abcdefABCDEF", 2 * PIECE_BYTES, fold=True),
             _Family(encoded, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_",
                     -(-4 * PIECE_BYTES // 3)),
+            _Family(base32, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz234567",
+                    -(-8 * PIECE_BYTES // 5), fold=True),
+            _Family(base85, "".join(chr(code) for code in range(33, 127)),
+                    -(-5 * PIECE_BYTES // 4)),
+            _Family(digits, "0123456789", 3 * PIECE_BYTES),
+            _Family(bits, "01", 8 * PIECE_BYTES),
         )
 
     def __bool__(self) -> bool:
@@ -153,6 +186,8 @@ class KeyScan:
         views = [text]
         if "\\" in text:
             views.append(_JSON_ESCAPE.sub("", text))
+        if not text.isascii():  # fullwidth letters, ligatures: as NFKC folds them
+            views.append(unicodedata.normalize("NFKC", text))
         for view in views:
             for family in self.families:
                 if (form := family.search(view)) is not None:

@@ -673,18 +673,20 @@ def _split_in_two(line: str, secret: str) -> list[str]:
     return [line[:cut], line[cut:]]
 
 
-@pytest.mark.parametrize("secret", [API_KEY, 'key_"quoted"\\slash_é'])
+@pytest.mark.parametrize("secret", ["tok_deploy_Zq81Lm40Xw", 'key_"quoted"\\slash_é'])
 def test_transcript_has_secrets_redacted_even_split_across_reads(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch, secret: str,
 ) -> None:
-    """An agent echoing the API key (in a message, in shell output, JSON-escaped in the stream,
-    cut across two reads) leaves only *** in the transcript; everything else is byte for byte."""
-    monkeypatch.setenv("CURSOR_API_KEY", secret)
+    """An agent echoing a masked secret (in a message, in shell output, JSON-escaped in the
+    stream, cut across two reads) leaves only *** in the transcript; everything else is byte for
+    byte. (The API key itself fails the run and empties the transcript: test_key_exits.py.)"""
+    monkeypatch.setenv("DEPLOY_SECRET", secret)
+    monkeypatch.setenv("CURSOR_AGENT_ACTION_MASK_ENV", "DEPLOY_SECRET")
     escaped = json.dumps(secret)[1:-1]
     said = event("assistant", message={"role": "assistant", "content": [
         {"type": "text", "text": f"The key is {secret}."}]})
-    shell = tool("completed", "c1", "shellToolCall", {"command": "echo $CURSOR_API_KEY"},
+    shell = tool("completed", "c1", "shellToolCall", {"command": "echo $DEPLOY_SECRET"},
                   {"success": {"exitCode": 0, "stdout": f"{secret}\n", "stderr": ""}})
     text = [json.dumps(event) for event in (INIT, said, shell, RESULT)]  # ASCII, escaped
     chunks = [

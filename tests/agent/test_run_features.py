@@ -168,7 +168,7 @@ def test_a_run_within_its_budget_succeeds(
 MCP = {"mcpServers": {"github": {
     "command": "github-mcp-server", "args": ["stdio", "--read-only"],
     "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${env:MCP_GITHUB_TOKEN}"}}}}
-MCP_TOKEN = "ghp_mcpreadonlytoken0123456789abcdef"
+MCP_TOKEN = "ghp_mcpreadonlytokenQ7wX2kLm9pR4tV8zN3"  # shares no piece with API_KEY
 
 
 def test_mcp_servers_from_the_workflow_reach_the_contained_agent_only_for_the_run(
@@ -239,23 +239,22 @@ def test_uncontained_runs_get_the_mcp_file_in_a_home_of_their_own(
     assert Path(entry["env"]["HOME"]).parent.name.startswith("run-")
 
 
-def test_a_secret_in_the_json_answer_is_redacted_and_the_value_stays_json(
+def test_the_api_key_in_the_json_answer_fails_the_run_and_the_answer_is_withheld(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A hostile answer carries the API key, plain and base64-encoded, inside the JSON the
-    next step will read: both are *** in the output, the file and the summary, and the output
-    still parses."""
+    next step will read: the run fails, the structured output and its file are withheld, and
+    neither form is in the summary."""
     encoded = base64.b64encode(API_KEY.encode()).decode()
     answer = ('```json\n{"cause": "the key is ' + API_KEY + '", "confidence": 0.5, '
               '"extra": "' + encoded + '"}\n```')
     schema = json.dumps({"type": "object", "required": ["cause"]})
     result = run(tmp_path, workspace, capsys, {"answer": answer}, "--output-schema", schema)
-    assert result.outputs["conclusion"] == "success"
-    value = json.loads(result.outputs["structured-output"])
-    assert value["cause"] == "the key is ***"
-    assert "***" in value["extra"]
-    saved = Path(result.outputs["structured-output-file"]).read_text()
-    for text in (result.outputs["structured-output"], saved, result.summary):
+    assert result.outputs["conclusion"] == "failure"
+    assert result.outputs["structured-output"] == ""
+    assert result.outputs["structured-output-file"] == ""
+    assert "holds the API key, in some form" in result.summary
+    for text in (result.outputs["final-message"], result.summary):
         assert API_KEY not in text
         assert encoded not in text
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -83,8 +85,11 @@ def _call_texts(verdict: Verdict) -> Iterator[str]:
 
 def _search_file(keys: KeyScan, path: Path) -> str | None:
     """The form of the key the file holds, read in overlapping pieces (a transcript can be
-    large), or None (also when it cannot be read: then nothing of it is handed on either)."""
+    large), or None (also when it cannot be read, or is no regular file: a device or a fifo
+    is nothing the workflow uploads)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # /dev/full, a fifo: nothing to hand on
+            return None
         with path.open("rb") as stream:
             tail = b""
             while piece := stream.read(CHUNK):

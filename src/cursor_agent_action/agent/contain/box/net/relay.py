@@ -284,11 +284,9 @@ class Wall:
     async def _via(self, name: str, port: int, via: RunnerProxy,
                    peeking: asyncio.Future[tuple[bytes, peek.Claim]]) -> plainhttp.Upstream:
         """A connection to ``name:port`` through the runner's proxy, once the agent's first
-        bytes tell which: plain HTTP is forwarded to the HTTP proxy (absolute form) when it
-        takes no credentials, else tunnelled like the rest (``CONNECT``: the proxy's
-        credentials go on the relay's own CONNECT only, never on a request that carries the
-        agent's method, target and fields). A name the runner resolves is refused as it
-        would be direct (its addresses are checked)."""
+        bytes tell which: plain HTTP to the HTTP proxy (absolute form) when it takes no
+        credentials, else tunnelled like the rest (credentials on our CONNECT only). A name
+        the runner resolves is refused as it would be direct (its addresses are checked)."""
         destination = f"{name}:{port}"
         _, claim = await peeking
         proxy = via.http if claim.http else via.https
@@ -339,10 +337,9 @@ class Wall:
             self.ledger.connected(destination)
             if self.terminator is not None and self.terminator.wants(name) and (
                     first := (await self._seen(peeking, flow))[0])[:1] == b"\x16":
-                serving = asyncio.ensure_future(self.terminator.serve(  # TLS: credentials swapped
+                tasks.add(serving := asyncio.ensure_future(self.terminator.serve(  # TLS: swapped
                     name, port, first, agent=(reader, writer), far=(up_reader, up_writer),
-                    flow=flow))
-                tasks.add(serving)
+                    flow=flow)))
                 await self._watch({serving}, flow)
                 return
             down = asyncio.ensure_future(pumps.down(up_reader, writer, flow))
