@@ -449,6 +449,11 @@ def test_code_review_posts_one_review_with_comments_on_the_lines_and_replaces_it
     assert not [r for r in run.records if r.get("command") in ("warning", "error")
                 and "forged" in json.dumps(r)]
     assert "forged" not in run.job_log("review")
+    # Every link names the run's server (issue 42: the run's link said github.com, the
+    # review's github.example).
+    links = re.findall(r"\]\(<?(https?://[^/)>\s]+)", review["body"] + run.summary("review"))
+    assert links
+    assert set(links) == {world.github.server_url}, links
     outputs = run.outputs("review", "review")
     assert (outputs["comments-posted"], outputs["outside-diff"]) == ("3", "1")
     assert outputs["highest-severity"] == "major"

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cursor_agent_action.gh.bodies import compose_body
-from cursor_agent_action.gh.review.command import _summary as review_summary
+from cursor_agent_action.gh.review.body import step_summary as review_summary
 from cursor_agent_action.gh.review.findings import Answer, Finding
 from cursor_agent_action.gh.review.placement import Outside
 from cursor_agent_action.redact import Redactor

@@ -21,6 +21,7 @@ import pytest
 from cursor_agent_action.agent.contain import process
 from cursor_agent_action.agent.contain.box.contract import BoxStatus
 from cursor_agent_action.agent.contain.isolation import STATUS_BYTES, Jail, decide, jail_for
+from cursor_agent_action.agent.judge import leftout
 from cursor_agent_action.cli import main
 from tests.support.box import Box, left_cgroups
 from tests.support.box import agent as _agent
@@ -307,7 +308,8 @@ def test_a_48_gib_sparse_file_is_left_out_quickly(
     out = _run(box, capsys, "truncate -s 48G big.bin; echo ok > small.txt", "--preset", "edit")
     assert time.monotonic() - started < 30
     assert out["conclusion"] == "success", out["log"]
-    assert "over 100 MiB (apparent size) are not in the patch: big.bin" in out["summary"]
+    assert {"path": "big.bin", "reason": leftout.TOO_LARGE} in json.loads(out["left-out"])
+    assert f"| `big.bin` | {leftout.TOO_LARGE} |" in out["summary"]
     assert not (box.workspace / "big.bin").exists()
     assert (box.workspace / "small.txt").read_text() == "ok\n"
 

@@ -133,7 +133,7 @@ def test_a_hostile_network_report_in_the_status_renders_safely() -> None:
     status = BoxStatus.from_json(json.loads(data))
     record = RunReport(StreamResult(model="m"), Conclusion.SUCCESS, network=status.network)
     text = render_summary(record, budget_bytes=100_000)
-    assert "**Network:** restricted, 0 refused" in text
+    assert "<summary>Network: restricted, 0 refused</summary>" in text
     assert "**Refused (1):**" in text
     assert SECRET not in text
 

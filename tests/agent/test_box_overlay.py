@@ -64,10 +64,10 @@ def test_the_agent_s_changes_come_back_from_the_overlay_and_from_the_copy(
     assert (box.workspace / "README.md").read_text() == "# demo\nchanged\n"
     assert (box.workspace / "docs" / "deep" / "d.md").read_text() == "d\n"
     if storage == "copy":
-        assert "the tree: a copy of the repository" in out["summary"]
+        assert "The tree: a copy of the repository" in out["summary"]
         assert "the copy was asked for" in out["summary"]
     else:
-        assert "the tree: an id-mapped overlay over the repository" in out["summary"]
+        assert "The tree: an id-mapped overlay over the repository" in out["summary"]
 
 
 # -- the storage on its own: the overlay's attacks, with small caps ------------------------------

@@ -3,10 +3,16 @@ for the workspace, whatever shape its repository has."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
+from cursor_agent_action.agent.judge import leftout
 from cursor_agent_action.agent.judge.changes import ChangeTracker
+from cursor_agent_action.agent.judge.verdict import Described, Verdict
+from cursor_agent_action.stream.record import StreamResult
+from cursor_agent_action.stream.render.report import left_out_output
 
 
 def _git(*args: str) -> None:
@@ -73,3 +79,29 @@ def test_outside_a_repository_nothing_is_guarded(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     assert ChangeTracker(plain, contained=False).git_config_files == []
+
+
+def test_an_uncontained_run_names_what_it_left_out_of_the_patch(tmp_path: Path) -> None:
+    """Issue 42, without the box: a fifo and a path past 3,072 bytes the agent made stay out
+    of the patch, each named with its reason in the verdict (hence the summary and the
+    left-out output); before, only a note said so."""
+    repo = _repo(tmp_path / "repo")
+    tracker = ChangeTracker(repo)
+    os.mkfifo(repo / "pipe")
+    fd = os.open(repo, os.O_RDONLY)
+    for _ in range(16):  # 16 x 201 bytes: past 3,072 at the 16th
+        os.mkdir("n" * 200, dir_fd=fd)
+        below = os.open("n" * 200, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = below
+    os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    os.close(fd)
+    (repo / "a.txt").write_text("b\n")
+    verdict = Verdict(StreamResult(has_result=True, failure=""))
+    tracker.finish(verdict, tmp_path, set())
+    assert verdict.files_changed == ["a.txt"]
+    entries = json.loads(left_out_output(verdict.report(Described())))
+    assert {"path": "pipe", "reason": leftout.SPECIAL} in entries
+    (deep,) = [e for e in entries if e["path"].startswith("n" * 200)]
+    assert deep["reason"].startswith("too long: 16 levels, 3,215 bytes")
+    assert verdict.left_out_count == 2

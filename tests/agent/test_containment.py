@@ -292,7 +292,8 @@ def _as_runner(
         [*wrap, "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
          str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
          str(agent), "--working-directory", str(box.workspace), "--prompt", "x", "--output-file",
-         str(box.base / "fallback-outputs.txt"), "--summary-file", os.devnull, *args],
+         str(box.base / "fallback-outputs.txt"), "--summary-file",
+         str(box.base / "fallback-summary.md"), *args],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
 
@@ -353,7 +354,14 @@ def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) 
         assert "::warning title=agent not contained::Running the agent without the box, " \
                f"because the helper is not root and {why}" in done.stdout
         assert "Missing protections" in done.stdout
-    assert fix in done.stdout
+    assert fix in done.stdout  # the whole warning is in the log
+    # The annotation is one short line; the whole warning is in the summary too (issue 42).
+    (warning,) = [line for line in done.stdout.splitlines()
+                  if line.startswith("::warning title=agent")]
+    assert len(warning) < 400
+    summary = (box.base / "fallback-summary.md").read_text()
+    assert fix in summary.replace("\n", " ").replace("\\", "")
+    assert max(len(line) for line in summary.splitlines() if not line.startswith("|")) <= 200
     assert (box.seen / "ran").exists()
     outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
     assert outputs["conclusion"] == "success"

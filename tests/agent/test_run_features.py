@@ -40,7 +40,9 @@ def test_a_matching_answer_becomes_the_structured_output(
     [entry] = result.runs  # asked once: no resume
     assert entry["argv"][-1].startswith("Update the docs.\n\n---\nWhen you have finished")
     assert TRIAGE.replace(" ", "") in entry["argv"][-1]
-    assert '### Structured output\n\n```json\n{\n  "cause": "flaky network test"' in result.summary
+    assert ("<summary>The agent&#39;s answer: its structured output (its final message, "
+            in result.summary)
+    assert '</summary>\n\n```json\n{\n  "cause": "flaky network test"' in result.summary
 
 
 def test_a_wrong_answer_is_asked_for_again_once_in_the_same_chat_and_fixed(

@@ -492,3 +492,19 @@ def test_findings_file_and_the_events_pull_request(env: Env, tmp_path: Path,
     code = cli.main(["review", "--output-file", str(env.out), "--findings-file", str(path)])
     assert code == 0
     assert parse_output_file(env.out.read_text())["comments-posted"] == "1"
+
+
+def test_the_review_summary_gives_the_findings_by_severity_on_top(
+    env: Env, tmp_path: Path,
+) -> None:
+    """Issue 42: the step's summary opens with the findings by severity and where they went;
+    its link is the run's server's, like every other link of the run."""
+    summary = tmp_path / "summary.md"
+    code, out, log = env.review(answer(finding(line=3), finding("README.md", 1, severity="minor")),
+                                "--summary-file", str(summary))
+    assert code == 0, log
+    lines = summary.read_text().splitlines()
+    assert lines[0] == "## Code review: 2 findings (🟠 1 major · 🟡 1 minor)"
+    assert lines[2] == (f"[The review]({out['review-url']}): 1 on the diff's lines, 1 in the "
+                        "review body")
+    assert out["review-url"].startswith(env.gh.server_url + "/")

@@ -27,7 +27,7 @@ OUTPUT_NAMES = [
     "conclusion", "result", "result-file", "final-message", "session-id", "request-id", "model",
     "duration-ms", "input-tokens", "output-tokens", "cache-read-tokens", "cache-write-tokens",
     "tool-calls", "failed-tool-calls", "permission-denials", "hook-denials", "network-denials",
-    "files-changed", "files-changed-truncated", "files-changed-file",
+    "files-changed", "files-changed-truncated", "left-out", "files-changed-file",
 ]  # fmt: skip
 SECRET = "sk-live-0123456789abcdef"
 

@@ -16,10 +16,23 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_action.agent.judge import leftout
+from cursor_agent_action.gh.review import findings
+from cursor_agent_action.gh.review.body import step_summary
+from cursor_agent_action.gh.review.diffmap import DiffMap, parse_patch
+from cursor_agent_action.gh.review.placement import place
 from cursor_agent_action.stream.engine import load_report
-from cursor_agent_action.stream.record import Cause, Conclusion, Failure
+from cursor_agent_action.stream.record import (
+    Cause,
+    Conclusion,
+    Failure,
+    LeftOut,
+    RunReport,
+    StreamResult,
+)
 from cursor_agent_action.stream.render.summary import render_compact, render_summary
 from tests.stream.test_summary import DANGEROUS, rendered_markup
+from tests.stream.test_summary_layout import FINDINGS, ISOLATION, review_run
 from tests.support.stream import FIXTURES, processed_commands, summarize
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -96,3 +109,37 @@ def test_every_failure_in_a_golden_summary_says_how_to_fix_it() -> None:
                for line in block.splitlines()[:1]]
     assert reasons
     assert [reason for reason in reasons if "Fix:" not in reason] == []
+
+
+def test_golden_example_runs() -> None:
+    """Two runs the examples make, as their summaries show them (issue 42): a code review
+    (a long prompt, the findings as structured output: shown once, folded) and an edit run in
+    the box that left paths out (named on top, with their reasons; the box's limits folded)."""
+    review = review_run()
+    # The run's page shows each job's summary in turn: the agent's, then the review step's.
+    answer = findings.parse(FINDINGS, "findings")
+    diff = DiffMap()
+    diff.add(parse_patch("src/cli.py", "@@ -1 +1 @@\n-RETRIES = 3\n+MAX_RETRIES = 3\n"))
+    placed, outside = place(answer.findings, diff)
+    url = "https://github.com/octo-org/octo-repo/pull/1#pullrequestreview-1003"
+    _check(GOLDEN / "code-review.summary.md",
+           _normalize(render_summary(review, budget_bytes=1 << 20))
+           + step_summary(answer, placed, outside, url))
+    long = "build/" + "d/" * 1535 + "d"
+    stream = StreamResult(has_result=True, failure="", model="Auto", duration_ms=5300,
+                          input_tokens=12_400, output_tokens=310,
+                          final_message="Regenerated the docs and the build output.\n",
+                          result_text="Regenerated the docs and the build output.\n")
+    edit = RunReport(
+        stream, Conclusion.SUCCESS, files_changed=("docs/usage.md",),
+        isolation=ISOLATION,
+        isolation_details=review.isolation_details,
+        left_out=(LeftOut(long, leftout.too_long(long)),
+                  LeftOut("docs/big.pdf", leftout.TOO_LARGE),
+                  LeftOut("docs/pipe", leftout.SPECIAL)),
+        left_out_count=3,
+        preset="edit (writes allowed)",
+        prompt="Regenerate the docs.",
+        transcript_artifact="agent-transcript",
+    )
+    _check(GOLDEN / "left-out.summary.md", _normalize(render_summary(edit, budget_bytes=1 << 20)))

@@ -114,7 +114,7 @@ def test_wrong_types_are_dropped_or_zeroed() -> None:
         refused=(Refusal("", "", 2),),
     )
     text = network.section(report, 100_000)
-    assert "### Network" in text
+    assert "<summary>Network: " in text
     assert SECRET not in text  # a non-string name is dropped, never str()'d into the summary
     assert network.denials(report) == "0"
 

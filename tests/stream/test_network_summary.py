@@ -54,11 +54,11 @@ def test_without_a_report_the_summary_has_no_network_section_and_the_output_is_e
 def test_the_section_lists_what_was_allowed_reached_and_refused() -> None:
     record = RunReport(StreamResult(model="m"), Conclusion.SUCCESS, network=wall_report())
     text = render_summary(record, budget_bytes=100_000)
-    assert "**Network:** restricted, 5 refused" in text
-    section = text[text.index("### Network"):]
+    assert "**Refused:** 5 connections (network)" in text  # on top: what was refused
+    section = text[text.index("<details><summary>Network: restricted, 5 refused</summary>"):]
     assert ("Allowed for this run: Cursor's own domains (`*.cursor.sh:443`); `allowed-domains` "
             "(`registry.npmjs.org:443,80`); `mcp-config`'s URL servers (`mcp.example.com:443`)"
-            in section)
+            in section.replace("\n", " "))  # one paragraph, wrapped
     assert "**Refused (2):**" in section
     assert f"| `{SECRET}.example.test` | `dns` | 4 | `no rule allows this name` 2026-11-25" in (
         section)
@@ -94,7 +94,7 @@ def test_the_section_fits_its_budget_and_a_malformed_report_does_not_crash() -> 
     assert utf8_len(network.section(wall_report(refused=many), 10)) <= 10
     junk = NetReport.from_json({"mode": "restricted", "rules": "x", "allowed": [1, None, {}],
                                 "refused": [{"count": "many"}], "refused_total": True})
-    assert "### Network" in network.section(junk, 10_000)
+    assert "<summary>Network: " in network.section(junk, 10_000)
     assert network.denials(junk) == "0"
 
 

@@ -108,7 +108,8 @@ def test_questions_beyond_the_cap_are_counted_not_kept() -> None:
     assert len(record.stream.interactions) == INTERACTIONS_KEPT
     assert record.stream.interactions_left_out == 3
     summary = render_summary(record, budget_bytes=1024 * 1024)
-    assert f"### Questions and prompts from the agent ({INTERACTIONS_KEPT + 3:,})" in summary
+    assert (f"<summary>Questions and prompts from the agent ({INTERACTIONS_KEPT + 3:,})"
+            "</summary>") in summary
 
 
 def test_a_run_with_a_question_a_timeout_and_cache_tokens_reads_right(tmp_path: Path) -> None:

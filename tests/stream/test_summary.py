@@ -87,12 +87,17 @@ def test_cut_sections_say_what_was_left_out() -> None:
 
 
 def test_headline_has_the_ten_second_facts() -> None:
+    """On top: the outcome, what changed, what was refused, the tokens (issue 42); the rest
+    (model, duration, calls) folded under "How it ran"."""
     record = load_report(FIXTURES / "docs-update.jsonl")
     head = render_summary(record, budget_bytes=100_000).split("\n\n", 3)
     assert head[0] == "## ✅ Cursor agent: success"
-    for fact in ("GPT-5.4 Mini Low", "48.2 s", "31,877 in", "1,204 out", "118,528 cache read",
-                 "Tool calls:** 11 (0 failed, 1 denied)", "Files changed:** 4"):  # fmt: skip
-        assert fact in head[1]
+    assert head[1] == ("**Changed:** 4 files · **Refused:** 1 tool call (permissions) · "
+                       "**Tokens:** 31,877 in · 1,204 out · 118,528 cache read · "
+                       "2,048 cache write")
+    folded = head[3][head[3].index("<details><summary>How it ran: 48.2 s, 11 tool calls"):]
+    for fact in ("GPT-5.4 Mini Low", "Tool calls:** 11 (0 failed, 1 denied)"):
+        assert fact in folded.split("</details>")[0]
 
 
 def test_agent_markup_never_renders() -> None:

@@ -110,6 +110,9 @@ class World:
             secrets={"CURSOR_API_KEY": self.api_key, "GITHUB_TOKEN": TOKEN},
             env={
                 "GITHUB_API_URL": self.github.api_url,
+                # The loopback API's own server: every link a job writes (the run, the review,
+                # the pull request) names one server, as on GitHub.
+                "GITHUB_SERVER_URL": self.github.server_url,
                 "CURSOR_CLI_DOWNLOAD_BASE_URL": self.downloads.url,
                 # The stand-in's package is not the vendor's: name its hash (a pin is verified).
                 "CURSOR_CLI_SHA256": hashlib.sha256(

@@ -29,8 +29,6 @@ from cursor_agent_action.agent.contain.isolation import (
     ContainmentFailed,
     Isolation,
     decide,
-    fallback_warning,
-    landlock_warning,
 )
 from cursor_agent_action.agent.contain.process import AgentExit, run_agent_process
 from cursor_agent_action.agent.guards import cli_sandbox
@@ -44,6 +42,7 @@ from cursor_agent_action.agent.judge.failures import classify, explain_exit, std
 from cursor_agent_action.agent.judge.outcome import (
     conclude_box,
     label_start,
+    warn_isolation,
     warn_missing_key,
     warn_persisted_credentials,
 )
@@ -117,8 +116,9 @@ def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str]
                  isolation: Isolation) -> Box:
     """The box without containment; ``auto`` says so in a warning that names what is lost."""
     if options.isolation == "auto":
-        runner.warning(fallback_warning(isolation), title="agent not contained")
+        warn_isolation(runner, isolation, options.isolation, "agent not contained")
     return make_box(options, environ, isolation)
+
 
 
 def _described(options: RunOptions) -> Described:
@@ -220,7 +220,8 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
     if isolation.contained:
         box = make_box(options, environ, isolation)
         if isolation.landlock:
-            runner.warning(landlock_warning(isolation), title="agent under Landlock, no box")
+            warn_isolation(runner, isolation, options.isolation,
+                            "agent under Landlock, no box")
     else:
         box = _uncontained(options, runner, environ, isolation)
     warn_missing_key(runner, environ)

@@ -171,6 +171,15 @@ def stream_failures(stream: StreamResult) -> tuple[Failure, ...]:
 
 
 @dataclass(frozen=True)
+class LeftOut:
+    """A path the agent made (or changed) that did not come back to the working tree, and why
+    (too deep, too long, too large, a special file, a link out, ...), in the user's words."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class RunReport:
     """The one report of a run: what the stream said, how the run concluded and why, and what
     the run itself found (its changes, notes, containment); made once, then only read.
@@ -191,11 +200,15 @@ class RunReport:
     preset: str = ""  # the permission preset and whether it writes, e.g. "docs (writes allowed)"
     prompt: str = ""  # the task as given
     isolation: str = ""  # how the agent was contained (agent.contain.isolation.Isolation.label)
+    isolation_details: tuple[str, ...] = ()  # the box's limits, its tree's storage
+    isolation_warning: str = ""  # why it was less contained, in full (the annotation is short)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
     network: NetReport | None = None  # the network wall's report (stream/render/network.py)
     api_key_in_box: str = ""  # no, yes-fallback, yes-asked, yes-no-relay ("": not known)
     api_key_note: str = ""  # the same in words, for the summary
     key_relay: MaskReport | None = None  # what the relay saw when it held the key
+    left_out: tuple[LeftOut, ...] = ()  # what did not come back (the first of each kind)
+    left_out_count: int = 0  # how many paths did not come back, in all
 
     @property
     def failure_reason(self) -> str:

@@ -12,20 +12,22 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
-from cursor_agent_action.agent.contain.box.contract import BoxStatus, Listed
+from cursor_agent_action.agent.contain.box.contract import BoxStatus
 from cursor_agent_action.agent.contain.box.upper import RealTree
 from cursor_agent_action.agent.guards.permissions import Policy
+from cursor_agent_action.agent.judge import leftout
 from cursor_agent_action.agent.judge.verdict import Verdict
 from cursor_agent_action.docpages.judge import Judgement
 from cursor_agent_action.docpages.kinds import usually_executed
 from cursor_agent_action.keyscan import KeyScan
 from cursor_agent_action.runner_io import listing
-from cursor_agent_action.stream.record import Cause
-from cursor_agent_action.worktree import MAX_PATH_BYTES, shown_path
+from cursor_agent_action.stream.record import Cause, LeftOut
+from cursor_agent_action.worktree import shown_path
 
 PATCH_NAME = "changes.patch"
 ABSENT = (changeset.ABSENT_MODE, "")
@@ -54,6 +56,8 @@ class Applied:
     links_refused: list[str] = field(default_factory=list)  # "path -> target (why)"
     links_refused_count: int = 0
     includes_refused: list[str] = field(default_factory=list)  # "path: directive"
+    left_out: list[LeftOut] = field(default_factory=list)  # what stayed in the box, and why
+    left_out_count: int = 0
     key_found: list[str] = field(default_factory=list)  # "path (form)": nothing was applied
 
 
@@ -125,14 +129,11 @@ class ChangeTracker:
             os.path.relpath(path, self.repo) for path in ignore if path.is_relative_to(self.repo)
         }
         changes.entries = [entry for entry in changes.entries if entry.path not in skip]
-        for paths, what in ((changes.skipped, "nested git repositories (a submodule's "
-                                              "checkout)"),
-                            (changes.special, "fifos, sockets or devices (never opened)"),
-                            (changes.too_long, f"paths longer than {MAX_PATH_BYTES:,} "
-                                               "bytes")):
-            if paths:
-                verdict.notes.append(f"{len(paths)} path(s) are not in the patch: {what}: "
-                                    f"{listing([shown_path(p) for p in paths])}.")
+        kinds: list[tuple[list[str], Callable[[str], str]]] = [
+            (changes.too_long, leftout.too_long), (changes.special, lambda _: leftout.SPECIAL),
+            (changes.skipped, lambda _: leftout.NESTED)]
+        left = leftout.gather(kinds, lambda path: self._relative(self.repo or Path(), path))
+        verdict.leave_out(left, len(left))
         _cross_check(verdict, {self._relative(self.repo, entry.path) for entry in changes.entries})
         try:
             links_refused, links_kept = changeset.links(self.repo, changes)
@@ -166,6 +167,8 @@ class ChangeTracker:
         what the box left behind is said in the notes. What the policy does not allow is
         applied and fails the run (:func:`check_policy`), as for an uncontained run."""
         notes = _left_behind(status)
+        left, left_count = leftout.of_box(status, lambda path: (
+            self._relative(self.repo, path) if self.repo else shown_path(path)))
         refused = (
             [self._relative(self.repo, path) for path in status.protected.paths]
             if self.repo
@@ -179,20 +182,24 @@ class ChangeTracker:
             # change, a link out or an include out fails the run: nothing of it comes back
             return Applied(refused, notes, refused_count=count,
                            links_refused=list(status.links_refused.paths),
-                           links_refused_count=links_count, includes_refused=reads)
+                           links_refused_count=links_count, includes_refused=reads,
+                           left_out=left, left_out_count=left_count)
         try:
             found = self.keys.patch_hits(Path(status.patch).read_bytes())
         except OSError as exc:
-            return Applied([], notes, f"the patch could not be read: {exc}")
+            return Applied([], notes, f"the patch could not be read: {exc}",
+                           left_out=left, left_out_count=left_count)
         if found:  # the key, in some form: nothing of this patch is applied
-            return Applied([], notes, key_found=[str(hit) for hit in found])
+            return Applied([], notes, key_found=[str(hit) for hit in found], left_out=left,
+                           left_out_count=left_count)
         try:
             done = safegit.run(["apply", "--numstat", "-z", status.patch], self.repo)
             if done.returncode != 0:
                 raise changeset.ChangesetError("git apply --numstat failed")
             self._note_touched(self.repo, done.stdout)
         except (changeset.ChangesetError, OSError) as exc:
-            return Applied([], notes, f"the patch's paths could not be read: {exc}")
+            return Applied([], notes, f"the patch's paths could not be read: {exc}",
+                           left_out=left, left_out_count=left_count)
         # Checked whole first: a patch git cannot apply leaves the tree as it was.
         done = safegit.run(["apply", "--check", "--binary", "--whitespace=nowarn",
                             status.patch], self.repo)
@@ -202,8 +209,10 @@ class ChangeTracker:
             self.applied_box = True  # tried: the tree may have changed, the check must hold
         if done.returncode != 0:
             words = " ".join(done.stderr.decode("utf-8", "replace").split())[:600]
-            return Applied([], notes, f"git apply failed: {words or done.returncode}")
-        return Applied(refused, notes, refused_count=count)
+            return Applied([], notes, f"git apply failed: {words or done.returncode}",
+                           left_out=left, left_out_count=left_count)
+        return Applied(refused, notes, refused_count=count, left_out=left,
+                       left_out_count=left_count)
 
     def _note_touched(self, repo: Path, numstat: bytes) -> None:
         """Before a box's patch is applied: the state of each path it touches (``numstat``:
@@ -266,27 +275,18 @@ def _links_note(kept: list[str]) -> str:
 
 
 def _left_behind(status: BoxStatus) -> list[str]:
-    """The box's notes on what stayed in it: ignored files, files over the size cap, paths
-    never copied."""
+    """The box's notes on what stayed in it that the agent did not make (the paths it made
+    that did not come back: :func:`.leftout.of_box`): ignored files, paths never copied."""
     notes = []
     if status.left_behind:
         notes.append(f"{status.left_behind} new or changed file(s) that .gitignore ignores were "
                      "left in the box: they never reach the working tree or the patch.")
-    kinds: tuple[tuple[Listed, str], ...] = (
-        (status.skipped, "inside nested git repositories (a submodule's checkout), or below "
-                         "a path the box left out"),
-        (status.special, "that are fifos, sockets or devices (never opened)"),
-        (status.too_long, "with paths longer than 3,072 bytes"),
-        (status.too_large_files, "over 100 MiB (apparent size)"),
-        (status.left_out, "not copied into the box (over 100 MiB, a path over 3,072 bytes, a "
-                          "fifo, socket or device)"))
-    for listed, what in kinds:
-        if listed.count:
-            notes.append(f"{listed.count} file(s) {what} are not in the patch: "
-                         f"{listing([shown_path(p) for p in listed.paths])}.")
+    if status.left_out.count:
+        notes.append(f"{status.left_out.count} path(s) of the repository were not copied into "
+                     "the box (over 100 MiB, a path over 3,072 bytes, a fifo, socket or "
+                     "device): the agent never saw them, and the patch never touches them: "
+                     f"{listing([shown_path(p) for p in status.left_out.paths])}.")
     return notes
-
-
 
 
 def _cross_check(verdict: Verdict, changed: set[str]) -> None:

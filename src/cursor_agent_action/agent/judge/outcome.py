@@ -8,6 +8,11 @@ from collections.abc import Mapping
 
 from cursor_agent_action.agent.contain.box.gitconfig import persisted_credentials
 from cursor_agent_action.agent.contain.box.net import walllog
+from cursor_agent_action.agent.contain.isolation import (
+    Isolation,
+    fallback_warning,
+    landlock_warning,
+)
 from cursor_agent_action.agent.contain.process import AgentExit
 from cursor_agent_action.agent.judge import keyheld
 from cursor_agent_action.agent.judge.changes import (
@@ -20,7 +25,8 @@ from cursor_agent_action.agent.judge.changes import (
 from cursor_agent_action.agent.judge.verdict import Verdict
 from cursor_agent_action.agent.launch.invocation import Box
 from cursor_agent_action.agent.launch.run_options import RunOptions
-from cursor_agent_action.runner_io import Runner, listing
+from cursor_agent_action.markdown import shorten
+from cursor_agent_action.runner_io import Runner, listing, one_line
 from cursor_agent_action.stream.record import Cause
 
 
@@ -53,6 +59,7 @@ def conclude_box(verdict: Verdict, ended: AgentExit, applied: Applied | None) ->
     if applied is None:
         return
     verdict.notes.extend(applied.notes)
+    verdict.leave_out(applied.left_out, applied.left_out_count)
     if applied.key_found:
         verdict.fail(Cause.KEY, key_failure(applied.key_found, applied=False))
     if applied.error:
@@ -73,12 +80,13 @@ def conclude_box(verdict: Verdict, ended: AgentExit, applied: Applied | None) ->
             applied.links_refused, applied.links_refused_count, contained=True))
 
 
-def limits_label(ended: AgentExit) -> str:
+def limits_label(ended: AgentExit) -> tuple[str, ...]:
+    """The box's limits and its tree's storage, one line each (none without a status)."""
     status = ended.box.status if ended.box is not None else None
     if status is None:
-        return ""
-    return "".join(f", {part}" for part in (status.limits, status.storage and
-                                            f"the tree: {status.storage}") if part)
+        return ()
+    return tuple(part for part in (status.limits and f"Limits: {status.limits}",
+                                   status.storage and f"The tree: {status.storage}") if part)
 
 
 def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained: bool) -> None:
@@ -94,6 +102,13 @@ def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained
     runner.warning(f"The checkout left a credential in .git/config ({listing(found)}): {what}. "
                    "Fix: set persist-credentials: false on actions/checkout.",
                    title="credential in .git/config")
+
+
+def warn_isolation(runner: Runner, isolation: Isolation, requested: str, title: str) -> None:
+    """A less contained run: one short annotation; the whole warning (what holds, what does
+    not, the fix) in the log here and in the summary's "How it ran"."""
+    runner.warning(short_warning(isolation), title=title)
+    runner.log(one_line(isolation_warning(isolation, requested), 4000))
 
 
 def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:
@@ -112,4 +127,27 @@ def label_start(verdict: Verdict, ended: AgentExit, box: Box, options: RunOption
     if verdict.network is None and (not box.isolation.walled or options.network == "open"):
         verdict.network = walllog.unwalled_report(
             "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
-    verdict.isolation = box.isolation.label + limits_label(ended)
+    verdict.isolation = box.isolation.label
+    verdict.isolation_details = limits_label(ended)
+    verdict.isolation_warning = isolation_warning(box.isolation, options.isolation)
+
+
+def isolation_warning(isolation: Isolation, requested: str) -> str:
+    """The whole warning for the job summary ("" when the agent ran in the box, or
+    uncontained because it was asked to be)."""
+    if isolation.landlock:
+        return landlock_warning(isolation)
+    if not isolation.contained and requested == "auto":
+        return fallback_warning(isolation)
+    return ""
+
+
+def short_warning(isolation: Isolation) -> str:
+    """The annotation for :func:`landlock_warning` and :func:`fallback_warning`: one short
+    line (the whole text, with what is lost and the fix, is in the job summary)."""
+    how = ("under Landlock as the runner's own user" if isolation.own_user else
+           "under Landlock instead of the box" if isolation.landlock else
+           "without the box, as the runner's user, on the real working tree")
+    why = shorten(isolation.why_not, 160)
+    return (f"Running the agent {how}, because {why}. The job summary's 'How it ran' says "
+            "what that leaves open and how to fix it.")

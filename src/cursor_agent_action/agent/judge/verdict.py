@@ -17,6 +17,7 @@ from cursor_agent_action.stream.record import (
     Cause,
     Conclusion,
     Failure,
+    LeftOut,
     RunReport,
     StreamResult,
     stream_failures,
@@ -55,11 +56,21 @@ class Verdict:
     stderr: str = ""
     exit_code: int | None = None
     isolation: str = ""
+    isolation_details: tuple[str, ...] = ()
+    isolation_warning: str = ""
     network: NetReport | None = None
     structured_output: str = ""
     api_key_in_box: str = ""  # agent.contain.box.net.credentials.HELD_*
     api_key_note: str = ""
     key_relay: MaskReport | None = None
+    left_out: list[LeftOut] = field(default_factory=list)
+    left_out_count: int = 0
+
+    def leave_out(self, paths: list[LeftOut], count: int) -> None:
+        """Paths that did not come back (``count``: how many there were, ``paths`` may hold
+        only the first of them)."""
+        self.left_out.extend(paths)
+        self.left_out_count += max(count, len(paths))
 
     @classmethod
     def of(cls, stream: StreamResult) -> Verdict:
@@ -109,6 +120,10 @@ class Verdict:
             api_key_in_box=second.api_key_in_box or self.api_key_in_box,
             api_key_note=second.api_key_note or self.api_key_note,
             key_relay=second.key_relay or self.key_relay,
+            isolation_details=self.isolation_details or second.isolation_details,
+            isolation_warning=self.isolation_warning or second.isolation_warning,
+            left_out=[*self.left_out, *second.left_out],
+            left_out_count=self.left_out_count + second.left_out_count,
         )
 
     def report(self, described: Described) -> RunReport:
@@ -127,11 +142,15 @@ class Verdict:
             preset=described.preset,
             prompt=described.prompt,
             isolation=self.isolation,
+            isolation_details=self.isolation_details,
+            isolation_warning=self.isolation_warning,
             structured_output=self.structured_output,
             network=self.network,
             api_key_in_box=self.api_key_in_box,
             api_key_note=self.api_key_note,
             key_relay=self.key_relay,
+            left_out=tuple(self.left_out),
+            left_out_count=self.left_out_count,
         )
 
 

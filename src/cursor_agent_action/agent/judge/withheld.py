@@ -42,6 +42,7 @@ def withhold_key(verdict: Verdict, keys: KeyScan, transcript: Path,
         "the structured output": verdict.structured_output,
         "the tool calls": "\n".join(_call_texts(verdict)),
         "the files changed": "\n".join(verdict.files_changed),
+        "the paths left out": "\n".join(entry.path for entry in verdict.left_out),
     }
     found = keys.text_hits(texts)
     if (form := _search_file(keys, transcript)) is not None:
@@ -58,6 +59,7 @@ def withhold_key(verdict: Verdict, keys: KeyScan, transcript: Path,
         result_text=WITHHELD if stream.result_text else "", tool_calls=(), interactions=(),
         notices=(), files_changed=())
     verdict.files_changed = []
+    verdict.left_out = []  # named by the agent: withheld too (their count stays)
     verdict.structured_output = ""
     where = listing([str(hit) for hit in found])
     verdict.fail(Cause.KEY, (

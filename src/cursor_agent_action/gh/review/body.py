@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cursor_agent_action.gh.review.findings import Answer, Finding
+from cursor_agent_action.gh.review.findings import SEVERITIES, Answer, Finding
 from cursor_agent_action.gh.review.placement import Outside, Placed
 from cursor_agent_action.gh.review.text import Prose, title
 from cursor_agent_action.markdown import code_cell, fence
@@ -158,3 +158,24 @@ def superseded_body(head: str, url: str) -> str:
     return (f"{head}\n{SUPERSEDED_TAG}\n*This review was replaced by [a newer one]({url}); "
             "its comments that no longer hold are hidden as outdated, those that still hold are "
             "listed there.*")
+
+
+def step_summary(answer: Answer, placed: list[Placed], outside: list[Outside], url: str) -> str:
+    """The review step's job summary: the findings by severity and where they went, on top;
+    then one row per finding."""
+    rows = ["| Severity | Where | Finding | Placed |", "| --- | --- | --- | --- |"]
+    spots = [(p.finding, "on the line") for p in placed] + [(o.finding, "body")
+                                                            for o in outside]
+    for finding, where in sorted(spots, key=lambda s: s[0].index)[:100]:
+        rows.append(f"| {finding.severity} | {code_cell(f'{finding.path}:{finding.line}')} | "
+                    f"{title(finding.title, 120)} | {where} |")
+    more = f"\n\n{len(spots) - 100} more not shown." if len(spots) > 100 else ""
+    total = len(answer.findings)
+    counts = " · ".join(f"{ICONS[s]} {n} {s}" for s in SEVERITIES
+                        if (n := sum(f.severity == s for f in answer.findings)))
+    head = f"## Code review: {total} finding{'' if total == 1 else 's'}"
+    where = (f"[The review]({url}): {len(placed)} on the diff's lines, {len(outside)} in the "
+             "review body")
+    if not spots:
+        return f"{head}\n\n[The review]({url})\n\n"
+    return (f"{head} ({counts})\n\n{where}\n\n" + "\n".join(rows) + more + "\n\n")

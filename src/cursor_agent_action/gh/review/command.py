@@ -41,13 +41,13 @@ from cursor_agent_action.gh.review.body import (
     is_superseded,
     live_ids,
     review_body,
+    step_summary,
     superseded_body,
 )
 from cursor_agent_action.gh.review.diffmap import DiffMap, parse_patch, unreadable
 from cursor_agent_action.gh.review.findings import SEVERITIES, Answer
-from cursor_agent_action.gh.review.placement import Outside, Placed, place
-from cursor_agent_action.gh.review.text import Prose, title
-from cursor_agent_action.markdown import code_cell
+from cursor_agent_action.gh.review.placement import Placed, place
+from cursor_agent_action.gh.review.text import Prose
 from cursor_agent_action.options import add_flag, add_number, add_option
 from cursor_agent_action.runner_io import Runner
 
@@ -196,7 +196,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     runner.log(f"review {review['html_url']}: {posted} comment(s) on lines, {len(kept)} kept "
                f"from the earlier review, {len(outside)} outside the diff, {len(over_cap)} "
                f"over max-comments; {len(gone)} earlier comment(s) minimized")
-    runner.append_summary(_summary(answer, placed, outside, str(review["html_url"])))
+    runner.append_summary(step_summary(answer, placed, outside, str(review["html_url"])))
     if merged is not None:
         for warning in merged.all_warnings():
             runner.warning(warning, title="review")
@@ -378,18 +378,6 @@ def _minimize(gh: GitHub, comment: Any, runner: Runner) -> None:
 def _supersede(gh: GitHub, number: int, old: Any, head: str, url: str) -> None:
     gh.call(f"marking the earlier review {old.id} as replaced",
             lambda: old.edit(superseded_body(head, url)), permission=_PERM)
-
-
-def _summary(answer: Answer, placed: list[Placed], outside: list[Outside], url: str) -> str:
-    rows = ["| Severity | Where | Finding | Placed |", "| --- | --- | --- | --- |"]
-    spots = [(p.finding, "on the line") for p in placed] + [(o.finding, "body")
-                                                            for o in outside]
-    for finding, where in sorted(spots, key=lambda s: s[0].index)[:100]:
-        rows.append(f"| {finding.severity} | {code_cell(f'{finding.path}:{finding.line}')} | "
-                    f"{title(finding.title, 120)} | {where} |")
-    more = f"\n\n{len(spots) - 100} more not shown." if len(spots) > 100 else ""
-    return (f"## Code review: {len(answer.findings)} finding(s)\n\n[The review]({url})\n\n"
-            + "\n".join(rows) + more + "\n\n")
 
 
 def _fail_rank(raw: str) -> int:

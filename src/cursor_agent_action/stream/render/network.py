@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from cursor_agent_action.markdown import code_cell, inline, utf8_len
 from cursor_agent_action.stream.netreport import Destination, NetReport, Refusal
+from cursor_agent_action.stream.render.blocks import folded, wrap
 
 ROWS = 50  # per table: the wall keeps at most 200 destinations of each kind anyway
 _SOURCES = {
@@ -53,7 +54,8 @@ def _rules(report: NetReport) -> str:
         f"{', …' if len(patterns) > 20 else ''})"
         for source, patterns in by_source.items()
     ]
-    return "Allowed for this run: " + "; ".join(parts) + ".\n\n" if parts else ""
+    line = "Allowed for this run: " + "; ".join(parts) + "."
+    return "\n".join(wrap(line)) + "\n\n" if parts else ""
 
 
 def _table(title: str, headers: list[str], rows: list[list[str]], total: int) -> str:
@@ -72,19 +74,18 @@ def section(report: NetReport | None, budget: int) -> str:
     if report is None:
         return ""
     mode = report.mode
-    head = "### Network\n\n"
     if mode == "open":
-        text = head + (
+        text = "\n".join(wrap(
             "The agent had the runner's network (`network: open`): nothing it "
-            "connected to was checked or recorded.\n\n"
-        )
+            "connected to was checked or recorded.")) + "\n\n"
     elif not report.walled:
         why = inline(report.why, 300)
         how = "ran under Landlock, not in the box" if mode == "landlock" else "was not contained"
-        text = head + f"No network wall: the agent {how}{f' ({why})' if why else ''}"
-        text += "; it had the runner's network.\n\n"
+        line = f"No network wall: the agent {how}{f' ({why})' if why else ''}"
+        text = "\n".join(wrap(line + "; it had the runner's network.")) + "\n\n"
     else:
-        text = head + _rules(report) + _restricted(report)
+        text = _rules(report) + _restricted(report)
+    text = folded(f"Network: {headline(report)}", text)
     if utf8_len(text) <= budget:
         return text
     note = "*Network: left out to stay under the summary size limit.*\n\n"

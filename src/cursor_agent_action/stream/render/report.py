@@ -18,7 +18,7 @@ import orjson
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.markdown import cut_utf8, utf8_len
 from cursor_agent_action.runner_io import Runner, one_line
-from cursor_agent_action.stream.record import CallGroups, Conclusion, RunReport
+from cursor_agent_action.stream.record import CallGroups, Conclusion, LeftOut, RunReport
 from cursor_agent_action.stream.render import network
 from cursor_agent_action.stream.render.summary import render_summary
 
@@ -113,7 +113,33 @@ def record_outputs(
         **({"api-key-in-box": run.api_key_in_box} if run.api_key_in_box else {}),
         "files-changed": files,
         "files-changed-truncated": "true" if cut else "false",
+        "left-out": left_out_output(run),
     }
+
+
+def left_out_output(run: RunReport, limit: int = FILES_OUTPUT_LIMIT) -> str:
+    """``left-out``: what the agent made that did not come back, as a JSON array of
+    ``{"path", "reason"}`` within ``limit`` bytes (whole entries; the summary has the count)."""
+    kept: list[dict[str, str]] = []
+    size = 2
+    for entry in run.left_out:
+        item = {"path": entry.path, "reason": entry.reason}
+        size += len(orjson.dumps(item)) + 1
+        if size > limit:
+            break
+        kept.append(item)
+    return orjson.dumps(kept).decode()
+
+
+def left_out_warning(run: RunReport) -> str:
+    """The run's annotation when anything it made was left out ("" when nothing was)."""
+    if not run.left_out_count:
+        return ""
+    first = run.left_out[0] if run.left_out else None
+    example = f": {first.path[:200]} ({first.reason})" if first else ""
+    return (f"{run.left_out_count:,} path(s) the agent made did not come back (not in the "
+            f"patch, nor in files-changed){example}. The job summary and the left-out output "
+            "name each with its reason.")
 
 
 def redacted(run: RunReport, redact: Callable[[str], str]) -> RunReport:
@@ -137,6 +163,8 @@ def redacted(run: RunReport, redact: Callable[[str], str]) -> RunReport:
         prompt=redact(run.prompt),
         stderr=redact(run.stderr),
         notes=tuple(redact(note) for note in run.notes),
+        left_out=tuple(LeftOut(redact(entry.path), redact(entry.reason))
+                       for entry in run.left_out),
         network=run.network.redacted(redact) if run.network else None,
     )
 
@@ -187,6 +215,8 @@ def report(
             f"({exc.strerror or exc}); the log above has the whole report.",
             title="job summary not written",
         )
+    if warning := left_out_warning(run):
+        runner.warning(one_line(warning, 1000), title="left out of the patch")
     if run.conclusion is not Conclusion.SUCCESS:
         reason = run.failure_reason or f"the run ended with conclusion {run.conclusion}"
         runner.error(one_line(reason, 1000), title=f"cursor-agent: {run.conclusion}")

@@ -9,20 +9,30 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 
-from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, prose, utf8_len
-from cursor_agent_action.stream.notices import describe_interaction, describe_notice
-from cursor_agent_action.stream.record import ROWS_SHOWN, CallGroups, RunReport, ToolCallRecord
-from cursor_agent_action.stream.render import network
-from cursor_agent_action.stream.render.livelog import describe_outcome, format_duration
+from cursor_agent_action.markdown import (
+    code_cell,
+    cut_utf8,
+    fence,
+    inline,
+    prose,
+    utf8_len,
+)
+from cursor_agent_action.stream.record import CallGroups, RunReport
+from cursor_agent_action.stream.render import network, tables
+from cursor_agent_action.stream.render.blocks import (
+    FOLD_BYTES,
+    NOTE_RESERVE,
+    folded,
+    left_out_note,
+    wrap,
+)
+from cursor_agent_action.stream.render.livelog import format_duration
 
 ICONS = {"success": "✅", "failure": "❌", "timeout": "⏱️", "cancelled": "🚫", "budget": "🛑"}
 STDERR_TAIL_CHARS = 8 * 1024  # of the CLI stderr shown (the log has all of it)
 FINAL_MESSAGE_SHARE = 0.4  # of the whole budget, so the tables still get room
-COLLAPSE_ROWS = 25  # tables longer than this are folded into <details>
-MAX_ROWS = ROWS_SHOWN  # a reviewer does not scroll further; the transcript has every row
-_NOTE_RESERVE = 200  # bytes kept free in a section for its truncation note
 
 
 def _code(text: str, limit: int) -> str:
@@ -31,11 +41,16 @@ def _code(text: str, limit: int) -> str:
 
 
 def _headline(run: RunReport, groups: CallGroups) -> str:
+    """The ten-second part: the outcome, what changed, what was refused, the tokens."""
     icon = ICONS.get(run.conclusion.value, "❔")
+    title = f"## {icon} Cursor agent: {inline(run.conclusion.value, 40)}"
+    if run.left_out_count:  # the conclusion says it: nothing is left out in silence
+        count = run.left_out_count
+        title += f" · {count:,} path{'s' if count > 1 else ''} left out of the patch"
+    files = len(run.files_changed)
+    facts = [f"**Changed:** {_count(files, 'file') if files else 'no file'}"]
+    facts.append(f"**Refused:** {_refused(run, groups)}")
     stream = run.stream
-    facts = [f"**Model:** {inline(stream.model, 80) or 'unknown'}"]
-    if stream.duration_ms is not None:
-        facts.append(f"**Duration:** {format_duration(stream.duration_ms)}")
     counts = (
         (stream.input_tokens, "in"),
         (stream.output_tokens, "out"),
@@ -45,24 +60,56 @@ def _headline(run: RunReport, groups: CallGroups) -> str:
     tokens = [f"{value:,} {label}" for value, label in counts if value is not None]
     if tokens:  # only the counts the CLI reported: never a bare "- out"
         facts.append(f"**Tokens:** {' · '.join(tokens)}")
-    facts.append(f"**Tool calls:** {tool_call_counts(run, groups)}")
-    facts.append(f"**Files changed:** {len(run.files_changed)}")
+    return title + "\n\n" + "\n".join(wrap(" · ".join(facts))) + "\n\n"
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number:,} {what}{'' if number == 1 else 's'}"
+
+
+def _refused(run: RunReport, groups: CallGroups) -> str:
+    """What the permissions, hooks and the network wall refused, in one line."""
+    parts = []
+    if denied := len(groups.denied):
+        parts.append(f"{_count(denied, 'tool call')} (permissions)")
+    if hooks := len(groups.hook_denied):
+        parts.append(f"{_count(hooks, 'tool call')} (hooks)")
+    if run.network is not None and run.network.walled and run.network.refused_total:
+        parts.append(f"{_count(run.network.refused_total, 'connection')} (network)")
+    return ", ".join(parts) or "nothing"
+
+
+def _how_it_ran(run: RunReport, groups: CallGroups) -> str:
+    """Model, duration, calls, exit code, ids and the isolation, folded."""
+    stream = run.stream
+    items = [f"**Model:** {inline(stream.model, 80) or 'unknown'}"]
+    if stream.duration_ms is not None:
+        items.append(f"**Duration:** {format_duration(stream.duration_ms)}")
+    items.append(f"**Tool calls:** {tool_call_counts(run, groups)}")
     if run.exit_code is not None:
-        facts.append(f"**CLI exit code:** {exit_status(run.exit_code)}")
-    if run.isolation:
-        facts.append(f"**Isolation:** {inline(run.isolation, 2000)}")  # ours, whole
-    if run.network:
-        facts.append(f"**Network:** {network.headline(run.network)}")
-    if run.api_key_note:
-        facts.append(f"**API key:** {inline(run.api_key_note, 400)}")
-    ids = [f"**Session:** {_code(stream.session_id, 80)}"] if stream.session_id else []
+        items.append(f"**CLI exit code:** {exit_status(run.exit_code)}")
+    if stream.session_id:
+        items.append(f"**Session:** {_code(stream.session_id, 80)}")
     if stream.request_id:
-        ids.append(f"**Request:** {_code(stream.request_id, 80)}")
-    title = f"## {icon} Cursor agent: {inline(run.conclusion.value, 40)}"
-    lines = [title, "", " · ".join(facts)]
-    if ids:
-        lines += ["", " · ".join(ids)]
-    return "\n".join(lines) + "\n\n"
+        items.append(f"**Request:** {_code(stream.request_id, 80)}")
+    if pending := len(groups.pending):
+        items.append(f"{pending} tool call(s) started but never completed.")
+    if run.stream.malformed_lines:
+        items.append(f"{run.stream.malformed_lines:,} line(s) of the stream were not JSON events "
+                     "and were skipped (the log shows the first few).")
+    if run.api_key_note:
+        items.append(f"**API key:** {inline(run.api_key_note, 400)}")
+    if run.isolation:
+        items.append(f"**Isolation:** {inline(run.isolation, 2000)}")  # ours, whole
+    items += [inline(detail, 600) for detail in run.isolation_details]
+    body = "".join("\n  ".join(wrap(f"- {item}")) + "\n" for item in items)
+    if run.isolation_warning:
+        body += "\n" + "\n".join(wrap(prose(run.isolation_warning, 3000))) + "\n"
+    label = "How it ran: " + ", ".join(filter(None, (
+        format_duration(stream.duration_ms) if stream.duration_ms is not None else "",
+        _count(len(stream.tool_calls), "tool call"),
+        run.isolation.split(" (", 1)[0] and f"isolation {run.isolation.split(' (', 1)[0]}")))
+    return folded(label, body)
 
 
 def exit_status(code: int) -> str:
@@ -79,134 +126,56 @@ PROMPT_SHOWN_CHARS = 1500
 
 
 def _task(run: RunReport) -> str:
-    """The permission preset and the start of the prompt: what the agent was asked, how."""
+    """The permission preset and the start of the prompt: what the agent was asked, how;
+    folded."""
     if not run.prompt and not run.preset:
         return ""
-    lines = ["### Task", ""]
-    if run.preset:
-        lines += [f"**Permissions:** {inline(run.preset, 200)}", ""]
-    text = "\n".join(lines) + "\n"
+    text = f"**Permissions:** {inline(run.preset, 200)}\n\n" if run.preset else ""
     if run.prompt:
         shown = run.prompt[:PROMPT_SHOWN_CHARS]
         text += fence(shown)
         if len(shown) < len(run.prompt):
-            text += (f"*The first {len(shown):,} of {len(run.prompt):,} characters of the "
+            text += (f"\n*The first {len(shown):,} of {len(run.prompt):,} characters of the "
                      "prompt.*\n")
-        text += "\n"
-    return text
+    size = f"a prompt of {_count(len(run.prompt), 'character')}" if run.prompt else "no prompt"
+    label = f"The task: {run.preset.split(' ', 1)[0]} preset, {size}" if run.preset else (
+        f"The task: {size}")
+    return folded(label, text)
 
 
 def _problems(run: RunReport) -> str:
     lines: list[str] = []
     if run.conclusion != "success":
         reason = run.failure_reason or f"The run ended with conclusion {run.conclusion}."
-        lines += ["> [!CAUTION]", f"> {prose(reason, 1000)}"]
+        lines += ["> [!CAUTION]", *(f"> {line}" for line in wrap(prose(reason, 1000)))]
     if run.notes:
         if lines:
             lines.append(">")
         else:
             lines.append("> [!WARNING]")
-        lines += [f"> - {prose(note, 1000)}" for note in run.notes]
+        for note in run.notes:
+            first, *rest = wrap(f"- {prose(note, 1000)}")
+            lines += [f"> {first}", *(f">   {line}" for line in rest)]
     return "\n".join(lines) + "\n\n" if lines else ""
 
 
 def _fenced(title: str, text: str, budget: int, rest: str, info: str = "text") -> str:
-    """A heading and ``text`` in a fence, cut to ``budget`` bytes with a note."""
-    head = f"### {title}\n\n"
+    """``text`` in a fence folded under ``title``, cut to ``budget`` bytes with a note."""
+    wrapper = utf8_len(title) + FOLD_BYTES
     # Only what can fit is fenced: a 50 MiB message is never copied whole.
-    fitting = cut_utf8(text, budget)
-    whole = head + fence(fitting, info) + "\n"
-    if len(fitting) == len(text) and utf8_len(whole) <= budget:
-        return whole
-    room = budget - utf8_len(head) - _NOTE_RESERVE - (utf8_len(whole) - utf8_len(fitting))
+    fitting = cut_utf8(text, budget - wrapper)
+    whole = fence(fitting, info)
+    if len(fitting) == len(text) and utf8_len(whole) + wrapper <= budget:
+        return folded(title, whole)
+    room = budget - wrapper - NOTE_RESERVE - (utf8_len(whole) - utf8_len(fitting))
     if room <= 0:
-        return _left_out(title, budget)
+        return left_out_note(title, budget)
     shown = cut_utf8(fitting, room)
     note = (
-        f"*Cut to fit the summary size limit: {utf8_len(shown):,} of {utf8_len(text):,} bytes "
-        f"shown; {rest}.*\n\n"
+        f"\n*Cut to fit the summary size limit: {utf8_len(shown):,} of {utf8_len(text):,} bytes "
+        f"shown; {rest}.*\n"
     )
-    return head + fence(shown, info) + "\n" + note
-
-
-def _left_out(title: str, budget: int) -> str:
-    note = f"*{title}: left out to stay under the summary size limit.*\n\n"
-    return note if utf8_len(note) <= budget else ""
-
-
-def _table(
-    title: str,
-    headers: Sequence[str],
-    rows: Iterable[Sequence[str]],
-    total: int,
-    budget: int,
-    *,
-    what: str,
-) -> str:
-    """A Markdown table of ``total`` rows (folded when long), cut row by row to ``budget`` bytes
-    with a note. ``rows`` is consumed lazily: rows that cannot fit are never rendered."""
-    if not total:
-        return ""
-    head = f"### {title} ({total:,})\n\n"
-    folded = total > COLLAPSE_ROWS
-    if folded:
-        head += f"<details><summary>Show {total:,} {what}</summary>\n\n"
-    head += "| " + " | ".join(headers) + " |\n|" + "---|" * len(headers) + "\n"
-    tail = "\n</details>\n\n" if folded else "\n"
-    used = utf8_len(head) + utf8_len(tail) + _NOTE_RESERVE
-    if used > budget:
-        return _left_out(title, budget)
-    body: list[str] = []
-    why = f"the summary lists at most {MAX_ROWS}"
-    for row in rows:
-        line = "| " + " | ".join(row) + " |\n"
-        size = utf8_len(line)
-        if used + size > budget:
-            why = "summary size limit"
-            break
-        if len(body) == MAX_ROWS:
-            break
-        body.append(line)
-        used += size
-    note = ""
-    if len(body) < total:
-        note = (
-            f"\n*{total - len(body):,} more {what} not shown ({why}); the transcript has "
-            "all of them.*\n"
-        )
-    return head + "".join(body) + note + tail
-
-
-def _call_row(number: int, call: ToolCallRecord) -> list[str]:
-    return [
-        str(number),
-        code_cell(call.kind, 40),
-        code_cell(call.target, 120),
-        code_cell(describe_outcome(call), 60),
-        format_duration(call.duration_ms),
-    ]
-
-
-def _files(run: RunReport, budget: int) -> str:
-    files = run.files_changed
-    rows = ([code_cell(path, 300)] for path in files)
-    return _table("Files changed", ["Path"], rows, len(files), budget, what="files")
-
-
-def _detail_table(
-    title: str, calls: Sequence[ToolCallRecord], budget: int, *, detail: str, what: str
-) -> str:
-    rows = (
-        [
-            code_cell(c.kind, 40),
-            code_cell(c.target, 160),
-            code_cell(describe_outcome(c), 60),
-            code_cell(c.detail, 300),
-        ]
-        for c in calls
-    )
-    headers = ["Kind", "Target", "Outcome", detail]
-    return _table(title, headers, rows, len(calls), budget, what=what)
+    return folded(title, fence(shown, info) + note)
 
 
 def tool_call_counts(run: RunReport, groups: CallGroups | None = None) -> str:
@@ -222,87 +191,32 @@ def tool_call_counts(run: RunReport, groups: CallGroups | None = None) -> str:
     return f"{calls} ({', '.join(parts)})"
 
 
-def _denials(groups: CallGroups, budget: int) -> str:
-    calls = groups.denied
-    table = _detail_table("Permission denials", calls, budget, detail="Reason", what="denials")
-    hooks = groups.hook_denied
-    budget -= utf8_len(table)
-    return table + _detail_table("Blocked by a hook", hooks, budget, detail="Hook's message",
-                                 what="calls")
-
-
-def _interactions(run: RunReport, budget: int) -> str:
-    """The questions and prompts the agent raised and how each was answered, then the CLI's
-    system notices (a background command stopped, a task notification, newer kinds by name)."""
-    items = run.stream.interactions
-    rows = (
-        [
-            inline(item.label, 60),
-            code_cell(item.text, 300),
-            code_cell(describe_interaction(item), 300),
-        ]
-        for item in items
-    )
-    total = len(items) + run.stream.interactions_left_out
-    table = _table(
-        "Questions and prompts from the agent",
-        ["Kind", "Asked", "Answer"],
-        rows,
-        total,
-        budget,
-        what="questions and prompts",
-    )
-    budget -= utf8_len(table)
-    notices = run.stream.notices
-    rows = ([inline(describe_notice(n), 200), code_cell(n.text, 300)] for n in notices)
-    total = len(notices) + run.stream.notices_left_out
-    return table + _table(
-        "Notices from the CLI", ["Notice", "About"], rows, total, budget, what="notices"
-    )
-
-
 def _errors(run: RunReport, groups: CallGroups, budget: int) -> str:
     parts: list[str] = []
-    table = _detail_table("Failed tool calls", groups.failed, budget, detail="Detail", what="calls")
+    table = tables.detail_table("Failed tool calls", groups.failed, budget, detail="Detail",
+                                what="calls", fold=True)
     parts.append(table)
     budget -= utf8_len(table)
-    pending = len(groups.pending)
-    lines = []
-    if pending:
-        lines.append(f"- {pending} tool call(s) started but never completed.")
-    if run.stream.malformed_lines:
-        lines.append(
-            f"- {run.stream.malformed_lines:,} line(s) of the stream were not JSON events and were "
-            "skipped (the log shows the first few)."
-        )
-    if lines:
-        text = "\n".join(lines) + "\n\n"
-        if utf8_len(text) <= budget:
-            parts.append(text)
-            budget -= utf8_len(text)
     if run.stderr:
         tail = run.stderr[-STDERR_TAIL_CHARS:]
         parts.append(_fenced("CLI stderr (last lines)", tail, budget, "the log has all of it"))
     return "".join(parts)
 
 
-def _tool_calls(run: RunReport, budget: int) -> str:
-    calls = run.stream.tool_calls
-    rows = (_call_row(i, call) for i, call in enumerate(calls, 1))
-    headers = ["#", "Kind", "Target", "Outcome", "Duration"]
-    return _table("Tool calls", headers, rows, len(calls), budget, what="tool calls")
-
-
 def _footer(run: RunReport) -> str:
+    return "\n".join(wrap(_transcript(run))) + "\n"
+
+
+def _transcript(run: RunReport) -> str:
     if run.transcript_artifact:
         return (f"Full transcript: the artifact {_code(run.transcript_artifact, 200)} of "
-                "this workflow run (secrets replaced by `***`).\n")
+                "this workflow run (secrets replaced by `***`).")
     if run.transcript_file and run.transcript_temporary:
         return (f"Full transcript: {_code(run.transcript_file, 500)} on the runner, gone "
-                "when the job ends; set the `transcript-artifact` input to keep it.\n")
+                "when the job ends; set the `transcript-artifact` input to keep it.")
     if run.transcript_file:
-        return f"Full transcript: {_code(run.transcript_file, 500)}\n"
-    return "The raw transcript was not saved by this step.\n"
+        return f"Full transcript: {_code(run.transcript_file, 500)}"
+    return "The raw transcript was not saved by this step."
 
 
 def render_summary(
@@ -327,28 +241,39 @@ def render_summary(
 
     add(_headline(run, groups))
     add(_problems(run))
+    # What changed and what was refused, in full; then everything else, folded.
+    add(tables.files(run, remaining))
+    add(tables.paths_left_out(run, remaining))
+    add(tables.denials(groups, remaining))
+    add(_answer(run, min(remaining, int(budget_bytes * FINAL_MESSAGE_SHARE))))
     add(_task(run))
-    if run.stream.final_message:
-        share = min(remaining, int(budget_bytes * FINAL_MESSAGE_SHARE))
-        # Without a result event the last segment was written mid-run, not as an answer.
-        title = ("Final message" if run.stream.has_result
-                 else "Last message (the run did not finish)")
-        add(_fenced(title, run.stream.final_message, share,
-                    "the result-file output and the transcript have all of it"))
-    else:
-        add("*The agent wrote no final message.*\n\n")
-    if run.structured_output:
-        add(_fenced("Structured output", _pretty(run.structured_output), remaining,
-                    "the structured-output-file output has all of it", info="json"))
-    # Shell commands are in the tool-call table (with their exit codes): no table of their own.
-    add(_files(run, remaining))
-    add(_denials(groups, remaining))
-    add(_interactions(run, remaining))
+    add(_how_it_ran(run, groups))
     add(network.section(run.network, remaining))
+    add(tables.interactions(run, remaining))
     add(_errors(run, groups, remaining))
-    add(_tool_calls(run, remaining))
+    add(tables.tool_calls(run, remaining))
     out.append(footer)
     return "".join(out)
+
+
+def _answer(run: RunReport, budget: int) -> str:
+    """The agent's answer, folded, once: its structured output when it gave one (the JSON in
+    its final message is that same value), else its final message."""
+    stream = run.stream
+    if run.structured_output:
+        size = utf8_len(stream.final_message)
+        rest = "the structured-output-file output has all of it"
+        return _fenced(f"The agent's answer: its structured output (its final message, "
+                       f"{size:,} bytes, is in the final-message output)",
+                       _pretty(run.structured_output), budget, rest, info="json")
+    if not stream.final_message:
+        return "*The agent wrote no final message.*\n\n"
+    # Without a result event the last segment was written mid-run, not as an answer.
+    shown = f"{utf8_len(stream.final_message):,} bytes"
+    title = (f"The agent's answer ({shown})" if stream.has_result
+             else f"The agent's last message, {shown} (the run did not finish)")
+    return _fenced(title, stream.final_message,
+                   budget, "the result-file output and the transcript have all of it")
 
 
 def _pretty(value: str) -> str:
