@@ -9,11 +9,9 @@ from __future__ import annotations
 import html
 import re
 
-import yaml
-
 from cursor_agent_action.docpages.construct import Construct, PathUse
 from cursor_agent_action.docpages.inert import PATH_OPTIONS, ROLES, names
-from cursor_agent_action.docpages.scan.text import MAX_BLOCK_LINES, collapse, lines
+from cursor_agent_action.docpages.scan.text import MAX_BLOCK_LINES, collapse, lines, yaml_block
 
 _CONTAINERS = r"^(?:[ \t]*(?:>|[-*+:](?=[ \t])|\d{1,9}[.)](?=[ \t])))*[ \t]*"
 """Quotes, list items and definitions around a fence, at any nesting."""
@@ -69,13 +67,10 @@ def _fence(raw: list[str], number: int, match: re.Match[str]) -> Construct:
             refused = f"its YAML option block runs over {MAX_BLOCK_LINES} lines"
         else:
             shown += raw[number + 1:number + 2 + end]
-            try:
-                block = yaml.safe_load("\n".join(body[1:end]))
-            except yaml.YAMLError:
-                block = None
+            block, refused = yaml_block("\n".join(body[1:end]))
             if isinstance(block, dict):
                 options += [(str(key).lower(), str(value)) for key, value in block.items()]
-            elif block is not None:
+            elif block is not None and not refused:
                 refused = "its YAML option block is not a mapping of option names"
             at = end + 1
     while at < len(body) and (option := _OPTION.match(body[at])):
@@ -193,3 +188,4 @@ def links(text: str) -> list[Construct]:
             found.append(Construct(text.count("\n", 0, match.start()) + 1, "link", name,
                                    collapse(match.group(0)), (), uses, "", "markdown"))
     return found
+

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
-from cursor_agent_action.docpages.scan.text import lines
+from cursor_agent_action.docpages.scan.text import lines, yaml_block
 
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _ESM = re.compile(r"^(?:import|export)(?=[\s{*'\"]|$)")
@@ -24,12 +22,11 @@ def compiled_as_mdx(text: str) -> tuple[int, str] | None:
     if raw and raw[0].strip() == "---":
         end = next((i for i in range(1, len(raw)) if raw[i].strip() in ("---", "...")), None)
         if end is not None:
-            try:
-                matter = yaml.safe_load("\n".join(raw[1:end]))
-            except yaml.YAMLError:
-                matter = None
+            matter, unread = yaml_block("\n".join(raw[1:end]))
             if isinstance(matter, dict) and str(matter.get("format", "")).lower() == "mdx":
                 return 1, "its front matter says `format: mdx`"
+            if unread and "mdx" in "\n".join(raw[1:end]).lower():  # fail closed
+                return 1, f"its front matter names mdx, and {unread.removeprefix('its ')}"
             start = end + 1
     fence = ""
     for number in range(start, len(raw)):

@@ -38,3 +38,16 @@ def url_scheme(target: str) -> str:
     """The scheme of a URL-like ``target`` (``https``, ``file``), lower case, or ""."""
     match = _SCHEME.match(target)
     return match.group(0)[:-1].lower() if match else ""
+
+def yaml_block(text: str) -> tuple[object, str]:
+    """A YAML block's value (a MyST option block, a page's front matter), or why it is
+    refused (fail closed: what cannot be read is not passed). PyYAML is imported here, not
+    with the module: the run set has it, and a page without such a block needs none."""
+    try:
+        import yaml  # noqa: PLC0415
+    except ImportError:
+        return None, "its YAML option block cannot be read here (PyYAML is not installed)"
+    try:
+        return yaml.safe_load(text), ""
+    except yaml.YAMLError:
+        return None, "its YAML option block is not valid YAML"
