@@ -28,6 +28,9 @@ pytestmark = pytest.mark.act
 SECRET_KEY = "crsr-secret-4f1a9c0e7d2b"  # given as a repository secret (act masks it itself)
 # A key that reached the job as a plain env var: act does not mask it, only the action can.
 PLAIN_KEY = "crsr-plain-8b3e6d1f0a5c"
+# Another secret of the job, named in mask-env, that the agent prints (the API key itself in
+# the agent's output fails the run: tests/agent/test_key_exits.py).
+PLAIN_TOKEN = "dbg-token-71c0e95a3f4d"
 UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2"
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"
 PROMPT_FILE_TEXT = "Summarise docs/guide.md in one sentence.\n"
@@ -112,12 +115,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "budget": {"lines": [*_lines("Done.")[:5],
                          _tool("call-3", "shellToolCall", {"command": "make"}, {})[0]],
                "hang_after": 6},
-    # The agent echoes the key (from its environment) in a tool's output and its final message:
-    # no log line, summary, output, result file or transcript may show it.
+    # The agent echoes a masked secret in a tool's output and its final message: no log line,
+    # summary, output, result file or transcript may show it.
     "success": {
         "lines": _lines(
-            f"Updated docs/guide.md. (debug: key {PLAIN_KEY})",
-            stdout=f"listing: guide.md\nCURSOR_API_KEY={PLAIN_KEY}\n",
+            f"Updated docs/guide.md. (debug: token {PLAIN_TOKEN})",
+            stdout=f"listing: guide.md\nDEBUG_TOKEN={PLAIN_TOKEN}\n",
         ),
         "edits": {"docs/guide.md": "# Guide\n\nNew section.\n"},
         "record": "record-success.jsonl",
@@ -201,6 +204,7 @@ def _workflow(clis: dict[str, Path]) -> str:
             "success",
             "permissions: docs",
             "transcript-artifact: transcript-success",
+            "mask-env: DEBUG_TOKEN",
             'verbose: "true"',  # tool output in the log too
         )
         + check_success,
@@ -284,7 +288,8 @@ def scenario_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[ActRun, Path
         cache_dir=cache,
         home=base / "home",
         secrets={"CURSOR_API_KEY": SECRET_KEY},
-        env={"CURSOR_API_KEY": PLAIN_KEY, "CURSOR_AGENT_ACTION_PYTHON": base_python()},
+        env={"CURSOR_API_KEY": PLAIN_KEY, "DEBUG_TOKEN": PLAIN_TOKEN,
+             "CURSOR_AGENT_ACTION_PYTHON": base_python()},
         timeout_s=180,
     )
     assert not run.timed_out, run.explain()
@@ -333,8 +338,9 @@ def test_job_summary_is_written(scenario_run: tuple[ActRun, Path]) -> None:
 
 
 def test_api_key_never_shown(scenario_run: tuple[ActRun, Path]) -> None:
-    """The agent printed the (unmasked by act) key in a tool output and its final message: it
-    shows nowhere: log, job summary, step outputs, result file, transcript, artifacts."""
+    """The agent printed a masked secret (unmasked by act) in a tool output and its final
+    message: it, and the key, show nowhere: log, job summary, step outputs, result file,
+    transcript, artifacts."""
     run, base = scenario_run
     assert run.job_result("success") == "success", run.explain()
     (recorded,) = runs(base, "record-success.jsonl")
@@ -343,21 +349,22 @@ def test_api_key_never_shown(scenario_run: tuple[ActRun, Path]) -> None:
     assert recorded["env"]["CURSOR_API_KEY"] != PLAIN_KEY
     assert len(recorded["env"]["CURSOR_API_KEY"]) == len(PLAIN_KEY)
     assert run.outputs("success", "agent")["api-key-in-box"] == "no"
-    for key in (SECRET_KEY, PLAIN_KEY):
+    for key in (SECRET_KEY, PLAIN_KEY, PLAIN_TOKEN):
         assert run.leaks(key) == []
-    assert "CURSOR_API_KEY=***" in run.job_log("success")  # the tool output, verbose
+    assert "DEBUG_TOKEN=***" in run.job_log("success")  # the tool output, verbose
     assert "a later step prints the key ***" in run.job_log("success")
     summary = run.summary("success")
-    assert "(debug: key ***)" in summary
+    assert "(debug: token ***)" in summary
     outputs = run.outputs("success", "agent")
-    assert outputs["final-message"] == "Updated docs/guide.md. (debug: key ***)"
-    assert [name for name, value in outputs.items() if PLAIN_KEY in value] == []
+    assert outputs["final-message"] == "Updated docs/guide.md. (debug: token ***)"
+    assert [name for name, value in outputs.items() if PLAIN_TOKEN in value] == []
     files = [p for p in run.artifacts.rglob("*") if p.is_file()]
     assert {p.parent.name for p in files} == {"result-success", "transcript-success"}
     for path in files:
         assert PLAIN_KEY not in path.read_text(), path
+        assert PLAIN_TOKEN not in path.read_text(), path
     (result_file,) = (run.artifacts / "result-success").iterdir()
-    assert result_file.read_text().endswith("(debug: key ***)")
+    assert result_file.read_text().endswith("(debug: token ***)")
 
 
 def test_api_key_input_wins_over_the_environment(scenario_run: tuple[ActRun, Path]) -> None:

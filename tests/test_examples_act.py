@@ -125,7 +125,9 @@ def test_docs_update_agent_gets_the_diff_but_no_github_token(
     world: World, docs_update: tuple[ActRun, int]
 ) -> None:
     (entry,) = recorded(world, "record-docs.jsonl")
-    assert entry["env"]["CURSOR_API_KEY"] == API_KEY
+    # Masked (the default): the agent's key is a placeholder of the key's shape.
+    assert entry["env"]["CURSOR_API_KEY"] != API_KEY
+    assert len(entry["env"]["CURSOR_API_KEY"]) == len(API_KEY)
     # The prompt carries the pull request's diff (the agent may not run git).
     assert "+MAX_RETRIES = 3" in json.dumps(entry["argv"]) + str(entry["stdin"])
     assert not [name for name in entry["env"] if name.startswith(("GITHUB_TOKEN", "ACTIONS_"))]

@@ -103,7 +103,7 @@ jobs:
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "== job review: success" in done.stdout
     assert "README.md agrees with the code next to it" in done.stdout
-    assert "**Files changed:** 0" in done.stdout
+    assert "**Changed:** no file" in done.stdout
     assert done.stdout.rstrip().endswith("== what the jobs posted to the GitHub API: nothing")
 
 

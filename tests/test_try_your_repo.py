@@ -285,7 +285,7 @@ def test_ci_triage_runs_offline_on_a_repository_without_workflows(tmp_path: Path
     assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
     assert "failed to fetch" not in out
     assert "is not served offline" not in out
-    assert "== job triage: success" in out
+    assert "== job triage (job: 1): success" in out  # one leg of the fan-out per failed job
     assert "== job report: success" in out
     assert '"failing-step": "pytest: tests/test_app.py::test_greet"' in out
     posted = out.split("== what the jobs posted to the GitHub API")[1]
