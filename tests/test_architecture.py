@@ -2,11 +2,19 @@
 
 The imports are read from the source (every ``import`` statement, also those inside functions),
 so a circle hidden behind a function-level import is found too.
+
+Which part may import which is written where a reader looks for it: in the docstring of each
+package (and of a module with a rule of its own, such as ``stream.engine``), as a paragraph
+``Imports: ``a``, ``b`` and the shared top-level modules.``. A module belongs to the unit of
+the longest such name that prefixes its own. The test holds every import to those lines, and
+every line to the imports.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cursor_agent_action"
@@ -81,6 +89,84 @@ def _cycle(graph: dict[str, set[str]]) -> list[str]:
     return []
 
 
+COMMANDS = {f"{NAME}.cli", f"{NAME}.demo", f"{NAME}.summarize", f"{NAME}.__main__"}
+SHARED = "shared"  # the top-level modules but the commands: every unit may import them
+_TICKED = re.compile(r"``([A-Za-z_][\w.]*)``")
+
+
+def _import_rules(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """unit -> the units its docstring's ``Imports:`` paragraph names (full module names)."""
+    rules: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        for paragraph in doc.split("\n\n"):
+            if paragraph.startswith("Imports:"):
+                rules[name] = {f"{NAME}.{ticked}" for ticked in _TICKED.findall(paragraph)}
+    return rules
+
+
+def _unit(module: str, units: Iterable[str]) -> str:
+    """The unit ``module`` belongs to: the longest unit prefixing it, else shared or command."""
+    owners = [unit for unit in units if module == unit or module.startswith(f"{unit}.")]
+    if owners:
+        return max(owners, key=len)
+    return module if module in COMMANDS else SHARED
+
+
+def _against_rules(graph: dict[str, set[str]],
+                   rules: dict[str, set[str]]) -> tuple[list[str], list[str]]:
+    """(imports no rule allows, rules no import uses)."""
+    used: dict[str, set[str]] = {unit: set() for unit in rules}
+    wrong = []
+    for module, imported in sorted(graph.items()):
+        source = _unit(module, rules)
+        for target in sorted(imported):
+            unit = _unit(target, rules)
+            if unit in (source, SHARED) or source in COMMANDS:
+                continue
+            if source == SHARED or unit not in rules.get(source, set()):
+                wrong.append(f"{module} imports {target} ({source} -> {unit})")
+            else:
+                used[source].add(unit)
+    unused = [f"{unit} lists {sorted(rules[unit] - used[unit])}, never imported"
+              for unit in sorted(rules) if rules[unit] - used[unit]]
+    return wrong, unused
+
+
+def test_the_import_rules_checker_finds_a_wrong_way_and_a_stale_rule() -> None:
+    """Not vacuous: a made-up package where a low part imports a higher one is caught, and so is
+    a rule that allows what nothing imports."""
+    rules = {f"{NAME}.low": set(), f"{NAME}.high": {f"{NAME}.low", f"{NAME}.other"},
+             f"{NAME}.other": set()}
+    graph = {f"{NAME}.low.a": {f"{NAME}.high.b", f"{NAME}.errors"},
+             f"{NAME}.high.b": {f"{NAME}.low.a"}, f"{NAME}.other": set()}
+    wrong, unused = _against_rules(graph, rules)
+    assert wrong == [f"{NAME}.low.a imports {NAME}.high.b ({NAME}.low -> {NAME}.high)"]
+    assert unused == [f"{NAME}.high lists ['{NAME}.other'], never imported"]
+
+
+def test_every_package_states_what_it_may_import() -> None:
+    modules = _modules()
+    rules = _import_rules(modules)
+    packages = {name for name, path in modules.items() if path.name == "__init__.py"}
+    # Below the wings' first level a package shares its parent's rule (agent.contain.box).
+    tops = {name for name in packages if name != NAME and name.count(".") <= 2}
+    assert sorted(tops - set(rules)) == []
+    for unit, allowed in rules.items():
+        assert all(target in modules for target in allowed), (unit, allowed)
+
+
+def test_every_import_goes_the_way_the_docstrings_say() -> None:
+    """The units' directions (their ``Imports:`` lines) hold for every import, and no line
+    allows what nothing imports; with them the units form no circle either."""
+    graph = _graph()
+    rules = _import_rules(_modules())
+    wrong, unused = _against_rules(graph, rules)
+    assert wrong == []
+    assert unused == []
+    assert _cycle({unit: set(allowed) for unit, allowed in rules.items()}) == []
+
+
 def test_the_checker_finds_a_circle() -> None:
     """Not vacuous: a made-up graph with a circle is caught, one without is not."""
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
@@ -112,9 +198,8 @@ def test_the_stream_wing_depends_on_no_other_wing() -> None:
 def test_shared_top_level_modules_import_no_wing_except_the_commands() -> None:
     """Top-level modules are what every wing shares; only the commands (cli dispatches by name,
     demo and summarize are commands) reach into the wings."""
-    commands = {f"{NAME}.cli", f"{NAME}.demo", f"{NAME}.summarize", f"{NAME}.__main__"}
     for module, imported in _graph().items():
-        if module.count(".") == 1 and module not in commands:
+        if module.count(".") == 1 and module not in COMMANDS:
             wings = {name for name in imported if name.split(".")[1] in WINGS}
             assert not wings, f"shared module {module} imports {wings}"
 

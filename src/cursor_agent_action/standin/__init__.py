@@ -1,5 +1,7 @@
 """A stand-in for the Cursor CLI (``cursor-agent``), for tests and the demo.
 
+Imports: the shared top-level modules only.
+
 The real CLI cannot run without an account and network access, so tests and ``demo`` run this
 instead. It parses the print-mode command line the way the real CLI does (same flags, same
 errors for an unknown option or a missing prompt) and then plays a *scenario*::

@@ -7,6 +7,8 @@ never calls a renderer. ``run`` feeds the CLI's stdout to a :class:`StreamProces
 arrives and makes the run's report of its result; ``summarize`` and :func:`load_report` push a
 saved transcript through the same code. The job summary and the step outputs are rendered from
 the one finished report (:mod:`.report`).
+
+Imports: ``stream``, ``stream.render`` and the shared top-level modules.
 """
 
 from __future__ import annotations
