@@ -88,3 +88,14 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     with turn(directory, alone=item.get_closest_marker("alone") is not None):
         return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestReport,
+                                                              pytest.TestReport]:
+    """A worker sends its reports to the controller as UTF-8: captured output that holds a
+    file name not in UTF-8 (a surrogate escape) would stop the whole run, so it is escaped."""
+    report = yield
+    report.sections = [(title, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+                       for title, text in report.sections]
+    return report

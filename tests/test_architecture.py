@@ -13,8 +13,10 @@ every line to the imports.
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cursor_agent_action"
@@ -287,3 +289,95 @@ def test_the_formatters_layout_is_kept_but_for_a_few_tables() -> None:
     skips = {name: path.read_text(encoding="utf-8").count("# fmt: skip")
              for name, path in _modules().items()}
     assert sum(skips.values()) <= 30, {name: n for name, n in skips.items() if n}
+
+
+# -- every ``dotted.name`` in the docs that looks like one of ours names something that exists --
+
+_DOTTED = re.compile(r"``([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)``")
+_FILE_SUFFIXES = {"json", "jsonl", "txt", "md", "yml", "yaml", "toml", "sh", "py", "cfg"}
+ROOT = PACKAGE.parents[1]
+
+
+def _defined(modules: dict[str, Path]) -> dict[str, tuple[str, bool]]:
+    """Every class and function the package defines: name -> (its module, whether a class)."""
+    return {node.name: (name, isinstance(node, ast.ClassDef))
+            for name, path in modules.items()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _attribute(owner: object, parts: list[str]) -> bool:
+    for index, part in enumerate(parts):
+        if not hasattr(owner, part):  # a dataclass field without a default, or set in __init__
+            fields = getattr(owner, "__dataclass_fields__", {})
+            assigned = isinstance(owner, type) and f"self.{part} =" in inspect.getsource(owner)
+            return index == len(parts) - 1 and (part in fields or assigned)
+        owner = getattr(owner, part)
+    return True
+
+
+def _resolves(name: str, where: str | None, modules: dict[str, Path]) -> bool:
+    """``name`` is a module of the package or an attribute of one: by its full path, by the end
+    of a module's path (``repo_config.PolicyGuard``), from the documenting module's own names,
+    or as a class's attribute (``Runner.redact``, ``Verdict.files_changed``)."""
+    parts = name.split(".")
+    for size in range(len(parts), 0, -1):
+        head = ".".join(parts[:size])
+        for module in modules:
+            named = module == f"{NAME}.{head}" or module.endswith(f".{head}")
+            if named and _attribute(importlib.import_module(module), parts[size:]):
+                return True
+    if where is not None and _attribute(importlib.import_module(where), parts):
+        return True
+    owner, is_class = _defined(modules).get(parts[0], ("", False))
+    return is_class and _attribute(importlib.import_module(owner), parts)
+
+
+def _unresolved(texts: Iterable[tuple[str, str | None, str]],
+                modules: dict[str, Path]) -> list[str]:
+    """Of ``(label, module or None, text)``, the dotted names that look like ours (the first
+    part a module's, a class's or a function's name of the package, or a later part one of its
+    classes) and resolve to nothing."""
+    defined = _defined(modules)
+    classes = {name for name, (_, is_class) in defined.items() if is_class}
+    first = {module.rsplit(".", 1)[-1] for module in modules} | set(defined)
+    found = []
+    for label, where, text in texts:
+        for name in _DOTTED.findall(text):
+            parts = name.split(".")
+            ours = parts[0] in first or bool(classes & set(parts[1:]))
+            if not ours or parts[-1] in _FILE_SUFFIXES:
+                continue
+            if not _resolves(name, where, modules):
+                found.append(f"{label}: ``{name}``")
+    return found
+
+
+def _docstrings(modules: dict[str, Path]) -> Iterator[tuple[str, str | None, str]]:
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            documented = isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                                    | ast.AsyncFunctionDef)
+            if documented and (doc := ast.get_docstring(node)):
+                yield f"{name}:{getattr(node, 'lineno', 1)}", name, doc
+
+
+def test_the_name_checker_finds_a_name_that_is_gone() -> None:
+    """Not vacuous: an old module's name, a class's missing attribute and a moved function are
+    caught; real ones, file names and other libraries' names are not."""
+    modules = _modules()
+    texts = [("doc", f"{NAME}.agent.contain.process",
+              "``pipeline.StreamProcessor`` ``engine.StreamProcessor`` ``AgentExit.nothing`` "
+              "``Runner.redact`` ``verdict.no_such_function`` ``sandbox.json`` ``os.environ`` "
+              "``stream.render.livelog``")]
+    assert _unresolved(texts, modules) == ["doc: ``pipeline.StreamProcessor``",
+                                           "doc: ``AgentExit.nothing``",
+                                           "doc: ``verdict.no_such_function``"]
+
+
+def test_every_dotted_name_in_the_docstrings_and_docs_resolves() -> None:
+    """Docstrings and docs name only what exists: every ``module.name`` of ours resolves."""
+    modules = _modules()
+    docs = [(str(path.relative_to(ROOT)), None, path.read_text(encoding="utf-8"))
+            for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]]
+    assert _unresolved([*_docstrings(modules), *docs], modules) == []

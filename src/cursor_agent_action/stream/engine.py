@@ -48,7 +48,7 @@ https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow
 class StreamProcessor:
     """Incremental processor for a live stream; ``runner=None`` processes silently.
 
-    Secrets are redacted as text enters the record: with ``runner.redact``, or ``redact`` when
+    Secrets are redacted as text enters the record: with ``Runner.redact``, or ``redact`` when
     there is no runner.
     """
 

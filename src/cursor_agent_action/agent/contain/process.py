@@ -52,7 +52,7 @@ _POLL_S = 0.1  # upper bound on reacting to a stop request or a deadline
 
 
 class OutputSink(Protocol):
-    """What consumes the agent's stdout (``pipeline.StreamProcessor``)."""
+    """What consumes the agent's stdout (``engine.StreamProcessor``)."""
 
     def feed(self, chunk: bytes) -> None: ...
 
@@ -163,7 +163,7 @@ def run_agent_process(
     Raises SetupError if the transcript file cannot be created or the agent cannot start. A
     transcript write that fails later (disk full) does not stop the run: the rest of the output
     is still processed and ``AgentExit.transcript_error`` says what happened. The transcript is
-    redacted with ``runner.redact`` (see :class:`TranscriptWriter`).
+    redacted with ``Runner.redact`` (see :class:`TranscriptWriter`).
     """
     try:
         transcript.parent.mkdir(parents=True, exist_ok=True)
