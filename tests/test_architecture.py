@@ -356,9 +356,10 @@ def _unresolved(texts: Iterable[tuple[str, str | None, str]],
 def _docstrings(modules: dict[str, Path]) -> Iterator[tuple[str, str | None, str]]:
     for name, path in modules.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            documented = isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
-                                    | ast.AsyncFunctionDef)
-            if documented and (doc := ast.get_docstring(node)):
+            if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                              | ast.AsyncFunctionDef):
+                continue
+            if doc := ast.get_docstring(node):
                 yield f"{name}:{getattr(node, 'lineno', 1)}", name, doc
 
 
