@@ -31,12 +31,13 @@ from cursor_agent_action.agent.contain.isolation import (
     fallback_warning,
     landlock_warning,
 )
-from cursor_agent_action.agent.contain.process import AgentExit, run_agent_process
+from cursor_agent_action.agent.contain.process import run_agent_process
+from cursor_agent_action.agent.contain.sandbox import AgentExit, EndedBy
 from cursor_agent_action.agent.guards import cli_sandbox
 from cursor_agent_action.agent.guards.repo_config import PolicyGuard
 from cursor_agent_action.agent.guards.runnerfiles import Restored, file_command_paths
 from cursor_agent_action.agent.judge.answer import structured_outputs, with_structured_output
-from cursor_agent_action.agent.judge.attempts import Ended, Next, next_step, retry_delay
+from cursor_agent_action.agent.judge.attempts import Next, StartSummary, next_step, retry_delay
 from cursor_agent_action.agent.judge.changes import Applied, ChangeTracker, check_policy
 from cursor_agent_action.agent.judge.failures import classify, explain_exit, stderr_excerpt
 from cursor_agent_action.agent.judge.outcome import (
@@ -48,12 +49,12 @@ from cursor_agent_action.agent.judge.outcome import (
 from cursor_agent_action.agent.judge.structured import instruction
 from cursor_agent_action.agent.judge.verdict import STOPPED, Described, Verdict
 from cursor_agent_action.agent.launch.invocation import (
-    Box,
+    Placement,
     accepts_trust,
     agent_environment,
     build_argv,
     cli_help,
-    make_box,
+    place_agent,
     prompt_argument,
 )
 from cursor_agent_action.agent.launch.mcp import announce_servers
@@ -82,8 +83,8 @@ class Attempt:
     applied: Applied | None = None
 
 
-def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None = None,
-             append: bool = False) -> Attempt:
+def _attempt(run: Run, argv: Sequence[str], placement: Placement, *,
+             timeout_s: float | None = None, append: bool = False) -> Attempt:
     """One start of the agent, under a fresh guard of the policy files."""
     options, runner, tracker = run.options, run.runner, run.tracker
     processor = StreamProcessor(runner, verbose=options.verbose,
@@ -92,9 +93,9 @@ def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None
     guard = PolicyGuard(options.workspace, options.policy,
                         instructions=options.repo_instructions)
     with guard:
-        jail = box.jail(options, argv, tracker.repo)
+        jail = placement.jail(options, argv, tracker.repo)
         ended = run_agent_process(
-            sandbox.for_run(jail, argv, options.workspace, box.env), sink=processor,
+            sandbox.for_run(jail, argv, options.workspace, placement.env), sink=processor,
             runner=runner, transcript=options.transcript, stop=run.stop,
             timeout_s=options.timeout_minutes * 60 if timeout_s is None else timeout_s,
             append=append,
@@ -110,11 +111,11 @@ def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None
 
 
 def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str],
-                 isolation: Isolation) -> Box:
-    """The box without containment; ``auto`` says so in a warning that names what is lost."""
+                 isolation: Isolation) -> Placement:
+    """The placement without containment; ``auto`` says so in a warning that names what is lost."""
     if options.isolation == "auto":
         runner.warning(fallback_warning(isolation), title="agent not contained")
-    return make_box(options, environ, isolation)
+    return place_agent(options, environ, isolation)
 
 
 def _described(options: RunOptions) -> Described:
@@ -167,9 +168,10 @@ def execute(
     launch = _prepare(options, runner, environ)
     started = time.monotonic()
     with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
-        tracker = ChangeTracker(options.workspace, contained=launch.box.isolation.contained)
+        tracker = ChangeTracker(options.workspace,
+                                contained=launch.placement.isolation.contained)
     run = Run(options, runner, environ, stop, started, tracker)
-    warn_persisted_credentials(run.tracker, runner, launch.box.isolation.contained)
+    warn_persisted_credentials(run.tracker, runner, launch.placement.isolation.contained)
     with contextlib.ExitStack() as guards:
         file_commands = guards.enter_context(Restored(file_command_paths(environ)))
         git_config = guards.enter_context(Restored(tracker.git_config_files))
@@ -195,10 +197,10 @@ class Run:
 
 @dataclass(frozen=True)
 class Launch:
-    """How the agent is started: its box, what the CLI's help said (``--trust``, the CLI's
+    """How the agent is started: its placement, what the CLI's help said (``--trust``, the CLI's
     sandbox mode), the prompt and the command line."""
 
-    box: Box
+    placement: Placement
     trust: bool
     sandbox: str
     prompt: str
@@ -206,17 +208,17 @@ class Launch:
 
 
 def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> Launch:
-    """Everything before the first start: the box, the CLI's options, the checks and the log's
+    """Everything before the first start: the placement, the CLI's options, the checks and the log's
     opening lines."""
     isolation = decide(options.isolation, options.agent_user)
     walllog.announce(runner, options.net_policy, network=options.network,
                          contained=isolation.walled)
     if isolation.contained:
-        box = make_box(options, environ, isolation)
+        placement = place_agent(options, environ, isolation)
         if isolation.landlock:
             runner.warning(landlock_warning(isolation), title="agent under Landlock, no box")
     else:
-        box = _uncontained(options, runner, environ, isolation)
+        placement = _uncontained(options, runner, environ, isolation)
     warn_missing_key(runner, environ)
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
@@ -247,9 +249,9 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
     safegit.git_executable.cache_clear()  # found now, before the agent can plant one on PATH
     with contextlib.suppress(safegit.GitNotFound):
         safegit.git_executable()
-    runner.log(f"Isolation: {box.isolation.label}.")
+    runner.log(f"Isolation: {placement.isolation.label}.")
     runner.log(cli_sandbox.describe(sandbox, support))
-    return Launch(box, trust, sandbox, prompt, argv)
+    return Launch(placement, trust, sandbox, prompt, argv)
 
 
 def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
@@ -264,25 +266,25 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
     seen: dict[str, int] = {}  # known failures by title, for their own retry caps
     for _ in range(allowed + 2):
         try:
-            done = _attempt(run, launch.argv, launch.box)
+            done = _attempt(run, launch.argv, launch.placement)
         except ContainmentFailed as exc:
-            if options.isolation != "auto" or not launch.box.isolation.contained or ran \
+            if options.isolation != "auto" or not launch.placement.isolation.contained or ran \
                     or exc.cap:
                 raise
-            box = _uncontained(options, runner, run.environ, Isolation(
+            placement = _uncontained(options, runner, run.environ, Isolation(
                 False, why_not=f"the box could not be set up ({exc.reason})",
-                fix=launch.box.isolation.fix))
+                fix=launch.placement.isolation.fix))
             with interruptible(run.stop):  # the real tree is the agent's now: its base
                 run.tracker.uncontained()
-            runner.log(f"Isolation: {box.isolation.label}.")
-            launch = dataclasses.replace(launch, box=box)
+            runner.log(f"Isolation: {placement.isolation.label}.")
+            launch = dataclasses.replace(launch, placement=placement)
             continue
         ran = True
-        _label(done, launch.box, options)
+        _label(done, launch.placement, options)
         known = classify(done.ended.stderr)
         if known is not None:
             seen[known.title] = seen.get(known.title, 0) + 1
-        step = next_step(Ended(
+        step = next_step(StartSummary(
             number=number, allowed=allowed, ended_by=done.ended.ended_by,
             has_result=done.verdict.stream.has_result,
             tool_calls=len(done.verdict.stream.tool_calls),
@@ -307,19 +309,19 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
         runner.flush()
         if run.stop.wait(delay):
             ended = done.ended
-            done.ended = AgentExit("cancelled", ended.returncode, ended.stderr, ended.pgid)
+            done.ended = AgentExit(EndedBy.CANCELLED, ended.returncode, ended.stderr, ended.pgid)
             return done, launch
         number += 1
     raise AssertionError("unreachable: every start is counted or happens once")
 
 
-def _label(done: Attempt, box: Box, options: RunOptions) -> None:
+def _label(done: Attempt, placement: Placement, options: RunOptions) -> None:
     """What the verdict says of the start's containment and network."""
-    verdict = done.verdict
-    if verdict.network is None and (not box.isolation.walled or options.network == "open"):
+    verdict, isolation = done.verdict, placement.isolation
+    if verdict.network is None and (not isolation.walled or options.network == "open"):
         verdict.network = walllog.unwalled_report(
-            "open" if box.isolation.walled else box.isolation.wall_mode, box.isolation.why_not)
-    verdict.isolation = box.isolation.label + limits_label(done.ended)
+            "open" if isolation.walled else isolation.wall_mode, isolation.why_not)
+    verdict.isolation = isolation.label + limits_label(done.ended)
 
 
 def _conclude_run(run: Run, done: Attempt, launch: Launch) -> Verdict:
@@ -395,7 +397,7 @@ def _ask_again(run: Run, launch: Launch, *, first: StreamResult, prompt: str) ->
     left = max(options.timeout_minutes * 60 - (time.monotonic() - run.started), 60.0)
     run.runner.log(f"Asking the agent once more, in the same chat (--resume), for a JSON answer "
                f"matching {resumed.output_schema.source if resumed.output_schema else ''}.")
-    done = _attempt(dataclasses.replace(run, options=resumed), argv, launch.box,
+    done = _attempt(dataclasses.replace(run, options=resumed), argv, launch.placement,
                     timeout_s=left, append=True)
     _conclude(done, options)
     return done.verdict

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cursor_agent_action.agent.contain.box.gitconfig import persisted_credentials
-from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.contain.sandbox import AgentExit
 from cursor_agent_action.agent.judge.changes import (
     Applied,
     ChangeTracker,
