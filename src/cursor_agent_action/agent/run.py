@@ -49,12 +49,12 @@ from cursor_agent_action.agent.judge.outcome import (
 from cursor_agent_action.agent.judge.structured import instruction
 from cursor_agent_action.agent.judge.verdict import STOPPED, Described, Verdict
 from cursor_agent_action.agent.launch.invocation import (
-    Placement,
+    AgentSite,
     accepts_trust,
     agent_environment,
+    agent_site,
     build_argv,
     cli_help,
-    place_agent,
     prompt_argument,
 )
 from cursor_agent_action.agent.launch.mcp import announce_servers
@@ -83,7 +83,7 @@ class Attempt:
     applied: Applied | None = None
 
 
-def _attempt(run: Run, argv: Sequence[str], placement: Placement, *,
+def _attempt(run: Run, argv: Sequence[str], site: AgentSite, *,
              timeout_s: float | None = None, append: bool = False) -> Attempt:
     """One start of the agent, under a fresh guard of the policy files."""
     options, runner, tracker = run.options, run.runner, run.tracker
@@ -93,9 +93,9 @@ def _attempt(run: Run, argv: Sequence[str], placement: Placement, *,
     guard = PolicyGuard(options.workspace, options.policy,
                         instructions=options.repo_instructions)
     with guard:
-        jail = placement.jail(options, argv, tracker.repo)
+        jail = site.jail(options, argv, tracker.repo)
         ended = run_agent_process(
-            sandbox.for_run(jail, argv, options.workspace, placement.env), sink=processor,
+            sandbox.for_run(jail, argv, options.workspace, site.env), sink=processor,
             runner=runner, transcript=options.transcript, stop=run.stop,
             timeout_s=options.timeout_minutes * 60 if timeout_s is None else timeout_s,
             append=append,
@@ -111,11 +111,11 @@ def _attempt(run: Run, argv: Sequence[str], placement: Placement, *,
 
 
 def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str],
-                 isolation: Isolation) -> Placement:
-    """The placement without containment; ``auto`` says so in a warning that names what is lost."""
+                 isolation: Isolation) -> AgentSite:
+    """The site without containment; ``auto`` says so in a warning that names what is lost."""
     if options.isolation == "auto":
         runner.warning(fallback_warning(isolation), title="agent not contained")
-    return place_agent(options, environ, isolation)
+    return agent_site(options, environ, isolation)
 
 
 def _described(options: RunOptions) -> Described:
@@ -168,10 +168,9 @@ def execute(
     launch = _prepare(options, runner, environ)
     started = time.monotonic()
     with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
-        tracker = ChangeTracker(options.workspace,
-                                contained=launch.placement.isolation.contained)
+        tracker = ChangeTracker(options.workspace, contained=launch.site.isolation.contained)
     run = Run(options, runner, environ, stop, started, tracker)
-    warn_persisted_credentials(run.tracker, runner, launch.placement.isolation.contained)
+    warn_persisted_credentials(run.tracker, runner, launch.site.isolation.contained)
     with contextlib.ExitStack() as guards:
         file_commands = guards.enter_context(Restored(file_command_paths(environ)))
         git_config = guards.enter_context(Restored(tracker.git_config_files))
@@ -197,10 +196,10 @@ class Run:
 
 @dataclass(frozen=True)
 class Launch:
-    """How the agent is started: its placement, what the CLI's help said (``--trust``, the CLI's
+    """How the agent is started: its site, what the CLI's help said (``--trust``, the CLI's
     sandbox mode), the prompt and the command line."""
 
-    placement: Placement
+    site: AgentSite
     trust: bool
     sandbox: str
     prompt: str
@@ -208,17 +207,17 @@ class Launch:
 
 
 def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> Launch:
-    """Everything before the first start: the placement, the CLI's options, the checks and the log's
+    """Everything before the first start: the site, the CLI's options, the checks and the log's
     opening lines."""
     isolation = decide(options.isolation, options.agent_user)
     walllog.announce(runner, options.net_policy, network=options.network,
                          contained=isolation.walled)
     if isolation.contained:
-        placement = place_agent(options, environ, isolation)
+        site = agent_site(options, environ, isolation)
         if isolation.landlock:
             runner.warning(landlock_warning(isolation), title="agent under Landlock, no box")
     else:
-        placement = _uncontained(options, runner, environ, isolation)
+        site = _uncontained(options, runner, environ, isolation)
     warn_missing_key(runner, environ)
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
@@ -249,9 +248,9 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
     safegit.git_executable.cache_clear()  # found now, before the agent can plant one on PATH
     with contextlib.suppress(safegit.GitNotFound):
         safegit.git_executable()
-    runner.log(f"Isolation: {placement.isolation.label}.")
+    runner.log(f"Isolation: {site.isolation.label}.")
     runner.log(cli_sandbox.describe(sandbox, support))
-    return Launch(placement, trust, sandbox, prompt, argv)
+    return Launch(site, trust, sandbox, prompt, argv)
 
 
 def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
@@ -266,21 +265,21 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
     seen: dict[str, int] = {}  # known failures by title, for their own retry caps
     for _ in range(allowed + 2):
         try:
-            done = _attempt(run, launch.argv, launch.placement)
+            done = _attempt(run, launch.argv, launch.site)
         except ContainmentFailed as exc:
-            if options.isolation != "auto" or not launch.placement.isolation.contained or ran \
+            if options.isolation != "auto" or not launch.site.isolation.contained or ran \
                     or exc.cap:
                 raise
-            placement = _uncontained(options, runner, run.environ, Isolation(
+            site = _uncontained(options, runner, run.environ, Isolation(
                 False, why_not=f"the box could not be set up ({exc.reason})",
-                fix=launch.placement.isolation.fix))
+                fix=launch.site.isolation.fix))
             with interruptible(run.stop):  # the real tree is the agent's now: its base
                 run.tracker.uncontained()
-            runner.log(f"Isolation: {placement.isolation.label}.")
-            launch = dataclasses.replace(launch, placement=placement)
+            runner.log(f"Isolation: {site.isolation.label}.")
+            launch = dataclasses.replace(launch, site=site)
             continue
         ran = True
-        _label(done, launch.placement, options)
+        _label(done, launch.site, options)
         known = classify(done.ended.stderr)
         if known is not None:
             seen[known.title] = seen.get(known.title, 0) + 1
@@ -315,9 +314,9 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
     raise AssertionError("unreachable: every start is counted or happens once")
 
 
-def _label(done: Attempt, placement: Placement, options: RunOptions) -> None:
+def _label(done: Attempt, site: AgentSite, options: RunOptions) -> None:
     """What the verdict says of the start's containment and network."""
-    verdict, isolation = done.verdict, placement.isolation
+    verdict, isolation = done.verdict, site.isolation
     if verdict.network is None and (not isolation.walled or options.network == "open"):
         verdict.network = walllog.unwalled_report(
             "open" if isolation.walled else isolation.wall_mode, isolation.why_not)
@@ -397,7 +396,7 @@ def _ask_again(run: Run, launch: Launch, *, first: StreamResult, prompt: str) ->
     left = max(options.timeout_minutes * 60 - (time.monotonic() - run.started), 60.0)
     run.runner.log(f"Asking the agent once more, in the same chat (--resume), for a JSON answer "
                f"matching {resumed.output_schema.source if resumed.output_schema else ''}.")
-    done = _attempt(dataclasses.replace(run, options=resumed), argv, launch.placement,
+    done = _attempt(dataclasses.replace(run, options=resumed), argv, launch.site,
                     timeout_s=left, append=True)
     _conclude(done, options)
     return done.verdict
