@@ -90,12 +90,21 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
 
 
+def _utf8(text: str) -> str:
+    """``text`` as a parallel worker can send it: a stray byte a test printed (a file name that
+    is not UTF-8, read back as a surrogate) written as its escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestReport,
-                                                              pytest.TestReport]:
-    """A worker sends its reports to the controller as UTF-8: captured output that holds a
-    file name not in UTF-8 (a surrogate escape) would stop the whole run, so it is escaped."""
+                                                               pytest.TestReport]:
+    """A report whose captured output or failure holds a lone surrogate crashed the xdist
+    worker that sent it (execnet sends UTF-8 only) and ended the whole run."""
     report = yield
-    report.sections = [(title, text.encode("utf-8", "backslashreplace").decode("utf-8"))
-                       for title, text in report.sections]
+    report.sections = [(title, _utf8(text)) for title, text in report.sections]
+    if report.longrepr is not None:
+        text = str(report.longrepr)
+        if _utf8(text) != text:
+            report.longrepr = _utf8(text)
     return report

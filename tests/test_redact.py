@@ -60,6 +60,14 @@ def test_json_url_and_command_escaped_forms_are_gone(secret: str) -> None:
         assert secret not in redact(f"[{form}]").replace(MASK, "")
 
 
+@given(secret=SECRETS, before=TEXT)
+def test_hex_and_reversed_forms_of_a_secret_are_gone(secret: str, before: str) -> None:
+    """What an agent holding the value can print in one command (``xxd -p``, ``rev``)."""
+    redact = Redactor([secret])
+    for form in (secret.encode().hex(), secret.encode().hex().upper(), secret[::-1]):
+        assert form not in redact(f"{before}{form}!")
+
+
 @given(secret=SECRETS, cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=8))
 def test_a_secret_cut_across_stream_chunks_never_reaches_the_transcript_or_log(
     secret: str, cuts: list[int]

@@ -5,9 +5,10 @@ Two nets, both replacing with ``***``:
 1. **Known secrets** (the API key, ``GITHUB_TOKEN``, every value masked with ``::add-mask::``,
    the variables named in ``mask-env``), in every form the text can carry them: as they are,
    each line of a multi-line value, JSON-escaped (with and without ``\\uXXXX``), URL-encoded,
-   as a workflow command's message escapes it, and base64-encoded at each of the three byte
+   as a workflow command's message escapes it, base64-encoded at each of the three byte
    alignments (the way the Actions runner's own masker does: only the characters that depend
-   on the secret alone, so a secret inside a longer encoded blob is found too).
+   on the secret alone, so a secret inside a longer encoded blob is found too), in hex (either
+   case) and reversed.
 2. **Secret-shaped text** the run does not know (:data:`PATTERNS`): GitHub, AWS, OpenAI and
    Anthropic, Slack and Google keys, private key blocks, JWTs. A safety net, not a guarantee:
    a secret of another shape, or one the agent transformed otherwise, passes.
@@ -162,6 +163,11 @@ def forms(value: str) -> list[str]:
             quote(raw_bytes, safe=""),
             quote_plus(raw_bytes, safe=""),
             *base64_pieces(raw_bytes),
+            # Forms an agent that holds the value might write it in (keyscan.py looks for
+            # these and their pieces, and fails the run; here they are only kept out of sight).
+            raw_bytes.hex(),
+            raw_bytes.hex().upper(),
+            stripped[::-1],
         ]
     return [piece for piece in dict.fromkeys(found) if len(piece) >= MIN_SECRET_LEN]
 

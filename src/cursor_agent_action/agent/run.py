@@ -48,6 +48,7 @@ from cursor_agent_action.agent.judge.outcome import (
 )
 from cursor_agent_action.agent.judge.structured import instruction
 from cursor_agent_action.agent.judge.verdict import STOPPED, Described, Verdict
+from cursor_agent_action.agent.judge.withheld import withhold_key
 from cursor_agent_action.agent.launch.invocation import (
     AgentSite,
     accepts_trust,
@@ -64,6 +65,7 @@ from cursor_agent_action.agent.launch.run_options import (
     options_from_args,
 )
 from cursor_agent_action.errors import SetupError
+from cursor_agent_action.keyscan import KeyScan
 from cursor_agent_action.options import number_text
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.engine import StreamProcessor
@@ -168,7 +170,8 @@ def execute(
     launch = _prepare(options, runner, environ)
     started = time.monotonic()
     with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
-        tracker = ChangeTracker(options.workspace, contained=launch.site.isolation.contained)
+        tracker = ChangeTracker(options.workspace, contained=launch.site.isolation.contained,
+                                keys=KeyScan([environ.get("CURSOR_API_KEY", "")]))
     run = Run(options, runner, environ, stop, started, tracker)
     warn_persisted_credentials(run.tracker, runner, launch.site.isolation.contained)
     with contextlib.ExitStack() as guards:
@@ -375,6 +378,7 @@ def _report(run: Run, verdict: Verdict, ended: AgentExit) -> RunReport:
     for warning in check_policy(verdict, options.policy):
         runner.warning(one_line(warning, 1000), title="write outside the working directory")
     structured = structured_outputs(verdict, options.state_dir, runner.redact)  # may add a note
+    structured = withhold_key(verdict, tracker.keys, options.transcript, structured)
     done = verdict.report(_described(options))
     walllog.warn_refusals(runner, done.network)
     report(done, runner, result_dir=options.state_dir,

@@ -57,6 +57,7 @@ class Cause(enum.Enum):
     POLICY = "the agent wrote where its permissions do not allow"
     UNCHECKED = "the changes could not be checked"
     ANSWER = "the answer does not match the output schema"
+    KEY = "the agent wrote the API key out, in some form"
 
 
 @dataclass(frozen=True)

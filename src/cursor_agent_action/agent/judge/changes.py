@@ -21,6 +21,7 @@ from cursor_agent_action.agent.contain.box.upper import RealTree
 from cursor_agent_action.agent.guards.permissions import Policy
 from cursor_agent_action.agent.judge.verdict import Verdict
 from cursor_agent_action.docfiles import usually_executed
+from cursor_agent_action.keyscan import KeyScan
 from cursor_agent_action.runner_io import listing
 from cursor_agent_action.stream.record import Cause
 from cursor_agent_action.worktree import MAX_PATH_BYTES, shown_path
@@ -51,17 +52,21 @@ class Applied:
     links_refused: list[str] = field(default_factory=list)  # "path -> target (why)"
     links_refused_count: int = 0
     includes_refused: list[str] = field(default_factory=list)  # "path: directive"
+    key_found: list[str] = field(default_factory=list)  # "path (form)": nothing was applied
 
 
 class ChangeTracker:
     """The baseline before the run and the changes after it, for one workspace."""
 
-    def __init__(self, workspace: Path, *, contained: bool = False) -> None:
+    def __init__(self, workspace: Path, *, contained: bool = False,
+                 keys: KeyScan | None = None) -> None:
         """``contained``: the agent runs in the box, which makes its patch against the real tree
         as it stands; nothing of the tree is hashed or kept here, only the paths the box's
         patches touch (:meth:`apply_box`). Else (or after :meth:`uncontained`) every file is
-        hashed now, as the base of the changes after the run."""
+        hashed now, as the base of the changes after the run. ``keys``: the API key's forms,
+        looked for in every patch before it is applied or handed on."""
         self.workspace = workspace
+        self.keys = keys if keys is not None else KeyScan(())
         self.repo = changeset.repository_root(workspace)
         # The repository's own config files (where fsmonitor, hooks and filter drivers live),
         # also of a repository with no commit yet. A linked worktree's git dir has only its
@@ -141,6 +146,11 @@ class ChangeTracker:
                          includes_failure(reads, contained=self.applied_box))
         patch = patch_dir / PATCH_NAME
         changeset.write_patch(self.repo, changes, patch)
+        if found := self.keys.patch_hits(patch.read_bytes()):
+            patch.unlink()
+            message = key_failure([str(hit) for hit in found], applied=not self.applied_box)
+            verdict.fail(Cause.KEY, message)
+            return Handoff("", False, message)
         return Handoff(str(patch), bool(changes.entries))
 
     def apply_box(self, status: BoxStatus) -> Applied:
@@ -164,6 +174,12 @@ class ChangeTracker:
             return Applied(refused, notes, refused_count=count,
                            links_refused=list(status.links_refused.paths),
                            links_refused_count=links_count, includes_refused=reads)
+        try:
+            found = self.keys.patch_hits(Path(status.patch).read_bytes())
+        except OSError as exc:
+            return Applied([], notes, f"the patch could not be read: {exc}")
+        if found:  # the key, in some form: nothing of this patch is applied
+            return Applied([], notes, key_found=[str(hit) for hit in found])
         try:
             done = safegit.run(["apply", "--numstat", "-z", status.patch], self.repo)
             if done.returncode != 0:
@@ -352,3 +368,16 @@ def links_failure(refused: list[str], count: int, *, contained: bool) -> str:
             "review what the agent ran (the transcript); links must stay inside the "
             "repository.")
 
+
+
+def key_failure(where: list[str], *, applied: bool) -> str:
+    """The failure of a patch that holds the API key in some form (``where``: "path (form)",
+    never the key): nothing of it was handed on; ``applied``: the agent wrote in the real tree
+    (no box), which still holds the change."""
+    kept = (" The working tree still holds the change (the agent was not in a box): do not "
+            "commit it." if applied else " Nothing of it was applied to the working tree.")
+    return (f"The agent's changes hold the API key, in some form, in {listing(where)}: the "
+            f"patch was withheld and nothing was handed on.{kept} Fix: revoke the key "
+            "(cursor.com, dashboard) if the job log or an artifact may have shown it, and review "
+            "what the agent ran (the transcript); docs/security.md says where runs hold the "
+            "key.")

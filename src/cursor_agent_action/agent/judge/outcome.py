@@ -12,6 +12,7 @@ from cursor_agent_action.agent.judge.changes import (
     Applied,
     ChangeTracker,
     includes_failure,
+    key_failure,
     links_failure,
 )
 from cursor_agent_action.agent.judge.verdict import Verdict
@@ -48,6 +49,8 @@ def conclude_box(verdict: Verdict, ended: AgentExit, applied: Applied | None) ->
     if applied is None:
         return
     verdict.notes.extend(applied.notes)
+    if applied.key_found:
+        verdict.fail(Cause.KEY, key_failure(applied.key_found, applied=False))
     if applied.error:
         verdict.fail(Cause.BOX, f"The agent's changes could not be applied to the working tree "
                          f"({applied.error}); none were.")
