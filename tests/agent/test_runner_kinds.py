@@ -246,6 +246,7 @@ def test_under_landlock_a_long_prompt_is_read_from_its_own_copy(box: Box) -> Non
 
 @ROOT_ONLY
 @needs_capsh
+@pytest.mark.alone  # it counts the Landlock areas every run leaves in the host's /tmp
 def test_under_landlock_a_cli_the_agent_user_cannot_run_falls_back_before_it_starts(
     box: Box,
 ) -> None:
