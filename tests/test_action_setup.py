@@ -512,7 +512,7 @@ def test_the_schema_switch_is_checked(
 
 def test_action_yml_asks_for_the_schema_support_exactly_with_the_inputs_that_need_it() -> None:
     """output-schema, output-schema-file and mcp-config are the inputs whose parsing imports
-    jsonschema or PyYAML (agent/judge/structured.py, agent/launch/mcp.py)."""
+    jsonschema or PyYAML (agent/launch/output_schema.py, agent/launch/mcp.py)."""
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     (step,) = [s for s in action["runs"]["steps"] if s.get("id") == "helper"]
     wanted = step["env"]["CURSOR_AGENT_ACTION_HELPER_SCHEMA"]

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.contain.sandbox import AgentExit, EndedBy
 from cursor_agent_action.agent.judge.failures import explain_exit
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.options import (
@@ -228,6 +228,6 @@ def test_numbers_in_messages_are_written_in_full(value: float, text: str) -> Non
 
 
 def test_the_timeout_failure_writes_the_timeout_in_full() -> None:
-    ended = AgentExit(ended_by="timeout", returncode=None, stderr="", pgid=0)
+    ended = AgentExit(ended_by=EndedBy.TIMEOUT, returncode=None, stderr="", pgid=0)
     assert "within 1234567.5 minutes" in explain_exit(ended, 1234567.5)
     assert "within 0.000000001 minutes" in explain_exit(ended, 1e-9)

@@ -36,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 from tests.support.github_server import GitHubServer  # noqa: E402
 
 from cursor_agent_action import cli  # noqa: E402
-from cursor_agent_action.gh.review import merge, shards  # noqa: E402
+from cursor_agent_action.gh import shards  # noqa: E402
+from cursor_agent_action.gh.review import merge  # noqa: E402
 from cursor_agent_action.gh.review.diffmap import DiffMap, parse_patch  # noqa: E402
 from cursor_agent_action.gh.review.placement import place  # noqa: E402
 from cursor_agent_action.output_file import parse_output_file  # noqa: E402

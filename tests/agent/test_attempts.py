@@ -10,7 +10,8 @@ import dataclasses
 
 import pytest
 
-from cursor_agent_action.agent.judge.attempts import Ended, Next, next_step, retry_delay
+from cursor_agent_action.agent.contain.sandbox import EndedBy
+from cursor_agent_action.agent.judge.attempts import Next, StartSummary, next_step, retry_delay
 from cursor_agent_action.agent.judge.failures import SANDBOX_FAILURE, KnownFailure, classify
 from cursor_agent_action.agent.launch.run_options import MAX_RETRY_DELAY_S
 
@@ -27,7 +28,7 @@ AUTH = _known("Error: Authentication required. Please run 'cursor-agent login' f
 SANDBOX = _known("Error: sandbox mode is enabled but not available on this system")
 
 # A transient failure on the first of three allowed starts, before any event: retried.
-BASE = Ended(number=1, allowed=3, ended_by="exit", has_result=False, tool_calls=0,
+BASE = StartSummary(number=1, allowed=3, ended_by=EndedBy.EXIT, has_result=False, tool_calls=0,
              tampered=False, box_error=False, failure=RATE, seen=1, cli_sandbox="enabled")
 
 TABLE: list[tuple[str, dict[str, object], Next]] = [
@@ -37,9 +38,9 @@ TABLE: list[tuple[str, dict[str, object], Next]] = [
     ("no retries allowed", {"allowed": 1}, Next.CONCLUDE),
     ("a tool ran: the work could repeat", {"tool_calls": 1}, Next.CONCLUDE),
     ("the agent answered", {"has_result": True}, Next.CONCLUDE),
-    ("stopped by the timeout", {"ended_by": "timeout"}, Next.CONCLUDE),
-    ("cancelled", {"ended_by": "cancelled"}, Next.CONCLUDE),
-    ("over the tool-call budget", {"ended_by": "budget"}, Next.CONCLUDE),
+    ("stopped by the timeout", {"ended_by": EndedBy.TIMEOUT}, Next.CONCLUDE),
+    ("cancelled", {"ended_by": EndedBy.CANCELLED}, Next.CONCLUDE),
+    ("over the tool-call budget", {"ended_by": EndedBy.BUDGET}, Next.CONCLUDE),
     ("the CLI configuration was touched", {"tampered": True}, Next.CONCLUDE),
     ("the box failed closed", {"box_error": True}, Next.CONCLUDE),
     ("an unknown failure", {"failure": None}, Next.CONCLUDE),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.contain.sandbox import AgentExit, EndedBy
 from cursor_agent_action.agent.guards.cli_sandbox import (
     CURSOR_DOMAINS,
     SandboxSupport,
@@ -156,7 +156,8 @@ def test_the_failure_is_known_and_its_fix_is_given(tmp_path: Path) -> None:
     assert known is not None
     assert known.title == "the CLI's own sandbox is not available"
     assert not known.transient  # the same command line fails the same way
-    paragraph = explain_exit(AgentExit(ended_by="exit", returncode=1, stderr=stderr, pgid=0), 10)
+    ended = AgentExit(ended_by=EndedBy.EXIT, returncode=1, stderr=stderr, pgid=0)
+    paragraph = explain_exit(ended, 10)
     assert paragraph.startswith("cursor-agent failed: the CLI's own sandbox is not available.")
     assert "--sandbox disabled" in paragraph
     assert "AppArmor" in paragraph

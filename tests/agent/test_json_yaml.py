@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cursor_agent_action.agent.judge.structured import SCHEMA_LIMIT, OutputSchema, load_schema
 from cursor_agent_action.agent.launch.json_yaml import MAX_DEPTH, load
 from cursor_agent_action.agent.launch.mcp import parse_mcp_config
+from cursor_agent_action.agent.launch.output_schema import SCHEMA_LIMIT, OutputSchema, load_schema
 from cursor_agent_action.errors import UsageError
 
 LIMIT = 64 * 1024

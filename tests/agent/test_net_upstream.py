@@ -27,7 +27,7 @@ from cursor_agent_action.agent.contain.box.net import plainhttp
 from cursor_agent_action.agent.contain.box.net.policy import build_policy
 from cursor_agent_action.agent.contain.box.net.upstream import Proxy, RunnerProxy, forward_prefix
 from cursor_agent_action.agent.contain.isolation import Isolation
-from cursor_agent_action.agent.launch.invocation import Box
+from cursor_agent_action.agent.launch.invocation import AgentSite
 from cursor_agent_action.agent.launch.run_options import add_run_options, options_from_args
 from tests.support.apache_proxy import MISSING, auth_proxy
 from tests.support.netbox import (
@@ -211,7 +211,7 @@ def test_the_walled_agent_has_no_proxy_variables_and_the_relay_gets_the_proxy(
         ["--prompt", "x", "--allowed-domains", "ok.example", "--agent-bin", "/bin/true"]))
     env = {"PATH": "/bin", "HTTPS_PROXY": "http://p.example:3128", "no_proxy": "x.example",
            "http_proxy": "http://p.example:3128"}
-    jail = Box(Isolation(contained=True), env, home=tmp_path / "home").jail(
+    jail = AgentSite(Isolation(contained=True), env, home=tmp_path / "home").jail(
         options, ["/bin/true"], None)
     assert jail is not None
     assert jail.spec.env == {"PATH": "/bin"}

@@ -16,13 +16,16 @@ import pytest
 
 from cursor_agent_action.agent.contain import process
 from cursor_agent_action.agent.contain.process import (
+    EXIT_DRAIN_S,
     KILL_GRACE_S,
     RESULT_GRACE_S,
-    AgentExit,
+    Seen,
+    Shutdown,
     TranscriptWriter,
+    next_shutdown,
     run_agent_process,
 )
-from cursor_agent_action.agent.contain.sandbox import Uncontained
+from cursor_agent_action.agent.contain.sandbox import AgentExit, EndedBy, Uncontained
 from cursor_agent_action.redact import Redactor
 from cursor_agent_action.runner_io import Runner
 from cursor_agent_action.standin import to_json_line
@@ -84,7 +87,7 @@ def test_transcript_is_stdout_byte_for_byte_and_fed_live(tmp_path: Path) -> None
     assert (tmp_path / "t.jsonl").read_bytes() == expected
     assert b"".join(sink.chunks) == expected
     assert len(sink.chunks) >= 3  # dripped lines arrive as they come, not at the end
-    assert result.ended_by == "result"
+    assert result.ended_by is EndedBy.RESULT
     assert result.returncode == 0
     _assert_group_gone(result)
 
@@ -103,7 +106,7 @@ def test_hang_is_stopped_at_the_timeout_with_sigterm(
 ) -> None:
     result, sink, elapsed = _run(tmp_path, {"hang_after": 1}, timeout_s=0.5,
                                  sink=_held_until_output(monkeypatch))
-    assert result.ended_by == "timeout"
+    assert result.ended_by is EndedBy.TIMEOUT
     assert result.returncode == -signal.SIGTERM
     assert len(sink.chunks) == 1
     assert elapsed < 5
@@ -116,7 +119,7 @@ def test_agent_ignoring_sigterm_is_killed_after_the_grace(
     result, _, elapsed = _run(tmp_path, {"hang_after": 1, "ignore_sigterm": True},
                               timeout_s=0.3, kill_grace_s=0.3,
                               sink=_held_until_output(monkeypatch))
-    assert result.ended_by == "timeout"
+    assert result.ended_by is EndedBy.TIMEOUT
     assert result.returncode == -signal.SIGKILL
     assert elapsed < 5
     _assert_group_gone(result)
@@ -124,7 +127,7 @@ def test_agent_ignoring_sigterm_is_killed_after_the_grace(
 
 def test_lingering_after_result_is_stopped_after_a_short_grace(tmp_path: Path) -> None:
     result, sink, elapsed = _run(tmp_path, {"linger_s": 60}, result_grace_s=0.2)
-    assert result.ended_by == "result"
+    assert result.ended_by is EndedBy.RESULT
     assert sink.finished
     assert elapsed < 5
     _assert_group_gone(result)
@@ -134,7 +137,7 @@ def test_stop_request_cancels_the_run(tmp_path: Path) -> None:
     stop = threading.Event()
     sink = Sink(on_chunk=lambda _: stop.set())  # the job is cancelled as soon as output arrives
     result, _, elapsed = _run(tmp_path, {"hang_after": 1}, sink=sink, stop=stop)
-    assert result.ended_by == "cancelled"
+    assert result.ended_by is EndedBy.CANCELLED
     assert elapsed < 5
     _assert_group_gone(result)
 
@@ -143,14 +146,14 @@ def test_background_children_do_not_outlive_a_normal_exit(tmp_path: Path) -> Non
     result, _, elapsed = _run(tmp_path, {"spawn_child": True})
     [entry] = records(tmp_path)
     assert entry["pgid"] == result.pgid
-    assert result.ended_by == "result"
+    assert result.ended_by is EndedBy.RESULT
     assert elapsed < 5  # the child holding stdout open did not keep the run alive
     _assert_group_gone(result)
 
 
 def test_kill_9_of_the_agent_ends_the_run(tmp_path: Path) -> None:
     result, sink, _ = _run(tmp_path, {"crash": {"after": 2, "signal": 9}, "spawn_child": True})
-    assert result.ended_by == "exit"
+    assert result.ended_by is EndedBy.EXIT
     assert result.returncode == -signal.SIGKILL
     assert not sink.finished
     assert records(tmp_path)[0]["child_pid"]
@@ -189,7 +192,7 @@ def test_stop_request_after_the_result_keeps_the_result(tmp_path: Path) -> None:
     sink = Sink(on_chunk=cancel_after_result)
     result, _, elapsed = _run(tmp_path, {"linger_s": 60}, sink=sink, stop=stop,
                               result_grace_s=30)
-    assert result.ended_by == "result"
+    assert result.ended_by is EndedBy.RESULT
     assert elapsed < 10  # stopped at once, not after the 30 s grace
     _assert_group_gone(result)
 
@@ -261,7 +264,7 @@ def test_descendants_that_called_setsid_do_not_outlive_the_run(
         runner=Runner(stdout=io.StringIO(), env={}), transcript=tmp_path / "t.jsonl",
         timeout_s=0.2 if mode == "hang" else 20, stop=threading.Event(),
     )
-    assert result.ended_by == ("timeout" if mode == "hang" else "exit")
+    assert result.ended_by is (EndedBy.TIMEOUT if mode == "hang" else EndedBy.EXIT)
     escaped = int(pids.read_text())
     assert not _pid_exists(escaped)
     deadline = time.monotonic() + 2.0  # longer than its sleep
@@ -276,7 +279,7 @@ def test_children_started_before_the_agent_are_left_alone(tmp_path: Path) -> Non
     own = [subprocess.Popen(["sleep", "30"], start_new_session=new) for new in (True, False)]
     try:
         result, _, _ = _run(tmp_path, {"spawn_child": True})
-        assert result.ended_by == "result"
+        assert result.ended_by is EndedBy.RESULT
         assert [child.poll() for child in own] == [None, None]
     finally:
         for child in own:
@@ -312,3 +315,68 @@ def test_a_cancelled_job_ends_the_work_before_the_agent_at_once(tmp_path: Path) 
     assert time.monotonic() - start < 2
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
+
+
+# -- the shutdown decision, turn by turn (pure: no process, no clock) --------------------------
+
+GRACE = {"result_grace_s": 2.0, "kill_grace_s": 3.0}
+
+
+def _seen(now: float, **flags: bool) -> Seen:
+    return Seen(now=now, finished=flags.get("finished", False), stop=flags.get("stop", False),
+                over_budget=flags.get("over_budget", False), exited=flags.get("exited", False))
+
+
+@pytest.mark.parametrize(("flags", "now", "ended_by", "term"), [
+    ({}, 5.0, None, False),  # running, before the deadline: nothing
+    ({"stop": True}, 5.0, EndedBy.CANCELLED, True),
+    ({}, 10.0, EndedBy.TIMEOUT, True),  # at the deadline
+    ({"over_budget": True}, 5.0, EndedBy.BUDGET, True),
+    ({"stop": True, "over_budget": True}, 10.0, EndedBy.CANCELLED, True),  # cancel comes first
+    ({"over_budget": True}, 10.0, EndedBy.TIMEOUT, True),  # then the deadline
+    ({"finished": True}, 5.0, None, False),  # a result: a grace first
+    ({"finished": True, "stop": True}, 5.0, None, True),  # a result, cancelled: at once
+    ({"finished": True}, 10.0, None, False),  # after its result a deadline changes nothing
+])
+def test_the_first_turn_decides_why_the_run_ends_and_whether_to_stop_it_now(
+        flags: dict[str, bool], now: float, ended_by: EndedBy | None, term: bool) -> None:
+    state, sent, done = next_shutdown(Shutdown(deadline=10.0), _seen(now, **flags), **GRACE)
+    assert (state.ended_by, sent, done) == (ended_by, term, False)
+    if term:  # SIGTERM once, then the kill grace
+        assert state.termed
+        assert state.kill_at == now + 3.0
+
+
+def test_a_result_gets_its_grace_then_one_sigterm_then_the_kill_grace() -> None:
+    state = Shutdown(deadline=100.0)
+    state, term, done = next_shutdown(state, _seen(1.0, finished=True), **GRACE)
+    assert (state.term_at, term, done) == (3.0, False, False)
+    state, term, done = next_shutdown(state, _seen(2.9, finished=True), **GRACE)
+    assert (term, done) == (False, False)
+    state, term, done = next_shutdown(state, _seen(3.0, finished=True), **GRACE)
+    assert (term, done, state.kill_at) == (True, False, 6.0)
+    state, term, done = next_shutdown(state, _seen(4.0, finished=True), **GRACE)
+    assert (term, done) == (False, False)  # SIGTERM is sent once
+    state, term, done = next_shutdown(state, _seen(6.0, finished=True), **GRACE)
+    assert (term, done, state.ended_by) == (False, True, None)
+
+
+def test_once_the_agent_exits_its_leftover_children_get_a_short_drain() -> None:
+    state, term, done = next_shutdown(Shutdown(deadline=100.0), _seen(1.0, exited=True), **GRACE)
+    assert (state.kill_at, term, done) == (1.0 + EXIT_DRAIN_S, False, False)
+    state, term, done = next_shutdown(state, _seen(1.0 + EXIT_DRAIN_S), **GRACE)
+    assert done
+    # Exiting during the kill grace shortens it; it never lengthens it.
+    state = Shutdown(deadline=100.0, ended_by=EndedBy.TIMEOUT, term_at=0.0, termed=True,
+                     kill_at=1.2)
+    state, _, _ = next_shutdown(state, _seen(1.0, exited=True), **GRACE)
+    assert state.kill_at == 1.2
+
+
+def test_the_wait_before_the_next_turn_is_bounded_by_every_timer() -> None:
+    assert Shutdown(deadline=10.0).wait(9.95, 0.1) == pytest.approx(0.05)  # the deadline
+    assert Shutdown(deadline=10.0).wait(20.0, 0.1) == 0.0  # past it: no negative wait
+    stopping = Shutdown(deadline=10.0, ended_by=EndedBy.TIMEOUT, term_at=10.0, termed=True,
+                        kill_at=10.02)
+    assert stopping.wait(10.0, 0.1) == pytest.approx(0.02)  # the kill, not the old SIGTERM
+    assert Shutdown(deadline=10.0, term_at=5.01).wait(5.0, 0.1) == pytest.approx(0.01)

@@ -15,11 +15,10 @@ from hypothesis import strategies as st
 from cursor_agent_action.agent.judge.structured import (
     MAX_DECODE_ATTEMPTS,
     SEARCH_CHARS,
-    OutputSchema,
     candidates,
     choose,
-    load_schema,
 )
+from cursor_agent_action.agent.launch.output_schema import OutputSchema, load_schema
 from cursor_agent_action.errors import UsageError
 
 TRIAGE = {

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from cursor_agent_action.agent.judge.structured import load_schema
+from cursor_agent_action.agent.launch.output_schema import load_schema
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.gh.review.diffmap import parse_patch
 from cursor_agent_action.gh.review.findings import parse

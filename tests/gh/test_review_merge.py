@@ -16,7 +16,7 @@ import pytest
 
 from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_RUN_FAILED, EXIT_USAGE
-from cursor_agent_action.gh.review.shards import ChangedFile, NotReviewed, plan
+from cursor_agent_action.gh.shards import ChangedFile, NotReviewed, plan
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.github_server import GitHubServer
 

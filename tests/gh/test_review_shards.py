@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from cursor_agent_action import cli
 from cursor_agent_action.errors import EXIT_USAGE
-from cursor_agent_action.gh.review import changed, shards
-from cursor_agent_action.gh.review.shards import (
+from cursor_agent_action.gh import changed, shards
+from cursor_agent_action.gh.shards import (
     ChangedFile,
     Plan,
     PlanError,

@@ -7,4 +7,8 @@
 - :mod:`.guards`: the permission policy and the files the agent must not change for good;
 - :mod:`.contain`: where the agent's process runs (the box, the Landlock tier, uncontained);
 - :mod:`.judge`: what the run's end means: the verdict, the checked patch, the answer.
+
+Imports: ``agent.launch``, ``agent.guards``, ``agent.contain``, ``agent.judge``, ``stream``,
+``stream.engine``, ``stream.render`` and the shared top-level modules (installing the CLI is a
+command of its own).
 """

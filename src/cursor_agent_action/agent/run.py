@@ -30,13 +30,14 @@ from cursor_agent_action.agent.contain.isolation import (
     Isolation,
     decide,
 )
-from cursor_agent_action.agent.contain.process import AgentExit, run_agent_process
+from cursor_agent_action.agent.contain.process import run_agent_process
+from cursor_agent_action.agent.contain.sandbox import AgentExit, EndedBy
 from cursor_agent_action.agent.guards import cli_sandbox
 from cursor_agent_action.agent.guards.repo_config import PolicyGuard
 from cursor_agent_action.agent.guards.runnerfiles import Restored, file_command_paths
 from cursor_agent_action.agent.judge import keyheld
 from cursor_agent_action.agent.judge.answer import structured_outputs, with_structured_output
-from cursor_agent_action.agent.judge.attempts import Ended, Next, next_step, retry_delay
+from cursor_agent_action.agent.judge.attempts import Next, StartSummary, next_step, retry_delay
 from cursor_agent_action.agent.judge.changes import Applied, ChangeTracker, check_policy
 from cursor_agent_action.agent.judge.failures import classify, explain_exit, stderr_excerpt
 from cursor_agent_action.agent.judge.outcome import (
@@ -50,12 +51,12 @@ from cursor_agent_action.agent.judge.structured import instruction
 from cursor_agent_action.agent.judge.verdict import STOPPED, Described, Verdict
 from cursor_agent_action.agent.judge.withheld import withhold_key
 from cursor_agent_action.agent.launch.invocation import (
-    Box,
+    AgentSite,
     accepts_trust,
     agent_environment,
+    agent_site,
     build_argv,
     cli_help,
-    make_box,
     prompt_argument,
 )
 from cursor_agent_action.agent.launch.mcp import announce_servers
@@ -85,8 +86,8 @@ class Attempt:
     applied: Applied | None = None
 
 
-def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None = None,
-             append: bool = False) -> Attempt:
+def _attempt(run: Run, argv: Sequence[str], site: AgentSite, *,
+             timeout_s: float | None = None, append: bool = False) -> Attempt:
     """One start of the agent, under a fresh guard of the policy files."""
     options, runner, tracker = run.options, run.runner, run.tracker
     processor = StreamProcessor(runner, verbose=options.verbose,
@@ -95,9 +96,9 @@ def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None
     guard = PolicyGuard(options.workspace, options.policy,
                         instructions=options.repo_instructions)
     with guard:
-        jail = box.jail(options, argv, tracker.repo)
+        jail = site.jail(options, argv, tracker.repo)
         ended = run_agent_process(
-            sandbox.for_run(jail, argv, options.workspace, box.env), sink=processor,
+            sandbox.for_run(jail, argv, options.workspace, site.env), sink=processor,
             runner=runner, transcript=options.transcript, stop=run.stop,
             timeout_s=options.timeout_minutes * 60 if timeout_s is None else timeout_s,
             append=append,
@@ -113,11 +114,11 @@ def _attempt(run: Run, argv: Sequence[str], box: Box, *, timeout_s: float | None
 
 
 def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str],
-                 isolation: Isolation) -> Box:
-    """The box without containment; ``auto`` says so in a warning that names what is lost."""
+                 isolation: Isolation) -> AgentSite:
+    """The site without containment; ``auto`` says so in a warning that names what is lost."""
     if options.isolation == "auto":
         warn_isolation(runner, isolation, options.isolation, "agent not contained")
-    return make_box(options, environ, isolation)
+    return agent_site(options, environ, isolation)
 
 
 
@@ -172,10 +173,10 @@ def execute(
     launch = _prepare(options, runner, environ)
     started = time.monotonic()
     with interruptible(stop):  # hashing a large tree: a cancelled job ends it at once
-        tracker = ChangeTracker(options.workspace, contained=launch.box.isolation.contained,
+        tracker = ChangeTracker(options.workspace, contained=launch.site.isolation.contained,
                                 keys=KeyScan([environ.get("CURSOR_API_KEY", "")]))
     run = Run(options, runner, environ, stop, started, tracker)
-    warn_persisted_credentials(run.tracker, runner, launch.box.isolation.contained)
+    warn_persisted_credentials(run.tracker, runner, launch.site.isolation.contained)
     with contextlib.ExitStack() as guards:
         file_commands = guards.enter_context(Restored(file_command_paths(environ)))
         git_config = guards.enter_context(Restored(tracker.git_config_files))
@@ -201,10 +202,10 @@ class Run:
 
 @dataclass(frozen=True)
 class Launch:
-    """How the agent is started: its box, what the CLI's help said (``--trust``, the CLI's
+    """How the agent is started: its site, what the CLI's help said (``--trust``, the CLI's
     sandbox mode), the prompt and the command line."""
 
-    box: Box
+    site: AgentSite
     trust: bool
     sandbox: str
     prompt: str
@@ -212,18 +213,18 @@ class Launch:
 
 
 def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> Launch:
-    """Everything before the first start: the box, the CLI's options, the checks and the log's
+    """Everything before the first start: the site, the CLI's options, the checks and the log's
     opening lines."""
     isolation = decide(options.isolation, options.agent_user)
     walllog.announce(runner, options.net_policy, network=options.network,
                          contained=isolation.walled)
     if isolation.contained:
-        box = make_box(options, environ, isolation)
+        site = agent_site(options, environ, isolation)
         if isolation.landlock:
             warn_isolation(runner, isolation, options.isolation,
                             "agent under Landlock, no box")
     else:
-        box = _uncontained(options, runner, environ, isolation)
+        site = _uncontained(options, runner, environ, isolation)
     warn_missing_key(runner, environ)
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
@@ -254,9 +255,9 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
     safegit.git_executable.cache_clear()  # found now, before the agent can plant one on PATH
     with contextlib.suppress(safegit.GitNotFound):
         safegit.git_executable()
-    runner.log(f"Isolation: {box.isolation.label}.")
+    runner.log(f"Isolation: {site.isolation.label}.")
     runner.log(cli_sandbox.describe(sandbox, support))
-    return Launch(box, trust, sandbox, prompt, argv)
+    return Launch(site, trust, sandbox, prompt, argv)
 
 
 def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
@@ -271,30 +272,30 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
     seen: dict[str, int] = {}  # known failures by title, for their own retry caps
     for _ in range(allowed + 3):
         try:
-            done = _attempt(run, launch.argv, launch.box)
+            done = _attempt(run, launch.argv, launch.site)
         except ContainmentFailed as exc:
-            if options.isolation != "auto" or not launch.box.isolation.contained or ran \
+            if options.isolation != "auto" or not launch.site.isolation.contained or ran \
                     or exc.cap:
                 raise
-            box = _uncontained(options, runner, run.environ, Isolation(
+            site = _uncontained(options, runner, run.environ, Isolation(
                 False, why_not=f"the box could not be set up ({exc.reason})",
-                fix=launch.box.isolation.fix))
+                fix=launch.site.isolation.fix))
             with interruptible(run.stop):  # the real tree is the agent's now: its base
                 run.tracker.uncontained()
-            runner.log(f"Isolation: {box.isolation.label}.")
-            launch = dataclasses.replace(launch, box=box)
+            runner.log(f"Isolation: {site.isolation.label}.")
+            launch = dataclasses.replace(launch, site=site)
             continue
         ran = True
-        if keyheld.falls_back(done.ended, done.verdict, launch.box.key_masking):
+        if keyheld.falls_back(done.ended, done.verdict, launch.site.key_masking):
             runner.warning(keyheld.fallback_warning(), title="API key in the box")
-            launch = dataclasses.replace(launch, box=dataclasses.replace(
-                launch.box, key_masking=OFF, fallback=keyheld.FALLBACK_WHY))
+            launch = dataclasses.replace(launch, site=dataclasses.replace(
+                launch.site, key_masking=OFF, fallback=keyheld.FALLBACK_WHY))
             continue
-        label_start(done.verdict, done.ended, launch.box, options)
+        label_start(done.verdict, done.ended, launch.site, options)
         known = classify(done.ended.stderr)
         if known is not None:
             seen[known.title] = seen.get(known.title, 0) + 1
-        step = next_step(Ended(
+        step = next_step(StartSummary(
             number=number, allowed=allowed, ended_by=done.ended.ended_by,
             has_result=done.verdict.stream.has_result,
             tool_calls=len(done.verdict.stream.tool_calls),
@@ -319,7 +320,7 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
         runner.flush()
         if run.stop.wait(delay):
             ended = done.ended
-            done.ended = AgentExit("cancelled", ended.returncode, ended.stderr, ended.pgid)
+            done.ended = AgentExit(EndedBy.CANCELLED, ended.returncode, ended.stderr, ended.pgid)
             return done, launch
         number += 1
     raise AssertionError("unreachable: every start is counted or happens once")
@@ -399,7 +400,7 @@ def _ask_again(run: Run, launch: Launch, *, first: StreamResult, prompt: str) ->
     left = max(options.timeout_minutes * 60 - (time.monotonic() - run.started), 60.0)
     run.runner.log(f"Asking the agent once more, in the same chat (--resume), for a JSON answer "
                f"matching {resumed.output_schema.source if resumed.output_schema else ''}.")
-    done = _attempt(dataclasses.replace(run, options=resumed), argv, launch.box,
+    done = _attempt(dataclasses.replace(run, options=resumed), argv, launch.site,
                     timeout_s=left, append=True)
     _conclude(done, options)
     return done.verdict

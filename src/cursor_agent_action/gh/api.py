@@ -160,6 +160,22 @@ def read_token(
     raise GitHubError(f"no GitHub token: {token_env} is empty or unset.", hint + fork_note(ctx))
 
 
+def pr_number(raw: str, ctx: Context) -> int:
+    """The pull request ``review`` and ``pr-context`` work on: ``pr-number`` (``#`` allowed),
+    else the triggering event's."""
+    value = raw.strip().lstrip("#")
+    if value:
+        if not value.isdigit() or int(value) <= 0:
+            raise UsageError(f"pr-number must be a pull request number, got {raw!r}.",
+                             "Pass e.g. ${{ github.event.pull_request.number }}.")
+        return int(value)
+    pull = ctx.event.get("pull_request")
+    if isinstance(pull, dict) and isinstance(pull.get("number"), int):
+        return int(pull["number"])
+    raise UsageError(f"no pull request to review: the {ctx.event_name or 'current'} event has "
+                     "none.", "Pass pr-number (e.g. from the agent job's outputs).")
+
+
 def fork_note(ctx: Context) -> str:
     """Why a write fails in a run for a pull request from a fork, or "" for other runs."""
     fork = ctx.fork_repository()

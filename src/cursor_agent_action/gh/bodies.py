@@ -48,7 +48,8 @@ def compose_body(
 
     ``redact`` (``Runner.redact``) removes secrets from every text before it is cut, escaped
     or fenced, so a cut cannot leave part of a secret behind; the Markdown built from them is
-    only put through the one-for-one net (``redact.net``), which cannot move a fence.
+    only put through the redactor's one-for-one last net (``Redactor.net``), which cannot
+    move a fence.
 
     Agent text (a saved transcript, rendered by ``summary.render_compact``, or the run's
     ``final-message``) is shown inert: fenced, so no heading, link, image, HTML or @mention of

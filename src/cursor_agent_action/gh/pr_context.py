@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from cursor_agent_action.errors import UsageError
-from cursor_agent_action.gh.api import Context, GitHub, add_token_option, read_token
-from cursor_agent_action.gh.review import changed, shards
-from cursor_agent_action.gh.review.command import pr_number
+from cursor_agent_action.gh import changed, shards
+from cursor_agent_action.gh.api import Context, GitHub, add_token_option, pr_number, read_token
 from cursor_agent_action.markdown import code_cell, cut_utf8, fence, inline, utf8_len
 from cursor_agent_action.options import add_number, add_option
 from cursor_agent_action.runner_io import Runner

@@ -1,5 +1,7 @@
 """A stand-in for the Cursor CLI (``cursor-agent``), for tests and the demo.
 
+Imports: the shared top-level modules only.
+
 The real CLI cannot run without an account and network access, so tests and ``demo`` run this
 instead. It parses the print-mode command line the way the real CLI does (same flags, same
 errors for an unknown option or a missing prompt) and then plays a *scenario*::
@@ -290,6 +292,28 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
     except CliExit as exc:
         return _fail(str(exc), exc.code)
     scenario = turn(scenario, options)
+    refused = _start(scenario, base, argv, options, words, accepts_trust=accepts_trust)
+    if refused is not None:
+        return refused
+    prompt = " ".join(words)
+    if scenario.get("review_scope"):
+        session = options["resume"] if isinstance(options.get("resume"), str) else SESSION
+        scenario = {**scenario, "lines": answer_lines(scoped_review(prompt), session)}
+    if scenario.get("ms_per_kib"):
+        _wait(context_delay(prompt, float(scenario["ms_per_kib"])))
+    failure = _consume_failure(scenario, base)
+    if failure is not None:
+        return _fail(failure.get("stderr", ""), failure.get("exit_code", 1))
+    lines = _load_lines(scenario, base)
+    if "chunks" not in scenario:
+        lines = _rewrite_cwd(lines, os.getcwd())
+    return _replay(scenario, options, lines)
+
+
+def _start(scenario: dict[str, Any], base: Path, argv: Sequence[str], options: dict[str, Any],
+           words: Sequence[str], *, accepts_trust: bool) -> int | None:
+    """What the CLI does before its first event: help, its checks of the command line, the
+    workspace, the scenario's child and record. An exit code when it stops there."""
     if options.get("help"):
         _write(HELP.format(trust=TRUST_HELP if accepts_trust else "").encode())
         return 0
@@ -309,22 +333,15 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
             stdin=subprocess.DEVNULL,  # keeps stdout and stderr open, as a stray tool would
         ).pid
     _record(scenario, base, argv, child)
-    prompt = " ".join(words)
-    if not prompt.strip():
+    if not " ".join(words).strip():
         return _fail("Error: No prompt provided for print mode", 1)
     if scenario.get("sandbox_unavailable") and options.get("sandbox") != "disabled":
         return _fail(SANDBOX_UNAVAILABLE, 1)
-    if scenario.get("review_scope"):
-        session = options["resume"] if isinstance(options.get("resume"), str) else SESSION
-        scenario = {**scenario, "lines": answer_lines(scoped_review(prompt), session)}
-    if scenario.get("ms_per_kib"):
-        _wait(context_delay(prompt, float(scenario["ms_per_kib"])))
-    failure = _consume_failure(scenario, base)
-    if failure is not None:
-        return _fail(failure.get("stderr", ""), failure.get("exit_code", 1))
-    lines = _load_lines(scenario, base)
-    if "chunks" not in scenario:
-        lines = _rewrite_cwd(lines, os.getcwd())
+    return None
+
+
+def _replay(scenario: dict[str, Any], options: dict[str, Any], lines: list[bytes]) -> int:
+    """The events, line by line as the scenario says (a crash, a hang, a drip, a linger)."""
     crash = scenario.get("crash")
     drip = float(scenario.get("drip_ms", 0)) / 1000
     for index, line in enumerate(lines):
@@ -340,17 +357,22 @@ def play(scenario: dict[str, Any], base: Path, argv: Sequence[str]) -> int:
         result = _is_result(line)
         if result:
             _apply_changes(scenario)
-        if options["output-format"] == "stream-json":
-            _write(line)
-        elif result:
-            event = json.loads(line)
-            _write((event.get("result", "") + "\n").encode() if options["output-format"] == "text"
-                   else json.dumps(event).encode() + b"\n")
+        _emit(line, options["output-format"], result=result)
         if result and "linger_s" in scenario:
             _wait(float(scenario["linger_s"]))
     if crash is not None:
         return _fail(crash.get("stderr", ""), crash.get("exit_code"), crash.get("signal"))
     return int(scenario.get("exit_code", 0))
+
+
+def _emit(line: bytes, output_format: str, *, result: bool) -> None:
+    """One line as ``--output-format`` shows it: every event, or only the result's text."""
+    if output_format == "stream-json":
+        _write(line)
+    elif result:
+        event = json.loads(line)
+        _write((event.get("result", "") + "\n").encode() if output_format == "text"
+               else json.dumps(event).encode() + b"\n")
 
 
 def write_wrapper(

@@ -7,6 +7,8 @@ never calls a renderer. ``run`` feeds the CLI's stdout to a :class:`StreamProces
 arrives and makes the run's report of its result; ``summarize`` and :func:`load_report` push a
 saved transcript through the same code. The job summary and the step outputs are rendered from
 the one finished report (:mod:`.report`).
+
+Imports: ``stream``, ``stream.render`` and the shared top-level modules.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow
 class StreamProcessor:
     """Incremental processor for a live stream; ``runner=None`` processes silently.
 
-    Secrets are redacted as text enters the record: with ``runner.redact``, or ``redact`` when
+    Secrets are redacted as text enters the record: with ``Runner.redact``, or ``redact`` when
     there is no runner.
     """
 

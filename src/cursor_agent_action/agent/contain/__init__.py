@@ -4,4 +4,7 @@
 :mod:`.probe` tries the box's kernel operations first; :mod:`.sandbox` gives both running tiers
 one interface that :mod:`.process` drives; :mod:`.box` is the box's root side and network wall,
 :mod:`.lockdown` and :mod:`.landlock` the Landlock tier; :mod:`.cancel` turns a cancelled job
-into an event."""
+into an event.
+
+Imports: ``stream`` (the wall's report, the line cap) and the shared top-level modules.
+"""

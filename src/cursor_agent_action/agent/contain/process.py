@@ -17,19 +17,20 @@ descendant that called ``setsid()`` and whose parent exited is not found.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import selectors
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol, cast
 
 from cursor_agent_action.agent.contain.box.net import walllog
-from cursor_agent_action.agent.contain.isolation import BoxResult
-from cursor_agent_action.agent.contain.sandbox import Sandbox
+from cursor_agent_action.agent.contain.sandbox import AgentExit, EndedBy, Sandbox
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.options import setting
 from cursor_agent_action.runner_io import Runner
@@ -52,7 +53,7 @@ _POLL_S = 0.1  # upper bound on reacting to a stop request or a deadline
 
 
 class OutputSink(Protocol):
-    """What consumes the agent's stdout (``pipeline.StreamProcessor``)."""
+    """What consumes the agent's stdout (``engine.StreamProcessor``)."""
 
     def feed(self, chunk: bytes) -> None: ...
 
@@ -61,21 +62,6 @@ class OutputSink(Protocol):
 
     @property
     def over_budget(self) -> bool: ...
-
-
-@dataclass
-class AgentExit:
-    """How the agent process ended."""
-
-    ended_by: str  # "result" (a result event arrived) | "exit" | "timeout" | "cancelled" | "budget"
-    returncode: int | None  # negative: killed by that signal
-    stderr: str  # the last STDERR_TAIL_BYTES of stderr
-    pgid: int
-    transcript_error: str = ""  # why the transcript file is incomplete, "" when it is whole
-    box: BoxResult | None = None  # contained: what the box reported
-    box_error: str = ""  # contained: why the box ended without a proper status (fails closed)
-
-
 
 
 def _write_all(fd: int, data: bytes | bytearray) -> None:
@@ -144,6 +130,144 @@ class TranscriptWriter:
             self.error = f"{exc.strerror or exc}"
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What one turn of the pump saw."""
+
+    now: float
+    finished: bool  # the agent's result event has arrived
+    stop: bool  # the job was cancelled
+    over_budget: bool  # over max-tool-calls
+    exited: bool  # the agent's process exited (first seen on this turn)
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """Where stopping the agent stands: why the run ends (None: not stopped by us), when its
+    group gets SIGTERM, and when the pump stops waiting for the output pipes."""
+
+    deadline: float  # timeout-minutes from the start
+    ended_by: EndedBy | None = None
+    term_at: float | None = None
+    termed: bool = False
+    kill_at: float | None = None
+
+    def wait(self, now: float, idle: float) -> float:
+        """How long the pump may wait for output before the next decision."""
+        timers = [at - now for at in (None if self.termed else self.term_at, self.kill_at)
+                  if at is not None]
+        if self.ended_by is None:
+            timers.append(self.deadline - now)
+        return max(min([idle, *timers]), 0.0)
+
+
+def next_shutdown(state: Shutdown, seen: Seen, *, result_grace_s: float,
+                  kill_grace_s: float) -> tuple[Shutdown, bool, bool]:
+    """The pure decision of one turn: (the new state, SIGTERM the group now, stop pumping).
+
+    A stop request, the deadline or the budget ends a run that has no result yet (SIGTERM at
+    once); a result ends it after ``result_grace_s`` (at once when the job was cancelled). Once
+    the agent exits, only leftover children can hold the pipes: they get ``EXIT_DRAIN_S``.
+    SIGTERM is sent once; ``kill_grace_s`` later the pump stops and everything is killed."""
+    now, changes = seen.now, {}
+    ended_by, term_at, kill_at = state.ended_by, state.term_at, state.kill_at
+    if ended_by is None and not seen.finished and (
+            seen.stop or now >= state.deadline or seen.over_budget):
+        ended_by = (EndedBy.CANCELLED if seen.stop else
+                    EndedBy.TIMEOUT if now >= state.deadline else EndedBy.BUDGET)
+        term_at = now
+    if term_at is None and seen.finished:
+        term_at = now + (0.0 if seen.stop else result_grace_s)
+    if seen.exited:
+        kill_at = now + EXIT_DRAIN_S if kill_at is None else min(kill_at, now + EXIT_DRAIN_S)
+    term = not state.termed and term_at is not None and now >= term_at
+    if term:
+        changes["termed"] = True
+        kill_at = now + kill_grace_s if kill_at is None else min(kill_at, now + kill_grace_s)
+    new = dataclasses.replace(state, ended_by=ended_by, term_at=term_at, kill_at=kill_at,
+                              **changes)
+    return new, term, kill_at is not None and now >= kill_at
+
+
+def _open_transcript(transcript: Path, redact: Callable[[str], str], *,
+                     append: bool) -> TranscriptWriter:
+    try:
+        transcript.parent.mkdir(parents=True, exist_ok=True)
+        mode = os.O_APPEND if append else os.O_TRUNC  # append: a resumed chat's second part
+        out_fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | mode, 0o600)
+    except OSError as exc:
+        raise SetupError(f"cannot create the transcript file {transcript}: "
+                         f"{exc.strerror or exc}.",
+                         "Point transcript at a writable path (default: under $RUNNER_TEMP).",
+                         ) from exc
+    return TranscriptWriter(out_fd, redact)
+
+
+@dataclass
+class _Pump:
+    """The agent's output, read as it comes: stdout to the transcript and the sink, a bounded
+    tail of stderr, the wall's refusals to the live log."""
+
+    proc: subprocess.Popen[bytes]
+    sandbox: Sandbox
+    sink: OutputSink
+    runner: Runner
+    transcript: TranscriptWriter
+    stderr_tail: bytearray = field(default_factory=bytearray)
+
+    def run(self, stop: threading.Event, shutdown: Shutdown, *, result_grace_s: float,
+            kill_grace_s: float) -> EndedBy | None:
+        """Until the agent and its output are done, or the shutdown gives up on them; why we
+        stopped it (None: it ended by itself)."""
+        proc, sandbox = self.proc, self.sandbox
+        stdout_fd = cast(IO[bytes], proc.stdout).fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout_fd, selectors.EVENT_READ)
+            selector.register(cast(IO[bytes], proc.stderr).fileno(), selectors.EVENT_READ)
+            dirty = False
+            while selector.get_map() or proc.poll() is None:
+                exited = proc.returncode is None and proc.poll() is not None  # once, at exit
+                seen = Seen(time.monotonic(), self.sink.finished, stop.is_set(),
+                            self.sink.over_budget, exited)
+                shutdown, term, done = next_shutdown(shutdown, seen, kill_grace_s=kill_grace_s,
+                                                     result_grace_s=result_grace_s)
+                if term:
+                    sandbox.stop(proc, signal.SIGTERM)
+                if done:
+                    break
+                if sandbox.ends_when_output_closes and not selector.get_map():
+                    break  # the box closes the agent's output once its namespace is gone: what
+                    # is left is the box's finish, which sandbox.wait waits for (or stops)
+                for event in sandbox.network_events():
+                    walllog.live(self.runner, event)
+                wait = shutdown.wait(seen.now, _IDLE_FLUSH_S if dirty else _POLL_S)
+                ready = selector.select(wait)
+                if ready:
+                    dirty = self._read(selector, ready, stdout_fd) or dirty
+                elif dirty:  # a quiet moment: the log gets what it holds
+                    self.runner.flush()
+                    dirty = False
+        return shutdown.ended_by
+
+    def _read(self, selector: selectors.BaseSelector,
+              ready: list[tuple[selectors.SelectorKey, int]], stdout_fd: int) -> bool:
+        """One chunk from each ready pipe; whether stdout gave the log something new."""
+        dirty = False
+        for key, _ in ready:
+            chunk = os.read(key.fd, _CHUNK)
+            if not chunk:
+                selector.unregister(key.fd)
+            elif key.fd == stdout_fd:
+                self.transcript.write(chunk)
+                self.sink.feed(chunk)
+                dirty = True
+                self.runner.maybe_flush()
+            else:
+                self.stderr_tail += chunk
+                del self.stderr_tail[:-STDERR_TAIL_BYTES]
+        return dirty
+
+
 def run_agent_process(
     sandbox: Sandbox,
     *,
@@ -163,18 +287,9 @@ def run_agent_process(
     Raises SetupError if the transcript file cannot be created or the agent cannot start. A
     transcript write that fails later (disk full) does not stop the run: the rest of the output
     is still processed and ``AgentExit.transcript_error`` says what happened. The transcript is
-    redacted with ``runner.redact`` (see :class:`TranscriptWriter`).
+    redacted with ``Runner.redact`` (see :class:`TranscriptWriter`).
     """
-    try:
-        transcript.parent.mkdir(parents=True, exist_ok=True)
-        mode = os.O_APPEND if append else os.O_TRUNC  # append: a resumed chat's second part
-        out_fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | mode, 0o600)
-    except OSError as exc:
-        raise SetupError(f"cannot create the transcript file {transcript}: "
-                         f"{exc.strerror or exc}.",
-                         "Point transcript at a writable path (default: under $RUNNER_TEMP).",
-                         ) from exc
-    transcript_file = TranscriptWriter(out_fd, runner.redact)
+    transcript_file = _open_transcript(transcript, runner.redact, append=append)
     try:
         proc = sandbox.start()
     except OSError as exc:
@@ -183,83 +298,20 @@ def run_agent_process(
                          f"{exc.strerror or exc}.",
                          f"Check that {setting('--agent-bin')} points at an executable "
                          "cursor-agent.") from exc
-    pgid = proc.pid
-    stdout, stderr = cast(IO[bytes], proc.stdout), cast(IO[bytes], proc.stderr)
-    stdout_fd, stderr_fd = stdout.fileno(), stderr.fileno()
-    selector = selectors.DefaultSelector()
-    selector.register(stdout_fd, selectors.EVENT_READ)
-    selector.register(stderr_fd, selectors.EVENT_READ)
-    stderr_tail = bytearray()
-    ended_by = ""
-    term_at: float | None = None  # when to SIGTERM the group
-    kill_at: float | None = None  # when to SIGKILL it
-    deadline = time.monotonic() + timeout_s
-    dirty = False
+    pump = _Pump(proc, sandbox, sink, runner, transcript_file)
     try:
-        while selector.get_map() or proc.poll() is None:
-            now = time.monotonic()
-            finished = sink.finished  # after its result, a stop or timeout changes no conclusion
-            if not ended_by and not finished and (
-                stop.is_set() or now >= deadline or sink.over_budget
-            ):
-                ended_by = (
-                    "cancelled" if stop.is_set() else "timeout" if now >= deadline else "budget"
-                )
-                term_at = now
-            if term_at is None and finished:
-                term_at = now + (0.0 if stop.is_set() else result_grace_s)
-            if proc.returncode is None and proc.poll() is not None:  # once, when it exits
-                # only leftover children can keep the pipes open, even during the kill grace
-                kill_at = min(kill_at or float("inf"), now + EXIT_DRAIN_S)
-            if term_at is not None and now >= term_at:
-                sandbox.stop(proc, signal.SIGTERM)
-                term_at = float("inf")  # once
-                kill_at = min(kill_at or float("inf"), now + kill_grace_s)
-            if kill_at is not None and now >= kill_at:
-                break
-            if sandbox.ends_when_output_closes and not selector.get_map():
-                break  # the box closes the agent's output once its namespace is gone: what
-                # is left is the box's finish, which sandbox.wait waits for (or stops)
-            timers = [t - now for t in (term_at, kill_at) if t is not None]
-            if not ended_by:
-                timers.append(deadline - now)
-            wait = min([_IDLE_FLUSH_S if dirty else _POLL_S, *timers])
-            for event in sandbox.network_events():
-                walllog.live(runner, event)
-            ready = selector.select(max(wait, 0.0))
-            if not ready:
-                if dirty:
-                    runner.flush()
-                    dirty = False
-                continue
-            for key, _ in ready:
-                chunk = os.read(key.fd, _CHUNK)
-                if not chunk:
-                    selector.unregister(key.fd)
-                elif key.fd == stdout_fd:
-                    transcript_file.write(chunk)
-                    sink.feed(chunk)
-                    dirty = True
-                    runner.maybe_flush()
-                else:
-                    stderr_tail += chunk
-                    del stderr_tail[:-STDERR_TAIL_BYTES]
+        stopped_by = pump.run(stop, Shutdown(time.monotonic() + timeout_s),
+                              result_grace_s=result_grace_s, kill_grace_s=kill_grace_s)
     finally:
         # Whatever happened, nothing the agent started outlives the run.
         sandbox.stop(proc, signal.SIGKILL)
         sandbox.wait(proc, kill_grace_s, stop)
         sandbox.close(proc)
-        selector.close()
-        stdout.close()
-        stderr.close()
+        cast(IO[bytes], proc.stdout).close()
+        cast(IO[bytes], proc.stderr).close()
         transcript_file.close()
         runner.flush()
-    if not ended_by:
-        ended_by = "result" if sink.finished else "exit"
-    ended = AgentExit(ended_by=ended_by, returncode=proc.returncode,
-                      stderr=stderr_tail.decode("utf-8", "replace"), pgid=pgid,
-                      transcript_error=transcript_file.error)
-    stopped = stop.is_set() or ended_by in ("timeout", "cancelled", "budget")
-    ending = sandbox.result(proc.returncode, stopped=stopped)
-    ended.returncode, ended.box, ended.box_error = ending.returncode, ending.box, ending.box_error
-    return ended
+    ended_by = stopped_by or (EndedBy.RESULT if sink.finished else EndedBy.EXIT)
+    ended = AgentExit(ended_by, proc.returncode, pump.stderr_tail.decode("utf-8", "replace"),
+                      proc.pid, transcript_file.error)
+    return sandbox.result(ended, stopped=stop.is_set() or ended_by.stopped)

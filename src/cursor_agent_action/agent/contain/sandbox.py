@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
+import enum
 import os
 import signal
 import subprocess
@@ -31,14 +33,33 @@ ORPHAN_REAP_S = 2.0
 """Longest time spent killing and reaping descendants that escaped the process group."""
 
 
-@dataclass(frozen=True)
-class Ending:
-    """How the agent ended, as its sandbox tells: its exit status and, contained, what the box
-    reported (``box_error``: the box ended without a proper status)."""
+class EndedBy(enum.Enum):
+    """Why the agent's run ended."""
 
-    returncode: int | None
-    box: BoxResult | None = None
-    box_error: str = ""
+    RESULT = "result"  # its result event arrived (then it exited, or was stopped after a grace)
+    EXIT = "exit"  # it exited without one
+    TIMEOUT = "timeout"  # stopped at timeout-minutes
+    CANCELLED = "cancelled"  # stopped: the job was cancelled
+    BUDGET = "budget"  # stopped: over max-tool-calls
+
+    @property
+    def stopped(self) -> bool:
+        """The action stopped the agent before it ended by itself."""
+        return self in (EndedBy.TIMEOUT, EndedBy.CANCELLED, EndedBy.BUDGET)
+
+
+@dataclass(frozen=True)
+class AgentExit:
+    """How the agent's process ended: the one record of it (:func:`~.process.run_agent_process`
+    makes it; :meth:`Sandbox.result` adds what the sandbox knows)."""
+
+    ended_by: EndedBy
+    returncode: int | None  # negative: killed by that signal
+    stderr: str  # the last STDERR_TAIL_BYTES of stderr
+    pgid: int
+    transcript_error: str = ""  # why the transcript file is incomplete, "" when it is whole
+    box: BoxResult | None = None  # contained: what the box reported
+    box_error: str = ""  # contained: why the box ended without a proper status (fails closed)
 
 
 class Sandbox(Protocol):
@@ -69,9 +90,10 @@ class Sandbox(Protocol):
     def close(self, proc: subprocess.Popen[bytes]) -> None:
         """After the wait: nothing the agent started outlives the run."""
 
-    def result(self, returncode: int | None, *, stopped: bool) -> Ending:
-        """How the agent ended. Raises :class:`~.isolation.ContainmentFailed` when the box says
-        the agent never started."""
+    def result(self, ended: AgentExit, *, stopped: bool) -> AgentExit:
+        """How the agent ended, as the process was seen to end (``ended``) and as the sandbox
+        tells (contained: the box's status and exit code). Raises
+        :class:`~.isolation.ContainmentFailed` when the box says the agent never started."""
 
 
 def for_run(jail: Jail | None, argv: Sequence[str], cwd: Path,
@@ -126,8 +148,8 @@ class Uncontained:
             _set_subreaper(False)  # orphans of anything else the process runs go to init again
             self._before = None
 
-    def result(self, returncode: int | None, *, stopped: bool) -> Ending:
-        return Ending(returncode)
+    def result(self, ended: AgentExit, *, stopped: bool) -> AgentExit:
+        return ended
 
 
 @dataclass
@@ -178,12 +200,13 @@ class Contained:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
 
-    def result(self, returncode: int | None, *, stopped: bool) -> Ending:
+    def result(self, ended: AgentExit, *, stopped: bool) -> AgentExit:
         try:  # ContainmentFailed (the agent never started) goes to the caller
-            box = self.jail.result(returncode, stopped=stopped)
+            box = self.jail.result(ended.returncode, stopped=stopped)
         except BoxFailed as exc:
-            return Ending(None, BoxResult(None, exc.status), exc.reason)
-        return Ending(box.returncode, box)
+            return dataclasses.replace(ended, returncode=None, box=BoxResult(None, exc.status),
+                                       box_error=exc.reason)
+        return dataclasses.replace(ended, returncode=box.returncode, box=box)
 
 
 def _box_env() -> dict[str, str]:

@@ -2,7 +2,7 @@
 for byte after it.
 
 Used for the permission policy and the configuration the CLI reads (``repo_config.PolicyGuard``)
-and for the runner's file-command files (``agent_run``): the agent runs as the same user, so it
+and for the runner's file-command files (``runnerfiles``): the agent runs as the same user, so it
 could change either; we notice and undo it.
 """
 

@@ -236,6 +236,48 @@ def install_cli(
     tell = notice if notice is not None else say
     retry = retry or RetryPolicy()
     cache_dir, bin_dir = cache_dir.absolute(), bin_dir.absolute()  # links need absolute targets
+    version, sha256 = _requested(version, sha256, base_url, latest_url)
+    os_name, arch = target or detect_platform()
+    with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+        if version == "latest":
+            version = resolve_latest(client, latest_url, retry, say)
+            say(f"'latest' is Cursor CLI {version} (from {latest_url}).")
+        package = _Package(version, os_name, arch, package_url(base_url, version, os_name, arch),
+                           expected_sha256(version, os_name, arch, sha256, pins))
+        version_dir = cache_dir / "versions" / version
+        if _cached(version_dir, version, os_name, arch, package.expected):
+            say(f"Cursor CLI {version} ({os_name}/{arch}) is cached in {version_dir}.")
+            _link(bin_dir, version_dir / EXECUTABLE)
+            return InstallResult(version_dir / EXECUTABLE, version, cache_hit=True)
+        staging = _staging(version_dir)
+        say(f"Downloading Cursor CLI {version} ({os_name}/{arch}) from {package.url}")
+        try:
+            root = _fetch(client, package, staging, retry, say=say, tell=tell)
+            _place(root, version_dir,
+                   lambda: _cached(version_dir, version, os_name, arch, package.expected), say,
+                   aside=staging / "replaced")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    _link(bin_dir, version_dir / EXECUTABLE)
+    say(f"Installed Cursor CLI {version} in {version_dir}.")
+    return InstallResult(version_dir / EXECUTABLE, version, cache_hit=False)
+
+
+@dataclass(frozen=True)
+class _Package:
+    """One package to install: its version and platform, where it is, its expected SHA-256."""
+
+    version: str
+    os_name: str
+    arch: str
+    url: str
+    expected: str | None
+
+
+def _requested(version: str, sha256: str | None, base_url: str,
+               latest_url: str) -> tuple[str, str | None]:
+    """The version asked for (``latest`` in any case) and the SHA-256, checked with the URLs
+    before anything is fetched."""
     version = version.strip()
     if version.lower() == "latest":
         version = "latest"
@@ -245,66 +287,57 @@ def install_cli(
     _check_url(base_url, "--base-url")
     if version == "latest":
         _check_url(latest_url, "--latest-url")
-    os_name, arch = target or detect_platform()
-    with httpx.Client(timeout=timeout, follow_redirects=True) as client:
-        if version == "latest":
-            version = resolve_latest(client, latest_url, retry, say)
-            say(f"'latest' is Cursor CLI {version} (from {latest_url}).")
-        expected = expected_sha256(version, os_name, arch, sha256, pins)
-        versions_dir = cache_dir / "versions"
-        version_dir = versions_dir / version
-        if _cached(version_dir, version, os_name, arch, expected):
-            say(f"Cursor CLI {version} ({os_name}/{arch}) is cached in {version_dir}.")
-            _link(bin_dir, version_dir / EXECUTABLE)
-            return InstallResult(version_dir / EXECUTABLE, version, cache_hit=True)
-        url = package_url(base_url, version, os_name, arch)
-        try:
-            versions_dir.mkdir(parents=True, exist_ok=True)
-            _remove_stale_temp_dirs(versions_dir)
-            staging = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=versions_dir))
-        except OSError as exc:
-            raise InstallError(
-                f"cannot create the cache directory {versions_dir}: {exc}.",
-                "Pass a writable --cache-dir (env CURSOR_CLI_CACHE_DIR).",
-            ) from exc
-        say(f"Downloading Cursor CLI {version} ({os_name}/{arch}) from {url}")
-        try:
-            archive = staging / PACKAGE_FILE
-            what = f"downloading Cursor CLI {version} for {os_name}/{arch}"
-            missing = f"no Cursor CLI {version} package for {os_name}/{arch} there."
-            got = fetch_with_retries(
-                what,
-                url,
-                lambda deadline: download(
-                    client, url, archive, deadline, what=what, missing=missing,
-                    hint="Check that the version exists (the download server answers 403 or "
-                    f"404 for a missing file), use the default {DEFAULT_CLI_VERSION} or "
-                    "'latest', and check --base-url if you use a mirror.",
-                ),
-                retry,
-                say,
-            )
-            verify_sha256(got, expected, version=version, platform=f"{os_name}/{arch}", url=url,
-                          say=say, tell=tell)
-            root = unpack(archive, staging / "unpacked", url)
-            marker = {
-                "version": version,
-                "os": os_name,
-                "arch": arch,
-                "url": url,
-                "sha256": got,
-                "verified": expected is not None,
-                "tree": tree_digest(root, skip=MARKER),
-            }
-            (root / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
-            _place(root, version_dir,
-                   lambda: _cached(version_dir, version, os_name, arch, expected), say,
-                   aside=staging / "replaced")
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    _link(bin_dir, version_dir / EXECUTABLE)
-    say(f"Installed Cursor CLI {version} in {version_dir}.")
-    return InstallResult(version_dir / EXECUTABLE, version, cache_hit=False)
+    return version, sha256
+
+
+def _staging(version_dir: Path) -> Path:
+    """A new temporary directory beside ``version_dir`` (stale ones of earlier runs removed)."""
+    versions_dir = version_dir.parent
+    try:
+        versions_dir.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temp_dirs(versions_dir)
+        return Path(tempfile.mkdtemp(prefix=f".tmp-{version_dir.name}-", dir=versions_dir))
+    except OSError as exc:
+        raise InstallError(
+            f"cannot create the cache directory {versions_dir}: {exc}.",
+            "Pass a writable --cache-dir (env CURSOR_CLI_CACHE_DIR).",
+        ) from exc
+
+
+def _fetch(client: httpx.Client, package: _Package, staging: Path, retry: RetryPolicy, *,
+           say: Callable[[str], None], tell: Callable[[str], None]) -> Path:
+    """The package downloaded into ``staging`` (with retries), verified, unpacked, and marked
+    with what it is; the unpacked root."""
+    version, os_name, arch, url = package.version, package.os_name, package.arch, package.url
+    archive = staging / PACKAGE_FILE
+    what = f"downloading Cursor CLI {version} for {os_name}/{arch}"
+    missing = f"no Cursor CLI {version} package for {os_name}/{arch} there."
+    got = fetch_with_retries(
+        what,
+        url,
+        lambda deadline: download(
+            client, url, archive, deadline, what=what, missing=missing,
+            hint="Check that the version exists (the download server answers 403 or "
+            f"404 for a missing file), use the default {DEFAULT_CLI_VERSION} or "
+            "'latest', and check --base-url if you use a mirror.",
+        ),
+        retry,
+        say,
+    )
+    verify_sha256(got, package.expected, version=version, platform=f"{os_name}/{arch}",
+                  url=url, say=say, tell=tell)
+    root = unpack(archive, staging / "unpacked", url)
+    marker = {
+        "version": version,
+        "os": os_name,
+        "arch": arch,
+        "url": url,
+        "sha256": got,
+        "verified": package.expected is not None,
+        "tree": tree_digest(root, skip=MARKER),
+    }
+    (root / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+    return root
 
 
 def _place(

@@ -14,8 +14,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from cursor_agent_action.agent.judge.structured import OutputSchema, choose, fix_prompt
+from cursor_agent_action.agent.judge.structured import choose, fix_prompt
 from cursor_agent_action.agent.judge.verdict import Verdict
+from cursor_agent_action.agent.launch.output_schema import OutputSchema
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.record import Cause
 from cursor_agent_action.stream.render.report import write_state_file

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from cursor_agent_action.agent.contain.sandbox import EndedBy
 from cursor_agent_action.agent.judge.failures import SANDBOX_FAILURE, KnownFailure
 from cursor_agent_action.agent.launch.run_options import MAX_RETRY_DELAY_S
 
@@ -25,14 +26,14 @@ class Next(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Ended:
+class StartSummary:
     """How one start of the agent ended, as far as the next step goes."""
 
     number: int
     """Counted starts so far, this one included (a start without the CLI sandbox is not)."""
     allowed: int
     """Counted starts allowed: ``max-retries`` + 1."""
-    ended_by: str
+    ended_by: EndedBy
     """How the process ended (``exit``, ``timeout``, ``cancelled``, ``budget``...)."""
     has_result: bool
     tool_calls: int
@@ -48,7 +49,7 @@ class Ended:
     """The CLI's sandbox mode this start ran with (``enabled``, ``disabled`` or "")."""
 
 
-def next_step(ended: Ended) -> Next:
+def next_step(ended: StartSummary) -> Next:
     """What follows ``ended``."""
     known = ended.failure
     silent = not ended.has_result and not ended.tool_calls  # before any event that counts
@@ -56,7 +57,7 @@ def next_step(ended: Ended) -> Next:
             and silent):
         return Next.WITHOUT_CLI_SANDBOX
     retry = (
-        known is not None and known.transient and silent and ended.ended_by == "exit"
+        known is not None and known.transient and silent and ended.ended_by is EndedBy.EXIT
         and ended.number < ended.allowed and not ended.tampered and not ended.box_error
         and (known.max_retries is None or ended.seen <= known.max_retries)
     )

@@ -109,7 +109,7 @@ class ChangeTracker:
             self.repo = None
 
     def finish(self, verdict: Verdict, patch_dir: Path, ignore: set[Path]) -> Handoff:
-        """Compute the changes, write the patch, and set ``verdict.files_changed``."""
+        """Compute the changes, write the patch, and set ``Verdict.files_changed``."""
         if self.repo is None:
             why = f" ({self.problem})" if self.problem else ""
             message = (f"{self.workspace} is not a git work tree with a commit{why}: "

@@ -8,7 +8,7 @@ import re
 import signal
 from dataclasses import dataclass
 
-from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.contain.sandbox import AgentExit, EndedBy
 from cursor_agent_action.options import number_text
 from cursor_agent_action.runner_io import one_line
 
@@ -117,19 +117,19 @@ def stderr_excerpt(stderr: str) -> str:
 def explain_exit(ended: AgentExit, timeout_minutes: float, max_tool_calls: int | None = None,
                  ) -> str:
     """One paragraph on why a run without a ``result`` event failed, with a fix."""
-    if ended.ended_by == "budget":
+    if ended.ended_by is EndedBy.BUDGET:
         return (
             f"The agent started more tool calls than max-tool-calls ({max_tool_calls}) allows "
             "and was stopped. Fix: raise max-tool-calls or give the agent a smaller task."
         )
-    if ended.ended_by == "timeout":
+    if ended.ended_by is EndedBy.TIMEOUT:
         return (
             f"The agent did not finish within {number_text(timeout_minutes)} minute"
             f"{'' if timeout_minutes == 1 else 's'} and was "
             "stopped. "
             "Fix: raise timeout-minutes or give the agent a smaller task."
         )
-    if ended.ended_by == "cancelled":
+    if ended.ended_by is EndedBy.CANCELLED:
         return ("The run was cancelled (the helper got SIGTERM/SIGINT) and the agent was "
                 "stopped. Fix: nothing, if the job was cancelled on purpose; otherwise check "
                 "the job's own timeout-minutes.")

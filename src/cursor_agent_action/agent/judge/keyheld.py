@@ -13,7 +13,7 @@ from cursor_agent_action.agent.contain.box.net.credentials import (
     HELD_NO_RELAY,
     MASKED,
 )
-from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.contain.sandbox import AgentExit
 from cursor_agent_action.agent.judge.verdict import Verdict
 from cursor_agent_action.options import setting
 from cursor_agent_action.stream.keyreport import MaskReport

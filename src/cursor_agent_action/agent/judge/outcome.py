@@ -13,7 +13,7 @@ from cursor_agent_action.agent.contain.isolation import (
     fallback_warning,
     landlock_warning,
 )
-from cursor_agent_action.agent.contain.process import AgentExit
+from cursor_agent_action.agent.contain.sandbox import AgentExit
 from cursor_agent_action.agent.judge import keyheld
 from cursor_agent_action.agent.judge.changes import (
     Applied,
@@ -23,7 +23,7 @@ from cursor_agent_action.agent.judge.changes import (
     links_failure,
 )
 from cursor_agent_action.agent.judge.verdict import Verdict
-from cursor_agent_action.agent.launch.invocation import Box
+from cursor_agent_action.agent.launch.invocation import AgentSite
 from cursor_agent_action.agent.launch.run_options import RunOptions
 from cursor_agent_action.markdown import shorten
 from cursor_agent_action.runner_io import Runner, listing, one_line
@@ -121,7 +121,7 @@ def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:
                    "logged in on this machine: set it to your key.", title="no API key")
 
 
-def label_start(verdict: Verdict, ended: AgentExit, box: Box, options: RunOptions) -> None:
+def label_start(verdict: Verdict, ended: AgentExit, box: AgentSite, options: RunOptions) -> None:
     """What the verdict says of a start's containment, network and API key."""
     keyheld.label(verdict, ended, box.key_in_box(options), why=box.why_key_in_box())
     if verdict.network is None and (not box.isolation.walled or options.network == "open"):

@@ -1,13 +1,10 @@
 """Structured output: one JSON value from the agent's answer, checked against the workflow's
-JSON Schema (``output-schema`` / ``output-schema-file``, written as JSON or YAML).
+JSON Schema (read and checked when the run is requested: :mod:`..launch.output_schema`).
 
-The schema is checked when the run is requested (a bad schema never starts the agent). The
-prompt gets a short instruction asking for the value in a ```` ```json ```` block at the end of
+The prompt gets a short instruction asking for the value in a ```` ```json ```` block at the end of
 the answer. From the answer, :func:`candidates` takes every JSON value in a fenced block and
 every bare JSON object or array (outside fences), in order; :func:`choose` keeps the last one
-that validates, or reports the errors of the last one found. Validation is the ``jsonschema``
-library's (imported only when a schema is given: it costs ~60 ms); references to other
-documents are never fetched.
+that validates, or reports the errors of the last one found.
 """
 
 from __future__ import annotations
@@ -15,15 +12,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from cursor_agent_action.agent.launch import json_yaml
-from cursor_agent_action.errors import UsageError
-from cursor_agent_action.options import read_input_file
+from cursor_agent_action.agent.launch.output_schema import (
+    OutputSchema,
+    one_line,
+    sorted_errors,
+    validator_class,
+)
 
-SCHEMA_LIMIT = 256 * 1024
-"""Bytes of schema accepted: it goes into the prompt."""
 SEARCH_CHARS = 64 * 1024
 """Of the answer's end searched for JSON: the value is asked for at the end."""
 MAX_DECODE_ATTEMPTS = 512
@@ -34,55 +31,6 @@ _FENCE = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 _DECODER = json.JSONDecoder()
-
-
-@dataclass(frozen=True)
-class OutputSchema:
-    """A checked JSON Schema and where it came from (for messages)."""
-
-    schema: Any
-    source: str  # "output-schema" or "output-schema-file"
-
-    @property
-    def text(self) -> str:
-        return json.dumps(self.schema, separators=(",", ":"), ensure_ascii=False)
-
-
-def _validator_class(schema: Any) -> Any:
-    from jsonschema.validators import validator_for  # noqa: PLC0415 - lazy: ~60 ms, only with a schema
-
-    return validator_for(schema)
-
-
-def load_schema(inline: str, file: str) -> OutputSchema | None:
-    """The schema from ``output-schema`` or ``output-schema-file`` (one at most), checked
-    against its own metaschema. Raises :class:`UsageError` naming the input and the fix."""
-    if inline.strip() and file.strip():
-        raise UsageError("output-schema and output-schema-file were both given.",
-                         "Pass the schema one way only.")
-    source, text = "output-schema", inline
-    if file.strip():
-        source = "output-schema-file"
-        text = read_input_file(file, source, "UTF-8 JSON or YAML")
-    if not text.strip():
-        return None
-    json_yaml.require_schema_support(source)
-    schema = json_yaml.load(text, source, limit=SCHEMA_LIMIT, hint="Give a small JSON Schema as "
-                            "JSON or YAML: it is sent to the agent with the prompt.")
-    if not isinstance(schema, dict):
-        raise UsageError(f"{source} must be a JSON object (a JSON Schema), not "
-                         f"{type(schema).__name__}.",
-                         'Give e.g. {"type": "object", "properties": {...}}, or in YAML '
-                         '"type: object" and "properties:" on lines of their own.')
-    from jsonschema.exceptions import SchemaError  # noqa: PLC0415 - lazy: ~60 ms, only with a schema
-
-    try:
-        _validator_class(schema).check_schema(schema)
-    except SchemaError as exc:
-        raise UsageError(f"{source} is not a valid JSON Schema: {describe(exc)}.",
-                         "Fix the schema; check it with e.g. "
-                         "check-jsonschema --check-metaschema.") from exc
-    return OutputSchema(schema, source)
 
 
 def instruction(schema: OutputSchema) -> str:
@@ -148,7 +96,7 @@ def choose(schema: OutputSchema, answer: str) -> tuple[Any, list[str]]:
     if not found:
         return None, ["the answer holds no JSON value (none in a ```json block, no bare "
                       "object or array)"]
-    validator = _validator_class(schema.schema)(schema.schema)
+    validator = validator_class(schema.schema)(schema.schema)
     last_errors: list[str] = []
     for value in reversed(found):
         errors = validation_errors(validator, value)
@@ -170,23 +118,7 @@ def validation_errors(validator: Any, value: Any) -> list[str]:
     shown = []
     for error in errors[:ERRORS_SHOWN]:
         path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
-        shown.append(f"at {path}: {_short(error.message)}")
+        shown.append(f"at {path}: {one_line(error.message)}")
     if len(errors) > ERRORS_SHOWN:
         shown.append(f"and {len(errors) - ERRORS_SHOWN} more")
     return shown
-
-
-def sorted_errors(validator: Any, value: Any) -> list[Any]:
-    """Every jsonschema error of ``value``, in the order of their paths."""
-    return sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
-
-
-def describe(error: Any) -> str:
-    """``message (at a/b)``: one jsonschema error (or schema error) on one line."""
-    where = "/".join(str(part) for part in error.path) or "the top level"
-    return f"{_short(error.message)} (at {where})"
-
-
-def _short(message: str, limit: int = 300) -> str:
-    message = " ".join(message.split())
-    return message if len(message) <= limit else message[: limit - 1] + "…"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from cursor_agent_action.agent.contain.sandbox import EndedBy
 from cursor_agent_action.stream.keyreport import MaskReport
 from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.record import (
@@ -23,10 +24,10 @@ from cursor_agent_action.stream.record import (
     stream_failures,
 )
 
-STOPPED: dict[str, Conclusion] = {
-    "timeout": Conclusion.TIMEOUT,
-    "cancelled": Conclusion.CANCELLED,
-    "budget": Conclusion.BUDGET,
+STOPPED: dict[EndedBy, Conclusion] = {
+    EndedBy.TIMEOUT: Conclusion.TIMEOUT,
+    EndedBy.CANCELLED: Conclusion.CANCELLED,
+    EndedBy.BUDGET: Conclusion.BUDGET,
 }
 """How the agent was stopped (``AgentExit.ended_by``) -> the run's conclusion."""
 

@@ -95,8 +95,10 @@ def agent_environment(
 
 
 @dataclass
-class Box:
-    """Where and as whom the agent runs: its environment and, contained, its jail's home."""
+class AgentSite:
+    """Where and as whom the agent runs: its environment and, contained, its jail's home and
+    what the jail hides (:meth:`jail` makes the :class:`~..contain.isolation.Jail` of one
+    start). Not the box itself: that is :mod:`..contain.box`."""
 
     isolation: Isolation
     env: dict[str, str]
@@ -229,7 +231,8 @@ def agent_home(state_dir: Path) -> Path:
     return state_dir.parent / "agent-home"
 
 
-def make_box(options: RunOptions, environ: Mapping[str, str], isolation: Isolation) -> Box:
+def agent_site(options: RunOptions, environ: Mapping[str, str],
+                isolation: Isolation) -> AgentSite:
     """The agent's environment for ``isolation`` and, contained, what the box hides."""
     options.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not isolation.contained:
@@ -237,20 +240,21 @@ def make_box(options: RunOptions, environ: Mapping[str, str], isolation: Isolati
         config_dir.mkdir(exist_ok=True, mode=0o700)
         env = agent_environment(environ, config_dir, options.pass_env)
         if options.mcp_config is None:
-            return Box(isolation, env)
+            return AgentSite(isolation, env)
         # The MCP file goes in a home of this run's own, never the runner user's ~/.cursor.
         home = options.state_dir / "home"
         (home / HOME_FILE).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         (home / HOME_FILE).write_text(options.mcp_config.text, encoding="utf-8")
         env["HOME"] = str(home)
-        return Box(isolation, env)
+        return AgentSite(isolation, env)
     home = agent_home(options.state_dir)
     # A fresh home every run (the box makes it); the CLI's config this run's alone (--model).
     config_dir = home / ".config" / "cursor" / options.state_dir.name
     env = agent_environment(environ, config_dir, options.pass_env)
     env.update(HOME=str(home), USER=isolation.agent_user, LOGNAME=isolation.agent_user,
                TMPDIR="/tmp")  # noqa: S108 - the box's own, private
-    return Box(isolation, env, home, _masks(options, environ), key_masking=options.key_masking)
+    return AgentSite(isolation, env, home, _masks(options, environ),
+                     key_masking=options.key_masking)
 
 
 def cli_help(agent: Path, env: Mapping[str, str], cwd: Path) -> bytes:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cursor_agent_action.agent.guards.permissions import Policy
-from cursor_agent_action.agent.judge.structured import describe, sorted_errors
 from cursor_agent_action.agent.launch import json_yaml
+from cursor_agent_action.agent.launch.output_schema import describe, sorted_errors
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.runner_io import Runner
 

@@ -21,9 +21,9 @@ from cursor_agent_action.agent.guards.permissions import (
     policy_from_args,
 )
 from cursor_agent_action.agent.guards.repo_config import INSTRUCTION_MODES
-from cursor_agent_action.agent.judge.structured import OutputSchema, load_schema
 from cursor_agent_action.agent.launch.extra_args import parse_extra_args
 from cursor_agent_action.agent.launch.mcp import McpConfig, parse_mcp_config
+from cursor_agent_action.agent.launch.output_schema import OutputSchema, load_schema
 from cursor_agent_action.agent.launch.statedir import new_state_dir
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.options import (

@@ -29,7 +29,14 @@ from typing import Any
 import github
 
 from cursor_agent_action.errors import EXIT_RUN_FAILED, ActionError, UsageError
-from cursor_agent_action.gh.api import Context, GitHub, add_token_option, error_message, read_token
+from cursor_agent_action.gh.api import (
+    Context,
+    GitHub,
+    add_token_option,
+    error_message,
+    pr_number,
+    read_token,
+)
 from cursor_agent_action.gh.comment import DEFAULT_AUTHOR, default_marker, marker_line
 from cursor_agent_action.gh.review import findings as findings_mod
 from cursor_agent_action.gh.review import merge as merge_mod
@@ -388,17 +395,3 @@ def _fail_rank(raw: str) -> int:
         return SEVERITIES.index(value)
     raise UsageError(f"fail-on must be none or a severity, not {raw!r}.",
                      f"Set fail-on to none, {', '.join(SEVERITIES)}.")
-
-
-def pr_number(raw: str, ctx: Context) -> int:
-    value = raw.strip().lstrip("#")
-    if value:
-        if not value.isdigit() or int(value) <= 0:
-            raise UsageError(f"pr-number must be a pull request number, got {raw!r}.",
-                             "Pass e.g. ${{ github.event.pull_request.number }}.")
-        return int(value)
-    pull = ctx.event.get("pull_request")
-    if isinstance(pull, dict) and isinstance(pull.get("number"), int):
-        return int(pull["number"])
-    raise UsageError(f"no pull request to review: the {ctx.event_name or 'current'} event has "
-                     "none.", "Pass pr-number (e.g. from the agent job's outputs).")

@@ -30,8 +30,8 @@ from pathlib import Path
 from cursor_agent_action.errors import UsageError
 from cursor_agent_action.gh.review import findings as findings_mod
 from cursor_agent_action.gh.review.findings import Answer, Finding
-from cursor_agent_action.gh.review.shards import NotReviewed, Plan, PlanError, from_json
 from cursor_agent_action.gh.review.text import title
+from cursor_agent_action.gh.shards import NotReviewed, Plan, PlanError, from_json
 from cursor_agent_action.markdown import code_cell, shorten
 from cursor_agent_action.options import read_input_file
 

@@ -79,17 +79,10 @@ def _kind(info: os.stat_result | None) -> str:
     return "file" if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode) else _OTHER
 
 
-def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
-            left_out: list[str], max_changed_bytes: int) -> changeset.Changeset:
-    """The changes the upper directory ``wrote`` holds, read through the overlay at ``merged``
-    (new state) and the real tree at ``real`` (the state before the run: HEAD plus whatever
-    already differed from it), as :func:`cursor_agent_action.changeset.compute` reports them:
-    only new files that neither the merged tree's nor the real tree's rules ignore. The files
-    written may hold ``max_changed_bytes`` in all (their apparent sizes, summed from ``lstat``
-    before a byte is read)."""
-    head = changeset.head_commit(merged)
-    base = RealTree(real)
-    never = set(left_out)
+def _deleted(base: RealTree, wrote: Written) -> set[str]:
+    """The real tree's files the upper directory hides: deleted ones (a whiteout), every file
+    below a directory it replaced (by a file, or an opaque directory), a file it replaced by a
+    directory."""
     deleted: set[str] = set()
     for path in [*wrote.deleted, *wrote.files]:
         info = base.lstat(path)
@@ -103,6 +96,21 @@ def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
             deleted.add(path)
         elif kind == _DIR and path in wrote.opaque:
             deleted.update(below for below in base.files_below(path) if below not in wrote.files)
+    return deleted
+
+
+def compute(merged: Path, real: Path, wrote: Written, *, max_file_bytes: int,
+            left_out: list[str], max_changed_bytes: int) -> changeset.Changeset:
+    """The changes the upper directory ``wrote`` holds, read through the overlay at ``merged``
+    (new state) and the real tree at ``real`` (the state before the run: HEAD plus whatever
+    already differed from it), as :func:`cursor_agent_action.changeset.compute` reports them:
+    only new files that neither the merged tree's nor the real tree's rules ignore. The files
+    written may hold ``max_changed_bytes`` in all (their apparent sizes, summed from ``lstat``
+    before a byte is read)."""
+    head = changeset.head_commit(merged)
+    base = RealTree(real)
+    never = set(left_out)
+    deleted = _deleted(base, wrote)
     too_large = sorted(
         path for path, info in wrote.files.items() if changeset.over_size(info, max_file_bytes)
     )

@@ -13,7 +13,7 @@ rest are counted in ``omitted``.
 As it happens, the ledger tells its listener (``on_event``) of each refusal, failed attempt
 and a relay that stopped, as a :class:`NetEvent`: the box's root side writes the ones the
 runner's log needs to a file, one JSON line each, and the helper reads them back
-(``notices.jsonl_sink``, ``notices.EventLines``).
+(``walllog.jsonl_sink``, ``walllog.EventLines``).
 """
 
 from __future__ import annotations

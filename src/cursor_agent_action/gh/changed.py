@@ -18,7 +18,7 @@ from typing import Any
 
 from cursor_agent_action import safegit
 from cursor_agent_action.errors import UsageError
-from cursor_agent_action.gh.review.shards import ChangedFile
+from cursor_agent_action.gh.shards import ChangedFile
 
 API_MAX_FILES = 3000
 """GitHub lists at most 3,000 files of a pull request."""

@@ -6,7 +6,7 @@ are kept together where the budget allows:
 
 - a directory's changed files;
 - a renamed file with its source directory's files;
-- a test with the code it names (``tests/test_cli.py``, ``cli_test.go``, ``cli.test.ts``,
+- a test with the code it names (``tests/test_cli.py``, ``cli_test.go``, `cli.test.ts`,
   ``CliTest.java``, ``cli_spec.rb`` with a changed ``cli.*``).
 
 A group over the budget is split into runs of files in path order. Groups are packed, the
