@@ -15,8 +15,10 @@ _SEGMENT_GLOB = st.lists(st.sampled_from(["a", "b", ".", "*", "?", "md", "{a,b}"
                          min_size=1, max_size=4).map("".join)
 _GLOB = st.lists(st.one_of(st.just("**"), _SEGMENT_GLOB), min_size=1, max_size=4).map(
     "/".join).map(lambda g: g + ("/" if g.endswith("a") and len(g) % 2 else ""))
+# A repository's paths: no "." or ".." segment (git never lists one).
 _PATH = st.lists(st.lists(st.sampled_from(["a", "b", ".", "md", "x"]), min_size=1,
-                          max_size=4).map("".join), min_size=1, max_size=5).map("/".join)
+                          max_size=4).map("".join).filter(lambda s: s not in (".", "..")),
+                 min_size=1, max_size=5).map("/".join)
 
 
 @settings(max_examples=400, deadline=None)
