@@ -115,20 +115,6 @@ def _aligned(secret: bytes, group: int, chars: int, encode: Callable[[bytes], by
     return found
 
 
-def _base64_forms(secret: bytes) -> dict[str, str]:
-    """The key's base64 characters that depend on its bits alone, at the three alignments, in
-    the standard and the URL-safe alphabet."""
-    found = {}
-    for shift in range(3):
-        encoded = base64.b64encode(b"\0" * shift + secret).decode()
-        start = -(-8 * shift // 6)
-        end = 8 * (shift + len(secret)) // 6
-        found[f"base64, offset {shift}"] = encoded[start:end]
-        found[f"URL-safe base64, offset {shift}"] = (
-            encoded[start:end].replace("+", "-").replace("/", "_"))
-    return found
-
-
 class KeyScan:
     """The forms of one or more keys, and the searches of texts, files and patches for them."""
 
@@ -152,13 +138,13 @@ class KeyScan:
             plain[f"as it is{tag}"] = key
             plain[f"reversed{tag}"] = key[::-1]
             hexes[f"hex{tag}"] = raw.hex()
-            encoded.update({name + tag: form for name, form in _base64_forms(raw).items()})
-            base32.update({name + tag: form for name, form in
-                           _aligned(raw, 5, 8, base64.b32encode, "base32").items()})
-            base85.update({name + tag: form for name, form in
-                           _aligned(raw, 4, 5, base64.b85encode, "base85").items()})
-            base85.update({name + tag: form for name, form in
-                           _aligned(raw, 4, 5, base64.a85encode, "ascii85").items()})
+            for forms, group, chars, encode, name in (
+                    (encoded, 3, 4, base64.b64encode, "base64"),
+                    (encoded, 3, 4, base64.urlsafe_b64encode, "URL-safe base64"),
+                    (base32, 5, 8, base64.b32encode, "base32"),
+                    (base85, 4, 5, base64.b85encode, "base85"),
+                    (base85, 4, 5, base64.a85encode, "ascii85")):
+                forms.update(_aligned(raw, group, chars, encode, name + tag))
             digits[f"decimal byte codes{tag}"] = "".join(str(byte) for byte in raw)
             digits[f"octal byte codes{tag}"] = "".join(f"{byte:03o}" for byte in raw)
             bits[f"binary{tag}"] = "".join(f"{byte:08b}" for byte in raw)
