@@ -42,7 +42,8 @@ class Found:
 
 
 def follow(view: TreeView, page: str, use: PathUse) -> Found:
-    """Judge one path ``use`` of the page ``page`` in ``view`` (the ignore rules apart)."""
+    """Judge one path ``use`` of the page ``page`` in ``view`` (the ignore rules apart): its
+    form, then each way it can be read from each start, then what it reached."""
     target = use.path.strip()
     if not use.reads and url_scheme(target) == "path":  # MyST: a download, the file copied
         target = target.split(":", 1)[1]  # into the build's output (a read, not a link)
@@ -50,12 +51,7 @@ def follow(view: TreeView, page: str, use: PathUse) -> Found:
     why = _refused_form(target, use)
     if why is not None:
         return Found((), (), (why,) if why else ())
-    targets = [target]
-    if not use.reads:  # a link: its fragment and query name no file; %2e%2e is ".."
-        target = target.replace("\\", "/").split("#", 1)[0].split("?", 1)[0]
-        targets = list(dict.fromkeys([target, urllib.parse.unquote(target)]))
-        if not target:
-            return Found((), (), ())
+    targets = [target] if use.reads else _link_targets(target)
     reached: list[str] = []
     parsed: list[str] = []
     refused: list[str] = []
@@ -63,25 +59,40 @@ def follow(view: TreeView, page: str, use: PathUse) -> Found:
     for one in targets:
         for start in _starts(page, one, use):
             path, why = _walk(view, start, one.lstrip("/") if one.startswith("/") else one)
+            if not why:
+                reached.append(path)
+                why = _reached_refusal(view, path, use)
+                if why is None:
+                    good = True
+                    if use.parsed:
+                        parsed.append(path)
             if why:
                 refused.append(why)
-                continue
-            reached.append(path)
-            mode = view.modes.get(path)
-            if mode in ("100644", "100755"):
-                if _executed(path) and (use.parsed or (use.reads and path in view.changed)):
-                    refused.append(f"{path} is a file builds execute (the executed list)")
-                    continue
-                good = True
-                if use.parsed:
-                    parsed.append(path)
-            elif mode == "160000":
-                refused.append(f"{path} is a submodule")
-            elif mode is None and (path in view.directories or not path) and use.reads:
-                refused.append(f"{path or '.'} is a directory")
     if use.reads and not good and not refused:
         refused.append(f"{target!r} names no file the repository tracks or the change adds")
     return Found(tuple(reached), tuple(parsed), tuple(dict.fromkeys(refused)))
+
+
+def _link_targets(target: str) -> list[str]:
+    """The paths a link's target can name: its fragment and query name no file, and %2e%2e is
+    ".." (none for a link to a fragment of its own page)."""
+    target = target.replace("\\", "/").split("#", 1)[0].split("?", 1)[0]
+    return list(dict.fromkeys([target, urllib.parse.unquote(target)])) if target else []
+
+
+def _reached_refusal(view: TreeView, path: str, use: PathUse) -> str | None:
+    """Why the path a walk reached is refused to ``use``; None when it is a file ``use`` may
+    take, "" when it is no file but harmless (a link to a directory, a path nothing tracks)."""
+    mode = view.modes.get(path)
+    if mode in ("100644", "100755"):
+        if _executed(path) and (use.parsed or (use.reads and path in view.changed)):
+            return f"{path} is a file builds execute (the executed list)"
+        return None
+    if mode == "160000":
+        return f"{path} is a submodule"
+    if mode is None and (path in view.directories or not path) and use.reads:
+        return f"{path or '.'} is a directory"
+    return ""
 
 
 @functools.lru_cache(maxsize=4096)
