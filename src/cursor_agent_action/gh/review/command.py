@@ -131,7 +131,23 @@ class Earlier:
     live: list[Any]  # their review comments still shown
 
 
+@dataclass
+class Spread:
+    """Where each finding goes: on its line (``inline``, or ``kept`` as an earlier comment
+    still live), in the body (``outside`` the diff, ``over_cap`` past max-comments); the
+    earlier comments whose finding is ``gone``."""
+
+    placed: list[Placed]  # every finding on a line of the diff, the most severe first
+    outside: list[Any]
+    kept: list[tuple[Placed, str, Any]]  # (spot, the comment's URL, the comment)
+    gone: list[Any]
+    inline: list[Placed]
+    over_cap: list[Placed]
+
+
 def command(args: argparse.Namespace, runner: Runner) -> int:
+    """The review step top to bottom: the answer, the pending status, where each finding goes,
+    the review posted, the final status, the earlier review tidied, the report."""
     ctx = Context.from_env()
     context = status_mod.context_name(args.status_context)
     number = pr_number(args.pr_number, ctx)
@@ -139,12 +155,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
     if args.mark_pending:
         return _mark_pending(args, ctx, number=number, context=context, reviewed=reviewed,
                              runner=runner)
-    merged = merge_mod.from_inputs(args.plan_file, args.findings_dir, args.findings,
-                                   args.findings_file)
-    # Redacted as text once, here: what renders it later is never redacted again.
-    answer = findings_mod.redacted(
-        merged.answer if merged else findings_mod.load(args.findings, args.findings_file),
-        runner.redact)
+    merged, answer = _answer(args, runner)
     reviewed = reviewed or (merged.plan.head_sha if merged else "")
     failing = merged.not_reviewed(shards_only=args.allow_unreviewed_files) if merged else []
     fail_rank = _fail_rank(args.fail_on)
@@ -161,25 +172,21 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         status_mod.set_status(gh, context, status_mod.pending(reviewed, ctx.run_url,
                                                               waiting=False))
     diff = read_diff(gh, pull, number)
-    placed, outside = place(answer.findings, diff)
-    placed.sort(key=lambda p: p.finding.rank)  # stable: the agent's order within a severity
     earlier = _earlier(gh, pull, number, head, author)
-    kept, gone = _kept(earlier.live, placed)
-    kept_spots = {id(spot) for spot, _, _ in kept}
-    fresh = [p for p in placed if id(p) not in kept_spots]
-    room = max(0, args.max_comments - len(kept))
-    inline, over_cap = fresh[:room], fresh[room:]
+    spread = _spread(answer, diff, earlier, args.max_comments)
     blocking = [f for f in answer.findings if f.rank <= fail_rank]
     event, note = _event(answer, blocking, args.allow_approve, args.fail_on)
     prose = Prose(f"{ctx.server_url}/{ctx.repository}")
-    parts = BodyParts(head, answer, note, outside, over_cap, [(p, u) for p, u, _ in kept],
-                      [c.id for _, _, c in kept], ctx.run_url,
+    parts = BodyParts(head, answer, note, spread.outside, spread.over_cap,
+                      [(p, u) for p, u, _ in spread.kept], [c.id for _, _, c in spread.kept],
+                      ctx.run_url,
                       {s: sum(f.severity == s for f in answer.findings) for s in SEVERITIES},
                       merged.body_lines(runner.redact) if merged else [])
-    review = _post(gh, number, head_sha, parts, inline, prose=prose, event=event,
+    review = _post(gh, number, head_sha, parts, spread.inline, prose=prose, event=event,
                    runner=runner)
+    url = str(review["html_url"])
     final = status_mod.verdict(reviewed, answer, len(blocking), args.fail_on.strip().lower(),
-                               str(review["html_url"]),
+                               url,
                                incomplete=merged.status_text(
                                    shards_only=args.allow_unreviewed_files) if merged else "",
                                unlisted=len(merged.not_reviewed()) - len(failing) if merged
@@ -188,39 +195,84 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         status_mod.set_status(gh, context, final)
         runner.log(f"commit status {context} on {reviewed}: {final.state} "
                    f"({final.description})")
+    _tidy(gh, number, earlier, spread.gone, head=head, url=url, runner=runner)
+    posted = len(spread.inline) if review["_inline"] else 0
+    runner.set_outputs({
+        "review-id": str(review["id"]), "review-url": url,
+        "comments-posted": str(posted), "outside-diff": str(len(spread.outside)),
+        "highest-severity": answer.highest(),
+        "status-state": final.state if context else "", "status-sha": reviewed,
+        **merge_mod.outputs(merged)})
+    _report(runner, answer, spread, posted=posted, url=url, merged=merged)
+    _raise_failures(failing, blocking, merged, url, args.fail_on)
+    return 0
+
+
+def _answer(args: argparse.Namespace, runner: Runner) -> tuple[merge_mod.Merged | None, Answer]:
+    """The agent's answer: its findings, or a sharded review's shards' merged (with the merge,
+    for what it says of the shards). Redacted as text once, here: what renders it later is
+    never redacted again."""
+    merged = merge_mod.from_inputs(args.plan_file, args.findings_dir, args.findings,
+                                   args.findings_file)
+    answer = findings_mod.redacted(
+        merged.answer if merged else findings_mod.load(args.findings, args.findings_file),
+        runner.redact)
+    return merged, answer
+
+
+def _spread(answer: Answer, diff: DiffMap, earlier: Earlier, max_comments: int) -> Spread:
+    """Each finding placed on its line of ``diff`` (or outside it), the earlier review's live
+    comments kept where their finding still holds, and at most ``max_comments`` on lines."""
+    placed, outside = place(answer.findings, diff)
+    placed.sort(key=lambda p: p.finding.rank)  # stable: the agent's order within a severity
+    kept, gone = _kept(earlier.live, placed)
+    kept_spots = {id(spot) for spot, _, _ in kept}
+    fresh = [p for p in placed if id(p) not in kept_spots]
+    room = max(0, max_comments - len(kept))
+    return Spread(placed, outside, kept, gone, fresh[:room], fresh[room:])
+
+
+def _tidy(gh: GitHub, number: int, earlier: Earlier, gone: list[Any], *, head: str, url: str,
+          runner: Runner) -> None:
+    """The earlier review made way for the new one (at ``url``): its comments whose finding
+    is gone hidden as outdated, its body replaced by a link."""
     for comment in gone:
         _minimize(gh, comment, runner)
     for old in earlier.reviews:
         if not is_superseded(old.body or "", head):
-            _supersede(gh, number, old, head, str(review["html_url"]))
-    posted = len(inline) if review["_inline"] else 0
-    runner.set_outputs({
-        "review-id": str(review["id"]), "review-url": str(review["html_url"]),
-        "comments-posted": str(posted), "outside-diff": str(len(outside)),
-        "highest-severity": answer.highest(),
-        "status-state": final.state if context else "", "status-sha": reviewed,
-        **merge_mod.outputs(merged)})
-    runner.log(f"review {review['html_url']}: {posted} comment(s) on lines, {len(kept)} kept "
-               f"from the earlier review, {len(outside)} outside the diff, {len(over_cap)} "
-               f"over max-comments; {len(gone)} earlier comment(s) minimized")
-    runner.append_summary(step_summary(answer, placed, outside, str(review["html_url"])))
+            _supersede(gh, number, old, head, url)
+
+
+def _report(runner: Runner, answer: Answer, spread: Spread, *, posted: int, url: str,
+            merged: merge_mod.Merged | None) -> None:
+    """The log's line, the job summary and the merge's warnings."""
+    runner.log(f"review {url}: {posted} comment(s) on lines, {len(spread.kept)} kept "
+               f"from the earlier review, {len(spread.outside)} outside the diff, "
+               f"{len(spread.over_cap)} over max-comments; {len(spread.gone)} earlier "
+               "comment(s) minimized")
+    runner.append_summary(step_summary(answer, spread.placed, spread.outside, url))
     if merged is not None:
         for warning in merged.all_warnings():
             runner.warning(warning, title="review")
+
+
+def _raise_failures(failing: list[Any], blocking: list[Any], merged: merge_mod.Merged | None,
+                    url: str, fail_on: str) -> None:
+    """The step fails, once the review is posted, for files nobody reviewed, then for
+    findings at ``fail_on`` or worse."""
     if failing:
         shards_named = ", ".join(f"shard {g.shard}" for g in merged.gaps) if merged else ""
         raise ReviewIncomplete(
             f"{len(failing)} changed file(s) were not reviewed"
             + (f" ({shards_named} did not answer)" if shards_named else "")
-            + f"; the status is failure: {review['html_url']}.",
+            + f"; the status is failure: {url}.",
             "Re-run the failed shards' jobs; for files too large to review, raise shard-bytes "
             "/ max-shards, or set allow-unreviewed-files: true.")
     if blocking:
         raise ReviewBlocked(
-            f"{len(blocking)} finding(s) at severity {args.fail_on} or worse; the review "
-            f"requests changes: {review['html_url']}.",
+            f"{len(blocking)} finding(s) at severity {fail_on} or worse; the review "
+            f"requests changes: {url}.",
             "Address the findings and push, or raise fail-on.")
-    return 0
 
 
 def _mark_pending(args: argparse.Namespace, ctx: Context, *, number: int, context: str,
