@@ -205,13 +205,14 @@ class Aggregator:
 
     def tool_call(self, event: ToolCallEvent) -> ToolCallRecord | None:
         """A tool call started, completed (or a newer subtype). Returns the call when it just
-        completed (for the live log), else None (not counted: see :meth:`count_fast_lines`)."""
+        completed (for the live log), else None (not counted: see :meth:`count_fast_lines`).
+
+        Here is the call's life in the record: opened by its first event, completed (what the
+        completion says is :meth:`_completed`'s), and past :data:`ROWS_SHOWN` a success
+        settled into its kind's shared entry, its id kept a while to know a repeat."""
         if self._deltas:
             self._end_segment()
-        call_id = event.call_id
-        if not call_id:
-            self._anonymous += 1
-            call_id = f"(no id #{self._anonymous})"
+        call_id = event.call_id or self._anonymous_id()
         index = self._open.get(call_id)
         if index is not None:
             call = self._calls[index]
@@ -219,7 +220,7 @@ class Aggregator:
                 call.target = self._cut(event.target, TARGET_LIMIT)
         elif call_id in self._settled_now or call_id in self._settled_before:
             return None  # a repeated event of a call that succeeded and is listed nowhere
-        else:  # a new call
+        else:  # a new call (inlined: once per tool call)
             target = event.target
             if target:
                 target = self._shown_target(target, target == event.args.get("path"))
@@ -234,7 +235,24 @@ class Aggregator:
         outcome = event.outcome
         if subtype != "completed" or outcome is None:
             return None
-        # The completion (inlined: once per tool call).
+        self._completed(call, event, outcome)
+        if outcome == "success" and index >= ROWS_SHOWN:  # its details are never shown again
+            del self._open[call_id]
+            settled = self._settled_now
+            settled.add(call_id)
+            if len(settled) >= _SETTLED_IDS_KEPT:
+                self._settled_before, self._settled_now = settled, set()
+            self._calls[index] = _settled(call.kind)
+        return call
+
+    def _anonymous_id(self) -> str:
+        """An id for a call the CLI sent without one (each such event is its own call)."""
+        self._anonymous += 1
+        return f"(no id #{self._anonymous})"
+
+    def _completed(self, call: ToolCallRecord, event: ToolCallEvent, outcome: str) -> None:
+        """What a completion says: the call's outcome, the refusal and detail of one that did
+        not succeed, a command's exit code, how long it took, the files a write wrote."""
         call.outcome = outcome
         kind = call.kind
         if outcome != "success":
@@ -243,6 +261,9 @@ class Aggregator:
             if call.refused_by == "hook":  # the hook's own words, without the CLI's notes
                 detail = hook_message(detail)
             call.detail = self._cut(detail, DETAIL_LIMIT)
+        elif kind in _WRITE_KINDS:
+            for path in event.paths:
+                self._files.add(workspace_relative(path, self._said.cwd))
         if kind == "shell":
             call.exit_code = event.exit_code
         started, completed = event.started_at_ms, event.completed_at_ms
@@ -250,18 +271,6 @@ class Aggregator:
             call.duration_ms = completed - started if completed > started else 0
         else:
             call.duration_ms = _duration(event, call)
-        if outcome == "success":
-            if kind in _WRITE_KINDS:
-                for path in event.paths:
-                    self._files.add(workspace_relative(path, self._said.cwd))
-            if index >= ROWS_SHOWN:  # its details are never shown again
-                del self._open[call_id]
-                settled = self._settled_now
-                settled.add(call_id)
-                if len(settled) >= _SETTLED_IDS_KEPT:
-                    self._settled_before, self._settled_now = settled, set()
-                self._calls[index] = _settled(kind)
-        return call
 
     def _other(self, event: Event) -> None:
         said = self._said
