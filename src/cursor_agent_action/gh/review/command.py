@@ -6,11 +6,12 @@ the diff, else into the body under "Outside the diff". The review is posted in o
 (``POST /pulls/{n}/reviews`` with its ``comments``; lines and sides, never diff positions).
 https://docs.github.com/en/rest/pulls/reviews#create-a-review-for-a-pull-request
 
-Re-runs: the review body starts with a hidden marker and each comment with the fingerprint of
-its finding. The newest earlier review of ours (by marker and ``comment-author``) says which
-comments are still live; one whose finding still holds on the same line is kept (listed in
-the new body, not posted again), the others are minimized as outdated (GraphQL
-``minimizeComment``), and the earlier review's body is replaced by a link to the new one.
+Re-runs (:mod:`.earlier`): the review body starts with a hidden marker and each comment with
+the fingerprint of its finding. The newest earlier review of ours (by marker and
+``comment-author``) says which comments are still live; one whose finding still holds on the
+same line is kept (listed in the new body, not posted again), the others are minimized as
+outdated (GraphQL ``minimizeComment``), and the earlier review's body is replaced by a link to
+the new one.
 
 A review spread over the matrix (``plan-file``, ``findings-dir``) first merges its shards'
 answers (:mod:`merge`): files nobody reviewed are listed, and fail the status and the step.
@@ -44,14 +45,17 @@ from cursor_agent_action.gh.review import status as status_mod
 from cursor_agent_action.gh.review.body import (
     BodyParts,
     comment_body,
-    fingerprint_of,
-    is_superseded,
-    live_ids,
     review_body,
     step_summary,
-    superseded_body,
 )
 from cursor_agent_action.gh.review.diffmap import DiffMap, parse_patch, unreadable
+from cursor_agent_action.gh.review.earlier import (
+    PERMISSION,
+    Earlier,
+    kept_comments,
+    read_earlier,
+    tidy,
+)
 from cursor_agent_action.gh.review.findings import SEVERITIES, Answer
 from cursor_agent_action.gh.review.placement import Placed, place
 from cursor_agent_action.gh.review.text import Prose
@@ -63,12 +67,7 @@ MAX_FILES = 3000
 MAX_PATCH_CHARS = 8_000_000
 """Patch text read in all; a file whose patch would pass it is not mapped (its findings go to
 the body), smaller files after it still are."""
-MAX_EARLIER = 1000
-"""Earlier reviews and review comments read (each list)."""
 _EVENTS = {"approve": "APPROVE", "comment": "COMMENT", "request-changes": "REQUEST_CHANGES"}
-_MINIMIZE = ("mutation($id: ID!) { minimizeComment(input: {subjectId: $id, classifier: "
-             "OUTDATED}) { minimizedComment { isMinimized } } }")
-_PERM = "pull-requests: write"
 
 
 class ReviewBlocked(ActionError):
@@ -126,12 +125,6 @@ class ReviewIncomplete(ActionError):
 
 
 @dataclass
-class Earlier:
-    reviews: list[Any]  # ours, oldest first
-    live: list[Any]  # their review comments still shown
-
-
-@dataclass
 class Spread:
     """Where each finding goes: on its line (``inline``, or ``kept`` as an earlier comment
     still live), in the body (``outside`` the diff, ``over_cap`` past max-comments); the
@@ -172,7 +165,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         status_mod.set_status(gh, context, status_mod.pending(reviewed, ctx.run_url,
                                                               waiting=False))
     diff = read_diff(gh, pull, number)
-    earlier = _earlier(gh, pull, number, head, author)
+    earlier = read_earlier(gh, pull, number, head, author)
     spread = _spread(answer, diff, earlier, args.max_comments)
     blocking = [f for f in answer.findings if f.rank <= fail_rank]
     event, note = _event(answer, blocking, args.allow_approve, args.fail_on)
@@ -195,7 +188,7 @@ def command(args: argparse.Namespace, runner: Runner) -> int:
         status_mod.set_status(gh, context, final)
         runner.log(f"commit status {context} on {reviewed}: {final.state} "
                    f"({final.description})")
-    _tidy(gh, number, earlier, spread.gone, head=head, url=url, runner=runner)
+    tidy(gh, number, earlier, spread.gone, head=head, url=url, runner=runner)
     posted = len(spread.inline) if review["_inline"] else 0
     runner.set_outputs({
         "review-id": str(review["id"]), "review-url": url,
@@ -225,22 +218,11 @@ def _spread(answer: Answer, diff: DiffMap, earlier: Earlier, max_comments: int) 
     comments kept where their finding still holds, and at most ``max_comments`` on lines."""
     placed, outside = place(answer.findings, diff)
     placed.sort(key=lambda p: p.finding.rank)  # stable: the agent's order within a severity
-    kept, gone = _kept(earlier.live, placed)
+    kept, gone = kept_comments(earlier.live, placed)
     kept_spots = {id(spot) for spot, _, _ in kept}
     fresh = [p for p in placed if id(p) not in kept_spots]
     room = max(0, max_comments - len(kept))
     return Spread(placed, outside, kept, gone, fresh[:room], fresh[room:])
-
-
-def _tidy(gh: GitHub, number: int, earlier: Earlier, gone: list[Any], *, head: str, url: str,
-          runner: Runner) -> None:
-    """The earlier review made way for the new one (at ``url``): its comments whose finding
-    is gone hidden as outdated, its body replaced by a link."""
-    for comment in gone:
-        _minimize(gh, comment, runner)
-    for old in earlier.reviews:
-        if not is_superseded(old.body or "", head):
-            _supersede(gh, number, old, head, url)
 
 
 def _report(runner: Runner, answer: Answer, spread: Spread, *, posted: int, url: str,
@@ -328,41 +310,6 @@ def read_diff(gh: GitHub, pull: Any, number: int) -> DiffMap:
     return diff
 
 
-def _earlier(gh: GitHub, pull: Any, number: int, head: str, author: str) -> Earlier:
-    def ours(item: Any) -> bool:
-        return item.user is not None and str(item.user.login).casefold() == author
-
-    reviews = gh.call(f"listing the reviews of #{number}", lambda: [
-        r for r in itertools.islice(pull.get_reviews(), MAX_EARLIER)
-        if (r.body or "").startswith(head) and ours(r)], permission="pull-requests: read")
-    if not reviews:
-        return Earlier([], [])
-    latest = max(reviews, key=lambda r: r.id)
-    wanted = set(live_ids(latest.body or ""))
-    comments = gh.call(f"listing the review comments of #{number}", lambda: [
-        c for c in itertools.islice(pull.get_review_comments(), MAX_EARLIER)
-        if ours(c) and (c.pull_request_review_id == latest.id or c.id in wanted)
-        and fingerprint_of(c.body or "")], permission="pull-requests: read")
-    return Earlier(sorted(reviews, key=lambda r: r.id), comments)
-
-
-def _kept(live: list[Any], placed: list[Placed]) -> tuple[list[tuple[Placed, str, Any]],
-                                                          list[Any]]:
-    """Live comments whose finding still holds on the same line (kept), and the rest."""
-    by_spot = {(p.finding.fingerprint, p.finding.path, p.finding.side, p.finding.line): p
-               for p in placed}
-    kept: list[tuple[Placed, str, Any]] = []
-    gone = []
-    for comment in live:
-        spot = by_spot.pop((fingerprint_of(comment.body), comment.path,
-                            comment.side or "RIGHT", comment.line), None)
-        if spot is not None and comment.line is not None:
-            kept.append((spot, str(comment.html_url), comment))
-        else:
-            gone.append(comment)
-    return kept, gone
-
-
 def _event(answer: Answer, blocking: list[Any], allow_approve: bool,
            fail_on: str) -> tuple[str, str]:
     if blocking:
@@ -396,7 +343,7 @@ def _post(gh: GitHub, number: int, head_sha: str, parts: BodyParts, inline: list
         return dict(posted.raw_data)
 
     for _ in range(3):
-        answer = gh.call(f"posting the review of #{number}", send, permission=_PERM)
+        answer = gh.call(f"posting the review of #{number}", send, permission=PERMISSION)
         if isinstance(answer, dict):
             return {**answer, "_inline": bool(sent["comments"])}
         if answer == "own":
@@ -421,22 +368,6 @@ def _comment(spot: Placed, prose: Prose) -> dict[str, Any]:
     if spot.start_line is not None:
         comment.update(start_line=spot.start_line, start_side=finding.side)
     return comment
-
-
-def _minimize(gh: GitHub, comment: Any, runner: Runner) -> None:
-    """Hide an earlier comment as outdated; GitHub's refusal is a warning, not a failure."""
-    data = gh.call(f"hiding the earlier review comment {comment.id}",
-                   lambda: gh.graphql(_MINIMIZE, {"id": comment.node_id}), permission=_PERM)
-    errors = data.get("errors")
-    if errors:
-        first = errors[0].get("message", "") if isinstance(errors[0], dict) else errors[0]
-        runner.warning(f"could not hide the earlier review comment {comment.html_url}: "
-                       f"{str(first)[:200]}", title="review")
-
-
-def _supersede(gh: GitHub, number: int, old: Any, head: str, url: str) -> None:
-    gh.call(f"marking the earlier review {old.id} as replaced",
-            lambda: old.edit(superseded_body(head, url)), permission=_PERM)
 
 
 def _fail_rank(raw: str) -> int:
