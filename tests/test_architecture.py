@@ -40,7 +40,8 @@ LONGER = {
 }
 WINGS = ("stream", "agent", "gh")
 # The renderers of the stream wing; what builds the run record must not know them.
-RENDERERS = {f"{NAME}.stream.render.{name}" for name in ("livelog", "summary", "report", "network")}
+RENDERERS = {f"{NAME}.stream.render.{name}"
+             for name in ("livelog", "summary", "report", "wallsection")}
 RECORD_BUILDERS = (f"{NAME}.stream.framing", f"{NAME}.stream.events", f"{NAME}.stream.aggregate",
                    f"{NAME}.stream.record")
 

@@ -22,10 +22,10 @@ from cursor_agent_action.agent.contain.box.contract import (
 from cursor_agent_action.agent.contain.box.net.ledger import Ledger
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy, Rule
 from cursor_agent_action.runner_io import Runner
-from cursor_agent_action.stream.netreport import AllowRule, Destination, NetReport, Refusal
 from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
 from cursor_agent_action.stream.render.report import report
 from cursor_agent_action.stream.render.summary import render_summary
+from cursor_agent_action.stream.wallreport import AllowRule, Destination, NetReport, Refusal
 
 SECRET = "sk-live-0123456789abcdef"
 ESCAPED = "tok_live_0123456789_x"

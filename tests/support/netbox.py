@@ -36,7 +36,7 @@ from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.relay import Limits, Resolve, system_resolve
 from cursor_agent_action.agent.contain.box.net.terminate import Terminator
 from cursor_agent_action.stream.keyreport import MaskReport
-from cursor_agent_action.stream.netreport import NetReport, Refusal
+from cursor_agent_action.stream.wallreport import NetReport, Refusal
 from tests.support.turns import machine_lock
 
 PREFIX = "caa-net-test-"

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cursor_agent_action.stream.keyreport import MaskReport
-from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.notices import Interaction, Notice
 from cursor_agent_action.stream.toolcalls import UNKNOWN
+from cursor_agent_action.stream.wallreport import NetReport
 
 ROWS_SHOWN = 500
 """The most tool calls any report lists one by one: the
@@ -203,7 +203,7 @@ class RunReport:
     isolation_details: tuple[str, ...] = ()  # the box's limits, its tree's storage
     isolation_warning: str = ""  # why it was less contained, in full (the annotation is short)
     structured_output: str = ""  # the checked JSON value, compact (run's output-schema)
-    network: NetReport | None = None  # the network wall's report (stream/render/network.py)
+    network: NetReport | None = None  # the network wall's report (stream/render/wallsection.py)
     api_key_in_box: str = ""  # no, yes-fallback, yes-asked, yes-no-relay ("": not known)
     api_key_note: str = ""  # the same in words, for the summary
     key_relay: MaskReport | None = None  # what the relay saw when it held the key

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from cursor_agent_action.agent.contain.sandbox import EndedBy
 from cursor_agent_action.stream.keyreport import MaskReport
-from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.record import (
     Cause,
     Conclusion,
@@ -23,6 +22,7 @@ from cursor_agent_action.stream.record import (
     StreamResult,
     stream_failures,
 )
+from cursor_agent_action.stream.wallreport import NetReport
 
 STOPPED: dict[EndedBy, Conclusion] = {
     EndedBy.TIMEOUT: Conclusion.TIMEOUT,

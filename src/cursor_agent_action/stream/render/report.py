@@ -19,7 +19,7 @@ from cursor_agent_action.errors import SetupError
 from cursor_agent_action.markdown import cut_utf8, utf8_len
 from cursor_agent_action.runner_io import Runner, one_line
 from cursor_agent_action.stream.record import CallGroups, Conclusion, LeftOut, RunReport
-from cursor_agent_action.stream.render import network
+from cursor_agent_action.stream.render import wallsection
 from cursor_agent_action.stream.render.summary import render_summary
 
 WRITE_PIECE_CHARS = 1024 * 1024
@@ -109,7 +109,7 @@ def record_outputs(
         "failed-tool-calls": str(len(groups.failed)),
         "permission-denials": str(len(groups.denied)),
         "hook-denials": str(len(groups.hook_denied)),
-        "network-denials": network.denials(run.network),
+        "network-denials": wallsection.denials(run.network),
         **({"api-key-in-box": run.api_key_in_box} if run.api_key_in_box else {}),
         "files-changed": files,
         "files-changed-truncated": "true" if cut else "false",

@@ -20,7 +20,7 @@ from cursor_agent_action.markdown import (
     utf8_len,
 )
 from cursor_agent_action.stream.record import CallGroups, RunReport
-from cursor_agent_action.stream.render import network, tables
+from cursor_agent_action.stream.render import tables, wallsection
 from cursor_agent_action.stream.render.blocks import (
     FOLD_BYTES,
     NOTE_RESERVE,
@@ -248,7 +248,7 @@ def render_summary(
     add(_answer(run, min(remaining, int(budget_bytes * FINAL_MESSAGE_SHARE))))
     add(_task(run))
     add(_how_it_ran(run, groups))
-    add(network.section(run.network, remaining))
+    add(wallsection.section(run.network, remaining))
     add(tables.interactions(run, remaining))
     add(_errors(run, groups, remaining))
     add(tables.tool_calls(run, remaining))

@@ -17,7 +17,7 @@ from typing import Any
 from cursor_agent_action.agent.contain.box.net.credentials import Credentials
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.stream.keyreport import MaskReport
-from cursor_agent_action.stream.netreport import NetReport
+from cursor_agent_action.stream.wallreport import NetReport
 
 VERSION = 2
 """2: the network report is a :class:`NetReport` (with ``why``), refused when no object."""

@@ -38,7 +38,7 @@ from cursor_agent_action.agent.contain.box.net.relay import (
 )
 from cursor_agent_action.agent.contain.box.net.terminate import Terminator
 from cursor_agent_action.stream.keyreport import MaskReport
-from cursor_agent_action.stream.netreport import NetReport
+from cursor_agent_action.stream.wallreport import NetReport
 
 
 class BoxNetwork:

@@ -1,6 +1,6 @@
 """What the wall let through and what it refused, bounded, as the run's report.
 
-The report (:meth:`Ledger.report`) is a :class:`~cursor_agent_action.stream.netreport.NetReport`
+The report (:meth:`Ledger.report`) is a :class:`~cursor_agent_action.stream.wallreport.NetReport`
 (its JSON is there), the ``network`` field of the run report.
 
 Kinds of refusal (:data:`KINDS`): ``dns`` (a name no rule allows), ``port`` (an allowed name on
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
-from cursor_agent_action.stream.netreport import (
+from cursor_agent_action.stream.wallreport import (
     RESTRICTED,
     AllowRule,
     Destination,

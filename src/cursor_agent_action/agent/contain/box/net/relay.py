@@ -39,7 +39,7 @@ from cursor_agent_action.agent.contain.box.net.ledger import EventSink, Ledger
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.agent.contain.box.net.terminate import Terminator
 from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
-from cursor_agent_action.stream.netreport import NetReport
+from cursor_agent_action.stream.wallreport import NetReport
 
 DNS_ADDRESS = "127.0.0.1"
 DNS_PORT = 53

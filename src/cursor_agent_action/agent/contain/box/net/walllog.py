@@ -16,7 +16,7 @@ from cursor_agent_action.agent.contain.box.net.ledger import EventSink, NetEvent
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy
 from cursor_agent_action.options import setting
 from cursor_agent_action.runner_io import Runner, one_line
-from cursor_agent_action.stream.netreport import NetReport
+from cursor_agent_action.stream.wallreport import NetReport
 
 MAX_WARNINGS = 10
 MAX_LIVE_EVENTS = 1000

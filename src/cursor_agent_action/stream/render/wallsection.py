@@ -1,16 +1,17 @@
-"""The network wall's report in the job summary and the step outputs.
+"""The network wall's section of the job summary, and its ``network-denials`` output.
 
-The report is the :class:`~cursor_agent_action.stream.netreport.NetReport` the wall's relay
-makes (``agent.contain.box.net.ledger``), carried on the run report as ``network``; this module only
-reads it and never imports the agent wing. Every value in it may come from the agent (a refused
-name is whatever it asked for): all of it goes through :mod:`cursor_agent_action.markdown`.
+It shows the wall's report: the :class:`~cursor_agent_action.stream.wallreport.NetReport`
+(the data) the wall's relay makes (``agent.contain.box.net.ledger``), carried on the run report
+as ``network``; this module only reads it and never imports the agent wing. Every value in it
+may come from the agent (a refused name is whatever it asked for): all of it goes through
+:mod:`cursor_agent_action.markdown`.
 """
 
 from __future__ import annotations
 
 from cursor_agent_action.markdown import code_cell, inline, utf8_len
-from cursor_agent_action.stream.netreport import Destination, NetReport, Refusal
 from cursor_agent_action.stream.render.blocks import folded, wrap
+from cursor_agent_action.stream.wallreport import Destination, NetReport, Refusal
 
 ROWS = 50  # per table: the wall keeps at most 200 destinations of each kind anyway
 _SOURCES = {

@@ -10,11 +10,11 @@ from typing import Any
 from cursor_agent_action.markdown import utf8_len
 from cursor_agent_action.output_file import parse_output_file
 from cursor_agent_action.runner_io import Runner
-from cursor_agent_action.stream.netreport import NetReport
 from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
-from cursor_agent_action.stream.render import network
+from cursor_agent_action.stream.render import wallsection
 from cursor_agent_action.stream.render.report import report
 from cursor_agent_action.stream.render.summary import render_summary
+from cursor_agent_action.stream.wallreport import NetReport
 from tests.stream.test_summary import DANGEROUS, rendered_markup
 
 SECRET = "sk-live-0123456789abcdef"
@@ -48,7 +48,7 @@ def wall_report(**changes: Any) -> NetReport:
 def test_without_a_report_the_summary_has_no_network_section_and_the_output_is_empty() -> None:
     record = RunReport(StreamResult(model="m"), Conclusion.SUCCESS)
     assert "Network" not in render_summary(record, budget_bytes=100_000)
-    assert network.denials(None) == ""
+    assert wallsection.denials(None) == ""
 
 
 def test_the_section_lists_what_was_allowed_reached_and_refused() -> None:
@@ -66,19 +66,19 @@ def test_the_section_lists_what_was_allowed_reached_and_refused() -> None:
     markup = rendered_markup(text)
     for bad in DANGEROUS:
         assert bad not in markup, bad
-    assert network.denials(record.network) == "5"
+    assert wallsection.denials(record.network) == "5"
 
 
 def test_open_and_uncontained_runs_say_there_was_no_wall() -> None:
-    opened = network.section(NetReport("open"), 10_000)
+    opened = wallsection.section(NetReport("open"), 10_000)
     assert "`network: open`" in opened
-    uncontained = network.section(NetReport("uncontained", "no root"), 10_000)
+    uncontained = wallsection.section(NetReport("uncontained", "no root"), 10_000)
     assert "No network wall: the agent was not contained (no root)" in uncontained
-    assert network.denials(NetReport("open")) == ""
+    assert wallsection.denials(NetReport("open")) == ""
 
 
 def test_a_stopped_relay_and_unreachable_mcp_servers_are_called_out() -> None:
-    text = network.section(wall_report(error="the relay stopped: OSError: boom",
+    text = wallsection.section(wall_report(error="the relay stopped: OSError: boom",
                                        unreachable=["http://10.0.0.5/mcp"]), 10_000)
     assert "> [!CAUTION]\n> the relay stopped: OSError: boom: from then on" in text
     assert "`http://10.0.0.5/mcp`" in text
@@ -87,15 +87,16 @@ def test_a_stopped_relay_and_unreachable_mcp_servers_are_called_out() -> None:
 def test_the_section_fits_its_budget_and_a_malformed_report_does_not_crash() -> None:
     many = [{"destination": f"h{i}.example", "kind": "dns", "count": i, "first": "x" * 300,
              "first_at": "t"} for i in range(200)]
-    full = network.section(wall_report(refused=many, refused_total=10_000, omitted=50), 1_000_000)
+    full = wallsection.section(wall_report(refused=many, refused_total=10_000, omitted=50),
+                               1_000_000)
     assert "*200 more not listed.*" in full  # 250 destinations, 50 rows
-    assert network.section(wall_report(refused=many), 500) == (
+    assert wallsection.section(wall_report(refused=many), 500) == (
         "*Network: left out to stay under the summary size limit.*\n\n")
-    assert utf8_len(network.section(wall_report(refused=many), 10)) <= 10
+    assert utf8_len(wallsection.section(wall_report(refused=many), 10)) <= 10
     junk = NetReport.from_json({"mode": "restricted", "rules": "x", "allowed": [1, None, {}],
                                 "refused": [{"count": "many"}], "refused_total": True})
-    assert "<summary>Network: " in network.section(junk, 10_000)
-    assert network.denials(junk) == "0"
+    assert "<summary>Network: " in wallsection.section(junk, 10_000)
+    assert wallsection.denials(junk) == "0"
 
 
 def test_report_redacts_the_network_report_and_sets_network_denials(tmp_path: Path) -> None:

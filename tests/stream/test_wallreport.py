@@ -9,7 +9,10 @@ import time
 import pytest
 
 from cursor_agent_action.markdown import utf8_len
-from cursor_agent_action.stream.netreport import (
+from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
+from cursor_agent_action.stream.render import wallsection
+from cursor_agent_action.stream.render.summary import render_summary
+from cursor_agent_action.stream.wallreport import (
     MAX_LISTED,
     AllowRule,
     Destination,
@@ -17,11 +20,8 @@ from cursor_agent_action.stream.netreport import (
     Refusal,
     ReportError,
 )
-from cursor_agent_action.stream.record import Conclusion, RunReport, StreamResult
-from cursor_agent_action.stream.render import network
-from cursor_agent_action.stream.render.summary import render_summary
-from tests.stream.test_network_summary import HOSTILE, SECRET, wall_json, wall_report
 from tests.stream.test_summary import DANGEROUS, rendered_markup
+from tests.stream.test_wallsection import HOSTILE, SECRET, wall_json, wall_report
 
 HUGE = 20 * MAX_LISTED
 
@@ -113,10 +113,10 @@ def test_wrong_types_are_dropped_or_zeroed() -> None:
         allowed=(Destination(""),),
         refused=(Refusal("", "", 2),),
     )
-    text = network.section(report, 100_000)
+    text = wallsection.section(report, 100_000)
     assert "<summary>Network: " in text
     assert SECRET not in text  # a non-string name is dropped, never str()'d into the summary
-    assert network.denials(report) == "0"
+    assert wallsection.denials(report) == "0"
 
 
 def test_a_huge_hostile_report_is_read_bounded_and_renders_within_budget() -> None:
@@ -145,10 +145,10 @@ def test_a_huge_hostile_report_is_read_bounded_and_renders_within_budget() -> No
     ) == (MAX_LISTED, MAX_LISTED, MAX_LISTED, MAX_LISTED)
     assert len(report.rules[0].ports) == MAX_LISTED - 1  # the first MAX_LISTED read; 0 is none
     assert report.omitted == 7 + 2 * (HUGE - MAX_LISTED)  # the destinations not read
-    text = network.section(report, 1_000_000)
+    text = wallsection.section(report, 1_000_000)
     assert time.monotonic() - started < 5
     assert f"**Refused ({MAX_LISTED + report.omitted:,}):**" in text
-    assert text.count("\n| `") <= 2 * network.ROWS
+    assert text.count("\n| `") <= 2 * wallsection.ROWS
     for bad in DANGEROUS:
         assert bad not in rendered_markup(text), bad
     record = RunReport(StreamResult(model="m"), Conclusion.SUCCESS, network=report)

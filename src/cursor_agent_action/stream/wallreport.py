@@ -1,8 +1,9 @@
-"""The network wall's report: what it allowed, what it let through and what it refused.
+"""The network wall's report as data (rendered by :mod:`.render.wallsection`): what it allowed,
+what it let through and what it refused.
 
 The wall's ledger (``agent.contain.box.net.ledger``) builds a :class:`NetReport` in the box's root
 side; it travels to the helper as JSON in the box's status and ends on the run record as
-``network``, where the job summary and the step outputs read it (:mod:`.network`). A run
+``network``, where the job summary and the step outputs read it (:mod:`.render.wallsection`). A run
 without the wall has a report too: its ``mode`` (``open``, ``uncontained``, ``landlock``) and
 ``why``. In JSON::
 
