@@ -115,18 +115,29 @@ def file_pattern(pattern: str) -> str:
     return pattern + "**" if pattern.endswith("/") else pattern
 
 
+@functools.lru_cache(maxsize=256)  # a run checks every changed file against the same lists
+def _list_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for a whole list (None for an empty one): a path matches it exactly when it
+    matches one entry's regex. They are joined as alternatives, as :func:`glob_to_regex` joins
+    a glob's braces (they hold no groups), so a path is matched once, not once per entry."""
+    regexes = [glob_to_regex(file_pattern(p)).pattern for p in patterns if p.strip()]
+    return re.compile("|".join(f"(?:{r})" for r in regexes), re.DOTALL) if regexes else None
+
+
 def names(patterns: Iterable[str], path: str) -> bool:
     """Whether an allow-list names the file ``path`` (a pattern names files, not what is below
     a directory of that name: see the module docstring)."""
-    return any(glob_to_regex(file_pattern(p)).fullmatch(path) for p in patterns if p.strip())
+    regex = _list_regex(tuple(patterns))
+    return regex is not None and regex.fullmatch(path) is not None
 
 
 def covers(patterns: Iterable[str], path: str) -> bool:
     """Whether a deny-list covers ``path``: a pattern names it or a directory above it."""
+    regex = _list_regex(tuple(patterns))
+    if regex is None:
+        return False
     parts = path.split("/")
-    prefixes = ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
-    return any(glob_to_regex(file_pattern(p)).fullmatch(prefix)
-               for p in patterns if p.strip() for prefix in prefixes)
+    return any(regex.fullmatch("/".join(parts[:end])) for end in range(1, len(parts) + 1))
 
 
 def names_directory_only(pattern: str, path: str) -> bool:

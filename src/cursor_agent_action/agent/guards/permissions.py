@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -220,8 +221,13 @@ def _split(token: str) -> tuple[str, str]:
     return kind, rest[:-1]
 
 
-def _globs(kind: str, tokens: Iterable[str]) -> list[str]:
-    return [glob for token_kind, glob in map(_split, tokens) if token_kind == kind]
+def _globs(kind: str, tokens: Iterable[str]) -> tuple[str, ...]:
+    return _kind_globs(kind, tuple(tokens))
+
+
+@functools.lru_cache(maxsize=64)  # a run checks every changed file against the same policy
+def _kind_globs(kind: str, tokens: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(glob for token_kind, glob in map(_split, tokens) if token_kind == kind)
 
 
 def _allows(kind: str, path: str, tokens: Iterable[str]) -> bool:
