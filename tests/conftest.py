@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 
 from cursor_agent_action.agent.contain.isolation import DEFAULT_AGENT_USER
 from cursor_agent_action.agent.launch.invocation import SHARE_VARIABLE
+from tests.support.act import HELPER_VENVS
 from tests.support.turns import run_directory, turn
 from tests.support.users import (
     TEST_AGENT_USER,
@@ -56,6 +57,21 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # The stand-in CLI records what it saw in tmp_path/standin: the one directory a contained
     # agent shares with the tests (tests/support/standin.make_standin).
     monkeypatch.setenv(SHARE_VARIABLE, str(tmp_path / "standin"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def helper_venvs(tmp_path_factory: pytest.TempPathFactory) -> Generator[Path, None, None]:
+    """Where the run's helper venvs are built once by content key (tests/support/act.py
+    seed_helper_venv): one directory for all workers of one run and the scripts they start."""
+    base = tmp_path_factory.getbasetemp()
+    directory = (base.parent if WORKER else base) / "helper-venvs"
+    before = os.environ.get(HELPER_VENVS)
+    os.environ[HELPER_VENVS] = str(directory)
+    yield directory
+    if before is None:
+        os.environ.pop(HELPER_VENVS, None)
+    else:
+        os.environ[HELPER_VENVS] = before
 
 
 _DEFAULT_USER_EXISTED: list[bool] = []

@@ -47,6 +47,7 @@ from typing import Any
 
 import yaml
 
+from tests.support.turns import lock_in
 from tests.support.users import TEST_AGENT_USER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -373,6 +374,11 @@ def base_python() -> str:
     return str(getattr(sys, "_base_executable", sys.executable))
 
 
+HELPER_VENVS = "CAA_TEST_HELPER_VENVS"
+"""A directory where :func:`seed_helper_venv` keeps each venv it built, by its content key (set
+by tests/conftest.py for one test run, shared by its workers and the scripts they start)."""
+
+
 def seed_helper_venv(repo: Path, tool_cache: Path) -> Path:
     """Put the helper venvs the action would build for ``repo`` (both sets: the action's own
     steps, and the sub-actions') into ``tool_cache``; returns the run set's.
@@ -380,13 +386,15 @@ def seed_helper_venv(repo: Path, tool_cache: Path) -> Path:
     Like a self-hosted runner whose tool cache is warm: the setup step finds each venv under its
     content key and skips the (networked) pip install. The venvs see this dev venv's
     site-packages for the pinned dependencies, and hold a copy of ``repo``'s package, as a real
-    build leaves them.
+    build leaves them. With :data:`HELPER_VENVS` set, a venv is built once per key there and
+    copied (a venv's paths are relative to where it lies: its manifest still holds).
     """
     env = {
         **os.environ,
         "RUNNER_TOOL_CACHE": str(tool_cache),
         "CURSOR_AGENT_ACTION_PYTHON": base_python(),
     }
+    built = os.environ.get(HELPER_VENVS)
     found = []
     for set_name in ("run", "gh"):
         venv = Path(
@@ -398,29 +406,43 @@ def seed_helper_venv(repo: Path, tool_cache: Path) -> Path:
         found.append(venv)
         if (venv / ".complete").exists():
             continue
-        subprocess.run([base_python(), "-m", "venv", "--without-pip", str(venv)], check=True)
-        purelib = subprocess.run(
-            [str(venv / "bin" / "python"), "-c",
-             "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            check=True, capture_output=True, text=True,
-        ).stdout.strip()  # fmt: skip
-        dev_purelib = sysconfig.get_path("purelib")
-        Path(purelib, "dev-venv.pth").write_text(f"import site; site.addsitedir({dev_purelib!r})\n")
-        shutil.copytree(repo / "src" / "cursor_agent_action",
-                        Path(purelib, "cursor_agent_action"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        # Compiled as setup-helper.sh compiles it: a run then writes no .pyc into the venv (it
-        # would change the manifest under another job that uses the same venv meanwhile).
-        subprocess.run([str(venv / "bin" / "python"), "-I", "-m", "compileall", "-q", "-j", "0",
-                        str(Path(purelib, "cursor_agent_action"))], check=True)
-        # As setup-helper.sh finishes a build: the manifest, then the completion marker. The
-        # run venv's schema support (jsonschema, PyYAML: from this dev venv too) as well.
-        manifest = repo / "scripts" / "venv_manifest.py"
-        if set_name == "run":
-            (venv / "extras" / "schema").mkdir(parents=True)
-            subprocess.run([base_python(), "-I", str(manifest), "write",
-                            str(venv / "extras" / "schema")], check=True)  # fmt: skip
-            (venv / "extras" / "schema" / ".complete").touch()
-        subprocess.run([base_python(), "-I", str(manifest), "write", str(venv)], check=True)
-        (venv / ".complete").touch()
+        if not built:
+            _build_helper_venv(repo, venv, set_name)
+            continue
+        kept = Path(built, venv.name)  # the name holds the set and its content key
+        with lock_in(Path(built), venv.name):
+            if not (kept / ".complete").exists():
+                shutil.rmtree(kept, ignore_errors=True)  # a build cut short
+                _build_helper_venv(repo, kept, set_name)
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(kept, venv, symlinks=True)
     return found[0]
+
+
+def _build_helper_venv(repo: Path, venv: Path, set_name: str) -> None:
+    """One helper venv of ``set_name`` at ``venv``, as setup-helper.sh builds it."""
+    subprocess.run([base_python(), "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = subprocess.run(
+        [str(venv / "bin" / "python"), "-c",
+         "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    dev_purelib = sysconfig.get_path("purelib")
+    Path(purelib, "dev-venv.pth").write_text(f"import site; site.addsitedir({dev_purelib!r})\n")
+    shutil.copytree(repo / "src" / "cursor_agent_action",
+                    Path(purelib, "cursor_agent_action"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    # Compiled as setup-helper.sh compiles it: a run then writes no .pyc into the venv (it
+    # would change the manifest under another job that uses the same venv meanwhile).
+    subprocess.run([str(venv / "bin" / "python"), "-I", "-m", "compileall", "-q", "-j", "0",
+                    str(Path(purelib, "cursor_agent_action"))], check=True)
+    # As setup-helper.sh finishes a build: the manifest, then the completion marker. The
+    # run venv's schema support (jsonschema, PyYAML: from this dev venv too) as well.
+    manifest = repo / "scripts" / "venv_manifest.py"
+    if set_name == "run":
+        (venv / "extras" / "schema").mkdir(parents=True)
+        subprocess.run([base_python(), "-I", str(manifest), "write",
+                        str(venv / "extras" / "schema")], check=True)  # fmt: skip
+        (venv / "extras" / "schema" / ".complete").touch()
+    subprocess.run([base_python(), "-I", str(manifest), "write", str(venv)], check=True)
+    (venv / ".complete").touch()

@@ -60,10 +60,17 @@ def turn(directory: Path, *, alone: bool) -> Iterator[None]:
 @contextlib.contextmanager
 def machine_lock(name: str) -> Iterator[None]:
     """The machine-wide lock ``name`` (every suite on the machine takes the same)."""
-    MACHINE_LOCKS.mkdir(mode=0o700, exist_ok=True)
-    path = MACHINE_LOCKS / f"{name}.lock"
+    with lock_in(MACHINE_LOCKS, name, "held by another test run"):
+        yield
+
+
+@contextlib.contextmanager
+def lock_in(directory: Path, name: str, holder: str = "held by another worker") -> Iterator[None]:
+    """The lock ``name`` in ``directory``: whoever takes the same one waits (bounded)."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = directory / f"{name}.lock"
     with path.open("ab") as handle:
-        _take(handle, fcntl.LOCK_EX, f"{path} (held by another test run)")
+        _take(handle, fcntl.LOCK_EX, f"{path} ({holder})")
         try:
             yield
         finally:
