@@ -48,7 +48,9 @@ from tests.support.example_world import (
 )
 from tests.support.github_server import TOKEN, Recorded
 
-pytestmark = pytest.mark.act
+# One worker runs the whole module: its world (servers, repositories, the seeded tool cache)
+# and the shared docs-update run are module fixtures, built once, not once per worker.
+pytestmark = [pytest.mark.act, pytest.mark.xdist_group("examples-act")]
 
 
 
