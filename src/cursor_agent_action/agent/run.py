@@ -113,11 +113,11 @@ def _attempt(run: Run, argv: Sequence[str], site: AgentSite, *,
     return Attempt(verdict, ended, guard.tampered, applied)
 
 
-def _uncontained(options: RunOptions, runner: Runner, environ: Mapping[str, str],
-                 isolation: Isolation) -> AgentSite:
-    """The site without containment; ``auto`` says so in a warning that names what is lost."""
-    if options.isolation == "auto":
-        warn_isolation(runner, isolation, options.isolation, "agent not contained")
+def _site(options: RunOptions, runner: Runner, environ: Mapping[str, str],
+          isolation: Isolation) -> AgentSite:
+    """The agent's site on ``isolation``'s tier; a tier less contained than the box asked for
+    says so first, in a warning that names what is lost (:func:`warn_isolation`)."""
+    warn_isolation(runner, isolation, options.isolation)
     return agent_site(options, environ, isolation)
 
 
@@ -218,13 +218,7 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
     isolation = decide(options.isolation, options.agent_user)
     walllog.announce(runner, options.net_policy, network=options.network,
                          contained=isolation.walled)
-    if isolation.contained:
-        site = agent_site(options, environ, isolation)
-        if isolation.landlock:
-            warn_isolation(runner, isolation, options.isolation,
-                            "agent under Landlock, no box")
-    else:
-        site = _uncontained(options, runner, environ, isolation)
+    site = _site(options, runner, environ, isolation)
     warn_missing_key(runner, environ)
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
@@ -277,7 +271,7 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             if options.isolation != "auto" or not launch.site.isolation.contained or ran \
                     or exc.cap:
                 raise
-            site = _uncontained(options, runner, run.environ, Isolation(
+            site = _site(options, runner, run.environ, Isolation(
                 False, why_not=f"the box could not be set up ({exc.reason})",
                 fix=launch.site.isolation.fix))
             with interruptible(run.stop):  # the real tree is the agent's now: its base

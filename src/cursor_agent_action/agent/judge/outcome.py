@@ -104,11 +104,16 @@ def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained
                    title="credential in .git/config")
 
 
-def warn_isolation(runner: Runner, isolation: Isolation, requested: str, title: str) -> None:
-    """A less contained run: one short annotation; the whole warning (what holds, what does
-    not, the fix) in the log here and in the summary's "How it ran"."""
+def warn_isolation(runner: Runner, isolation: Isolation, requested: str) -> None:
+    """A less contained run (Landlock, or no box where ``auto`` asked for one): one short
+    annotation; the whole warning (what holds, what does not, the fix) in the log here and in
+    the summary's "How it ran". Nothing for the box, or for a run asked to be uncontained."""
+    warning = isolation_warning(isolation, requested)
+    if not warning:
+        return
+    title = "agent under Landlock, no box" if isolation.landlock else "agent not contained"
     runner.warning(short_warning(isolation), title=title)
-    runner.log(one_line(isolation_warning(isolation, requested), 4000))
+    runner.log(one_line(warning, 4000))
 
 
 def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:
