@@ -169,11 +169,9 @@ class ChangeTracker:
         notes = _left_behind(status)
         left, left_count = leftout.of_box(status, lambda path: (
             self._relative(self.repo, path) if self.repo else shown_path(path)))
-        refused = (
-            [self._relative(self.repo, path) for path in status.protected.paths]
-            if self.repo
-            else []
-        )
+        # The protected paths, as the left-out list already shows them (one mapping of each).
+        refused = ([entry.path for entry in left if entry.reason == leftout.PROTECTED]
+                   if self.repo else [])
         count = status.protected.count
         links_count = status.links_refused.count
         reads = list(status.includes_refused.paths)
