@@ -211,6 +211,9 @@ def test_h2_reprs_a_data_frame_as_before_without_reading_all_of_it() -> None:
         shown = "None" if not data else "<hex:" + (
             hexed[:20] + "..." if len(hexed) > 20 else hexed) + ">"
         assert repr(DataFrame(1, data=data)).endswith(f"): {shown}")
+    padded = DataFrame(1, data=b"abc", flags=["PADDED"])
+    padded.pad_length = 2
+    assert repr(padded).endswith("): <hex:026162630000>")  # its pad length and padding too
 
 
 def test_a_jwt_in_a_protobuf_answer_is_masked_without_eating_the_next_field() -> None:

@@ -47,17 +47,21 @@ from cursor_agent_action.agent.contain.box.net.tlspipe import TlsPipe
 def _quiet_data_repr() -> None:
     """h2 formats every frame it receives for a debug line it writes only to a logger it was
     given (``repr(frame)`` in ``H2Connection._receive_frame``), and hyperframe's repr of a DATA
-    frame hex-dumps the whole payload to show its first 10 bytes: a third of the relay's CPU on
-    a stream. The same text, from the first 11 bytes (once a process; idempotent)."""
+    frame copies the payload and hex-dumps all of it to show its first 10 bytes: a third of the
+    relay's CPU on a stream. The same text from the first 11 bytes of an unpadded frame (once
+    a process; a hyperframe whose DATA frames repr themselves is left alone)."""
+    data_frame = hyperframe.frame.DataFrame
     shown = getattr(hyperframe.frame, "_raw_data_repr", None)
-    if shown is None or getattr(shown, "quiet", False):
+    if shown is None or "_body_repr" in vars(data_frame):
         return
+    whole = data_frame._body_repr
 
-    def quiet(data: bytes | None) -> str:
-        return str(shown(data[:11] if data else data))
+    def quiet(frame: hyperframe.frame.DataFrame) -> str:
+        if "PADDED" in frame.flags:
+            return str(whole(frame))
+        return str(shown(frame.data[:11]))
 
-    quiet.quiet = True  # type: ignore[attr-defined]
-    hyperframe.frame._raw_data_repr = quiet
+    data_frame._body_repr = quiet  # type: ignore[method-assign, assignment]
 
 
 _quiet_data_repr()
@@ -194,6 +198,13 @@ class _Relay:
 
     def on_far(self, event: h2.events.Event) -> None:
         """One event of Cursor's side: the connection's own, or a stream's (by its kind)."""
+        if type(event) is h2.events.DataReceived:  # most of them: straight on
+            stream = self.by_far.get(event.stream_id or 0)
+            if stream is not None:
+                self._far_data(stream, event)
+            else:  # one the relay reset or forgot: its bytes are dropped
+                self._ack(self.far, event.flow_controlled_length or 0, event.stream_id or 0)
+            return
         if isinstance(event, h2.events.PushedStreamReceived):
             with contextlib.suppress(h2.exceptions.ProtocolError):
                 self.far.reset_stream(event.pushed_stream_id or 0,
@@ -203,15 +214,11 @@ class _Relay:
             self.closed = True
             return
         stream = self.by_far.get(getattr(event, "stream_id", 0) or 0)
-        if stream is None:  # one the relay reset or forgot: its bytes are dropped
-            if isinstance(event, h2.events.DataReceived):
-                self._ack(self.far, event.flow_controlled_length, event.stream_id)
+        if stream is None:
             return
         if isinstance(event, (h2.events.ResponseReceived,
                               h2.events.InformationalResponseReceived)):
             self._far_head(stream, event)
-        elif isinstance(event, h2.events.DataReceived):
-            self._far_data(stream, event)
         elif isinstance(event, h2.events.TrailersReceived):
             stream.down.trailers = self.vault.swap_headers(
                 [(bytes(k), bytes(v)) for k, v in event.headers or []], DOWN)
@@ -310,14 +317,16 @@ class _Relay:
         """What ``way`` holds, as far as the receiver's windows allow; what went on is
         acknowledged to its sender at once (one window update, not one a frame)."""
         acked = 0
+        window = sender.local_flow_control_window(stream_id) if way.queue else 0
+        frame = sender.max_outbound_frame_size
         while way.queue:
             data, ack = way.queue[0]
             if data:
-                room = min(sender.local_flow_control_window(stream_id),
-                           sender.max_outbound_frame_size)
+                room = min(window, frame)
                 if room <= 0:
                     break
                 sender.send_data(stream_id, data[:room] if room < len(data) else data)
+                window -= min(room, len(data))
                 if room < len(data):
                     way.queue[0] = (data[room:], ack)
                     continue
