@@ -54,11 +54,11 @@ from tests.support.netbox import fixed_resolver, lookup, run_boxed
 
 from cursor_agent_action.agent.contain.box.net.ca import RunCa
 from cursor_agent_action.agent.contain.box.net.credentials import Credentials
+from cursor_agent_action.agent.contain.box.net.placeholders import key_placeholder
 from cursor_agent_action.agent.contain.box.net.policy import (
     DEFAULT_DOMAINS,
     build_policy,
 )
-from cursor_agent_action.agent.contain.box.net.swap import key_placeholder
 
 NAME = "api2.cursor.sh"
 NODE_SERVER = r"""

@@ -30,9 +30,9 @@ import pytest
 from cursor_agent_action.agent.contain.box.net import trust
 from cursor_agent_action.agent.contain.box.net.ca import RunCa
 from cursor_agent_action.agent.contain.box.net.credentials import Credentials
+from cursor_agent_action.agent.contain.box.net.placeholders import key_placeholder
 from cursor_agent_action.agent.contain.box.net.policy import DEFAULT_DOMAINS, build_policy
 from cursor_agent_action.agent.contain.box.net.relay import HOSTS_TEXT, Wall
-from cursor_agent_action.agent.contain.box.net.swap import key_placeholder
 from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
 from tests.agent.test_net_upstream import real_proxy
 from tests.support.cursor_service import FakeCursor, make_key, with_service

@@ -21,6 +21,11 @@ from cursor_agent_action.agent.contain.box.net.h1swap import (
     misdirected,
     target_of,
 )
+from cursor_agent_action.agent.contain.box.net.placeholders import (
+    jwt_placeholder,
+    key_placeholder,
+    random_like,
+)
 from cursor_agent_action.agent.contain.box.net.policy import DEFAULT_DOMAINS
 from cursor_agent_action.agent.contain.box.net.swap import (
     DOWN,
@@ -29,9 +34,6 @@ from cursor_agent_action.agent.contain.box.net.swap import (
     Rewriter,
     Vault,
     credential_field,
-    jwt_placeholder,
-    key_placeholder,
-    random_like,
     request_body,
     response_body,
 )

@@ -94,7 +94,10 @@ class _Stream:
     exchange_body: bytearray = field(default_factory=bytearray)
 
 
-class _Relay:
+class Relay:
+    """One terminated HTTP/2 connection's two h2 connections and streams, driven by
+    :func:`relay` (the pipes need only ``write``: the driver reads and drains them)."""
+
     def __init__(self, session: Session, agent: TlsPipe, far: TlsPipe) -> None:
         self.vault, self.tally, self.refuse = session.vault, session.tally, session.refuse
         self.name, self.port = session.name, session.port
@@ -354,7 +357,7 @@ class _Relay:
 
 async def relay(session: Session, agent: TlsPipe, far: TlsPipe) -> None:
     """One terminated HTTP/2 connection, until either end closes it."""
-    state = _Relay(session, agent, far)
+    state = Relay(session, agent, far)
     state.start()
     await agent.drain()
     await far.drain()

@@ -29,12 +29,17 @@ a chunk with nothing to replace goes on as the same bytes object.
 from __future__ import annotations
 
 import bisect
-import functools
 import re
-import secrets
 import string
 import threading
 from collections.abc import Iterable
+
+from cursor_agent_action.agent.contain.box.net.placeholders import (
+    JWT_WHOLE,
+    jwt_placeholder,
+    looks_like_jwt,
+    random_like,
+)
 
 TOKEN_CHARS = (string.ascii_letters + string.digits + "-_.").encode()
 """What JWTs are made of: an unfinished one at the end of a chunk is this run of bytes."""
@@ -45,10 +50,7 @@ MAX_HOLD = 16 * 1024
 MAX_VALUE = 4096
 """A JSON credential field's value is masked up to this length (longer: not a credential)."""
 MAX_FIELD = MAX_VALUE + 128
-URLSAFE = string.ascii_letters + string.digits + "-_"
-BASE64 = string.ascii_letters + string.digits + "+/"
 _JWT = re.compile(rb"eyJ[A-Za-z0-9_-]{2,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{16,}")
-_JWT_WHOLE = re.compile(rb"eyJ[A-Za-z0-9_-]{2,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{16,}\Z")
 _NAME = rb"[A-Za-z0-9_-]{0,64}"
 _GAP = rb"[ \t\r\n]{0,16}"
 _VALUE = rb"[A-Za-z0-9._~+/=:-]"
@@ -79,73 +81,6 @@ def credential_field(name: str | bytes) -> bool:
         NOT_CREDENTIALS)
 
 
-def _alphabet(text: str) -> str:
-    """The smallest usual alphabet ``text`` is written in (hex, alphanumeric, URL-safe
-    base64), or its own characters."""
-    for alphabet in (string.digits + "abcdef", string.digits + "ABCDEF",
-                     string.ascii_letters + string.digits, URLSAFE, BASE64):
-        if text and set(text) <= set(alphabet):
-            return alphabet
-    return "".join(sorted(set(text))) or URLSAFE
-
-
-@functools.lru_cache(maxsize=64)
-def _mapping(alphabet: str) -> tuple[bytes, bytes]:
-    """A byte translation onto ``alphabet`` (ASCII) without bias: each byte below the largest
-    multiple of its size maps to one character, the bytes above it are dropped."""
-    size = len(alphabet)
-    limit = 256 - 256 % size
-    table = bytes(ord(alphabet[b % size]) if b < limit else 0 for b in range(256))
-    return table, bytes(range(limit, 256))
-
-
-def _random_text(alphabet: str, count: int) -> str:
-    if not alphabet.isascii():
-        return "".join(secrets.choice(alphabet) for _ in range(count))
-    table, dropped = _mapping(alphabet)
-    found = b""
-    while len(found) < count:
-        found += secrets.token_bytes(count + 16).translate(table, dropped)
-    return found[:count].decode("ascii")
-
-
-def random_like(text: str) -> str:
-    """A random string of ``text``'s length and alphabet (never ``text`` itself); base64's
-    padding (``=`` at the end) kept."""
-    body = text.rstrip("=") or text
-    padding = text[len(body):]
-    alphabet = _alphabet(body)
-    while True:
-        found = _random_text(alphabet, len(body)) + padding
-        if found != text or len(alphabet) < 2:
-            return found
-
-
-_PREFIX = re.compile(r"^[A-Za-z]{1,12}[_-](?:[A-Za-z]{1,12}[_-])?")
-"""A key's kind, kept in its placeholder: ``crsr_`` (and ``key_test_`` in tests)."""
-
-
-def key_placeholder(key: str) -> str:
-    """A per-run placeholder shaped like ``key``: its prefix of letters (``crsr_``) kept, the
-    rest random in the same alphabet, the same length."""
-    found = _PREFIX.match(key)
-    prefix = found.group() if found else ""
-    rest = key[len(prefix):]
-    if not rest:
-        return random_like(key)
-    return prefix + random_like(rest)
-
-
-def jwt_placeholder(token: str) -> str:
-    """A JWT's header and payload, and a random signature of its length."""
-    header, payload, signature = token.split(".", 2)
-    return f"{header}.{payload}.{random_like(signature)}"
-
-
-def looks_like_jwt(token: str) -> bool:
-    return _JWT_WHOLE.match(token.encode("ascii", "replace")) is not None
-
-
 class Table:
     """The values to replace going one way, grown as the vault learns them (never rebuilt: a
     new token costs the same after the thousandth as after the first): JWT-shaped ones (found
@@ -161,7 +96,7 @@ class Table:
 
     def add(self, word: bytes, replacement: bytes) -> None:
         self.replacements[word] = replacement
-        if _JWT_WHOLE.match(word):
+        if JWT_WHOLE.match(word):
             if len(word) not in self.jwt_lengths:
                 self.jwt_lengths = tuple(sorted((*self.jwt_lengths, len(word)), reverse=True))
         else:
@@ -396,7 +331,7 @@ class Rewriter:
                 if replacement is not None:
                     return start, start + length, replacement
         own = _proto_length(buffer, start)  # a protobuf string's own length
-        if own is not None and end - start > own >= 20 and _JWT_WHOLE.match(
+        if own is not None and end - start > own >= 20 and JWT_WHOLE.match(
                 buffer[start:start + own]):
             end = start + own
         return start, end, None
