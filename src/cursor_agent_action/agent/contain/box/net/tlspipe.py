@@ -12,9 +12,6 @@ import time
 from typing import Protocol
 
 CHUNK = 64 * 1024
-"""Plaintext handed on at once at most (h2 reads each chunk's frames by slicing what remains)."""
-READ = 1 << 20
-"""Bytes taken from the connection's buffer at once: all it holds (no copy of what remains)."""
 
 
 class Moved(Protocol):
@@ -53,7 +50,7 @@ class TlsPipe:
             self.writer.write(data)
 
     async def _fill(self) -> bool:
-        data = await self.reader.read(READ)
+        data = await self.reader.read(CHUNK)
         if not data:
             self._in.write_eof()
             return False
