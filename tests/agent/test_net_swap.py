@@ -98,26 +98,39 @@ OPAQUE = "Zm9vYmFy/T0ken+with=base64/chars+and/more=="
 
 
 @given(st.lists(st.integers(min_value=0, max_value=300), max_size=12),
-       st.sampled_from(["sessionToken", "client_secret", "X-Api-Key", "password"]))
+       st.sampled_from(["sessionToken", "client_secret", "X-Api-Key", "password"]),
+       st.sampled_from([OPAQUE, "abcdefgh12345678", "0123456789abcdef" * 4]))
 def test_credential_fields_of_a_json_answer_are_masked_however_it_is_cut(
-        cuts: list[int], name: str) -> None:
+        cuts: list[int], name: str, value: str) -> None:
     """An opaque credential (no JWT, characters a JWT has not) under a field named as one is
     masked wherever the frames cut the answer, and its placeholder swaps back going up;
     a field that is no credential (a page token, a token count) is left as it is."""
     vault = Vault(KEY, key_placeholder(KEY))
-    body = json.dumps({name: OPAQUE, "nextPageToken": "page-0123456789", "maxTokens": "12345678",
+    body = json.dumps({name: value, "nextPageToken": "page-0123456789", "maxTokens": "12345678",
                        "note": "x" * 50}).encode()
     streamed = _stream(response_body(vault, [(b"content-type", b"application/json")]), body,
                        cuts)
-    assert OPAQUE.encode() not in streamed
+    assert value.encode() not in streamed
     assert len(streamed) == len(body)
     masked = json.loads(streamed)
-    assert len(masked[name]) == len(OPAQUE)
-    assert masked[name].endswith("==")
+    assert len(masked[name]) == len(value)
+    assert masked[name].endswith("==") is value.endswith("==")
     assert (masked["nextPageToken"], masked["maxTokens"]) == ("page-0123456789", "12345678")
     assert _stream(Rewriter(vault, UP), streamed, cuts) == body
     later = Rewriter(vault, DOWN)  # once known, found in any answer, JSON or not
-    assert OPAQUE.encode() not in later.feed(b"\x12\x30" + OPAQUE.encode()) + later.end()
+    assert value.encode() not in later.feed(b"\x12\x30" + value.encode()) + later.end()
+
+
+@pytest.mark.parametrize("at", range(1, 40))
+def test_a_whole_credential_field_is_never_cut_from_its_name(at: int) -> None:
+    """A chunk ending anywhere in or just after ``"token": "value"`` (a value that could also
+    start a field's name): the value is still masked."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    body = b'{"token": "abcdefgh12345678"}, "x": 1}'
+    rewriter = response_body(vault, [(b"content-type", b"application/json")])
+    out = rewriter.feed(body[:at]) + rewriter.feed(body[at:]) + rewriter.end()
+    assert b"abcdefgh12345678" not in out
+    assert len(out) == len(body)
 
 
 def test_a_protobuf_answer_is_not_read_for_field_names() -> None:

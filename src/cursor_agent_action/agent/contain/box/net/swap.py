@@ -65,7 +65,9 @@ NOT_CREDENTIALS = (b"pagetoken", b"continuationtoken")
 UP, DOWN = "up", "down"
 """Values are found with ``bytes.find`` (the key, other tokens; where a JWT starts), never by
 a regular expression that grows with every token."""
-Match = tuple[int, int, bytes | None]
+Match = tuple[int, int, bytes | None, int]
+"""A value found: its start, its end, its replacement (None: not known yet), and where what
+holds it starts (a credential field's name; the value's start for any other)."""
 
 
 def credential_field(name: str | bytes) -> bool:
@@ -308,7 +310,7 @@ class Rewriter:
         for word in table.others:
             at = buffer.find(word)
             while at >= 0:
-                found.append((at, at + len(word), table.replacements[word]))
+                found.append((at, at + len(word), table.replacements[word], at))
                 at = buffer.find(word, at + 1)
         at = buffer.find(b"eyJ")
         while at >= 0:
@@ -320,7 +322,8 @@ class Rewriter:
             for field in _FIELD.finditer(buffer):
                 if credential_field(field.group(1)):
                     start, end = field.span(2)
-                    found.append((start, end, table.replacements.get(field.group(2))))
+                    found.append((start, end, table.replacements.get(field.group(2)),
+                                  field.start()))
         found.sort(key=lambda match: (match[0], -match[1]))
         return found
 
@@ -329,25 +332,24 @@ class Rewriter:
             if length <= end - start:
                 replacement = table.replacements.get(buffer[start:start + length])
                 if replacement is not None:
-                    return start, start + length, replacement
+                    return start, start + length, replacement, start
         own = _proto_length(buffer, start)  # a protobuf string's own length
         if own is not None and end - start > own >= 20 and JWT_WHOLE.match(
                 buffer[start:start + own]):
             end = start + own
-        return start, end, None
+        return start, end, None, start
 
     def _replace(self, buffer: bytes, cut: int) -> tuple[bytes, int]:
         """Everything before ``cut`` with its values swapped (a match that runs past ``cut``
-        waits, and the cut moves to its start)."""
+        waits whole, a credential field from its name: the cut moves to where it starts)."""
         pieces: list[bytes] = []
         done = 0
-        for start, end, known in self._matches(buffer, self.vault.table(self.direction)):
-            if start < done:
+        for start, end, known, anchor in self._matches(buffer,
+                                                       self.vault.table(self.direction)):
+            if start < done or anchor >= cut:
                 continue
-            if start >= cut:
-                break
             if end > cut:
-                cut = start
+                cut = max(anchor, done)
                 break
             if known is None and self.direction != DOWN:
                 continue  # an unknown JWT going up is the agent's own: left as it is
