@@ -121,6 +121,24 @@ def test_credential_fields_of_a_json_answer_are_masked_however_it_is_cut(
     assert value.encode() not in later.feed(b"\x12\x30" + value.encode()) + later.end()
 
 
+@given(st.lists(st.integers(min_value=0, max_value=200), max_size=8),
+       st.binary(max_size=30), st.binary(max_size=30),
+       st.text(alphabet="ABCabc019-_.~+/=:", min_size=8, max_size=60))
+def test_a_credential_field_among_any_bytes_is_masked_however_it_is_cut(
+        cuts: list[int], before: bytes, after: bytes, value: str) -> None:
+    """Whatever surrounds it and wherever the chunks end, a credential field's value never
+    goes on, and the answer comes out as it does read whole."""
+    field = b'"refresh_token" : "' + value.encode() + b'"'
+    body = before + field + after
+    vault = Vault(KEY, key_placeholder(KEY))
+    kind = [(b"content-type", b"application/json")]
+    streamed = _stream(response_body(vault, kind), body, cuts)
+    whole = response_body(vault, kind)
+    assert streamed == whole.feed(body) + whole.end()
+    assert len(streamed) == len(body)
+    assert value.encode() not in streamed[len(before):len(before) + len(field)]
+
+
 @pytest.mark.parametrize("at", range(1, 40))
 def test_a_whole_credential_field_is_never_cut_from_its_name(at: int) -> None:
     """A chunk ending anywhere in or just after ``"token": "value"`` (a value that could also
