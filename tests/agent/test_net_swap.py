@@ -338,3 +338,20 @@ def test_the_run_ca_vouches_for_cursors_names_only(tmp_path: Path) -> None:
     assert not verifies("cursor.sh.evil.example")
     ca.destroy()
     assert not (tmp_path / "ca").exists()
+
+
+@pytest.mark.parametrize("run", [100, 16 * 1024 + 100, 64 * 1024])
+@pytest.mark.parametrize("cut", [1, 30, len(KEY) - 1])
+def test_an_echoed_key_cut_by_a_frame_at_the_end_of_a_long_run_comes_down_masked(
+        run: int, cut: int) -> None:
+    """Red team (R2-2): an echo of ``x-pad: "A" * 32 KiB + placeholder`` came back with the
+    real key whole when a frame ended inside it: past 16 KiB of value characters the run was
+    let go, and both halves went to the box raw. The hold is now the longest known value, at
+    the end of a run of any length."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    rewriter = Rewriter(vault, DOWN)
+    body = b'{"echo": "' + b"A" * run + KEY.encode() + b'"}'
+    split = len(body) - 2 - len(KEY) + cut
+    out = rewriter.feed(body[:split]) + rewriter.feed(body[split:]) + rewriter.end()
+    assert KEY.encode() not in out
+    assert out.endswith(vault.placeholder.encode() + b'"}')
