@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from xdist.remote import Producer
+from xdist.scheduler import LoadGroupScheduling
+from xdist.scheduler.protocol import Scheduling
 
 from cursor_agent_action.agent.contain.isolation import DEFAULT_AGENT_USER
 from cursor_agent_action.agent.launch.invocation import SHARE_VARIABLE
@@ -72,6 +75,25 @@ def helper_venvs(tmp_path_factory: pytest.TempPathFactory) -> Generator[Path, No
         os.environ.pop(HELPER_VENVS, None)
     else:
         os.environ[HELPER_VENVS] = before
+
+
+ONE_WORKER_MODULES = frozenset({"tests/test_examples_act.py", "tests/test_action_act.py"})
+"""Modules that run whole on one worker (``--dist loadgroup``, the default): their module
+fixtures are costly (an act world, a shared workflow run of ~40 s) and a second worker would
+build them again. pytest-xdist's own ``xdist_group`` mark cannot do it here: xdist 3.8 appends
+the group to ``item._nodeid``, which pytest 9.2 no longer reads, so its groups are ignored."""
+
+
+class _OneWorkerModules(LoadGroupScheduling):
+    """xdist's group scheduling, with each of :data:`ONE_WORKER_MODULES` one unit of work."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return module if module in ONE_WORKER_MODULES else super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling | None:
+    return _OneWorkerModules(config, log) if config.getvalue("dist") == "loadgroup" else None
 
 
 _DEFAULT_USER_EXISTED: list[bool] = []

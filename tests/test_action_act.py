@@ -23,9 +23,9 @@ from tests.support.act import ROOT, ActRun, base_python, make_repo, run_workflow
 from tests.support.standin import make_standin, processes_of, runs
 from tests.support.users import TEST_AGENT_USER
 
-# One worker runs the whole module: most tests read the one workflow run of scenario_run (a
-# module fixture of ~40 s), which each worker would otherwise run again.
-pytestmark = [pytest.mark.act, pytest.mark.xdist_group("action-act")]
+# One worker runs the whole module (tests/conftest.py ONE_WORKER_MODULES): most tests read
+# the one workflow run of scenario_run (a module fixture of ~40 s), built once.
+pytestmark = pytest.mark.act
 
 SECRET_KEY = "crsr-secret-4f1a9c0e7d2b"  # given as a repository secret (act masks it itself)
 # A key that reached the job as a plain env var: act does not mask it, only the action can.

@@ -48,9 +48,9 @@ from tests.support.example_world import (
 )
 from tests.support.github_server import TOKEN, Recorded
 
-# One worker runs the whole module: its world (servers, repositories, the seeded tool cache)
-# and the shared docs-update run are module fixtures, built once, not once per worker.
-pytestmark = [pytest.mark.act, pytest.mark.xdist_group("examples-act")]
+# One worker runs the whole module (tests/conftest.py ONE_WORKER_MODULES): its world and the
+# shared docs-update run are module fixtures, built once, not once per worker.
+pytestmark = pytest.mark.act
 
 
 
