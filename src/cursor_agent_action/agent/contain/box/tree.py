@@ -7,31 +7,44 @@ and set-group-ID bits dropped). Not copied:
 - ``.git`` directories at any depth: the box shows the real ones read-only instead
   (:mod:`.world`), with their config files masked (:mod:`.gitconfig`); a ``.git`` *file* (the
   pointer of a submodule or worktree) is copied as root's, read-only;
-- fifos, sockets and devices (never opened);
+- fifos, sockets and devices (never opened), and an entry swapped for one after it was listed
+  (:mod:`.filecopy` checks each file's type on its open descriptor; a directory is checked to
+  be the one listed, by device and inode, before it is read);
 - files larger than ``max_file_bytes`` (by their apparent size: a sparse file counts whole) and
   paths longer than :data:`MAX_PATH_BYTES`: they are named in :attr:`Copy.left_out`, and the
   patch never counts them as deleted.
 
 Each file is cloned where the file system shares blocks copy-on-write (``FICLONE``), else its
-data copied. The walk is iterative (any depth), reads each entry with ``lstat`` (links are
-never followed) and stops with :class:`CopyTooLarge` past ``max_total_bytes``. The ``lstat`` of
-every copied file and link is kept: after the run only entries whose ``lstat`` changed are
-hashed for the patch (the inode change time cannot be set by the agent).
+data copied in the kernel (:mod:`.filecopy`). The walk is iterative (any depth), reads each
+directory's listing (the entries' types from it: no ``lstat`` per file, links never followed),
+works relative to open directory descriptors, and stops with :class:`CopyTooLarge` past
+``max_total_bytes``. Files are copied by ``workers`` threads at once: on a disk the copy waits on
+inode creation, which threads overlap (a tmpfs copy is the processor's alone: one worker). The
+``stat`` of every copied file and link is kept: after the run only entries whose ``stat`` changed
+are hashed for the patch (the inode change time cannot be set by the agent).
+
+A copy costs what the file system charges for the tree's inodes and data (``cp -a`` costs the
+same: bench/README.md, the box's section): the tiers without an overlay say what it cost.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
+from cursor_agent_action.agent.contain.box import filecopy
+from cursor_agent_action.agent.contain.box.filecopy import StatKey, stat_key
 from cursor_agent_action.protected import protected_name
 
+_T = TypeVar("_T")
 MAX_PATH_BYTES = 3072
 """Longer relative paths are left out (Linux takes 4096 bytes for a whole path)."""
-_CHUNK = 1 << 30
-FICLONE = 0x40049409  # <linux/fs.h>: _IOW(0x94, 9, int)
 
 
 def protected(path: str) -> bool:
@@ -43,13 +56,6 @@ def protected(path: str) -> bool:
 
 class CopyTooLarge(Exception):
     """The working tree is larger than the box takes."""
-
-
-StatKey = tuple[int, int, int, int, int]  # as changeset.StatKey: mode, size, inode, mtime, ctime
-
-
-def stat_key(info: os.stat_result) -> StatKey:
-    return (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
 
 
 @dataclass
@@ -77,95 +83,178 @@ def nested_repositories(copy: Copy) -> list[str]:
     return sorted({os.path.dirname(path) for path in marks} - {""})
 
 
-def _copy_file(source: str, target: str, info: os.stat_result, *, clone: bool) -> bool:
-    """Copy ``source`` to the new ``target``: a copy-on-write clone (``FICLONE``: no data
-    written, on btrfs, XFS with reflink, bcachefs...) when ``clone``, else (or when the file
-    system has none) by ``sendfile``. Whether it was cloned."""
-    src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                      0o600)
+class _Copier:
+    """One copy's walk: directories, links and left-out entries in this thread, in the order
+    listed; regular files handed to a few threads (:mod:`.filecopy`), each batch holding its
+    directories' descriptors open until its files are done."""
+
+    WINDOW = 32  # directories whose files may be under way at once
+
+    def __init__(self, made: Copy, owner: filecopy.Owner, pool: Executor, *,
+                 max_file_bytes: int, max_total_bytes: int) -> None:
+        self.made, self.owner, self.pool = made, owner, pool
+        self.max_file_bytes, self.max_total_bytes = max_file_bytes, max_total_bytes
+        self.data = filecopy.Data()
+        self.directories: list[tuple[str, os.stat_result]] = []
+        self.batches: deque[_Batch] = deque()
+        self._lock = threading.Lock()
+
+    def walk(self, source: str, target: str) -> None:
+        pending: list[tuple[str, os.stat_result | None]] = [("", None)]
+        while pending:
+            relative, seen = pending.pop()
+            opened = _open_pair(source, target, relative, seen)
+            if opened is None:  # swapped since it was listed: left out, unread
+                self.made.left_out.append(relative)
+                continue
+            batch = _Batch(*opened)
+            self.batches.append(batch)
+            with os.scandir(batch.source) as listing:
+                entries = list(listing)
+            for entry in entries:
+                path = f"{relative}/{entry.name}" if relative else entry.name
+                if len(os.fsencode(path)) > MAX_PATH_BYTES:
+                    self.made.left_out.append(path)
+                elif entry.is_dir(follow_symlinks=False):
+                    self._directory(batch, entry, path, pending)
+                elif entry.is_symlink():
+                    self._link(batch, entry.name, path)
+                elif entry.is_file(follow_symlinks=False):
+                    batch.files.append((path, self.pool.submit(self._file, batch, entry.name)))
+                else:  # fifos, sockets, devices: never opened
+                    self.made.left_out.append(path)
+            while len(self.batches) > self.WINDOW:
+                self._finish(self.batches.popleft())
+
+    def _directory(self, batch: _Batch, entry: os.DirEntry[str], path: str,
+                   pending: list[tuple[str, os.stat_result | None]]) -> None:
+        if entry.name == ".git":
+            self.made.git_dirs.append(path)
+            os.mkdir(entry.name, 0o755, dir_fd=batch.target)  # the read-only original's place
+            return
+        os.mkdir(entry.name, 0o700, dir_fd=batch.target)
+        os.chown(entry.name, self.owner.uid, self.owner.gid, dir_fd=batch.target,
+                 follow_symlinks=False)
+        info = entry.stat(follow_symlinks=False)
+        self.directories.append((path, info))
+        pending.append((path, info))
+
+    def _link(self, batch: _Batch, name: str, path: str) -> None:
+        os.symlink(os.readlink(name, dir_fd=batch.source), name, dir_fd=batch.target)
+        os.chown(name, self.owner.uid, self.owner.gid, dir_fd=batch.target,
+                 follow_symlinks=False)
+        self.made.stats[path] = stat_key(os.stat(name, dir_fd=batch.target,
+                                                 follow_symlinks=False))
+
+    def _file(self, batch: _Batch, name: str) -> StatKey:
+        """In a worker thread: one file copied, charged to the total cap."""
+        owner = None if name == ".git" else self.owner  # a pointer file: root's, read-only
+        key, size = filecopy.copy_file(batch.source, batch.target, name, data=self.data,
+                                       owner=owner, max_bytes=self.max_file_bytes)
+        with self._lock:
+            self.made.bytes += size
+            if self.made.bytes > self.max_total_bytes:
+                raise CopyTooLarge(
+                    f"the working tree holds more than {self.max_total_bytes >> 20} MiB of files")
+        return key
+
+    def _finish(self, batch: _Batch) -> None:
+        """The batch's files recorded (the first failure raised), its descriptors closed."""
         try:
-            if clone and info.st_size:
+            for path, future in batch.files:
                 try:
-                    fcntl.ioctl(dst, FICLONE, src)
-                except OSError:
-                    pass  # ext4, tmpfs, another file system: the data is copied
+                    self.made.stats[path] = future.result()
+                except filecopy.Gone:
+                    self.made.left_out.append(path)
                 else:
-                    return True
-            left = info.st_size
-            while left > 0:
-                sent = os.sendfile(dst, src, None, min(left, _CHUNK))
-                if sent == 0:  # the file shrank while we copied it
-                    break
-                left -= sent
+                    self.made.files += 1
         finally:
-            os.close(dst)
-    finally:
-        os.close(src)
-    return False
+            batch.close()
+
+    def finish(self) -> None:
+        """Every batch finished, in order; after a failure, the rest cancelled and closed."""
+        try:
+            while self.batches:
+                self._finish(self.batches.popleft())
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            while self.batches:
+                self.batches.popleft().close()
+
+
+class _InPlace(Executor):
+    """One worker: each file copied when handed over, in this thread."""
+
+    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
+        done: Future[_T] = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # raised by the batch's finish, in order
+            done.set_exception(exc)
+        return done
+
+
+@dataclass
+class _Batch:
+    """One directory of the tree and of the copy, open, and its files under way."""
+
+    source: int
+    target: int
+    files: list[tuple[str, Future[StatKey]]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for future in (future for _, future in self.files):
+            future.cancel()
+        for _, future in self.files:
+            if not future.cancelled():
+                future.exception()  # wait: a worker may still use the descriptors
+        os.close(self.source)
+        os.close(self.target)
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_pair(source: str, target: str, relative: str,
+               seen: os.stat_result | None) -> tuple[int, int] | None:
+    """The directory ``relative`` of the tree and of the copy, opened; ``None`` when the
+    tree's is no longer the directory listed (``seen``: its device and inode)."""
+    try:
+        fd = os.open(os.path.join(source, relative) if relative else source, _DIRECTORY)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if seen is not None and (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino):
+        os.close(fd)
+        return None
+    try:
+        return fd, os.open(os.path.join(target, relative) if relative else target, _DIRECTORY)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def copy_tree(source: str, target: str, uid: int, gid: int, *, max_file_bytes: int,
-              max_total_bytes: int) -> Copy:
+              max_total_bytes: int, workers: int = filecopy.WORKERS) -> Copy:
     """Copy the work tree at ``source`` into the empty directory ``target`` (see the module
     docstring); everything made is owned by ``uid``:``gid``."""
     made = Copy()
-    clone = True
     os.chown(target, uid, gid)
     os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) & 0o777 | 0o700)
-    pending: list[str] = [""]
-    directories: list[tuple[str, os.stat_result]] = []
-    while pending:
-        relative = pending.pop()
-        here = os.path.join(source, relative) if relative else source
-        with os.scandir(here) as entries:
-            names = [entry.name for entry in entries]
-        for name in names:
-            path = f"{relative}/{name}" if relative else name
-            src, dst = os.path.join(source, path), os.path.join(target, path)
-            if len(os.fsencode(path)) > MAX_PATH_BYTES:
-                made.left_out.append(path)
-                continue
-            info = os.lstat(src)
-            kind = stat.S_IFMT(info.st_mode)
-            if name == ".git" and kind == stat.S_IFDIR:
-                made.git_dirs.append(path)
-                os.mkdir(dst, 0o755)  # the mount point of the read-only original
-                continue
-            if kind == stat.S_IFDIR:
-                os.mkdir(dst, 0o700)
-                os.chown(dst, uid, gid)
-                directories.append((path, info))
-                pending.append(path)
-            elif kind == stat.S_IFLNK:
-                os.symlink(os.readlink(src), dst)
-                os.chown(dst, uid, gid, follow_symlinks=False)
-                made.stats[path] = stat_key(os.lstat(dst))
-            elif kind == stat.S_IFREG and info.st_size <= max_file_bytes:
-                made.bytes += info.st_size
-                if made.bytes > max_total_bytes:
-                    raise CopyTooLarge(
-                        f"the working tree holds more than {max_total_bytes >> 20} MiB of files")
-                if _copy_file(src, dst, info, clone=clone):
-                    made.cloned += 1
-                else:
-                    clone = made.cloned > 0  # one refusal: this file system has no clones
-                mode = stat.S_IMODE(info.st_mode) & 0o1777
-                if name == ".git":  # a submodule's or worktree's pointer: root's, read-only
-                    os.chmod(dst, 0o444)
-                else:
-                    os.chown(dst, uid, gid)
-                    os.chmod(dst, mode)
-                os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
-                made.stats[path] = stat_key(os.lstat(dst))
-                made.files += 1
-            else:
-                made.left_out.append(path)
-    for path, info in reversed(directories):  # after their contents: modes and times as found
+    pool = ThreadPoolExecutor(workers) if workers > 1 else _InPlace()
+    copier = _Copier(made, filecopy.Owner(uid, gid), pool,
+                     max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes)
+    try:
+        copier.walk(source, target)
+    finally:
+        copier.finish()
+    for path, info in reversed(copier.directories):  # after their contents: as found
         dst = os.path.join(target, path)
         os.chmod(dst, stat.S_IMODE(info.st_mode) & 0o1777 | 0o700)
         os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns))
+    made.cloned = copier.data.cloned
+    made.git_dirs.sort()
+    made.left_out.sort()
     return made
 
 
