@@ -6,6 +6,7 @@ out what is no longer what was listed, copying the rest."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
@@ -34,7 +35,7 @@ def _in_thread(run: Callable[[], tree.Copy], seconds: float) -> tree.Copy | Base
     def target() -> None:
         try:
             found.append(run())
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:  # handed to the test
             found.append(exc)
 
     worker = threading.Thread(target=target, daemon=True)
@@ -102,10 +103,8 @@ def test_a_file_swapped_for_a_fifo_as_it_is_opened_is_left_out_without_waiting(
         made = _in_thread(lambda: _copy(real, tmp_path / "copy"), 10.0)
     finally:
         if (real / "swapped.txt").exists():  # a copy blocked on the fifo: let it go
-            try:
+            with contextlib.suppress(OSError):  # ENXIO: no reader (the copy never opened it)
                 os.close(_REAL_OPEN(real / "swapped.txt", os.O_WRONLY | os.O_NONBLOCK))
-            except OSError as exc:
-                assert exc.errno in (errno.ENXIO, errno.ENOENT)
     assert made is not None, "the copy waited on a fifo swapped in for a file"
     assert isinstance(made, tree.Copy), made
     assert "swapped.txt" in made.left_out
