@@ -142,12 +142,13 @@ class Prepared:
 
 
 def copy_note(copy: tree.Copy, seconds: float) -> str:
-    """The summary's line on the copy: its size, what it cost, and why there is one."""
+    """The summary's line on the copy: what it cost, and why there is one."""
     how = (f"{copy.cloned:,} of them cloned copy-on-write" if copy.cloned else
-           "its data copied: this file system has no copy-on-write clones")
-    return (f"a copy of the repository ({copy.files:,} files, {copy.bytes / 2**20:,.1f} MiB) "
-            f"on disk, under Landlock, made in {seconds:.1f} s ({how}; without the box there "
-            "is no overlay: it needs CAP_SYS_ADMIN or a user namespace)")
+           "their data copied: this file system has no copy-on-write clones")
+    return (f"a copy of the repository on disk, under Landlock: {copy.files:,} files "
+            f"({copy.bytes / 2**20:,.1f} MiB) copied in {seconds:.1f} s ({how}); without the "
+            "box there is no overlay: it needs CAP_SYS_ADMIN or a user namespace, and a copy "
+            "costs what the disk charges for every file")
 
 
 def _can_run(agent: AgentUser, program: str) -> bool:
