@@ -14,9 +14,9 @@ candidates (the machine is shared: compare one round's figures with each other):
 - ``fuse-overlayfs``: the same in user space, where the fuse-overlayfs program and ``/dev/fuse``
   are (mounting still needs CAP_SYS_ADMIN or the set-user-ID fusermount3 with a usable
   ``/dev/fuse``); skipped when it is not installed; its daemon's processor time is not counted;
-- ``copy-1``, ``copy-4``: :func:`tree.copy_tree` with one and four workers, to a directory on the
-  tree's own disk (where the Landlock tiers put it);
-- ``copy-tmpfs``: :func:`tree.copy_tree`, one worker, to a tmpfs (the box's copy fallback);
+- ``copy``: :func:`tree.copy_tree` to a directory on the tree's own disk (where the Landlock
+  tiers put it);
+- ``copy-tmpfs``: :func:`tree.copy_tree` to a tmpfs (the box's copy fallback);
 - ``cp -a``: coreutils' copy to the same disk: the floor of any copy;
 - ``in place``: a walk alone: what writing in place would cost if it could be made safe (it
   cannot: bench/README.md).
@@ -61,10 +61,10 @@ def _overlay(repo: Path, area: Path, program: str) -> None:
                    check=True)
 
 
-def _copy(repo: Path, area: Path, workers: int) -> None:
+def _copy(repo: Path, area: Path) -> None:
     (area / "tree").mkdir()
     tree.copy_tree(str(repo), str(area / "tree"), AGENT_UID, AGENT_GID,
-                   max_file_bytes=1 << 30, max_total_bytes=1 << 40, workers=workers)
+                   max_file_bytes=1 << 30, max_total_bytes=1 << 40)
     _walk(area / "tree")
 
 
@@ -76,9 +76,8 @@ def _cp_a(repo: Path, area: Path) -> None:
 CANDIDATES: dict[str, tuple[str, Callable[[Path, Path], None]]] = {  # name: (where, how)
     "overlay": ("disk", lambda repo, area: _overlay(repo, area, "kernel")),
     "fuse-overlayfs": ("disk", lambda repo, area: _overlay(repo, area, FUSE_OVERLAYFS)),
-    "copy-1": ("disk", lambda repo, area: _copy(repo, area, 1)),
-    "copy-4": ("disk", lambda repo, area: _copy(repo, area, 4)),
-    "copy-tmpfs": ("tmpfs", lambda repo, area: _copy(repo, area, 1)),
+    "copy": ("disk", _copy),
+    "copy-tmpfs": ("tmpfs", _copy),
     "cp -a": ("disk", _cp_a),
     "in place": ("disk", lambda repo, area: _walk(repo)),
 }

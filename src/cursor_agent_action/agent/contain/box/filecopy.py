@@ -5,8 +5,8 @@ its data cloned copy-on-write (``FICLONE``) where the file system shares blocks,
 in the kernel (``copy_file_range``, else ``sendfile``); owner, mode and times set on the new
 descriptor, whose ``fstat`` is what the patch compares against later.
 
-Every call is a system call on descriptors, which releases the GIL: :mod:`.tree` runs a few at
-once (:data:`WORKERS`), the copy's cost being the file system's, not Python's.
+Each step is one system call on a descriptor (no path walked again, no data through Python):
+what is left of the copy's cost is the file system's own, as ``cp -a``'s (bench/README.md).
 """
 
 from __future__ import annotations
@@ -15,16 +15,12 @@ import errno
 import fcntl
 import os
 import stat
-import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 FICLONE = 0x40049409  # <linux/fs.h>: _IOW(0x94, 9, int)
 _CHUNK = 1 << 30
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-WORKERS = 4
-"""Files copied at once: the copy waits on the file system (inode creation, the journal), not
-on the processor (bench/README.md, the box's section, measured the choice)."""
 
 StatKey = tuple[int, int, int, int, int]  # as changeset.StatKey: mode, size, inode, mtime, ctime
 
@@ -37,8 +33,7 @@ class Gone(Exception):
     """The entry is no longer a regular file of at most the size cap: left out, unread."""
 
 
-@dataclass(frozen=True)
-class Owner:
+class Owner(NamedTuple):
     """Who owns the copy's files."""
 
     uid: int
@@ -54,7 +49,6 @@ class Data:
         self.clone = True
         self.copy_range = hasattr(os, "copy_file_range")
         self.cloned = 0
-        self._lock = threading.Lock()
 
     def move(self, source: int, target: int, size: int) -> None:
         """Put the first ``size`` bytes of ``source`` in the empty ``target``."""
@@ -62,11 +56,9 @@ class Data:
             try:
                 fcntl.ioctl(target, FICLONE, source)
             except OSError:
-                with self._lock:
-                    self.clone = self.cloned > 0  # a first refusal: this file system has none
+                self.clone = self.cloned > 0  # a first refusal: this file system has none
             else:
-                with self._lock:
-                    self.cloned += 1
+                self.cloned += 1
                 return
         left = size
         while left > 0:

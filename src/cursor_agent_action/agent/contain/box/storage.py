@@ -119,7 +119,7 @@ def _copy(spec: BoxSpec, agent: AgentUser, area: Path, why: str) -> tree.Copy:
     (area / "tree").mkdir()
     copy = tree.copy_tree(spec.repo_root, str(area / "tree"), agent.uid, agent.gid,
                           max_file_bytes=caps.max_file_bytes,
-                          max_total_bytes=caps.max_total_bytes, workers=1)  # a tmpfs
+                          max_total_bytes=caps.max_total_bytes)
     copy.note = f"a copy of the repository ({copy.files:,} files): {why}"
     return copy
 

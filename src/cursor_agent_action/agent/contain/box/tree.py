@@ -18,9 +18,9 @@ Each file is cloned where the file system shares blocks copy-on-write (``FICLONE
 data copied in the kernel (:mod:`.filecopy`). The walk is iterative (any depth), reads each
 directory's listing (the entries' types from it: no ``lstat`` per file, links never followed),
 works relative to open directory descriptors, and stops with :class:`CopyTooLarge` past
-``max_total_bytes``. Files are copied by ``workers`` threads at once: on a disk the copy waits on
-inode creation, which threads overlap (a tmpfs copy is the processor's alone: one worker). The
-``stat`` of every copied file and link is kept: after the run only entries whose ``stat`` changed
+``max_total_bytes``. One thread: threads copying files at once made it slower on a busy disk
+(their inode creations contend for the journal: bench/README.md). The ``stat`` of every copied
+file and link is kept: after the run only entries whose ``stat`` changed
 are hashed for the patch (the inode change time cannot be set by the agent).
 
 A copy costs what the file system charges for the tree's inodes and data (``cp -a`` costs the
@@ -31,18 +31,12 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
-from collections import deque
-from collections.abc import Callable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 from cursor_agent_action.agent.contain.box import filecopy
 from cursor_agent_action.agent.contain.box.filecopy import StatKey, stat_key
 from cursor_agent_action.protected import protected_name
 
-_T = TypeVar("_T")
 MAX_PATH_BYTES = 3072
 """Longer relative paths are left out (Linux takes 4096 bytes for a whole path)."""
 
@@ -84,20 +78,14 @@ def nested_repositories(copy: Copy) -> list[str]:
 
 
 class _Copier:
-    """One copy's walk: directories, links and left-out entries in this thread, in the order
-    listed; regular files handed to a few threads (:mod:`.filecopy`), each batch holding its
-    directories' descriptors open until its files are done."""
+    """One copy's walk, one directory at a time, relative to its open descriptors."""
 
-    WINDOW = 32  # directories whose files may be under way at once
-
-    def __init__(self, made: Copy, owner: filecopy.Owner, pool: Executor, *,
-                 max_file_bytes: int, max_total_bytes: int) -> None:
-        self.made, self.owner, self.pool = made, owner, pool
+    def __init__(self, made: Copy, owner: filecopy.Owner, *, max_file_bytes: int,
+                 max_total_bytes: int) -> None:
+        self.made, self.owner = made, owner
         self.max_file_bytes, self.max_total_bytes = max_file_bytes, max_total_bytes
         self.data = filecopy.Data()
         self.directories: list[tuple[str, os.stat_result]] = []
-        self.batches: deque[_Batch] = deque()
-        self._lock = threading.Lock()
 
     def walk(self, source: str, target: str) -> None:
         pending: list[tuple[str, os.stat_result | None]] = [("", None)]
@@ -107,109 +95,55 @@ class _Copier:
             if opened is None:  # swapped since it was listed: left out, unread
                 self.made.left_out.append(relative)
                 continue
-            batch = _Batch(*opened)
-            self.batches.append(batch)
-            with os.scandir(batch.source) as listing:
-                entries = list(listing)
-            for entry in entries:
-                path = f"{relative}/{entry.name}" if relative else entry.name
-                if len(os.fsencode(path)) > MAX_PATH_BYTES:
-                    self.made.left_out.append(path)
-                elif entry.is_dir(follow_symlinks=False):
-                    self._directory(batch, entry, path, pending)
-                elif entry.is_symlink():
-                    self._link(batch, entry.name, path)
-                elif entry.is_file(follow_symlinks=False):
-                    batch.files.append((path, self.pool.submit(self._file, batch, entry.name)))
-                else:  # fifos, sockets, devices: never opened
-                    self.made.left_out.append(path)
-            while len(self.batches) > self.WINDOW:
-                self._finish(self.batches.popleft())
+            try:
+                self._directory(relative, *opened, pending)
+            finally:
+                os.close(opened[0])
+                os.close(opened[1])
 
-    def _directory(self, batch: _Batch, entry: os.DirEntry[str], path: str,
+    def _directory(self, relative: str, source: int, target: int,
                    pending: list[tuple[str, os.stat_result | None]]) -> None:
-        if entry.name == ".git":
-            self.made.git_dirs.append(path)
-            os.mkdir(entry.name, 0o755, dir_fd=batch.target)  # the read-only original's place
-            return
-        os.mkdir(entry.name, 0o700, dir_fd=batch.target)
-        os.chown(entry.name, self.owner.uid, self.owner.gid, dir_fd=batch.target,
-                 follow_symlinks=False)
-        info = entry.stat(follow_symlinks=False)
-        self.directories.append((path, info))
-        pending.append((path, info))
+        with os.scandir(source) as listing:
+            entries = list(listing)
+        for entry in entries:
+            name = entry.name
+            path = f"{relative}/{name}" if relative else name
+            if len(os.fsencode(path)) > MAX_PATH_BYTES:
+                self.made.left_out.append(path)
+            elif entry.is_dir(follow_symlinks=False):
+                if name == ".git":  # the read-only original's place
+                    self.made.git_dirs.append(path)
+                    os.mkdir(name, 0o755, dir_fd=target)
+                    continue
+                os.mkdir(name, 0o700, dir_fd=target)
+                os.chown(name, *self.owner, dir_fd=target, follow_symlinks=False)
+                info = entry.stat(follow_symlinks=False)
+                self.directories.append((path, info))
+                pending.append((path, info))
+            elif entry.is_symlink():
+                os.symlink(os.readlink(name, dir_fd=source), name, dir_fd=target)
+                os.chown(name, *self.owner, dir_fd=target, follow_symlinks=False)
+                self.made.stats[path] = stat_key(os.stat(name, dir_fd=target,
+                                                         follow_symlinks=False))
+            elif entry.is_file(follow_symlinks=False):
+                self._file(source, target, name, path)
+            else:  # fifos, sockets, devices: never opened
+                self.made.left_out.append(path)
 
-    def _link(self, batch: _Batch, name: str, path: str) -> None:
-        os.symlink(os.readlink(name, dir_fd=batch.source), name, dir_fd=batch.target)
-        os.chown(name, self.owner.uid, self.owner.gid, dir_fd=batch.target,
-                 follow_symlinks=False)
-        self.made.stats[path] = stat_key(os.stat(name, dir_fd=batch.target,
-                                                 follow_symlinks=False))
-
-    def _file(self, batch: _Batch, name: str) -> StatKey:
-        """In a worker thread: one file copied, charged to the total cap."""
+    def _file(self, source: int, target: int, name: str, path: str) -> None:
         owner = None if name == ".git" else self.owner  # a pointer file: root's, read-only
-        key, size = filecopy.copy_file(batch.source, batch.target, name, data=self.data,
-                                       owner=owner, max_bytes=self.max_file_bytes)
-        with self._lock:
-            self.made.bytes += size
-            if self.made.bytes > self.max_total_bytes:
-                raise CopyTooLarge(
-                    f"the working tree holds more than {self.max_total_bytes >> 20} MiB of files")
-        return key
-
-    def _finish(self, batch: _Batch) -> None:
-        """The batch's files recorded (the first failure raised), its descriptors closed."""
         try:
-            for path, future in batch.files:
-                try:
-                    self.made.stats[path] = future.result()
-                except filecopy.Gone:
-                    self.made.left_out.append(path)
-                else:
-                    self.made.files += 1
-        finally:
-            batch.close()
-
-    def finish(self) -> None:
-        """Every batch finished, in order; after a failure, the rest cancelled and closed."""
-        try:
-            while self.batches:
-                self._finish(self.batches.popleft())
-        finally:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            while self.batches:
-                self.batches.popleft().close()
-
-
-class _InPlace(Executor):
-    """One worker: each file copied when handed over, in this thread."""
-
-    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
-        done: Future[_T] = Future()
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except Exception as exc:  # raised by the batch's finish, in order
-            done.set_exception(exc)
-        return done
-
-
-@dataclass
-class _Batch:
-    """One directory of the tree and of the copy, open, and its files under way."""
-
-    source: int
-    target: int
-    files: list[tuple[str, Future[StatKey]]] = field(default_factory=list)
-
-    def close(self) -> None:
-        for future in (future for _, future in self.files):
-            future.cancel()
-        for _, future in self.files:
-            if not future.cancelled():
-                future.exception()  # wait: a worker may still use the descriptors
-        os.close(self.source)
-        os.close(self.target)
+            key, size = filecopy.copy_file(source, target, name, data=self.data, owner=owner,
+                                           max_bytes=self.max_file_bytes)
+        except filecopy.Gone:
+            self.made.left_out.append(path)
+            return
+        self.made.stats[path] = key
+        self.made.files += 1
+        self.made.bytes += size
+        if self.made.bytes > self.max_total_bytes:
+            raise CopyTooLarge(
+                f"the working tree holds more than {self.max_total_bytes >> 20} MiB of files")
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -235,26 +169,20 @@ def _open_pair(source: str, target: str, relative: str,
 
 
 def copy_tree(source: str, target: str, uid: int, gid: int, *, max_file_bytes: int,
-              max_total_bytes: int, workers: int = filecopy.WORKERS) -> Copy:
+              max_total_bytes: int) -> Copy:
     """Copy the work tree at ``source`` into the empty directory ``target`` (see the module
     docstring); everything made is owned by ``uid``:``gid``."""
     made = Copy()
     os.chown(target, uid, gid)
     os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) & 0o777 | 0o700)
-    pool = ThreadPoolExecutor(workers) if workers > 1 else _InPlace()
-    copier = _Copier(made, filecopy.Owner(uid, gid), pool,
-                     max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes)
-    try:
-        copier.walk(source, target)
-    finally:
-        copier.finish()
+    copier = _Copier(made, filecopy.Owner(uid, gid), max_file_bytes=max_file_bytes,
+                     max_total_bytes=max_total_bytes)
+    copier.walk(source, target)
     for path, info in reversed(copier.directories):  # after their contents: as found
         dst = os.path.join(target, path)
         os.chmod(dst, stat.S_IMODE(info.st_mode) & 0o1777 | 0o700)
         os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns))
     made.cloned = copier.data.cloned
-    made.git_dirs.sort()
-    made.left_out.sort()
     return made
 
 
