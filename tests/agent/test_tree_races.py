@@ -159,3 +159,17 @@ def test_one_file_copies_whole_when_the_kernel_refuses_copy_file_range(
     assert key == filecopy.stat_key(os.lstat(tmp_path / "dst" / "f"))
     assert len(calls) == 1  # learnt once: sendfile after
     assert data.copy_range is False
+
+
+def test_a_tree_that_is_no_directory_fails_the_copy_instead_of_copying_nothing(
+        tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a tree\n")
+    with pytest.raises(OSError, match="cannot be opened as a directory"):
+        _copy(tmp_path / "file", tmp_path / "copy")
+
+
+def test_a_tree_named_through_a_link_is_copied_as_before(tmp_path: Path, real: Path) -> None:
+    (tmp_path / "link").symlink_to(real)
+    made = _copy(tmp_path / "link", tmp_path / "copy")
+    assert made.files == 3
+    assert (tmp_path / "copy" / "sub" / "kept.txt").read_text() == "kept\n"

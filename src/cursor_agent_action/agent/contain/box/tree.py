@@ -92,6 +92,8 @@ class _Copier:
         while pending:
             relative, seen = pending.pop()
             opened = _open_pair(source, target, relative, seen)
+            if opened is None and not relative:
+                raise OSError(f"the working tree {source} cannot be opened as a directory")
             if opened is None:  # swapped since it was listed: left out, unread
                 self.made.left_out.append(relative)
                 continue
@@ -153,8 +155,9 @@ def _open_pair(source: str, target: str, relative: str,
                seen: os.stat_result | None) -> tuple[int, int] | None:
     """The directory ``relative`` of the tree and of the copy, opened; ``None`` when the
     tree's is no longer the directory listed (``seen``: its device and inode)."""
-    try:
-        fd = os.open(os.path.join(source, relative) if relative else source, _DIRECTORY)
+    try:  # the top as named (as the box names it), each directory below never through a link
+        fd = (os.open(os.path.join(source, relative), _DIRECTORY) if relative else
+              os.open(source, _DIRECTORY & ~os.O_NOFOLLOW))
     except OSError:
         return None
     info = os.fstat(fd)
