@@ -77,8 +77,8 @@ def _attacks(marks: Path, secret: Path, evil: Path) -> dict[str, str]:
         # A git hook, and the config that would point git at it and at the fork's drivers.
         ".githooks/post-checkout": f"#!/bin/sh\n{touch}/hook\n",
         ".gitconfig": (f"[core]\n\thooksPath = .githooks\n[filter \"pwn\"]\n"
-                       f"\tsmudge = sh -c '{touch}/filter; cat'\n\tclean = cat\n"
-                       f"[diff \"pwn\"]\n\ttextconv = sh -c '{touch}/textconv; cat \"$0\"'\n"),
+                       f"\tsmudge = \"sh -c '{touch}/filter; cat'\"\n\tclean = cat\n"
+                       f"[diff \"pwn\"]\n\ttextconv = \"sh -c '{touch}/textconv; cat $0'\"\n"),
         ".gitattributes": "*.py filter=pwn diff=pwn\n",
         ".gitmodules": f'[submodule "vendor/x"]\n\tpath = vendor/x\n\turl = {evil}\n',
         # The fork's configuration and instructions for the CLI.
@@ -166,10 +166,17 @@ class Seen:
     workspaces: list[dict[str, Any]]
 
 
+def _agent_log(run: ActRun) -> str:
+    """The agent job's messages, as a person reads them (workflow commands included)."""
+    return "\n".join(str(r.get("msg", "")) for r in run.records
+                     if r.get("jobID") == "agent")
+
+
 def _seen(fork: Fork, workflow: str, name: str) -> Seen:
     workspaces = fork.world.base / "workspaces.jsonl"
     workspaces.unlink(missing_ok=True)
     run = _run(fork, workflow, f"record-{name}.jsonl")
+    assert (fork.world.base / "standin" / f"record-{name}.jsonl").exists(), _agent_log(run)[-8000:]
     entries = recorded(fork.world, f"record-{name}.jsonl")
     assert len(entries) == 1, run.explain()
     kept = [json.loads(line) for line in workspaces.read_text().splitlines()]
@@ -199,7 +206,8 @@ def test_the_fork_is_reviewed_and_one_review_is_posted(safe: Seen) -> None:
     assert [(c["path"], c["line"]) for c in posted.body["comments"]] == [
         ("src/fork_feature.py", 1)]
     states = [s["state"] for s in fork.world.github.state.statuses if s["_sha"] == fork.sha]
-    assert states == ["pending", "success"]
+    assert states[0] == "pending"
+    assert states[-1] == "success"
     assert run.leaks(API_KEY) == []
     assert run.leaks(TOKEN) == []
 
@@ -272,7 +280,9 @@ def check_the_forks_cursor_config_never_reaches_the_agent(seen: Seen) -> None:
 
 
 def check_the_head_is_never_checked_out_on_the_runner(seen: Seen) -> None:
-    for workspace in seen.workspaces:
+    checkouts = [w for w in seen.workspaces if w["head"]]  # the jobs with a checkout
+    assert checkouts
+    for workspace in checkouts:
         assert workspace["head"] == seen.fork.world.main_sha, workspace
         assert workspace["status"] == "", workspace
 
@@ -322,8 +332,8 @@ def test_a_runner_where_the_key_cannot_be_masked_refuses_in_plain_words(fork: Fo
     run = world.run(name, "pull_request_target",
                     pull_request_event(world, fork.number, FORK, head_sha=fork.sha))
     assert run.job_result("agent") == "failure", run.explain()
-    log = " ".join(run.job_log("agent").split())
-    assert "with the API key masked" in log
+    log = " ".join(_agent_log(run).split())
+    assert "with the API key masked" in log, log
     assert "masked-or-fail" in log
     assert not (world.base / "standin" / "record-fork-masked.jsonl").exists()
     posted = world.github.requests_to("POST", r"/reviews$")[before:]
