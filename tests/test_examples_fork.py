@@ -58,7 +58,7 @@ class Fork:
     evil: Path  # the submodule the fork names
 
 
-def _attacks(marks: Path, secret: Path, evil: Path) -> dict[str, str]:
+def _attacks(marks: Path, evil: Path) -> dict[str, str]:
     """The fork's files that would run code (or read the runner's files) outside the box."""
     touch = f"touch {marks}"
     return {
@@ -110,7 +110,7 @@ def _make_fork(world: World) -> Fork:
     fork = base / "fork"
     subprocess.run(["git", "clone", "-q", str(world.bare), str(fork)], check=True)
     git(fork, "checkout", "-q", world.main_sha)
-    for path, text in {**_attacks(marks, secret, evil), "src/cli.py": FORK_CLI,
+    for path, text in {**_attacks(marks, evil), "src/cli.py": FORK_CLI,
                        "src/fork_feature.py": FEATURE}.items():
         (fork / path).parent.mkdir(parents=True, exist_ok=True)
         (fork / path).write_text(text)
@@ -316,9 +316,12 @@ def test_every_attack_check_fails_on_the_unsafe_variant(
 
 
 def test_a_runner_where_the_key_cannot_be_masked_refuses_in_plain_words(fork: Fork) -> None:
-    """Without the box (isolation none asked by a changed workflow) the action refuses before
-    the agent starts, naming what is missing; nothing is posted but the failing status."""
+    """The example changed to `api-key-masking: masked` (which could fall back to the key in the
+    box): the action refuses before the agent starts, naming what is missing; no finding is
+    posted and nothing of the fork's runs."""
     world = fork.world
+    for mark in fork.marks.iterdir():
+        mark.unlink()
     text = (world.repo / ".github" / "workflows" / "fork-review.yml").read_text()
     changed = text.replace("api-key-masking: masked-or-fail", "api-key-masking: masked")
     assert changed != text
