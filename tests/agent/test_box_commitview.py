@@ -99,7 +99,10 @@ def test_the_agent_sees_the_commit_and_the_checkout_stays_the_base(
     assert "Read(" in _seen(box, "policy")
     assert "No such file" in _seen(box, "git")  # no repository in the view
     assert _seen(box, "leak").strip() == "../../runner-home"  # a link, in the box only
-    assert "the tree of commit" in out["summary"]
+    assert f"commit {sha[:12]}'s tree" in out["summary"]
+    # Left out on purpose, said once, not as paths the box could not take.
+    assert "5 configuration and instruction files of its own left out" in out["summary"]
+    assert "not copied into the box" not in out["summary"]
     # The runner's checkout: the base, untouched.
     assert git(box.workspace, "rev-parse", "HEAD") == head
     assert git(box.workspace, "status", "--porcelain") == ""

@@ -8,12 +8,12 @@ tmpfs, owned by the agent. Nothing of the head ever lands on the runner's disk, 
 it is interpreted on the way in: a ``.gitattributes`` filter, ``.gitmodules`` or hook directory
 is one more file the agent may read.
 
-What the view leaves out (named in :attr:`tree.Copy.left_out`):
+What the view leaves out: the paths the caller names in ``skip`` at any depth, case-folded
+(the helper passes the configuration and instruction files the CLI reads: a fork's
+``.cursor/cli.json``, ``mcp.json``, hooks, rules are never the agent's; the policy the helper
+wrote for this run is put at the working directory instead), counted in
+:attr:`tree.Copy.skipped_config`; and, named in :attr:`tree.Copy.left_out`:
 
-- the paths the caller names in ``skip`` at any depth, case-folded (the helper passes the
-  configuration and instruction files the CLI reads: a fork's ``.cursor/cli.json``,
-  ``mcp.json``, hooks, rules are never the agent's; the policy the helper wrote for this run
-  is put at the working directory instead);
 - a path with an empty, ``.``, ``..`` or ``.git`` component (git refuses such trees; a forged
   one is refused here too);
 - files over ``max_file_bytes``, paths over :data:`tree.MAX_PATH_BYTES`;
@@ -76,11 +76,14 @@ def entries(repo: Path, commit: str) -> list[Entry]:
     return found
 
 
-def _unsafe(path: str, skip: frozenset[str]) -> bool:
-    parts = path.split("/")
-    if any(part in ("", ".", "..") or fold(part) == ".git" for part in parts):
-        return True
-    folded = [fold(part) for part in parts]
+def _unsafe(path: str) -> bool:
+    """A component git never checks out: empty, ``.``, ``..`` or ``.git`` in any case."""
+    return any(part in ("", ".", "..") or fold(part) == ".git" for part in path.split("/"))
+
+
+def _configuration(path: str, skip: frozenset[str]) -> bool:
+    """Whether ``path`` is, or is inside, a skipped name (folded) below any directory."""
+    folded = [fold(part) for part in path.split("/")]
     # A skipped name at any depth: the whole path (".cursor/mcp.json") or a directory of one
     # (".cursor/rules/x.mdc"), from any directory down.
     return any("/".join(folded[start:end]) in skip
@@ -102,7 +105,9 @@ def build(repo: Path, commit: str, target: Path, owner: tuple[int, int], *,
     blobs: list[Entry] = []
     links: list[Entry] = []
     for entry in listed:
-        if (_unsafe(entry.path, skipped) or len(os.fsencode(entry.path)) > tree.MAX_PATH_BYTES
+        if _configuration(entry.path, skipped):
+            made.skipped_config += 1
+        elif (_unsafe(entry.path) or len(os.fsencode(entry.path)) > tree.MAX_PATH_BYTES
                 or (entry.mode in BLOB_MODES and entry.size > max_file_bytes)):
             made.left_out.append(entry.path)
         elif entry.mode in BLOB_MODES:

@@ -168,9 +168,11 @@ def _commit(spec: BoxSpec, agent: AgentUser, area: Path) -> tree.Copy:
             os.write(made, data)
         finally:
             os.close(made)
-    copy.note = (f"the tree of commit {spec.view_commit[:12]} ({copy.files:,} files), written "
-                 "from the repository's objects: the checkout is not in the box, and nothing "
-                 "of the commit is on the runner's disk")
+    skipped = (f"; {copy.skipped_config:,} configuration and instruction files of its own "
+               "left out" if copy.skipped_config else "")
+    copy.note = (f"commit {spec.view_commit[:12]}'s tree ({copy.files:,} files{skipped}), "
+                 "written from the repository's objects: the checkout is not in the box, and "
+                 "nothing of the commit is on the runner's disk")
     return copy
 
 
