@@ -4,9 +4,10 @@ For a pull request from a fork the runner checks out the base; the fork's head i
 objects only. Root, in the box's mount namespace, reads that commit's tree with our hardened
 git (:mod:`cursor_agent_action.safegit`: no hooks, no fsmonitor, no attributes, no filters:
 ``ls-tree`` and ``cat-file --batch`` never run a driver) and writes it straight into the box's
-tmpfs, owned by the agent. Nothing of the head ever lands on the runner's disk, and nothing of
-it is interpreted on the way in: a ``.gitattributes`` filter, ``.gitmodules`` or hook directory
-is one more file the agent may read.
+tmpfs, owned by the agent. No file of the head is ever written on the runner's disk (its
+objects stay compressed in the object store), and nothing of it is interpreted on the way in:
+a ``.gitattributes`` filter, ``.gitmodules`` or hook directory is one more file the agent may
+read.
 
 What the view leaves out: the paths the caller names in ``skip`` at any depth, case-folded
 (the helper passes the configuration and instruction files the CLI reads: a fork's

@@ -171,8 +171,8 @@ def _commit(spec: BoxSpec, agent: AgentUser, area: Path) -> tree.Copy:
     skipped = (f"; {copy.skipped_config:,} configuration and instruction files of its own "
                "left out" if copy.skipped_config else "")
     copy.note = (f"commit {spec.view_commit[:12]}'s tree ({copy.files:,} files{skipped}), "
-                 "written from the repository's objects: the checkout is not in the box, and "
-                 "nothing of the commit is on the runner's disk")
+                 "written from the repository's objects: the checkout is not in the box, and no "
+                 "file of the commit is written on the runner's disk")
     return copy
 
 
