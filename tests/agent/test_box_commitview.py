@@ -124,6 +124,25 @@ def test_what_the_agent_writes_in_a_commits_view_never_comes_back(
 
 
 @needs_root
+def test_a_cursor_link_or_file_of_the_commits_gives_way_to_the_runs_policy(
+    box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``.cursor`` link out of the tree (or a file of that name) cannot take the run's
+    policy file, or its place."""
+    outside = box.base / "planted"
+    outside.mkdir()
+    sha = fork_commit(box.workspace, {"src/app.py": FORK_APP}, {".cursor": str(outside)})
+    out = _run(box, capsys, LOOK, "--view-commit", sha, *MASKED)
+    assert out["conclusion"] == "success", out["log"] + out["summary"]
+    assert "Read(" in _seen(box, "policy")
+    assert list(outside.iterdir()) == []
+    sha = fork_commit(box.workspace, {".cursor": "a file\n"})
+    out = _run(box, capsys, LOOK, "--view-commit", sha, *MASKED)
+    assert out["conclusion"] == "success", out["log"] + out["summary"]
+    assert "Read(" in _seen(box, "policy")
+
+
+@needs_root
 def test_a_commit_not_fetched_is_refused_before_the_agent_starts(
     box: Box, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -159,6 +159,12 @@ def _commit(spec: BoxSpec, agent: AgentUser, area: Path) -> tree.Copy:
             data = os.read(fd, 1 << 20)
         finally:
             os.close(fd)
+        # The commit's own entries on the way (a link or file named .cursor) give way to ours.
+        here = place
+        for part in relative.split("/")[:-1]:
+            here = here / part
+            if here.is_symlink() or (here.exists() and not here.is_dir()):
+                here.unlink()
         parent = commitview.directory(place, os.path.dirname(relative), owner)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(parent / os.path.basename(relative))
