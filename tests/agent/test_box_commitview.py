@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -204,3 +206,30 @@ def test_a_forged_tree_path_is_left_out(tmp_path: Path) -> None:
                             max_file_bytes=1 << 20, max_total_bytes=1 << 20, max_files=100)
     assert sorted(os.listdir(target)) == ["ok.txt"]
     assert made.left_out == [".GIT/config"]
+
+
+@needs_root
+def test_the_commits_objects_are_parsed_as_the_runners_user_not_root(box: Box) -> None:
+    """Root writes the view, but the git that parses the fork's objects runs as the reader
+    (the runner's user, who fetched them): a repository that user cannot read cannot be
+    read, and one it can is."""
+    sha = fork_commit(box.workspace, {"src/app.py": FORK_APP})
+    nobody = (65534, 65534)
+    place = Path(tempfile.mkdtemp(prefix="caa-commitview-"))  # where any user may look
+    try:
+        place.chmod(0o755)
+        repo = place / "repo"
+        shutil.copytree(box.workspace, repo, symlinks=True)
+        target = place / "view"
+        target.mkdir()
+        repo.chmod(0o700)
+        with pytest.raises(commitview.ViewError, match="could not be read"):
+            commitview.build(repo, sha, target, nobody, skip=(), reader=nobody,
+                             max_file_bytes=1 << 20, max_total_bytes=1 << 20, max_files=100)
+        repo.chmod(0o755)
+        made = commitview.build(repo, sha, target, nobody, skip=(), reader=nobody,
+                                max_file_bytes=1 << 20, max_total_bytes=1 << 20, max_files=100)
+        assert (target / "src" / "app.py").read_text() == FORK_APP
+        assert made.files == 2  # README.md, src/app.py
+    finally:
+        shutil.rmtree(place)

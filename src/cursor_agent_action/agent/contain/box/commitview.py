@@ -1,10 +1,11 @@
 """The box's tree made from one commit's objects (``view-commit``), never from a checkout.
 
 For a pull request from a fork the runner checks out the base; the fork's head is fetched as
-objects only. Root, in the box's mount namespace, reads that commit's tree with our hardened
-git (:mod:`cursor_agent_action.safegit`: no hooks, no fsmonitor, no attributes, no filters:
-``ls-tree`` and ``cat-file --batch`` never run a driver) and writes it straight into the box's
-tmpfs, owned by the agent. No file of the head is ever written on the runner's disk (its
+objects only. Root, in the box's mount namespace, has our hardened git read that commit's tree
+(:mod:`cursor_agent_action.safegit`: no hooks, no fsmonitor, no attributes, no filters:
+``ls-tree`` and ``cat-file --batch`` never run a driver), run as the runner's user who fetched
+the objects (root never parses them), and writes it straight into the box's tmpfs, owned by
+the agent. No file of the head is ever written on the runner's disk (its
 objects stay compressed in the object store), and nothing of it is interpreted on the way in:
 a ``.gitattributes`` filter, ``.gitmodules`` or hook directory is one more file the agent may
 read.
@@ -28,10 +29,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from cursor_agent_action import safegit
 from cursor_agent_action.agent.contain.box import tree
@@ -39,6 +40,8 @@ from cursor_agent_action.protected import fold, fold_path
 
 _CHUNK = 1 << 20
 _READ_TIMEOUT_S = 600
+_MAX_LINK_BYTES = 4095
+"""A link target longer than Linux takes (or empty) is left out."""
 BLOB_MODES = {"100644": 0o644, "100755": 0o755}
 LINK_MODE = "120000"
 GITLINK_MODE = "160000"
@@ -58,16 +61,31 @@ class Entry:
     path: str
 
 
-def entries(repo: Path, commit: str) -> list[Entry]:
-    """Every entry of ``commit``'s tree, recursively (directories implied)."""
+def _as(reader: tuple[int, int]) -> dict[str, Any]:
+    """How a git of ours takes the reader's identity: root reads the fork's objects as the
+    runner's user who fetched them (no root parser of attacker bytes), never with root's
+    groups; as itself when it is that user already (or not root)."""
+    if os.geteuid() != 0 or reader[0] in (-1, 0):
+        return {}
+    return {"user": reader[0], "group": reader[1], "extra_groups": []}
+
+
+def entries(repo: Path, commit: str, reader: tuple[int, int] = (-1, -1)) -> list[Entry]:
+    """Every entry of ``commit``'s tree, recursively (directories implied), read as
+    ``reader`` (uid, gid)."""
     try:
-        out = safegit.git(["ls-tree", "-r", "-z", "-l", "--full-tree", f"{commit}^{{tree}}"],
-                          repo).stdout
-    except safegit.GitFailed as exc:
+        done = subprocess.run(
+            safegit.argv(["ls-tree", "-r", "-z", "-l", "--full-tree", f"{commit}^{{tree}}"],
+                         repo), cwd=repo, env=safegit.environment(), capture_output=True,
+            stdin=subprocess.DEVNULL, timeout=_READ_TIMEOUT_S, check=False, **_as(reader))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ViewError(f"git ls-tree could not read the commit {commit}: {exc}") from exc
+    if done.returncode != 0:
         raise ViewError(f"the commit {commit} could not be read from the repository's objects "
-                        f"({exc}); fetch it first (git fetch origin {commit})") from exc
+                        f"({safegit.words(done.stderr)[:600]}); fetch it first "
+                        f"(git fetch origin {commit})")
     found = []
-    for record in out.split(b"\0"):
+    for record in done.stdout.split(b"\0"):
         if not record:
             continue
         meta, _, raw = record.partition(b"\t")
@@ -93,11 +111,12 @@ def _configuration(path: str, skip: frozenset[str]) -> bool:
 
 def build(repo: Path, commit: str, target: Path, owner: tuple[int, int], *,
           skip: Iterable[str], max_file_bytes: int, max_total_bytes: int,
-          max_files: int) -> tree.Copy:
+          max_files: int, reader: tuple[int, int] = (-1, -1)) -> tree.Copy:
     """Write ``commit``'s tree into the empty directory ``target`` (see the module
-    docstring); everything made is owned by ``owner``. :class:`tree.CopyTooLarge` past the
-    caps (checked from the listing, before anything is written)."""
-    listed = entries(repo, commit)
+    docstring); everything made is owned by ``owner``; git reads the objects as ``reader``.
+    :class:`tree.CopyTooLarge` past the caps (checked from the listing, before anything is
+    written)."""
+    listed = entries(repo, commit, reader)
     if len(listed) > max_files:
         raise tree.CopyTooLarge(f"the commit {commit[:12]} holds more than {max_files:,} files "
                                 "(the box's cap)")
@@ -113,7 +132,7 @@ def build(repo: Path, commit: str, target: Path, owner: tuple[int, int], *,
             made.left_out.append(entry.path)
         elif entry.mode in BLOB_MODES:
             blobs.append(entry)
-        elif entry.mode == LINK_MODE:
+        elif entry.mode == LINK_MODE and 0 < entry.size <= _MAX_LINK_BYTES:
             links.append(entry)
         elif entry.mode == GITLINK_MODE:
             directory(target, entry.path, owner)
@@ -125,8 +144,11 @@ def build(repo: Path, commit: str, target: Path, owner: tuple[int, int], *,
                                 f"than the box's {max_total_bytes:,}")
     os.chown(target, *owner)
     os.chmod(target, 0o755)  # noqa: S103 (the tree's top, as a checkout's)
-    _write_blobs(repo, target, blobs, owner)
-    contents = _read_all(repo, [entry.oid for entry in links])
+    _each_blob(repo, reader, blobs, lambda entry, out, size: _write_file(
+        target, entry, out, size, owner))
+    contents: dict[str, bytes] = {}
+    _each_blob(repo, reader, links, lambda entry, out, size: contents.__setitem__(
+        entry.oid, _read_exactly(out, size, entry.path)))
     for entry in links:
         parent = directory(target, os.path.dirname(entry.path), owner)
         place = parent / os.path.basename(entry.path)
@@ -155,12 +177,6 @@ def directory(target: Path, relative: str, owner: tuple[int, int]) -> Path:
     return here
 
 
-def _batch(repo: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(safegit.argv(["cat-file", "--batch"], repo), cwd=repo,
-                            env=safegit.environment(), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-
-
 def _header(out: IO[bytes], oid: str) -> int:
     line = out.readline()
     parts = line.split()
@@ -170,36 +186,52 @@ def _header(out: IO[bytes], oid: str) -> int:
     return int(parts[2])
 
 
-def _write_blobs(repo: Path, target: Path, blobs: list[Entry], owner: tuple[int, int]) -> None:
-    """Each blob streamed from one ``git cat-file --batch`` into its new file (never opened
-    through a link: ``O_EXCL|O_NOFOLLOW``, and no link exists yet)."""
+def _read_exactly(out: IO[bytes], size: int, path: str) -> bytes:
+    data = out.read(size)
+    if len(data) != size:
+        raise ViewError(f"git ended while reading {path}")
+    return data
+
+
+def _write_file(target: Path, entry: Entry, out: IO[bytes], size: int,
+                owner: tuple[int, int]) -> None:
+    """The blob's ``size`` bytes from ``out`` into its new file (never opened through a link:
+    ``O_EXCL|O_NOFOLLOW``, and no link exists yet)."""
+    parent = directory(target, os.path.dirname(entry.path), owner)
+    fd = os.open(parent / os.path.basename(entry.path),
+                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 BLOB_MODES[entry.mode])
+    try:
+        left = size
+        while left > 0:
+            chunk = _read_exactly(out, min(left, _CHUNK), entry.path)
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view):]
+            left -= len(chunk)
+        os.fchown(fd, *owner)
+        os.fchmod(fd, BLOB_MODES[entry.mode])
+    finally:
+        os.close(fd)
+
+
+def _each_blob(repo: Path, reader: tuple[int, int], blobs: list[Entry],
+               take: Callable[[Entry, IO[bytes], int], None]) -> None:
+    """Each blob streamed from one ``git cat-file --batch`` (run as ``reader``) to ``take``
+    (the entry, the stream, the blob's size: ``take`` reads exactly that many bytes)."""
     if not blobs:
         return
-    process = _batch(repo)
+    process = subprocess.Popen(safegit.argv(["cat-file", "--batch"], repo), cwd=repo,
+                               env=safegit.environment(), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               **_as(reader))
     if process.stdin is None or process.stdout is None:  # pragma: no cover (pipes asked for)
         raise ViewError("git cat-file started without its pipes")
     try:
         for entry in blobs:
             process.stdin.write(f"{entry.oid}\n".encode())
             process.stdin.flush()
-            left = _header(process.stdout, entry.oid)
-            parent = directory(target, os.path.dirname(entry.path), owner)
-            fd = os.open(parent / os.path.basename(entry.path),
-                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         BLOB_MODES[entry.mode])
-            try:
-                while left > 0:
-                    chunk = process.stdout.read(min(left, _CHUNK))
-                    if not chunk:
-                        raise ViewError(f"git ended while reading {entry.path}")
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view):]
-                    left -= len(chunk)
-                os.fchown(fd, *owner)
-                os.fchmod(fd, BLOB_MODES[entry.mode])
-            finally:
-                os.close(fd)
+            take(entry, process.stdout, _header(process.stdout, entry.oid))
             process.stdout.read(1)  # the LF after the content
     finally:
         process.stdin.close()
@@ -209,10 +241,3 @@ def _write_blobs(repo: Path, target: Path, blobs: list[Entry], owner: tuple[int,
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def _read_all(repo: Path, oids: list[str]) -> dict[str, bytes]:
-    try:
-        return safegit.blobs(repo, oids)
-    except safegit.GitFailed as exc:
-        raise ViewError(str(exc)) from exc

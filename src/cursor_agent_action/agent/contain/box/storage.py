@@ -147,7 +147,8 @@ def _commit(spec: BoxSpec, agent: AgentUser, area: Path) -> tree.Copy:
     owner = (agent.uid, agent.gid)
     copy = commitview.build(Path(spec.repo_root), spec.view_commit, area / "tree", owner,
                             skip=spec.view_skip, max_file_bytes=caps.max_file_bytes,
-                            max_total_bytes=caps.max_total_bytes, max_files=caps.max_files)
+                            max_total_bytes=caps.max_total_bytes, max_files=caps.max_files,
+                            reader=spec.owner)  # the runner's user parses the fork's objects
     where = os.path.relpath(spec.cwd, spec.repo_root)
     if where.startswith(".."):
         raise commitview.ViewError("the working directory is outside the repository")
