@@ -176,6 +176,28 @@ def test_under_landlock_the_agent_cannot_read_the_runner_s_home_temp_or_tokens(
 
 
 @ROOT_ONLY
+@needs_capsh
+def test_under_landlock_a_change_made_before_the_run_stays_the_base(box: Box) -> None:
+    """The copy's base (what of the real tree already differed from HEAD, hashed while root
+    copies) keeps changes made before the run out of the agent's: only its own come back."""
+    readme = box.workspace / "README.md"
+    before = readme.read_text() + "before the run\n"
+    readme.write_text(before)
+    (box.workspace / "notes.txt").write_text("untracked, before the run\n")
+    done = _in_container(box, "--preset", "edit",
+                         body="echo by the agent >> README.md; echo n > src/new.txt")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outputs = parse_output_file((box.base / "outputs.txt").read_text())
+    assert outputs["files-changed"] == '["README.md","src/new.txt"]'
+    patch = Path(outputs["patch-file"]).read_text()
+    assert "+by the agent" in patch
+    assert "+before the run" not in patch
+    assert "notes.txt" not in patch
+    assert readme.read_text() == before + "by the agent\n"
+    assert (box.workspace / "notes.txt").read_text() == "untracked, before the run\n"
+
+
+@ROOT_ONLY
 def test_without_landlock_a_root_helper_runs_the_agent_uncontained_and_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

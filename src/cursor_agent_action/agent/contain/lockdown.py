@@ -42,6 +42,7 @@ import signal
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -81,19 +82,18 @@ class Prepared:
         tree.survey(str(real), max_entries=caps.max_files, count_bytes=True,  # caps first
                     max_file_bytes=caps.max_file_bytes, max_total_bytes=caps.max_total_bytes)
         (self.area / "tree").mkdir()
-        started = time.monotonic()
-        self.copy = tree.copy_tree(str(real), str(self.area / "tree"), agent.uid, agent.gid,
-                                   max_file_bytes=caps.max_file_bytes,
-                                   max_total_bytes=caps.max_total_bytes)
-        self.copy.note = copy_note(self.copy, time.monotonic() - started)
         (self.area / storage.OBJECTS_DIR).mkdir(mode=0o700, parents=True)  # storage.finish
-        if spec.git:  # as storage.prepare, from the real repository (no .git here)
+        with ThreadPoolExecutor(1) as pool:  # the copy's base hashed (by git) as root copies
+            base = pool.submit(_base, spec, self.area / storage.OBJECTS_DIR)
+            started = time.monotonic()
+            self.copy = tree.copy_tree(str(real), str(self.area / "tree"), agent.uid, agent.gid,
+                                       max_file_bytes=caps.max_file_bytes,
+                                       max_total_bytes=caps.max_total_bytes)
+            self.copy.note = copy_note(self.copy, time.monotonic() - started)
+            dirty = base.result()
+        if dirty is not None:
+            self.copy.dirty = dirty
             with contextlib.suppress(changeset.ChangesetError):
-                git_dir, common = safegit.git_dirs(real)
-                with changeset.separate_objects(self.area / storage.OBJECTS_DIR,
-                                                common / "objects",
-                                                git_dir=git_dir, work_tree=real):
-                    self.copy.dirty = changeset.baseline(real).dirty  # the copy's base
                 known = {**changeset.head_tree(real), **self.copy.dirty}
                 self.copy.absent = [
                     path
@@ -156,6 +156,22 @@ def shared_temp() -> list[str]:
     """:data:`SHARED_TEMP`, and the runner's ``XDG_RUNTIME_DIR`` wherever it is."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     return [*SHARED_TEMP, *([runtime] if os.path.isabs(runtime) else [])]
+
+
+def _base(spec: BoxSpec, objects: Path) -> dict[str, tuple[str, str]] | None:
+    """What of the real tree already differs from HEAD: the copy's base, as storage.prepare
+    finds it (``None``: no git, or none found). Runs beside the copy, in a thread: the hashing
+    is git's, in a process of its own."""
+    if not spec.git:
+        return None
+    real = Path(spec.repo_root)
+    try:
+        git_dir, common = safegit.git_dirs(real)
+        with changeset.separate_objects(objects, common / "objects", git_dir=git_dir,
+                                        work_tree=real):
+            return changeset.baseline(real).dirty
+    except changeset.ChangesetError:
+        return None
 
 
 def copy_note(copy: tree.Copy, seconds: float) -> str:
