@@ -223,6 +223,9 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
         if isolation.landlock:
             warn_isolation(runner, isolation, options.isolation,
                             "agent under Landlock, no box")
+        elif isolation.user_box:
+            warn_isolation(runner, isolation, options.isolation,
+                           "agent in a user namespace, no root")
     else:
         site = _uncontained(options, runner, environ, isolation)
     warn_missing_key(runner, environ)
@@ -277,6 +280,14 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             if options.isolation != "auto" or not launch.site.isolation.contained or ran \
                     or exc.cap:
                 raise
+            if launch.site.isolation.user_box:  # tier 1a could not be set up: tier 1b
+                isolation = launch.site.isolation.landlock_fallback(exc.reason)
+                warn_isolation(runner, isolation, options.isolation,
+                               "agent under Landlock, no box")
+                runner.log(f"Isolation: {isolation.label}.")
+                launch = dataclasses.replace(
+                    launch, site=agent_site(options, run.environ, isolation))
+                continue
             site = _uncontained(options, runner, run.environ, Isolation(
                 False, why_not=f"the box could not be set up ({exc.reason})",
                 fix=launch.site.isolation.fix))

@@ -12,6 +12,11 @@ container jobs), or ``sudo -n`` works without a password (GitHub-hosted runners)
 throwaway root process (:mod:`.boxprobe`) could make the box's namespaces and mounts (root in a
 container without CAP_SYS_ADMIN cannot). The helper itself stays the runner's user; only the
 box runs as root, started with ``python -I`` from the helper's venv.
+
+Without root or sudo (a self-hosted runner), where the probe could make a user namespace and
+the box's namespaces and mounts inside it: the same box in an unprivileged user namespace
+(tier 1a, :mod:`.box.userbox`; its setup failing, ``auto`` falls to 1b); else, with ``auto``,
+Landlock as the runner's own user (tier 1b, :mod:`.lockdown`), the probe's reason and fix said.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from cursor_agent_action.agent.contain.held import (
     LANDLOCK_HOLDS,
     NAMESPACES_HOLD,
     RUNNER_LANDLOCK_HOLDS,
+    USER_BOX_HOLDS,
+    USER_BOX_LACKS,
     landlock_lacks,
 )
 from cursor_agent_action.agent.contain.probe import ProbeResult, has_cap_sys_admin
@@ -92,6 +99,15 @@ class Isolation:
     own_user: bool = False  # Landlock as the runner's own user (no root, no sudo)
     namespaces: bool = False  # own_user, in its own user, PID, mount and IPC namespaces
     no_namespaces: str = ""  # own_user without them: why (from the probe), and the fix
+    user_box: bool = False  # the box in an unprivileged user namespace (box.userbox): tier 1a
+
+    def landlock_fallback(self, reason: str) -> Isolation:
+        """Tier 1b where the box in a user namespace (tier 1a) could not be set up: Landlock
+        as the runner's own user, in its user, PID, mount and IPC namespaces."""
+        return Isolation(True, agent_user=self.agent_user, fix=self.fix, landlock=True,
+                         own_user=True, namespaces=True,
+                         why_not=(f"{self.why_not}, and the box in a user namespace could not "
+                                  f"be set up ({reason.rstrip('.')})"))
 
     @property
     def runner_lacks(self) -> str:
@@ -113,6 +129,10 @@ class Isolation:
     @property
     def label(self) -> str:
         """For the log and the job summary."""
+        if self.user_box:
+            return (f"contained in a user namespace (the runner's own user {self.agent_user}; "
+                    f"{USER_BOX_HOLDS}; a private view of the repository, home and /tmp; no "
+                    f"access to {HIDDEN}; not held: {USER_BOX_LACKS}; {self.why_not})")
         if self.own_user:
             spaces = (f"own user, PID, mount and IPC namespaces ({NAMESPACES_HOLD}); "
                       if self.namespaces else "")
@@ -192,13 +212,17 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
     else:
         why = f"the helper is not root and {sudo_check.why_not}"
         fix = f"{sudo_check.fix}, or run the job on a GitHub-hosted Linux runner"
-        if requested == "auto" and landlock.abi() >= 1:
-            spaces = probe_box(via_sudo=False, user_namespace=True)
-            without = "" if spaces.ok else "{} (fix: {})".format(
-                *userns.why_not(spaces.error or spaces.step))
+        spaces = probe_box(via_sudo=False, user_namespace=True)
+        if spaces.ok:  # tier 1a: the box in a user namespace of the runner's user
             return Isolation(True, agent_user=_runner_name(), why_not=why, fix=fix,
-                             landlock=True, own_user=True, namespaces=spaces.ok,
-                             no_namespaces=without)
+                             user_box=True)
+        no_box, no_box_fix = userns.why_not(spaces.error or spaces.step)
+        if requested == "auto" and landlock.abi() >= 1:  # tier 1b: Landlock
+            return Isolation(True, agent_user=_runner_name(), why_not=why, fix=fix,
+                             landlock=True, own_user=True,
+                             no_namespaces=f"{no_box} (fix: {no_box_fix})")
+        why = f"{why}, and {no_box}"
+        fix = f"{fix}; or {no_box_fix}"
     if requested == "user":
         raise SetupError(f"isolation is user, but the agent cannot be contained here: {why}.",
                          f"{fix[0].upper()}{fix[1:]}; or set isolation to auto (run "
@@ -229,6 +253,16 @@ def landlock_warning(isolation: Isolation) -> str:
             f"not held: {landlock_lacks()}: it can reach anything the runner can (the cloud "
             "metadata address, services on the runner's loopback, any host). Fix: "
             f"{isolation.fix}; set isolation: user to fail instead.")
+
+
+def user_box_warning(isolation: Isolation) -> str:
+    """The warning for the box in a user namespace (tier 1a): what holds, what does not, the
+    fix that gives the agent a user of its own."""
+    return (f"Running the agent in the box inside a user namespace, as the runner's own user "
+            f"({isolation.agent_user}), because {isolation.why_not}. It runs in {USER_BOX_HOLDS}, "
+            f"on a private view of the repository with its own home and /tmp, with no access to "
+            f"{HIDDEN}, behind the network wall; not held: {USER_BOX_LACKS}. Fix: "
+            f"{isolation.fix}.")
 
 
 def fallback_warning(isolation: Isolation) -> str:
@@ -289,6 +323,7 @@ class Jail:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(self.spec.to_json(), handle)
         program = ("cursor_agent_action.agent.contain.lockdown" if self.isolation.landlock
+                   else "cursor_agent_action.agent.contain.box.userbox" if self.isolation.user_box
                    else "cursor_agent_action.agent.contain.box.root")
         argv = [sys.executable, "-I", "-m", program, str(self.spec_file)]
         return ["sudo", "-n", "--", *argv] if self.isolation.via_sudo else argv

@@ -12,6 +12,7 @@ from cursor_agent_action.agent.contain.isolation import (
     Isolation,
     fallback_warning,
     landlock_warning,
+    user_box_warning,
 )
 from cursor_agent_action.agent.contain.sandbox import AgentExit
 from cursor_agent_action.agent.judge import keyheld
@@ -137,6 +138,8 @@ def isolation_warning(isolation: Isolation, requested: str) -> str:
     uncontained because it was asked to be)."""
     if isolation.landlock:
         return landlock_warning(isolation)
+    if isolation.user_box:
+        return user_box_warning(isolation)
     if not isolation.contained and requested == "auto":
         return fallback_warning(isolation)
     return ""
@@ -145,7 +148,9 @@ def isolation_warning(isolation: Isolation, requested: str) -> str:
 def short_warning(isolation: Isolation) -> str:
     """The annotation for :func:`landlock_warning` and :func:`fallback_warning`: one short
     line (the whole text, with what is lost and the fix, is in the job summary)."""
-    how = ("under Landlock as the runner's own user" if isolation.own_user else
+    how = ("in the box inside a user namespace, as the runner's own user"
+           if isolation.user_box else
+           "under Landlock as the runner's own user" if isolation.own_user else
            "under Landlock instead of the box" if isolation.landlock else
            "without the box, as the runner's user, on the real working tree")
     why = shorten(isolation.why_not, 160)

@@ -83,10 +83,13 @@ def make_private(path: str = "/") -> None:
     mount("none", path, None, MS_REC | MS_PRIVATE)
 
 
-def tmpfs(target: str, *, size: str, mode: int, uid: int = 0, gid: int = 0,
-          inodes: int = 0) -> None:
+def tmpfs(target: str, *, size: str, mode: int, uid: int | None = None,
+          gid: int | None = None, inodes: int = 0) -> None:
     """A tmpfs of ``size`` bytes (and at most ``inodes`` files and directories: 0, the
-    kernel's default)."""
+    kernel's default), owned by ``uid`` and ``gid`` (by default this process's: root's, or in
+    the box's user namespace the runner's, the only ids mapped there)."""
+    uid = os.geteuid() if uid is None else uid
+    gid = os.getegid() if gid is None else gid
     count = f",nr_inodes={inodes}" if inodes else ""
     mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
           f"size={size},mode={mode:o},uid={uid},gid={gid}{count}")

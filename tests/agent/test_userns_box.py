@@ -1,0 +1,222 @@
+"""The box in an unprivileged user namespace (issue 48, tier 1a): a self-hosted runner's user,
+no root and no sudo entry, gets the whole box (user, mount, PID, IPC and network namespaces,
+the overlay, the masks, the network wall through the relay outside), played for real: the
+helper runs as a user made for the test (and removed), through ``setpriv``.
+
+Before: the same runner got tier 1b (Landlock as its own user), with no network wall, so the
+agent reached every loopback service and the summary named Landlock.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.agent.contain import landlock
+from cursor_agent_action.output_file import parse_output_file
+from tests.support.box import TOKEN, Box, agent, seen
+from tests.support.netbox import http_host, loopback_name, servers
+from tests.support.standin import processes_of
+from tests.support.users import (
+    NO_USER_NAMESPACES,
+    TEST_AGENT_USER,
+    ensure_user,
+    remove_user,
+)
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not sys.platform.startswith("linux"),
+    reason="the runner's user is made by root on Linux (CI here is root)",
+)
+
+RUNNER = "caa-i48u-runner"
+"""The self-hosted runner's user (made and removed by each test)."""
+ALLOWED = "caa-i48u-allowed.example"
+HOME_SECRETS = (".ssh/id_ed25519", ".aws/credentials", ".git-credentials", ".netrc",
+                ".config/gh/hosts.yml", ".docker/config.json", ".npmrc", ".pypirc")
+RUNNER_ROOT_SECRETS = (".runner", ".credentials", ".credentials_rsaparams", "_diag/Runner_1.log")
+TIER = "**Isolation:** contained in a user namespace (the runner's own user"
+
+
+@pytest.fixture
+def runner_user() -> Iterator[str]:
+    """The runner's user: no sudo entry, no group but its own; removed after the test, with
+    anything it left running."""
+    ensure_user(RUNNER)
+    try:
+        yield RUNNER
+    finally:
+        for pid in processes_of(RUNNER):
+            os.kill(pid, 9)
+        remove_user(RUNNER)
+
+
+def as_runner(venv: Path, box: Box, name: str, body: str, *args: str,
+              env: dict[str, str] | None = None,
+              wrap: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """The helper's ``run`` as the runner's user ``name`` (no sudo), the agent ``body``."""
+    user = ensure_user(name)
+    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base),
+                    str(box.home)], check=True)  # fmt: skip
+    script = agent(box, body)
+    environ = {"PATH": "/usr/bin:/bin", "HOME": str(box.home), "LC_ALL": "C.UTF-8",
+               "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_userns_1234",
+               "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
+               "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen), **(env or {})}
+    return subprocess.run(
+        [*wrap, "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+         str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
+         str(script), "--working-directory", str(box.workspace), "--prompt", "x",
+         "--output-file", str(box.base / "outputs.txt"), "--summary-file",
+         str(box.base / "summary.md"), "--timeout-minutes", "1", *args],
+        env=environ, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+
+
+def fetch(target: str, port: int) -> str:
+    """Shell that asks ``target:port`` for / over HTTP (bash's /dev/tcp: no curl needed)."""
+    return (f"bash -c 'exec 3<>/dev/tcp/{target}/{port} && printf \"GET / HTTP/1.1\\r\\nHost: "
+            f"{target}\\r\\nConnection: close\\r\\n\\r\\n\" >&3 && timeout 5 cat <&3' ")
+
+
+@dataclass(frozen=True)
+class Planted:
+    """The runner's files the agent goes for: credentials, and places it must not write."""
+
+    secrets: list[Path]
+    writes: list[Path]
+    github_env: Path
+    runner_root: Path
+
+
+def plant(box: Box) -> Planted:
+    """The runner's credentials (its home's, and its own directory's .runner, .credentials,
+    _diag), a file command, and the places the agent will try to write."""
+    runner_root = box.base / "actions-runner"
+    work = runner_root / "_work"
+    (work / "repo").mkdir(parents=True)
+    commands = box.base / "runner-temp" / "_runner_file_commands"
+    commands.mkdir(parents=True)
+    github_env = commands / "set_env_1"
+    github_env.write_text("KEEP=1\n")
+    secrets = [box.home / rel for rel in HOME_SECRETS]
+    secrets += [runner_root / rel for rel in RUNNER_ROOT_SECRETS]
+    for path in secrets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{TOKEN} {path.name}\n")
+    writes = [box.home / "planted", work / "planted", Path(f"/tmp/{RUNNER}-planted"),
+              github_env, runner_root / ".runner"]
+    return Planted(secrets, writes, github_env, runner_root)
+
+
+def attack(planted: Planted, victim: int) -> str:
+    """Shell that reads every secret and the environment of the runner's process ``victim``
+    into $SEEN/read, writes every place, and signals ``victim``."""
+    reads = "; ".join(f"cat {path} >> $SEEN/read 2>/dev/null" for path in planted.secrets)
+    writes = "; ".join(f"echo planted >> {path} 2>/dev/null" for path in planted.writes)
+    return (f"{reads}; {writes}; cat /proc/{victim}/environ >> $SEEN/read 2>/dev/null; "
+            f"kill -9 {victim} 2>/dev/null; echo $? > $SEEN/signal")
+
+
+def held(box: Box, planted: Planted) -> None:
+    """Nothing of the attack got through."""
+    assert TOKEN not in seen(box, "read"), seen(box, "read")
+    assert seen(box, "signal").strip() != "0"
+    assert not any(path.exists() for path in planted.writes[:3])
+    assert planted.github_env.read_text() == "KEEP=1\n"
+    assert (planted.runner_root / ".runner").read_text() == f"{TOKEN} .runner\n"
+
+
+def test_a_runner_without_sudo_gets_the_whole_box_in_a_user_namespace(
+    box: Box, unprivileged: Path, runner_user: str
+) -> None:
+    """The attack, on a self-hosted runner without sudo: the agent reads the runner's
+    credentials (its home's, and the runner's own .runner, .credentials, _diag), writes into
+    the runner's home, its _work, /tmp and the file commands, reaches a service on the
+    runner's loopback, and the environment of a process of the runner's. Each fails; the
+    allowed name is reached through the relay; its change comes back and is applied; the
+    summary names the tier. Before: tier 1b, with no network wall (the loopback service
+    answered) and the summary naming Landlock."""
+    planted = plant(box)
+    user = ensure_user(runner_user)
+    runner_process = subprocess.Popen(  # a process of the runner's: the listener, say
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+         "sleep", "300"], env={"RUNNER_SECRET": TOKEN, "PATH": "/usr/bin:/bin"})
+    try:
+        with loopback_name(ALLOWED), servers(http_host, http_host) as (allowed, other):
+            body = (f"{attack(planted, runner_process.pid)}; "
+                    f"{fetch('127.0.0.1', other.port)} > $SEEN/loopback 2>&1; "
+                    f"{fetch(ALLOWED, allowed.port)} > $SEEN/allowed 2>&1; "
+                    "echo boxed >> README.md; id -u > $SEEN/uid; true")
+            done = as_runner(unprivileged, box, runner_user, body, "--preset", "edit",
+                             "--allowed-domains", f"{ALLOWED}:{allowed.port}",
+                             env={"GITHUB_TOKEN": TOKEN, "GITHUB_ENV": str(planted.github_env),
+                                  "RUNNER_WORKSPACE": str(planted.runner_root / "_work/repo")})
+            reached_other, reached_allowed = other.connections, allowed.connections
+        alive = runner_process.poll() is None
+    finally:
+        planted.writes[2].unlink(missing_ok=True)
+        runner_process.kill()
+        runner_process.wait(timeout=10)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert reached_other == 0, seen(box, "loopback")  # before: the runner's loopback answered
+    summary = (box.base / "summary.md").read_text()
+    assert TIER in summary, summary
+    assert "an overlay in the box's user namespace" in summary  # not the copy
+    assert int(seen(box, "uid")) == user.pw_uid  # the runner's own uid, mapped to itself
+    held(box, planted)
+    assert alive
+    assert "host=" not in seen(box, "loopback")
+    assert reached_allowed == 1, seen(box, "allowed") + done.stdout
+    assert f"host={ALLOWED}" in seen(box, "allowed")
+    assert (box.workspace / "README.md").read_text() == "# demo\nboxed\n"
+    owners = {path.lstat().st_uid for path in box.workspace.rglob("*")}
+    assert owners == {user.pw_uid}  # the change applied as the runner's user
+    outputs = parse_output_file((box.base / "outputs.txt").read_text())
+    assert outputs["conclusion"] == "success"
+    assert outputs["files-changed"] == '["README.md"]'
+    assert processes_of(runner_user) == []
+
+
+def test_with_user_namespaces_off_the_runner_falls_back_to_landlock_and_says_why(
+    box: Box, unprivileged: Path, runner_user: str
+) -> None:
+    """user.max_user_namespaces 0 (for this run alone): tier 1b, the summary naming the
+    sysctl and its fix; ``isolation: user`` fails before the agent starts."""
+    if landlock.abi() < 1:
+        pytest.skip("this kernel has no Landlock")
+    wrap = [sys.executable, "-I", "-c", NO_USER_NAMESPACES]
+    done = as_runner(unprivileged, box, runner_user, "echo ran > $SEEN/ran; echo lock >> README.md",
+                     "--preset", "edit", wrap=wrap)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = (box.base / "summary.md").read_text()
+    assert f"**Isolation:** landlock as the runner's own user ({runner_user};" in summary
+    assert "no namespaces: user namespaces are turned off (user.max\\_user\\_namespaces is 0)" \
+        in summary, summary
+    assert "user.max\\_user\\_namespaces to a positive number" in summary
+    assert (box.workspace / "README.md").read_text() == "# demo\nlock\n"
+    (box.seen / "ran").unlink()
+    refused = as_runner(unprivileged, box, runner_user, "echo ran > $SEEN/ran", "--isolation",
+                        "user", wrap=wrap)
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert "isolation is user, but the agent cannot be contained here" in refused.stdout
+    assert "user namespaces are turned off (user.max_user_namespaces is 0)" in refused.stdout
+    assert not (box.seen / "ran").exists()
+
+
+def test_isolation_user_holds_on_a_runner_without_sudo_when_a_user_namespace_can_be_made(
+    box: Box, unprivileged: Path, runner_user: str
+) -> None:
+    """Before: ``isolation: user`` failed on every runner without root or sudo. Now the box in
+    a user namespace counts: the run succeeds, contained."""
+    done = as_runner(unprivileged, box, runner_user, "echo ran > $SEEN/ran", "--isolation",
+                     "user")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (box.seen / "ran").exists()
+    assert TIER in (box.base / "summary.md").read_text()
