@@ -93,6 +93,7 @@ class Planted:
     writes: list[Path]
     github_env: Path
     runner_root: Path
+    seen: str
 
 
 def plant(box: Box) -> Planted:
@@ -112,7 +113,7 @@ def plant(box: Box) -> Planted:
         path.write_text(f"{TOKEN} {path.name}\n")
     writes = [box.home / "planted", work / "planted", Path(f"/tmp/{RUNNER}-planted"),
               github_env, runner_root / ".runner"]
-    return Planted(secrets, writes, github_env, runner_root)
+    return Planted(secrets, writes, github_env, runner_root, str(box.seen))
 
 
 def attack(planted: Planted, victim: int) -> str:
@@ -120,13 +121,21 @@ def attack(planted: Planted, victim: int) -> str:
     into $SEEN/read, writes every place, and signals ``victim``."""
     reads = "; ".join(f"cat {path} >> $SEEN/read 2>/dev/null" for path in planted.secrets)
     writes = "; ".join(f"echo planted >> {path} 2>/dev/null" for path in planted.writes)
+    # In a user and mount namespace of its own making, it holds every capability: it unmounts
+    # the masks over the runner's home and directory (the kernel keeps them: locked).
+    home = planted.secrets[0].parents[1]
+    unmount = "; ".join(f"umount -l {path}" for path in ("/tmp", home, planted.runner_root))
+    nested = (f"unshare -Urm sh -c '{unmount}; {reads.replace('$SEEN', planted.seen)}' "
+              "2>> $SEEN/nested")
     return (f"{reads}; {writes}; cat /proc/{victim}/environ >> $SEEN/read 2>/dev/null; "
-            f"kill -9 {victim} 2>/dev/null; echo $? > $SEEN/signal")
+            f"kill -9 {victim} 2>/dev/null; echo $? > $SEEN/signal; {nested}; "
+            "echo $? >> $SEEN/nested")
 
 
 def held(box: Box, planted: Planted) -> None:
     """Nothing of the attack got through."""
     assert TOKEN not in seen(box, "read"), seen(box, "read")
+    assert "umount" in seen(box, "nested"), seen(box, "nested")  # it tried, and was refused
     assert seen(box, "signal").strip() != "0"
     assert not any(path.exists() for path in planted.writes[:3])
     assert planted.github_env.read_text() == "KEEP=1\n"

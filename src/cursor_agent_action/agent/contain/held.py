@@ -53,3 +53,18 @@ def landlock_lacks(*, own_user: bool = False, namespaces: bool = False) -> str:
         lacks += (f"; no seccomp filter for this machine ({platform.machine()}): unix sockets, "
                   "io_uring, POSIX message queues and kernel keyrings are in reach")
     return lacks
+
+
+def user_box_label(agent_user: str, why: str) -> str:
+    """The label of the box in a user namespace (tier 1a, :mod:`.box.userbox`)."""
+    return (f"contained in a user namespace (the runner's own user {agent_user}; "
+            f"{USER_BOX_HOLDS}; a private view of the repository, home and /tmp; no access to "
+            f"{HIDDEN}; not held: {USER_BOX_LACKS}; {why})")
+
+
+def user_box_warning(agent_user: str, why: str, fix: str) -> str:
+    """Its warning: what holds, what does not, the fix that gives the agent a user of its own."""
+    return (f"Running the agent in the box inside a user namespace, as the runner's own user "
+            f"({agent_user}), because {why}. It runs in {USER_BOX_HOLDS}, on a private view of "
+            f"the repository with its own home and /tmp, with no access to {HIDDEN}, behind "
+            f"the network wall; not held: {USER_BOX_LACKS}. Fix: {fix}.")

@@ -13,19 +13,15 @@ throwaway root process (:mod:`.boxprobe`) could make the box's namespaces and mo
 container without CAP_SYS_ADMIN cannot). The helper itself stays the runner's user; only the
 box runs as root, started with ``python -I`` from the helper's venv.
 
-Without root or sudo (a self-hosted runner), where the probe could make a user namespace and
-the box's namespaces and mounts inside it: the same box in an unprivileged user namespace
-(tier 1a, :mod:`.box.userbox`; its setup failing, ``auto`` falls to 1b); else, with ``auto``,
-Landlock as the runner's own user (tier 1b, :mod:`.lockdown`), the probe's reason and fix said.
+Without root or sudo, where the probe makes a user namespace: the box in it (tier 1a,
+:mod:`.box.userbox`); else, with ``auto``, Landlock as the runner's own user (1b, :mod:`.lockdown`).
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import pwd
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,17 +45,15 @@ from cursor_agent_action.agent.contain.held import (
     LANDLOCK_HOLDS,
     NAMESPACES_HOLD,
     RUNNER_LANDLOCK_HOLDS,
-    USER_BOX_HOLDS,
-    USER_BOX_LACKS,
     landlock_lacks,
+    user_box_label,
 )
-from cursor_agent_action.agent.contain.probe import ProbeResult, has_cap_sys_admin
+from cursor_agent_action.agent.contain.probe import box_failure, probe_box
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.options import setting
 
 MODES = ("auto", "user", "none")
 DEFAULT_AGENT_USER = "cursor-agent"
-SUDO_PROBE_TIMEOUT_S = 10.0
 JAIL_EXIT_WAIT_S = 300.0
 """How long the box may take to compute the patch after the agent ended."""
 BOX_TMP_BYTES = 1 << 30
@@ -102,12 +96,15 @@ class Isolation:
     user_box: bool = False  # the box in an unprivileged user namespace (box.userbox): tier 1a
 
     def landlock_fallback(self, reason: str) -> Isolation:
-        """Tier 1b where the box in a user namespace (tier 1a) could not be set up: Landlock
-        as the runner's own user, in its user, PID, mount and IPC namespaces."""
+        """Tier 1b, in namespaces, where tier 1a's box could not be set up."""
         return Isolation(True, agent_user=self.agent_user, fix=self.fix, landlock=True,
-                         own_user=True, namespaces=True,
-                         why_not=(f"{self.why_not}, and the box in a user namespace could not "
-                                  f"be set up ({reason.rstrip('.')})"))
+                         own_user=True, namespaces=True, why_not=f"{self.why_not}, and the box "
+                         f"in a user namespace could not be set up ({reason.rstrip('.')})")
+
+    @property
+    def warning_title(self) -> str:
+        return "agent in a user namespace, no root" if self.user_box else (
+            "agent under Landlock, no box")
 
     @property
     def runner_lacks(self) -> str:
@@ -130,9 +127,7 @@ class Isolation:
     def label(self) -> str:
         """For the log and the job summary."""
         if self.user_box:
-            return (f"contained in a user namespace (the runner's own user {self.agent_user}; "
-                    f"{USER_BOX_HOLDS}; a private view of the repository, home and /tmp; no "
-                    f"access to {HIDDEN}; not held: {USER_BOX_LACKS}; {self.why_not})")
+            return user_box_label(self.agent_user, self.why_not)
         if self.own_user:
             spaces = (f"own user, PID, mount and IPC namespaces ({NAMESPACES_HOLD}); "
                       if self.namespaces else "")
@@ -147,48 +142,6 @@ class Isolation:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
                     "private view of the repository, home and /tmp)")
         return f"none (the agent ran as the runner's user: {self.why_not})"
-
-
-def probe_box(*, via_sudo: bool, user_namespace: bool = False) -> ProbeResult:
-    """Whether the box can be made here: a throwaway root process tries its namespaces and
-    mounts (:mod:`.probe`); with ``user_namespace``, the runner's user inside a user
-    namespace of its own."""
-    argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.contain.probe",
-            *(["--user-namespace"] if user_namespace else [])]
-    try:
-        done = subprocess.run(["sudo", "-n", "--", *argv] if via_sudo else argv,
-                              capture_output=True, check=False, timeout=SUDO_PROBE_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL, text=True, errors="replace")
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return ProbeResult(False, "the probe", 0, str(exc))
-    return ProbeResult.from_json(done.stdout or done.stderr)
-
-
-CONTAINER_FIX = (
-    "run this job on the runner itself (no container:) on a GitHub-hosted Linux runner; or "
-    "give the container what the box needs: container: options: --cap-add SYS_ADMIN "
-    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (on Kubernetes: "
-    "securityContext.capabilities.add [SYS_ADMIN] with unconfined seccomp and AppArmor "
-    "profiles, or a privileged pod)"
-)
-PROFILE_FIX = (
-    "the process has CAP_SYS_ADMIN, so a seccomp or AppArmor profile (or a user-namespace "
-    "restriction) refuses it: run the container with --security-opt seccomp=unconfined "
-    "--security-opt apparmor=unconfined, or run this job on a GitHub-hosted Linux runner "
-    "without container:"
-)
-
-
-def box_failure(result: ProbeResult) -> tuple[str, str]:
-    """Why the box cannot be made (from the probe), and a fix that works where it failed."""
-    why = f"the box cannot be made here: {result.error or result.step}"
-    if result.errno in (errno.EPERM, errno.EACCES) and not has_cap_sys_admin():
-        return (f"{why} (the helper is root without CAP_SYS_ADMIN: a container job or a "
-                "Kubernetes pod without that capability)", CONTAINER_FIX)
-    if result.errno in (errno.EPERM, errno.EACCES):
-        return why, PROFILE_FIX
-    return why, ("run this job on a GitHub-hosted Linux runner, or on a machine whose kernel "
-                 "allows mount, PID and network namespaces")
 
 
 def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
@@ -253,16 +206,6 @@ def landlock_warning(isolation: Isolation) -> str:
             f"not held: {landlock_lacks()}: it can reach anything the runner can (the cloud "
             "metadata address, services on the runner's loopback, any host). Fix: "
             f"{isolation.fix}; set isolation: user to fail instead.")
-
-
-def user_box_warning(isolation: Isolation) -> str:
-    """The warning for the box in a user namespace (tier 1a): what holds, what does not, the
-    fix that gives the agent a user of its own."""
-    return (f"Running the agent in the box inside a user namespace, as the runner's own user "
-            f"({isolation.agent_user}), because {isolation.why_not}. It runs in {USER_BOX_HOLDS}, "
-            f"on a private view of the repository with its own home and /tmp, with no access to "
-            f"{HIDDEN}, behind the network wall; not held: {USER_BOX_LACKS}. Fix: "
-            f"{isolation.fix}.")
 
 
 def fallback_warning(isolation: Isolation) -> str:

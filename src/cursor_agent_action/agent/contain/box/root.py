@@ -288,9 +288,7 @@ def _read_init(report: int, timeout_s: float = 30.0) -> tuple[int | None, bytes]
 def _enter_network(spec: BoxSpec, *, beside: bool = False) -> BoxNetwork | None:
     """With a network policy in the spec: this thread in the box's new network namespace, the
     wall's sockets bound there, its first refusals reported live into ``network_events``
-    (``beside``: in a user namespace, which cannot come back to the runner's network
-    namespace, a thread of its own makes the box's and this one stays out:
-    :meth:`BoxNetwork.enter_beside`)."""
+    (``beside``: :meth:`BoxNetwork.enter_beside`, for a jail in a user namespace)."""
     if spec.network is None:
         return None
     events = os.open(spec.network_events,
