@@ -10,8 +10,10 @@ agent reached every loopback service and the summary named Landlock.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,19 @@ HOME_SECRETS = (".ssh/id_ed25519", ".aws/credentials", ".git-credentials", ".net
                 ".config/gh/hosts.yml", ".docker/config.json", ".npmrc", ".pypirc")
 RUNNER_ROOT_SECRETS = (".runner", ".credentials", ".credentials_rsaparams", "_diag/Runner_1.log")
 TIER = "**Isolation:** contained in a user namespace (the runner's own user"
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A test's directory outside pytest's own (``/tmp/pytest-of-root`` is made 0700 again
+    whenever any pytest session on the machine starts: the runner's user would lose its way
+    to its files mid-run), world-traversable, removed after."""
+    path = Path(tempfile.mkdtemp(prefix="caa-i48u-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -229,3 +244,35 @@ def test_isolation_user_holds_on_a_runner_without_sudo_when_a_user_namespace_can
     assert done.returncode == 0, done.stdout + done.stderr
     assert (box.seen / "ran").exists()
     assert TIER in (box.base / "summary.md").read_text()
+
+
+def test_on_an_open_network_the_box_in_a_user_namespace_reaches_no_unix_socket_of_the_host(
+    box: Box, unprivileged: Path, runner_user: str
+) -> None:
+    """With ``network: open`` the box has no network namespace, so the host's abstract unix
+    sockets are in the agent's (shared) namespace, and it is the runner's uid: a service of
+    the runner's listening there (a user bus, an agent socket) answers it. Before: it
+    connected. Now the box's seccomp filter refuses every unix socket there (as in the
+    Landlock tiers); the run itself succeeds."""
+    user = ensure_user(runner_user)
+    name = f"caa-i48u-abstract-{os.getpid()}"
+    listener = subprocess.Popen(  # the runner's service, on an abstract socket
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+         sys.executable, "-I", "-c",
+         "import socket, sys; s = socket.socket(socket.AF_UNIX); "
+         f"s.bind('\\0{name}'); s.listen(); print('up', flush=True); s.settimeout(60); "
+         "c, _ = s.accept(); c.sendall(b'runner-secret'); c.close()"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout is not None
+        assert listener.stdout.readline() == "up\n"
+        body = ("python3 -I -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                f"s.connect('\\0{name}'); print(s.recv(64))\" > $SEEN/unix 2>&1; true")
+        done = as_runner(unprivileged, box, runner_user, body, "--network", "open")
+    finally:
+        listener.kill()
+        listener.wait(timeout=10)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert TIER in (box.base / "summary.md").read_text()
+    assert "runner-secret" not in seen(box, "unix")
+    assert "Permission denied" in seen(box, "unix"), seen(box, "unix")

@@ -31,9 +31,9 @@ RUNNER_NAMESPACES_LACK = ("its own user (it is the runner's: what that user may 
                           "the masked places it may read), no network namespace or wall (it "
                           "has the runner's network), no process-count limit")
 
-USER_BOX_HOLDS = ("its own user, PID, mount, IPC and network namespaces; the network wall (the "
-                  "relay runs outside, as the runner's user); no capability, no_new_privs, "
-                  "seccomp")
+USER_BOX_HOLDS = ("its own user, PID, mount and IPC namespaces; a network namespace behind the "
+                  "wall (the relay runs outside, as the runner's user) unless the network is "
+                  "open, then no unix socket; no capability, no_new_privs, seccomp")
 USER_BOX_LACKS = ("a user of its own (it is the runner's uid, with that user's supplementary "
                   "groups: nothing of the runner's is writable in its view and the runner's "
                   "home and directory are masked, but a file outside them that the runner's "

@@ -126,7 +126,8 @@ def _exec_agent(spec: BoxSpec, agent: AgentUser, box_limits: limits.Limits) -> N
         ):
             raise SetupError("the agent's identity could not be set")
         _check(libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-        seccomp.install(libc())  # no kernel keyrings (they are not namespaced)
+        # No kernel keyrings; the runner's uid on an open network: no unix socket (the host's)
+        seccomp.install(libc(), host_ipc=not (agent.keeps_groups and spec.network is None))
         os.umask(0o022)
         os.chdir(spec.cwd)
         os.execve(spec.argv[0], spec.argv, dict(spec.env))  # noqa: S606 - no shell wanted
