@@ -58,7 +58,7 @@ TIERS = {  # name: (isolation, storage, how the helper runs)
     "userns": ("auto", "auto", "runner"), "runner": ("auto", "auto", "runner"),
 }
 NO_USER_NAMESPACES_TIERS = {"runner"}  # user.max_user_namespaces 0 for the run (tier 1b)
-MARKS = {"overlay": "the tree: an id-mapped overlay", "copy": "the tree: a copy",
+MARKS = {"overlay": "The tree: an id-mapped overlay", "copy": "The tree: a copy",
          "landlock": "**Isolation:** landlock (user",
          "runner": "**Isolation:** landlock as the runner's own user",
          "userns": "**Isolation:** contained in a user namespace"}

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.contain import landlock
+from cursor_agent_action.agent.contain import isolation, landlock, sudo, userns
+from cursor_agent_action.agent.contain.probe import ProbeResult
+from cursor_agent_action.errors import SetupError
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.box import TOKEN, Box, agent, seen
 from tests.support.netbox import http_host, loopback_name, servers
@@ -276,3 +278,53 @@ def test_on_an_open_network_the_box_in_a_user_namespace_reaches_no_unix_socket_o
     assert TIER in (box.base / "summary.md").read_text()
     assert "runner-secret" not in seen(box, "unix")
     assert "Permission denied" in seen(box, "unix"), seen(box, "unix")
+
+
+KNOBS = ("MAX_USER_NAMESPACES", "UNPRIVILEGED_CLONE", "APPARMOR_RESTRICT")
+
+
+@pytest.mark.parametrize(("knob", "value", "why_fix"), [
+    ("MAX_USER_NAMESPACES", "0", ("user namespaces are turned off (user.max_user_namespaces is "
+                                  "0)", "set the sysctl user.max_user_namespaces to a positive")),
+    ("UNPRIVILEGED_CLONE", "0", ("(kernel.unprivileged_userns_clone is 0)",
+                                 "set the sysctl kernel.unprivileged_userns_clone to 1")),
+    ("APPARMOR_RESTRICT", "1", ("AppArmor restricts unprivileged user namespaces (Ubuntu 23.10 "
+                                "and later, 24.04 included", "set the sysctl kernel.apparmor_"
+                                "restrict_unprivileged_userns to 0, or load an AppArmor profile")),
+], ids=["max-user-namespaces", "debian-clone", "ubuntu-apparmor"])
+def test_where_no_user_namespace_can_be_made_the_reason_and_its_fix_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, knob: str, value: str,
+    why_fix: tuple[str, str],
+) -> None:
+    """Each setting that keeps the runner's user from the box in a user namespace, named with
+    its fix: in the 1b tier's summary (``auto``) and in the error of ``isolation: user``. The
+    helper is played without root or sudo; the probe answers as it does on such a machine."""
+    why, fix = why_fix
+    (tmp_path / knob).write_text(f"{value}\n")
+    with monkeypatch.context() as patch:
+        _no_root_no_sudo_no_namespace(patch, tmp_path, knob)
+        chosen = isolation.decide("auto")
+    assert chosen.own_user
+    assert chosen.landlock
+    assert not chosen.user_box
+    assert why in chosen.no_namespaces
+    assert fix in chosen.no_namespaces
+    assert "mounting a tmpfs failed: Permission denied" in chosen.label
+    with monkeypatch.context() as patch:
+        _no_root_no_sudo_no_namespace(patch, tmp_path, knob)
+        with pytest.raises(SetupError) as raised:
+            isolation.decide("user")
+    assert why in raised.value.message
+    assert fix in raised.value.hint
+
+
+def _no_root_no_sudo_no_namespace(patch: pytest.MonkeyPatch, tmp_path: Path, knob: str) -> None:
+    """The helper without root or sudo, the probe failing as where ``knob`` forbids it."""
+    for name in KNOBS:
+        patch.setattr(userns, name, tmp_path / (name if name == knob else f"{name}-absent"))
+    failed = ProbeResult(False, "mounting a tmpfs", 13,
+                         "mounting a tmpfs failed: Permission denied")
+    patch.setattr(isolation, "probe_box", lambda **_: failed)
+    patch.setattr(sudo, "check", lambda: sudo.SudoCheck(sudo.PASSWORD, "no"))
+    patch.setattr(os, "geteuid", lambda: 4242)
+    patch.setattr(landlock, "abi", lambda: 6)
