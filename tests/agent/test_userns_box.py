@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,3 +329,24 @@ def _no_root_no_sudo_no_namespace(patch: pytest.MonkeyPatch, tmp_path: Path, kno
     patch.setattr(sudo, "check", lambda: sudo.SudoCheck(sudo.PASSWORD, "no"))
     patch.setattr(os, "geteuid", lambda: 4242)
     patch.setattr(landlock, "abi", lambda: 6)
+
+
+def test_a_timed_out_agent_in_the_user_namespace_box_leaves_nothing_running(
+    box: Box, unprivileged: Path, runner_user: str
+) -> None:
+    """The agent outlives its time and leaves a ``setsid`` double-forked sleeper: the run ends
+    as a timeout within moments, and no process of the runner's user is left (the PID
+    namespace's end takes them all, though they share the runner's uid)."""
+    marker = f"301.{os.getpid()}"
+    body = (f'(setsid sh -c "sleep {marker} &" &); sleep 0.3; echo started > $SEEN/started; '
+            "sleep 300")
+    started = time.monotonic()
+    done = as_runner(unprivileged, box, runner_user, body, "--timeout-minutes", "0.03")
+    took = time.monotonic() - started
+    left = processes_of(runner_user)
+    assert seen(box, "started") == "started\n", done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    outputs = parse_output_file((box.base / "outputs.txt").read_text())
+    assert outputs["conclusion"] == "timeout"
+    assert took < 30
+    assert left == []
