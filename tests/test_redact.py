@@ -135,6 +135,18 @@ def test_a_secret_shaped_string_is_scrubbed_and_a_near_miss_is_not(name: str) ->
     assert secret not in Redactor()(json.dumps(text)).replace(MASK, "")
 
 
+@pytest.mark.parametrize("space", ["\t", "\u00a0", "\u2003", "  "])
+def test_a_private_key_block_with_other_white_space_in_its_header_is_scrubbed(
+    space: str,
+) -> None:
+    """A tab or a no-break space where PEM has a space: no PEM reader takes the block, but a
+    person reading the log still sees the key."""
+    text = (f"-----BEGIN{space}RSA PRIVATE{space}KEY-----\nMIIEpAIBAAKCAQEA7xyz\n"
+            f"-----END{space}RSA PRIVATE{space}KEY-----")
+    for redact in (Redactor(), scrub):
+        assert "MIIEpAIBAAKCAQEA7xyz" not in redact(text)
+
+
 def test_a_private_key_cut_before_its_end_is_still_scrubbed() -> None:
     text = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAABG5vbmU"
     assert "b3BlbnNzaC1rZXkt" not in Redactor()(text)

@@ -27,7 +27,7 @@ from cursor_agent_action.stream.render import report as report_mod
 from cursor_agent_action.stream.render.summary import render_compact
 from tests.support.gfm import live_parts, render
 
-BEGIN_TAB = "-----BEGIN\tPRIVATE KEY-----"  # the tab hides it from the first redaction
+BEGIN_TAB = "-----BEGIN\tPRIVATE KEY-----"  # a tab in the header (both nets catch it now)
 END = "-----END PRIVATE KEY-----"
 PAYLOAD = ("<img src=https://evil.example/x.png> [phish](https://evil.example/login) "
            "![i](https://evil.example/i.png) @octocat <!-- hidden -->")

@@ -23,8 +23,11 @@ import socket
 import statistics
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.support.forked import in_child
 
 from cursor_agent_action.agent.contain.box.net import netns
 from cursor_agent_action.agent.contain.box.net.policy import build_policy
@@ -130,25 +133,6 @@ def _measure(address: str, port: int, connects: int, mib: int) -> dict[str, floa
             "download_mib_s": _download(address, port, mib)}  # fmt: skip
 
 
-def _in_child(work: Callable[[], Any]) -> Any:
-    """``work()`` in a forked process; its JSON result."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        try:
-            os.write(write_end, json.dumps(work()).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    data = b""
-    while chunk := os.read(read_end, 65536):
-        data += chunk
-    os.close(read_end)
-    os.waitpid(pid, 0)
-    return json.loads(data)
-
-
 def _box_address() -> str:
     """The pool address of NAME from the box's resolver, asked over UDP as a client does."""
     labels = b"".join(bytes([len(p)]) + p.encode() for p in NAME.split("."))
@@ -176,7 +160,7 @@ def main() -> int:
         os._exit(0)
     listener.close()
     try:
-        direct = _in_child(lambda: _measure("127.0.0.1", port, args.connects, args.mib))
+        direct = in_child(lambda: _measure("127.0.0.1", port, args.connects, args.mib))
         policy = build_policy([f"{NAME}:{port}"])
         previous = netns.enter_new_netns()
         wall = Wall.create(policy, resolve=lambda name, p: ["127.0.0.1"])
@@ -190,7 +174,7 @@ def main() -> int:
         wall.start()
         netns.enter(box)  # the client forks from here, into the box
         try:
-            relayed = _in_child(boxed)
+            relayed = in_child(boxed)
         finally:
             os.close(box)
         wall.stop()

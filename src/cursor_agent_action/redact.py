@@ -44,8 +44,11 @@ PATTERNS: tuple[tuple[str, str, str], ...] = (
     ("Google API key", "AIz", r"\bAIza[0-9A-Za-z_-]{35}"),
     (
         "private key block",
-        "PRIVATE KEY-----",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.{0,16384}?-----END [A-Z0-9 ]*PRIVATE KEY-----"
+        "KEY-----",
+        # Any white space in the header lines (a tab or a no-break space where PEM has a
+        # space still shows a human the key that follows).
+        r"-----BEGIN[A-Z0-9\s]{0,64}PRIVATE\s{1,8}KEY-----"
+        r"(?:.{0,16384}?-----END[A-Z0-9\s]{0,64}PRIVATE\s{1,8}KEY-----"
         r"|[A-Za-z0-9+/=\s\\n\u2502]{0,16384})",  # \u2502: the log's agent-line mark
     ),
     ("JSON web token", "eyJ", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),

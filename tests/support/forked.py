@@ -1,18 +1,28 @@
-"""A check run through the kernel in a forked child that first restricts itself (Landlock,
-seccomp): what it saw comes back as JSON through a pipe; the test process stays as it was."""
+"""Work run in a forked child that may first restrict itself (Landlock, seccomp, a network
+namespace): what it saw comes back as JSON through a pipe; the calling process stays as it was.
+The tests' kernel checks and the network bench use it."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Callable
+from typing import TypeVar, cast
+
+T = TypeVar("T")
 
 
-def in_child(probe: Callable[[], dict[str, str]], *, before: Callable[[], None]) -> dict[str, str]:
-    """``probe()`` in a child that ran ``before()`` (its restriction) first."""
+def _nothing() -> None:
+    return None
+
+
+def in_child(probe: Callable[[], T], *, before: Callable[[], None] = _nothing) -> T:
+    """``probe()`` in a child that ran ``before()`` (its restriction) first, as the JSON
+    round trip gives it back (tuples come back as lists)."""
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - reported through the pipe
+        os.close(read_end)
         try:
             before()
             os.write(write_end, json.dumps(probe()).encode())
@@ -24,5 +34,4 @@ def in_child(probe: Callable[[], dict[str, str]], *, before: Callable[[], None])
         data += chunk
     os.close(read_end)
     os.waitpid(child, 0)
-    result: dict[str, str] = json.loads(data)
-    return result
+    return cast(T, json.loads(data))
