@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -456,3 +459,45 @@ def test_a_quoted_name_of_a_fifo_neither_hangs_nor_crashes_the_box(
     assert time.monotonic() - started < 60
     assert out["conclusion"] == "success", out["log"]
     assert (box.workspace / '"pipe"').read_text() == "x"
+
+
+def test_a_runners_unix_socket_outside_run_cannot_be_connected_to(
+        box: Box, capsys: pytest.CaptureFixture[str]) -> None:
+    """Red team (R2-7): a world-writable socket of a service on the runner outside ``/run``
+    (a database's under ``/var/lib``): before, the agent connected to it from the box and
+    talked both ways, past the network wall (a read-only view does not stop ``connect``).
+    Now every socket bound on the runner is covered in the box's view."""
+    where = Path(f"/var/lib/caa-test-socket-{os.getpid()}")
+    where.mkdir(mode=0o755)
+    path = where / "service.sock"
+    server = socket.socket(socket.AF_UNIX)
+    got: list[bytes] = []
+    try:
+        server.bind(str(path))
+        path.chmod(0o777)  # world-writable, as such services make them
+        server.listen(1)
+        server.settimeout(20)
+
+        def accept() -> None:
+            try:
+                conn, _ = server.accept()
+                conn.sendall(b"HOST-SERVICE\n")
+                got.append(conn.recv(100))
+                conn.close()
+            except OSError:
+                pass
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        client = (f"{SYSTEM_PYTHON} -c \"import socket; s=socket.socket(socket.AF_UNIX); "
+                  f"s.connect('{path}'); s.sendall(b'from-box'); print(s.recv(100))\" "
+                  "> $SEEN/socket 2>&1; ls -l " + str(path) + " >> $SEEN/socket 2>&1")
+        out = _run(box, capsys, client)
+    finally:
+        server.close()
+        shutil.rmtree(where, ignore_errors=True)
+    assert out["conclusion"] == "success", out["log"]
+    seen = _seen(box, "socket")
+    assert got == [], "the box reached the runner's socket"
+    assert "HOST-SERVICE" not in seen
+    assert "Connection refused" in seen or "Errno" in seen, seen

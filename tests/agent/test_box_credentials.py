@@ -165,6 +165,35 @@ def test_a_refused_certificate_starts_the_agent_once_more_with_the_key_and_says_
     assert len(exchanged) == 1  # the second start, straight to the service with its key
 
 
+def _refusing_after(box: Box, service: FakeCursor, first: str) -> str:
+    """An agent that runs ``first`` on its first start (the key masked), then refuses the
+    certificate; on any later start it writes the key it holds into the tree (what hostile
+    code would do once the key is in the box)."""
+    return ('n=$(ls $SEEN | grep -c start); echo "$CURSOR_API_KEY" > $SEEN/start$n; '
+            f'if [ "$n" = 0 ]; then {first} {_refusing(box, service)}; fi; '
+            'printf %s "$CURSOR_API_KEY" | gzip -c | base64 -w0 > notes.txt')
+
+
+@pytest.mark.parametrize("how", ["changes the tree", "mcp-config"])
+def test_a_refusal_the_cli_alone_cannot_have_made_never_puts_the_key_in_the_box(
+        box: Box, capsys: pytest.CaptureFixture[str], service: FakeCursor, how: str) -> None:
+    """Red team (R2-1): any process in the box can refuse the relay's certificate. Before,
+    a first start that wrote into the tree (or an MCP server the CLI starts first) refused it,
+    the run started again with the real key in the box, and the key left in the patch in a
+    form no scan knows (gzip). Now only a start that can have been the CLI's sign-in alone
+    falls back: no MCP servers, the tree untouched."""
+    allowed = [arg for name in NAMES for arg in ("--allowed-domains", f"{name}:{service.port}")]
+    first, extra = ("echo planted > planted.txt;", []) if how == "changes the tree" else (
+        "", ["--mcp-config", '{"mcpServers": {"tools": {"command": "true"}}}'])
+    out = _run(box, capsys, _refusing_after(box, service, first), *allowed, *extra)
+    assert _seen(box, "start1") == "", "a second start got the real key"
+    assert out["conclusion"] == "failure", out["log"]
+    assert out["api-key-in-box"] == "no"
+    assert "did not start again with the key in the box" in out["log"]
+    assert service.key not in (box.workspace / "notes.txt").read_text() \
+        if (box.workspace / "notes.txt").exists() else True
+
+
 def test_masked_or_fail_fails_when_the_certificate_is_refused(
         box: Box, capsys: pytest.CaptureFixture[str], service: FakeCursor) -> None:
     allowed = [arg for name in NAMES for arg in ("--allowed-domains", f"{name}:{service.port}")]

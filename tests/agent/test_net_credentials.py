@@ -30,9 +30,9 @@ import pytest
 from cursor_agent_action.agent.contain.box.net import trust
 from cursor_agent_action.agent.contain.box.net.ca import RunCa
 from cursor_agent_action.agent.contain.box.net.credentials import Credentials
+from cursor_agent_action.agent.contain.box.net.placeholders import key_placeholder
 from cursor_agent_action.agent.contain.box.net.policy import DEFAULT_DOMAINS, build_policy
 from cursor_agent_action.agent.contain.box.net.relay import HOSTS_TEXT, Wall
-from cursor_agent_action.agent.contain.box.net.swap import key_placeholder
 from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
 from tests.agent.test_net_upstream import real_proxy
 from tests.support.cursor_service import FakeCursor, make_key, with_service
@@ -314,3 +314,39 @@ def test_a_client_that_hangs_up_in_the_handshake_is_no_refusal(
     assert run.mask is not None
     assert run.mask.certificate_refused == 0
     assert not run.mask.may_fall_back
+
+
+# -- credentials that are no JWT --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["h1", "h2"])
+def test_a_credential_that_is_no_jwt_never_reaches_the_box(
+        tmp_path: Path, rig: Rig, version: str) -> None:
+    """The agent reads what Cursor hands back outside the exchange: a ``sessionToken`` field
+    holding an opaque token (random URL-safe base64, no JWT) and a session cookie. Before, only
+    the exchange's fields and JWT-shaped values were masked: both reached the box as they are.
+    Now the box sees placeholders of the same length and alphabet, and a later request carrying
+    them (a header, a cookie) reaches Cursor with the real values."""
+    results, run = _boxed(tmp_path, rig, {
+        "agent": [sys.executable, "-I", str(CLIENTS / "opaque.py"), version]})
+    code, output = results["agent"]
+    assert code == 0, output
+    out = json.loads(output.strip().splitlines()[-1])
+    status, body, cookie, protocol = out["session"]
+    assert status == 200, out
+    assert protocol == ("HTTP/2" if version == "h2" else "HTTP/1.1")
+    opaque = [token for token in rig.service.issued if "." not in token]
+    assert len(opaque) == 2, rig.service.issued  # the session token and the cookie's
+    assert [secret for secret in rig.secrets() if secret in output] == []
+    seen = json.loads(body)["sessionToken"]
+    assert len(seen) == len(opaque[0])
+    assert set(seen) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    assert cookie.startswith("session=")
+    assert cookie.endswith("; Path=/; HttpOnly; Secure")
+    # Used again through the relay: Cursor gets the real values back.
+    assert out["use"][0] == 200, out
+    assert json.loads(out["use"][1]) == {"ok": True, "cookie": True}
+    used = [seen for seen in rig.service.seen if seen.path == "/session/use"]
+    assert [dict(seen.headers)["x-session-token"] for seen in used] == [opaque[0]]
+    assert run.mask is not None
+    assert not run.mask.exchange_error

@@ -21,15 +21,21 @@ from cursor_agent_action.agent.contain.box.net.h1swap import (
     misdirected,
     target_of,
 )
+from cursor_agent_action.agent.contain.box.net.placeholders import (
+    jwt_placeholder,
+    key_placeholder,
+    random_like,
+)
 from cursor_agent_action.agent.contain.box.net.policy import DEFAULT_DOMAINS
 from cursor_agent_action.agent.contain.box.net.swap import (
     DOWN,
+    MAX_FIELD,
     UP,
     Rewriter,
     Vault,
-    jwt_placeholder,
-    key_placeholder,
+    credential_field,
     request_body,
+    response_body,
 )
 from cursor_agent_action.agent.contain.box.net.terminate import client_alpn
 
@@ -86,6 +92,161 @@ def test_values_split_anywhere_are_still_swapped(cuts: list[int], noise: bytes) 
     for real in (KEY, access, refresh):
         assert real.encode() not in streamed
     assert _stream(Rewriter(vault, UP), streamed, cuts) == body
+
+
+OPAQUE = "Zm9vYmFy/T0ken+with=base64/chars+and/more=="
+
+
+@given(st.lists(st.integers(min_value=0, max_value=300), max_size=12),
+       st.sampled_from(["sessionToken", "client_secret", "X-Api-Key", "password"]),
+       st.sampled_from([OPAQUE, "abcdefgh12345678", "0123456789abcdef" * 4]))
+def test_credential_fields_of_a_json_answer_are_masked_however_it_is_cut(
+        cuts: list[int], name: str, value: str) -> None:
+    """An opaque credential (no JWT, characters a JWT has not) under a field named as one is
+    masked wherever the frames cut the answer, and its placeholder swaps back going up;
+    a field that is no credential (a page token, a token count) is left as it is."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    body = json.dumps({name: value, "nextPageToken": "page-0123456789", "maxTokens": "12345678",
+                       "note": "x" * 50}).encode()
+    streamed = _stream(response_body(vault, [(b"content-type", b"application/json")]), body,
+                       cuts)
+    assert value.encode() not in streamed
+    assert len(streamed) == len(body)
+    masked = json.loads(streamed)
+    assert len(masked[name]) == len(value)
+    assert masked[name].endswith("==") is value.endswith("==")
+    assert (masked["nextPageToken"], masked["maxTokens"]) == ("page-0123456789", "12345678")
+    assert _stream(Rewriter(vault, UP), streamed, cuts) == body
+    later = Rewriter(vault, DOWN)  # once known, found in any answer, JSON or not
+    assert value.encode() not in later.feed(b"\x12\x30" + value.encode()) + later.end()
+
+
+@given(st.lists(st.integers(min_value=0, max_value=200), max_size=8),
+       st.binary(max_size=30), st.binary(max_size=30),
+       st.text(alphabet="ABCabc019-_.~+/=:", min_size=8, max_size=60))
+def test_a_credential_field_among_any_bytes_is_masked_however_it_is_cut(
+        cuts: list[int], before: bytes, after: bytes, value: str) -> None:
+    """Whatever surrounds it and wherever the chunks end, a credential field's value never
+    goes on, and the answer comes out as it does read whole."""
+    field = b'"refresh_token" : "' + value.encode() + b'"'
+    body = before + field + after
+    vault = Vault(KEY, key_placeholder(KEY))
+    kind = [(b"content-type", b"application/json")]
+    streamed = _stream(response_body(vault, kind), body, cuts)
+    whole = response_body(vault, kind)
+    assert streamed == whole.feed(body) + whole.end()
+    assert len(streamed) == len(body)
+    assert value.encode() not in streamed[len(before):len(before) + len(field)]
+
+
+@pytest.mark.parametrize("at", range(1, 40))
+def test_a_whole_credential_field_is_never_cut_from_its_name(at: int) -> None:
+    """A chunk ending anywhere in or just after ``"token": "value"`` (a value that could also
+    start a field's name): the value is still masked."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    body = b'{"token": "abcdefgh12345678"}, "x": 1}'
+    rewriter = response_body(vault, [(b"content-type", b"application/json")])
+    out = rewriter.feed(body[:at]) + rewriter.feed(body[at:]) + rewriter.end()
+    assert b"abcdefgh12345678" not in out
+    assert len(out) == len(body)
+
+
+def test_a_protobuf_answer_is_not_read_for_field_names() -> None:
+    """Protobuf carries no names: an opaque value there is not recognised (docs/security.md)."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    body = b'"sessionToken": "' + OPAQUE.encode() + b'"'
+    rewriter = response_body(vault, [(b"content-type", b"application/proto")])
+    assert rewriter.feed(body) + rewriter.end() == body
+
+
+@pytest.mark.parametrize(("name", "credential"), [
+    ("accessToken", True), ("refresh_token", True), ("sessionToken", True), ("token", True),
+    ("apiKey", True), ("X-API-KEY", True), ("clientSecret", True), ("password", True),
+    ("credentials", True), ("nextPageToken", False), ("continuation_token", False),
+    ("tokenType", False), ("maxTokens", False), ("keyboard", False), ("id", False),
+])
+def test_which_fields_name_a_credential(name: str, credential: bool) -> None:
+    assert credential_field(name) is credential
+
+
+def test_credential_headers_and_cookies_coming_down_are_masked() -> None:
+    vault = Vault(KEY, key_placeholder(KEY))
+    cookie = b"session=" + OPAQUE.encode() + b"; Path=/; HttpOnly"
+    down = vault.swap_headers([(b"set-cookie", cookie), (b"x-session-token", b"abcdefgh12345678"),
+                               (b"x-request-id", b"abcdefgh12345678")], DOWN)
+    assert OPAQUE.encode() not in down[0][1]
+    assert down[0][1].endswith(b"; Path=/; HttpOnly")
+    assert down[1][1] != b"abcdefgh12345678"
+    assert down[2][1] == down[1][1]  # the same value: the same placeholder, wherever it is
+    up = vault.swap_headers([(b"cookie", down[0][1].split(b";")[0])], UP)
+    assert up[0][1] == b"session=" + OPAQUE.encode()
+
+
+def test_a_stream_is_held_back_no_more_than_a_value_needs() -> None:
+    """A long run of token characters (base64 text in a stream) goes on as it comes, less at
+    most the longest value's length; a chunk with nothing to replace is the same object."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    rewriter = response_body(vault, [(b"content-type", b"application/connect+proto")])
+    chunk = b"QUJD" * 4096
+    out = rewriter.feed(chunk)
+    assert len(out) >= len(chunk) - len(KEY)
+    assert len(out + rewriter.feed(chunk)) >= 2 * len(chunk) - len(KEY)
+    plain = Rewriter(vault, DOWN)
+    binary = bytes(range(256)).replace(b"e", b"!") * 64 + b"!"
+    assert plain.feed(binary) is binary
+    jwt = _jwt().encode()
+    held = Rewriter(vault, DOWN)
+    assert held.feed(b"{}" + jwt[:40]) == b"{}"  # an unfinished JWT waits for its end
+    assert jwt not in held.feed(jwt[40:] + b"}") + held.end()
+    fields = response_body(vault, [(b"content-type", b"application/json")])
+    start = b'{"accessToken": "' + b"a" * 100
+    assert len(fields.feed(start)) == 1  # an unfinished credential field waits too
+    assert len(start) - 1 <= MAX_FIELD
+
+
+def test_placeholders_keep_alphabet_and_padding() -> None:
+    for text in ("0123456789abcdef" * 4, "ABCDEF012345", OPAQUE, "a-b_c" * 9):
+        found = random_like(text)
+        assert len(found) == len(text)
+        assert found != text
+        assert set(found.rstrip("=")) <= set(text) | set(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
+    assert random_like(OPAQUE).endswith("==")
+    assert set(random_like("0123456789abcdef" * 4)) <= set("0123456789abcdef")
+
+
+def test_many_tokens_are_all_swapped_both_ways() -> None:
+    """Each token the service hands out is added to the tables as it comes (never rebuilt):
+    the five hundredth is swapped as the first."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    tokens = [_jwt(signature=random_like("s" * 43 + "t")[:43]) for _ in range(250)]
+    tokens += [random_like(OPAQUE) for _ in range(250)]
+    masked = [vault.mask(token) for token in tokens]
+    body = " ".join(tokens).encode()
+    down = vault.swap_text(body, DOWN)
+    assert down == " ".join(masked).encode()
+    assert vault.swap_text(down, UP) == body
+
+
+def test_h2_reprs_a_data_frame_as_before_without_reading_all_of_it() -> None:
+    """The relay makes hyperframe's repr of a DATA frame read its first bytes only (h2 builds
+    it for every frame it receives); the text is what hyperframe wrote before."""
+    import binascii
+
+    from hyperframe.frame import DataFrame
+
+    from cursor_agent_action.agent.contain.box.net import h2swap  # noqa: F401 (its effect)
+
+    for size in (0, 1, 10, 11, 12, 100, 16384):
+        data = bytes(range(256))[:size] * (1 + size // 256)
+        data = data[:size]
+        hexed = binascii.hexlify(data).decode()
+        shown = "None" if not data else "<hex:" + (
+            hexed[:20] + "..." if len(hexed) > 20 else hexed) + ">"
+        assert repr(DataFrame(1, data=data)).endswith(f"): {shown}")
+    padded = DataFrame(1, data=b"abc", flags=["PADDED"])
+    padded.pad_length = 2
+    assert repr(padded).endswith("): <hex:026162630000>")  # its pad length and padding too
 
 
 def test_a_jwt_in_a_protobuf_answer_is_masked_without_eating_the_next_field() -> None:
@@ -177,3 +338,20 @@ def test_the_run_ca_vouches_for_cursors_names_only(tmp_path: Path) -> None:
     assert not verifies("cursor.sh.evil.example")
     ca.destroy()
     assert not (tmp_path / "ca").exists()
+
+
+@pytest.mark.parametrize("run", [100, 16 * 1024 + 100, 64 * 1024])
+@pytest.mark.parametrize("cut", [1, 30, len(KEY) - 1])
+def test_an_echoed_key_cut_by_a_frame_at_the_end_of_a_long_run_comes_down_masked(
+        run: int, cut: int) -> None:
+    """Red team (R2-2): an echo of ``x-pad: "A" * 32 KiB + placeholder`` came back with the
+    real key whole when a frame ended inside it: past 16 KiB of value characters the run was
+    let go, and both halves went to the box raw. The hold is now the longest known value, at
+    the end of a run of any length."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    rewriter = Rewriter(vault, DOWN)
+    body = b'{"echo": "' + b"A" * run + KEY.encode() + b'"}'
+    split = len(body) - 2 - len(KEY) + cut
+    out = rewriter.feed(body[:split]) + rewriter.feed(body[split:]) + rewriter.end()
+    assert KEY.encode() not in out
+    assert out.endswith(vault.placeholder.encode() + b'"}')

@@ -16,6 +16,11 @@ ConnectRPC, unary calls as ``application/proto``, streams as ``application/conne
   access token (a token handed back later, which the relay must mask too).
 - ``POST /agent.v1.AgentService/RunSSE``: streaming, bearer-checked: for each request
   envelope, ``stream_messages`` envelopes of ``stream_bytes`` each, then the end of stream.
+- ``POST /auth/session``: bearer-checked: a credential that is no JWT, handed back outside the
+  exchange: ``{"sessionToken": <opaque>, "tokenType": "session", "expiresIn": 3600}`` and a
+  ``set-cookie: session=<opaque>`` header (random URL-safe base64, as many services' are).
+- ``POST /session/use``: answers 200 only when ``x-session-token`` is a session token it
+  handed out; says whether the ``cookie`` header holds a session cookie it set.
 - ``GET|POST /echo``: the request's headers and body as JSON (a reflection to try).
 
 Every request is recorded (:attr:`FakeCursor.seen`): name, protocol, method, path, headers, body.
@@ -174,6 +179,13 @@ class FakeCursor:
             self.issued.append(token)
         return token
 
+    def opaque(self) -> str:
+        """A credential that is no JWT (recorded with the tokens handed out)."""
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self.issued.append(token)
+        return token
+
     def valid(self, token: str, kind: str = "api_key_token") -> bool:
         parts = token.split(".")
         if len(parts) != 3:
@@ -196,17 +208,10 @@ class FakeCursor:
             echoed = json.dumps({"headers": headers, "body": body.decode("utf-8", "replace"),
                                  "name": name}).encode()
             return Answer(200, json_type, echoed)
+        if path in ("/session/use", "/auth/session") and method == "POST":
+            return self._session(path, lower)
         if path == "/auth/exchange_user_api_key" and method == "POST":
-            if self.exchange_answer is not None:
-                return self.exchange_answer
-            try:
-                sent = json.loads(body or b"{}").get("apiKey", "")
-            except (ValueError, AttributeError):
-                sent = ""
-            if self.key not in (sent, bearer):
-                return Answer(401, json_type, b'{"error":"invalid api key"}')
-            pair = {"accessToken": self.token(), "refreshToken": self.token("refresh")}
-            return Answer(200, json_type, json.dumps(pair).encode())
+            return self._exchange(bearer, body)
         if path == "/auth/refresh" and method == "POST":
             if not self.valid(bearer, "refresh"):
                 return Answer(401, json_type, b'{"error":"invalid refresh token"}')
@@ -227,6 +232,39 @@ class FakeCursor:
             chunks.append(envelope(b"{}", 0x02))
             return Answer(200, [("content-type", "application/connect+proto")], b"", chunks)
         return Answer(404, json_type, b'{"code":"not_found"}')
+
+    def _exchange(self, bearer: str, body: bytes) -> Answer:
+        """The key (JSON body or bearer) for a pair of tokens."""
+        json_type = [("content-type", "application/json")]
+        if self.exchange_answer is not None:
+            return self.exchange_answer
+        try:
+            sent = json.loads(body or b"{}").get("apiKey", "")
+        except (ValueError, AttributeError):
+            sent = ""
+        if self.key not in (sent, bearer):
+            return Answer(401, json_type, b'{"error":"invalid api key"}')
+        pair = {"accessToken": self.token(), "refreshToken": self.token("refresh")}
+        return Answer(200, json_type, json.dumps(pair).encode())
+
+    def _session(self, path: str, lower: dict[str, str]) -> Answer:
+        """A session: handed out (a bearer checked), or used (see the module docstring)."""
+        json_type = [("content-type", "application/json")]
+        if path == "/auth/session":
+            if not self.valid(lower.get("authorization", "").removeprefix("Bearer ").strip()):
+                return Answer(401, json_type, b'{"code":"unauthenticated"}')
+            said = {"sessionToken": self.opaque(), "tokenType": "session", "expiresIn": 3600}
+            return Answer(200, [*json_type, ("set-cookie", f"session={self.opaque()}; Path=/; "
+                                                           "HttpOnly; Secure")],
+                          json.dumps(said).encode())
+        with self._lock:
+            issued = set(self.issued)
+        cookies = dict(part.strip().partition("=")[::2]
+                       for part in lower.get("cookie", "").split(";") if "=" in part)
+        if lower.get("x-session-token", "") not in issued:
+            return Answer(401, json_type, b'{"error":"invalid session token"}')
+        said = {"ok": True, "cookie": cookies.get("session", "") in issued}
+        return Answer(200, json_type, json.dumps(said).encode())
 
     def _record(self, seen: Seen) -> None:
         with self._lock:

@@ -152,7 +152,7 @@ def _conclude(attempt: Attempt, options: RunOptions) -> None:
         verdict.notes.append("cursor-agent kept running after its result event and was stopped "
                              "(hence the negative exit code); the run itself had finished.")
     conclude_box(verdict, attempt.ended, attempt.applied)
-    keyheld.conclude(verdict, attempt.ended)
+    keyheld.conclude(verdict, attempt.ended, mcp_servers=options.mcp_config is not None)
     if tampered:
         verdict.fail(Cause.TAMPERED, (
             ".cursor/cli.json was changed during the run, or a configuration file the CLI "
@@ -288,7 +288,8 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             launch = dataclasses.replace(launch, site=site)
             continue
         ran = True
-        if keyheld.falls_back(done.ended, done.verdict, launch.site.key_masking):
+        if keyheld.falls_back(done.ended, done.verdict, launch.site.key_masking,
+                              mcp_servers=options.mcp_config is not None):
             runner.warning(keyheld.fallback_warning(), title="API key in the box")
             launch = dataclasses.replace(launch, site=dataclasses.replace(
                 launch.site, key_masking=OFF, fallback=keyheld.FALLBACK_WHY))

@@ -42,12 +42,32 @@ def mask_of(ended: AgentExit) -> MaskReport | None:
     return status.mask if status is not None else None
 
 
-def falls_back(ended: AgentExit, verdict: Verdict, mode: str) -> bool:
+def falls_back(ended: AgentExit, verdict: Verdict, mode: str, *, mcp_servers: bool) -> bool:
     """The CLI refused the relay's certificate and nothing reached Cursor (so the agent did
-    nothing), in the mode that allows one more start with the key in the box."""
+    nothing), in the mode that allows one more start with the key in the box, and nothing but
+    the CLI can have refused it (:func:`no_fallback`)."""
     mask = mask_of(ended)
     return (mode == MASKED and mask is not None and mask.may_fall_back
-            and not verdict.stream.has_result and not verdict.stream.tool_calls)
+            and not verdict.stream.has_result and not verdict.stream.tool_calls
+            and not no_fallback(ended, mcp_servers=mcp_servers))
+
+
+def no_fallback(ended: AgentExit, *, mcp_servers: bool) -> str:
+    """Why a refused certificate may not be taken as the CLI's own refusal ("" when it may).
+
+    The relay cannot tell which process in the box refused its certificate. Before the CLI's
+    first request, only the CLI runs there (the repository's hooks and MCP servers are set
+    aside), unless the workflow configured MCP servers, which the CLI starts first and which
+    may run the repository's code. A start that changed the working tree was not the CLI
+    refusing at sign-in either. Either way, one more start with the key in the box would hand
+    the key to whatever refused: the run fails instead."""
+    if mcp_servers:
+        return ("the workflow's MCP servers (mcp-config) start with the CLI, so the refusal may "
+                "not have been the CLI's")
+    status = ended.box.status if ended.box is not None else None
+    if status is not None and (status.changed or status.left_behind):
+        return "the start changed the working tree, so more than the CLI's sign-in ran"
+    return ""
 
 
 def describe(held: str, why: str = "", mask: MaskReport | None = None) -> str:
@@ -82,7 +102,7 @@ def label(verdict: Verdict, ended: AgentExit, held: str, *, why: str = "") -> No
     verdict.key_relay = mask
 
 
-def conclude(verdict: Verdict, ended: AgentExit) -> None:
+def conclude(verdict: Verdict, ended: AgentExit, *, mcp_servers: bool) -> None:
     """A failed exchange or a refused certificate: the run failed because of it (said first,
     after the account of the agent's exit)."""
     mask = mask_of(ended)
@@ -95,6 +115,15 @@ def conclude(verdict: Verdict, ended: AgentExit) -> None:
             "(crsr_..., from cursor.com/dashboard, Integrations) and that the secret's name is "
             "right."))
     elif mask.may_fall_back and not verdict.stream.has_result:
+        why = no_fallback(ended, mcp_servers=mcp_servers)
+        if why:
+            verdict.fail(Cause.CREDENTIALS, (
+                "A process in the box did not accept the relay's certificate (it holds the API "
+                "key for the agent), so nothing reached Cursor's service; the run did not start "
+                f"again with the key in the box, because {why}. Fix: run the check in "
+                "docs/security.md (Checking the masked key on your runner); if the CLI itself "
+                f"refuses, set {setting('--key-masking')} to off."))
+            return
         verdict.fail(Cause.CREDENTIALS, (
             "The Cursor CLI did not accept the relay's certificate (it holds the API key for the "
             "agent), so nothing reached Cursor's service and the agent did nothing. Fix: run "

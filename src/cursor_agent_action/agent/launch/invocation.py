@@ -24,8 +24,8 @@ from cursor_agent_action.agent.contain.box.net.credentials import (
     OFF,
     Credentials,
 )
+from cursor_agent_action.agent.contain.box.net.placeholders import key_placeholder
 from cursor_agent_action.agent.contain.box.net.policy import DEFAULT_DOMAINS
-from cursor_agent_action.agent.contain.box.net.swap import key_placeholder
 from cursor_agent_action.agent.contain.box.net.upstream import NAMES as PROXY_VARIABLES
 from cursor_agent_action.agent.contain.box.net.upstream import RunnerProxy
 from cursor_agent_action.agent.contain.isolation import Isolation, Jail, jail_for

@@ -73,7 +73,8 @@ def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
     view = world.World(
         tree=str(area / "tree"), tree_target=spec.repo_root, home=str(area / "home"),
         home_target=spec.home, masks=list(spec.masks), tmp_size=str(caps.tmp_bytes),
-        reveals=list(spec.reveals), shares=list(spec.shares), files=dict(spec.files))
+        reveals=list(spec.reveals), shares=list(spec.shares), files=dict(spec.files),
+        sockets=world.host_sockets())  # still on the runner's network namespace
     return view, copy
 
 

@@ -13,7 +13,13 @@ Built by PID 1 of the agent's namespaces before the agent starts (:func:`build`)
 5. Binds, from the opened sources: reveals read-only (the CLI's install, a long prompt's file),
    shares read-write, the home, and the private tree at the working tree's own path (so paths in
    the transcript are right), its ``.git`` directories read-only with masked config.
-6. Every other mount read-only: nothing the agent writes outside its tree, home and temporary
+6. Sockets: every unix socket bound on the runner (listed from ``/proc/net/unix`` on the
+   runner's side, before the box's network namespace exists: :func:`host_sockets`) that is
+   still in view is covered by ``/dev/null``. A read-only mount does not stop ``connect(2)``
+   to a socket, and Landlock does not govern it: without this, a world-writable socket outside
+   ``/run`` (a database's under ``/var/lib``, a daemon's under ``/opt``) was a way past the
+   network wall.
+7. Every other mount read-only: nothing the agent writes outside its tree, home and temporary
    directories exists after the run (``/run/lock``, ``/var/crash`` and the like included).
 
 Everything here runs as root in a namespace nobody else sees: a mount changes nothing outside.
@@ -166,6 +172,7 @@ class World:
     reveals: list[str] = field(default_factory=list)  # shown read-only at their own path
     shares: list[str] = field(default_factory=list)  # shown read-write at their own path
     files: dict[str, str] = field(default_factory=dict)  # target -> source: read-only files
+    sockets: list[str] = field(default_factory=list)  # the runner's bound unix sockets
 
 
 def _mask(path: str, masked: list[str]) -> None:
@@ -228,11 +235,50 @@ def build(world: World) -> None:
     finally:
         for fd, *_ in [*shown, *private]:
             os.close(fd)
+    _cover_sockets(world.sockets, [*masked, world.tree_target, world.home_target])
     writable = [world.tree_target, world.home_target, *TMP_DIRS, *world.shares, "/dev/pts"]
     for point, options in _mountinfo():
         if "ro" in options or _under(point, _SPECIAL) or _under(point, writable):
             continue
         _remount_hidden_ok(point, options, hidden_ok=point != "/")
+
+
+SOCKETS_LIMIT = 20_000
+"""At most this many of the runner's sockets are read (a runner has tens)."""
+
+
+def host_sockets(listing: str = "/proc/net/unix") -> list[str]:
+    """The paths of the unix sockets bound in the caller's network namespace (abstract and
+    unnamed ones have no path: the box's own network namespace has none of the runner's)."""
+    try:
+        with open(listing, "rb") as handle:
+            lines = handle.read().splitlines()[1 : SOCKETS_LIMIT + 1]
+    except OSError:
+        return []
+    paths = {os.fsdecode(fields[7]) for fields in (line.split(None, 7) for line in lines)
+             if len(fields) == 8 and fields[7].startswith(b"/")}
+    return sorted(paths)
+
+
+def _cover_sockets(paths: Sequence[str], skip: Sequence[str]) -> None:
+    """Each of ``paths`` still a socket in this view gets ``/dev/null`` bound over it, so
+    connecting there is refused (``skip``: what is masked or the agent's own)."""
+    null = -1
+    try:
+        for path in paths:
+            if _under(path, skip):
+                continue
+            try:
+                if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                    continue
+            except OSError:
+                continue
+            if null < 0:
+                null = _open("/dev/null")
+            bind(null, path, read_only=False, recursive=False)  # read-only with the rest
+    finally:
+        if null >= 0:
+            os.close(null)
 
 
 def _masks(paths: Sequence[str], masked: list[str], *, again: bool = False) -> None:

@@ -23,6 +23,7 @@ from cursor_agent_action.agent.contain.box.net.swap import (
     Rewriter,
     Vault,
     request_body,
+    response_body,
 )
 from cursor_agent_action.agent.contain.box.net.tlspipe import TlsPipe
 
@@ -145,7 +146,7 @@ async def relay(session: Session, agent: TlsPipe, far: TlsPipe) -> None:
             return
         target = target_of(request.target, name, port) or b"/"
         exchange = target.split(b"?", 1)[0] == EXCHANGE_PATH.encode()
-        headers = [(k, vault.swap_text(v, UP)) for k, v in upstream(request.headers)]
+        headers = vault.swap_headers(upstream(request.headers), UP)
         far.write(client.send(h11.Request(method=request.method, target=target,
                                           headers=headers)))
         tally.count(requests=1)
@@ -177,8 +178,7 @@ async def _body(source: h11.Connection, reader: TlsPipe, sink: h11.Connection,
             tail = rewriter.end()
             if tail:
                 writer.write(sink.send(h11.Data(data=tail)))
-            trailers = [(k, rewriter.vault.swap_text(v, rewriter.direction))  # headers
-                        for k, v in event.headers]
+            trailers = rewriter.vault.swap_headers(event.headers, rewriter.direction)
             writer.write(sink.send(h11.EndOfMessage(headers=trailers)))
             await writer.drain()
             return True
@@ -220,7 +220,7 @@ async def _answer(session: Session, to_agent: tuple[h11.Connection, TlsPipe],
     if not exchange:
         agent.write(server.send(h11.Response(status_code=response.status_code, headers=headers,
                                              reason=response.reason)))
-        return await _body(client, far, server, agent, Rewriter(vault, DOWN))
+        return await _body(client, far, server, agent, response_body(vault, response.headers))
     body = bytearray()
     while True:
         event = await _next(client, far)
@@ -244,7 +244,7 @@ async def _answer(session: Session, to_agent: tuple[h11.Connection, TlsPipe],
 
 
 def _down(vault: Vault, headers: Any) -> list[tuple[bytes, bytes]]:
-    return [(k, vault.swap_text(v, DOWN)) for k, v in headers]
+    return vault.swap_headers(headers, DOWN)
 
 
 async def _switched(vault: Vault, server: h11.Connection, agent: TlsPipe,

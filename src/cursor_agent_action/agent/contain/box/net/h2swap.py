@@ -24,6 +24,7 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
+import hyperframe.frame
 
 from cursor_agent_action.agent.contain.box.net.codings import coded, upstream
 from cursor_agent_action.agent.contain.box.net.credentials import EXCHANGE_PATH
@@ -33,8 +34,37 @@ from cursor_agent_action.agent.contain.box.net.h1swap import (
     exchange_answer,
     misdirected,
 )
-from cursor_agent_action.agent.contain.box.net.swap import DOWN, UP, Rewriter, request_body
+from cursor_agent_action.agent.contain.box.net.swap import (
+    DOWN,
+    UP,
+    Rewriter,
+    request_body,
+    response_body,
+)
 from cursor_agent_action.agent.contain.box.net.tlspipe import TlsPipe
+
+
+def _quiet_data_repr() -> None:
+    """h2 formats every frame it receives for a debug line it writes only to a logger it was
+    given (``repr(frame)`` in ``H2Connection._receive_frame``), and hyperframe's repr of a DATA
+    frame copies the payload and hex-dumps all of it to show its first 10 bytes: a third of the
+    relay's CPU on a stream. The same text from the first 11 bytes of an unpadded frame (once
+    a process; a hyperframe whose DATA frames repr themselves is left alone)."""
+    data_frame = hyperframe.frame.DataFrame
+    shown = getattr(hyperframe.frame, "_raw_data_repr", None)
+    if shown is None or "_body_repr" in vars(data_frame):
+        return
+    whole = data_frame._body_repr
+
+    def quiet(frame: hyperframe.frame.DataFrame) -> str:
+        if "PADDED" in frame.flags:
+            return str(whole(frame))
+        return str(shown(frame.data[:11]))
+
+    data_frame._body_repr = quiet  # type: ignore[method-assign, assignment]
+
+
+_quiet_data_repr()
 
 WINDOW = 1 << 20
 """Each stream's and each connection's receive window (bytes held per direction at most)."""
@@ -64,7 +94,10 @@ class _Stream:
     exchange_body: bytearray = field(default_factory=bytearray)
 
 
-class _Relay:
+class Relay:
+    """One terminated HTTP/2 connection's two h2 connections and streams, driven by
+    :func:`relay` (the pipes need only ``write``: the driver reads and drains them)."""
+
     def __init__(self, session: Session, agent: TlsPipe, far: TlsPipe) -> None:
         self.vault, self.tally, self.refuse = session.vault, session.tally, session.refuse
         self.name, self.port = session.name, session.port
@@ -121,7 +154,7 @@ class _Relay:
             return
         path = pseudo.get(b":path", b"/")
         far_id = self.far.get_next_available_stream_id()
-        swapped = [(k, self.vault.swap_text(v, UP)) for k, v in upstream(headers)]
+        swapped = self.vault.swap_headers(upstream(headers), UP)
         try:
             self.far.send_headers(far_id, swapped, end_stream=event.stream_ended is not None)
         except h2.exceptions.TooManyStreamsError:
@@ -148,8 +181,8 @@ class _Relay:
         elif isinstance(event, h2.events.TrailersReceived):
             stream = self.by_agent.get(event.stream_id)
             if stream is not None:
-                stream.up.trailers = [(bytes(k), self.vault.swap_text(bytes(v), UP))
-                                      for k, v in event.headers or []]
+                stream.up.trailers = self.vault.swap_headers(
+                    [(bytes(k), bytes(v)) for k, v in event.headers or []], UP)
         elif isinstance(event, h2.events.StreamEnded):
             stream = self.by_agent.get(event.stream_id)
             if stream is not None and not stream.up.done:
@@ -167,63 +200,91 @@ class _Relay:
     # -- Cursor's side -------------------------------------------------------------------
 
     def on_far(self, event: h2.events.Event) -> None:
-        stream = self.by_far.get(getattr(event, "stream_id", 0) or 0)
+        """One event of Cursor's side: the connection's own, or a stream's (by its kind)."""
+        if type(event) is h2.events.DataReceived:  # most of them: straight on
+            stream = self.by_far.get(event.stream_id or 0)
+            if stream is not None:
+                self._far_data(stream, event)
+            else:  # one the relay reset or forgot: its bytes are dropped
+                self._ack(self.far, event.flow_controlled_length or 0, event.stream_id or 0)
+            return
         if isinstance(event, h2.events.PushedStreamReceived):
             with contextlib.suppress(h2.exceptions.ProtocolError):
                 self.far.reset_stream(event.pushed_stream_id or 0,
                                       h2.errors.ErrorCodes.REFUSED_STREAM)
-        elif isinstance(event, h2.events.ConnectionTerminated):
+            return
+        if isinstance(event, h2.events.ConnectionTerminated):
             self.closed = True
-        elif stream is None:
-            if isinstance(event, h2.events.DataReceived):
-                self._ack(self.far, event.flow_controlled_length, event.stream_id)
-        elif isinstance(event, (h2.events.ResponseReceived,
-                                h2.events.InformationalResponseReceived)):
-            if coding := coded((bytes(k), bytes(v)) for k, v in event.headers or []):
-                self.refuse(self.name, f"an answer in a coding the relay cannot read ({coding})")
-                if stream.exchange:
-                    self.tally.exchange_failed(
-                        f"Cursor's service answered the key exchange coded ({coding})")
-                self._reset(stream)  # none of its bytes go on
-                return
-            headers = [(bytes(k), self.vault.swap_text(bytes(v), DOWN))
-                       for k, v in event.headers or []]
-            if stream.exchange and isinstance(event, h2.events.ResponseReceived):
-                stream.exchange_head = headers
-                if event.stream_ended is not None:
-                    self._exchange_done(stream)
-                return
-            ended = isinstance(event, h2.events.ResponseReceived) and (
-                event.stream_ended is not None)
-            self.agent.send_headers(stream.agent_id, headers, end_stream=ended)
-            if ended:
-                stream.down.done = True
-                self._forget(stream)
-        elif isinstance(event, h2.events.DataReceived):
-            if stream.exchange:
-                stream.exchange_body += event.data
-                self._ack(self.far, event.flow_controlled_length, event.stream_id)
-                if len(stream.exchange_body) > MAX_EXCHANGE_ANSWER:
-                    self.tally.exchange_failed("Cursor's service answered the key exchange "
-                                               f"with over {MAX_EXCHANGE_ANSWER} bytes")
-                    self._reset(stream)
-                return
-            stream.down.queue.append((stream.down.rewriter.feed(event.data),
-                                      event.flow_controlled_length))
+            return
+        stream = self.by_far.get(getattr(event, "stream_id", 0) or 0)
+        if stream is None:
+            return
+        if isinstance(event, (h2.events.ResponseReceived,
+                              h2.events.InformationalResponseReceived)):
+            self._far_head(stream, event)
         elif isinstance(event, h2.events.TrailersReceived):
-            stream.down.trailers = [(bytes(k), self.vault.swap_text(bytes(v), DOWN))
-                                    for k, v in event.headers or []]
+            stream.down.trailers = self.vault.swap_headers(
+                [(bytes(k), bytes(v)) for k, v in event.headers or []], DOWN)
         elif isinstance(event, h2.events.StreamEnded):
-            if stream.exchange:
-                self._exchange_done(stream)
-                return
-            stream.down.queue.append((stream.down.rewriter.end(), 0))
-            stream.down.ending = True
+            self._far_ended(stream)
         elif isinstance(event, h2.events.StreamReset):
-            self.by_far.pop(stream.far_id, None)
-            self.by_agent.pop(stream.agent_id, None)
-            with contextlib.suppress(h2.exceptions.ProtocolError):
-                self.agent.reset_stream(stream.agent_id, event.error_code or 0)
+            self._far_reset(stream, event.error_code or 0)
+
+    def _far_head(self, stream: _Stream, event: h2.events.ResponseReceived
+                  | h2.events.InformationalResponseReceived) -> None:
+        """An answer's headers (or a 1xx's): refused whole when coded, masked, passed on;
+        the exchange's kept until its body is read."""
+        raw = [(bytes(k), bytes(v)) for k, v in event.headers or []]
+        if coding := coded(raw):
+            self.refuse(self.name, f"an answer in a coding the relay cannot read ({coding})")
+            if stream.exchange:
+                self.tally.exchange_failed(
+                    f"Cursor's service answered the key exchange coded ({coding})")
+            self._reset(stream)  # none of its bytes go on
+            return
+        headers = self.vault.swap_headers(raw, DOWN)
+        final = isinstance(event, h2.events.ResponseReceived)
+        ended = isinstance(event, h2.events.ResponseReceived) and event.stream_ended is not None
+        if final:
+            stream.down.rewriter = response_body(self.vault, raw)
+        if stream.exchange and final:
+            stream.exchange_head = headers
+            if ended:
+                self._exchange_done(stream)
+            return
+        self.agent.send_headers(stream.agent_id, headers, end_stream=ended)
+        if ended:
+            stream.down.done = True
+            self._forget(stream)
+
+    def _far_data(self, stream: _Stream, event: h2.events.DataReceived) -> None:
+        """A DATA frame of an answer: rewritten and queued (the exchange's: kept whole)."""
+        data = event.data or b""
+        if stream.exchange:
+            stream.exchange_body += data
+            self._ack(self.far, event.flow_controlled_length, stream.far_id)
+            if len(stream.exchange_body) > MAX_EXCHANGE_ANSWER:
+                self.tally.exchange_failed("Cursor's service answered the key exchange "
+                                           f"with over {MAX_EXCHANGE_ANSWER} bytes")
+                self._reset(stream)
+            return
+        stream.down.queue.append((stream.down.rewriter.feed(data),
+                                  event.flow_controlled_length or 0))
+
+    def _far_ended(self, stream: _Stream) -> None:
+        """The end of an answer: what the rewriter held goes on, then the end."""
+        if stream.exchange:
+            self._exchange_done(stream)
+            return
+        stream.down.queue.append((stream.down.rewriter.end(), 0))
+        stream.down.ending = True
+
+    def _far_reset(self, stream: _Stream, code: int) -> None:
+        """Cursor reset the stream: so is the agent's."""
+        self.by_far.pop(stream.far_id, None)
+        self.by_agent.pop(stream.agent_id, None)
+        with contextlib.suppress(h2.exceptions.ProtocolError):
+            self.agent.reset_stream(stream.agent_id, code)
 
     def _exchange_done(self, stream: _Stream) -> None:
         head = stream.exchange_head or [(b":status", b"502")]
@@ -256,21 +317,26 @@ class _Relay:
 
     def _send(self, way: _Way, sender: h2.connection.H2Connection, stream_id: int,
               source: h2.connection.H2Connection, source_id: int) -> None:
-        """What ``way`` holds, as far as the receiver's windows allow."""
+        """What ``way`` holds, as far as the receiver's windows allow; what went on is
+        acknowledged to its sender at once (one window update, not one a frame)."""
+        acked = 0
+        window = sender.local_flow_control_window(stream_id) if way.queue else 0
+        frame = sender.max_outbound_frame_size
         while way.queue:
             data, ack = way.queue[0]
             if data:
-                room = min(sender.local_flow_control_window(stream_id),
-                           sender.max_outbound_frame_size)
+                room = min(window, frame)
                 if room <= 0:
-                    return
-                sender.send_data(stream_id, data[:room])
+                    break
+                sender.send_data(stream_id, data[:room] if room < len(data) else data)
+                window -= min(room, len(data))
                 if room < len(data):
                     way.queue[0] = (data[room:], ack)
                     continue
             way.queue.popleft()
-            self._ack(source, ack, source_id)
-        if way.ending and not way.done:
+            acked += ack
+        self._ack(source, acked, source_id)
+        if way.ending and not way.done and not way.queue:
             if way.trailers:
                 sender.send_headers(stream_id, way.trailers, end_stream=True)
             else:
@@ -291,7 +357,7 @@ class _Relay:
 
 async def relay(session: Session, agent: TlsPipe, far: TlsPipe) -> None:
     """One terminated HTTP/2 connection, until either end closes it."""
-    state = _Relay(session, agent, far)
+    state = Relay(session, agent, far)
     state.start()
     await agent.drain()
     await far.drain()
