@@ -350,3 +350,40 @@ def test_a_timed_out_agent_in_the_user_namespace_box_leaves_nothing_running(
     assert outputs["conclusion"] == "timeout"
     assert took < 30
     assert left == []
+
+
+def test_a_socket_of_the_runner_s_own_outside_the_masks_is_out_of_the_agent_s_reach(
+    box: Box, unprivileged: Path, runner_user: str
+) -> None:
+    """The agent is the runner's uid, so a service of the runner's listening on a unix socket
+    of mode 0600 (a rootless daemon's, an agent's) would answer it: file permissions cannot
+    stand between the two. Here the socket is in a directory the box shows again beneath a mask
+    (the stand-in CLI's, revealed read-only under the masked /tmp). Before: the box skipped
+    sockets under a mask and the agent read the service's answer. Now it is covered in the
+    agent's view; the run succeeds."""
+    user = ensure_user(runner_user)
+    service = box.base / "runner-service"
+    service.mkdir()
+    os.chown(service, user.pw_uid, user.pw_gid)
+    path = service / "socket"
+    listener = subprocess.Popen(  # the runner's service, on a socket only it may use
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+         sys.executable, "-I", "-c",
+         "import os, socket; s = socket.socket(socket.AF_UNIX); "
+         f"s.bind({str(path)!r}); os.chmod({str(path)!r}, 0o600); s.listen(); "
+         "print('up', flush=True); s.settimeout(60); c, _ = s.accept(); "
+         "c.sendall(b'runner-secret'); c.close()"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout is not None
+        assert listener.stdout.readline() == "up\n"
+        body = ("python3 -I -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                f"s.connect('{path}'); print(s.recv(64))\" > $SEEN/unix 2>&1; true")
+        done = as_runner(unprivileged, box, runner_user, body)
+    finally:
+        listener.kill()
+        listener.wait(timeout=10)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert TIER in (box.base / "summary.md").read_text()
+    assert "runner-secret" not in seen(box, "unix"), seen(box, "unix")
+    assert "Connection refused" in seen(box, "unix"), seen(box, "unix")

@@ -235,7 +235,9 @@ def build(world: World) -> None:
     finally:
         for fd, *_ in [*shown, *private]:
             os.close(fd)
-    _cover_sockets(world.sockets, [*masked, world.tree_target, world.home_target])
+    # Not skipped under a mask: a reveal or share beneath one (the CLI's directory) shows
+    # what is there again, sockets included.
+    _cover_sockets(world.sockets, [world.tree_target, world.home_target])
     writable = [world.tree_target, world.home_target, *TMP_DIRS, *world.shares, "/dev/pts"]
     for point, options in _mountinfo():
         if "ro" in options or _under(point, _SPECIAL) or _under(point, writable):
@@ -262,7 +264,7 @@ def host_sockets(listing: str = "/proc/net/unix") -> list[str]:
 
 def _cover_sockets(paths: Sequence[str], skip: Sequence[str]) -> None:
     """Each of ``paths`` still a socket in this view gets ``/dev/null`` bound over it, so
-    connecting there is refused (``skip``: what is masked or the agent's own)."""
+    connecting there is refused (``skip``: the agent's own)."""
     null = -1
     try:
         for path in paths:
