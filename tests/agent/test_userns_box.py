@@ -9,6 +9,7 @@ agent reached every loopback service and the summary named Landlock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -249,6 +250,30 @@ def test_isolation_user_holds_on_a_runner_without_sudo_when_a_user_namespace_can
     assert TIER in (box.base / "summary.md").read_text()
 
 
+@contextlib.contextmanager
+def runner_service(user: str, address: str) -> Iterator[str]:
+    """A service of the runner's user on the unix socket ``address`` (a path, made 0600, or
+    ``\\0name``, abstract) that answers one connection with ``runner-secret``; yields the
+    agent's shell that connects to it and writes what it got into $SEEN/unix."""
+    entry = ensure_user(user)
+    listener = subprocess.Popen(
+        ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups",
+         sys.executable, "-I", "-c",
+         f"import os, socket; s = socket.socket(socket.AF_UNIX); s.bind({address!r}); "
+         f"{address!r}.startswith('/') and os.chmod({address!r}, 0o600); s.listen(); "
+         "print('up', flush=True); s.settimeout(60); c, _ = s.accept(); "
+         "c.sendall(b'runner-secret'); c.close()"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout is not None
+        assert listener.stdout.readline() == "up\n"
+        yield ("python3 -I -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+               f"s.connect({address!r}); print(s.recv(64))\" > $SEEN/unix 2>&1; true")
+    finally:
+        listener.kill()
+        listener.wait(timeout=10)
+
+
 def test_on_an_open_network_the_box_in_a_user_namespace_reaches_no_unix_socket_of_the_host(
     box: Box, unprivileged: Path, runner_user: str
 ) -> None:
@@ -257,24 +282,8 @@ def test_on_an_open_network_the_box_in_a_user_namespace_reaches_no_unix_socket_o
     the runner's listening there (a user bus, an agent socket) answers it. Before: it
     connected. Now the box's seccomp filter refuses every unix socket there (as in the
     Landlock tiers); the run itself succeeds."""
-    user = ensure_user(runner_user)
-    name = f"caa-i48u-abstract-{os.getpid()}"
-    listener = subprocess.Popen(  # the runner's service, on an abstract socket
-        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-         sys.executable, "-I", "-c",
-         "import socket, sys; s = socket.socket(socket.AF_UNIX); "
-         f"s.bind('\\0{name}'); s.listen(); print('up', flush=True); s.settimeout(60); "
-         "c, _ = s.accept(); c.sendall(b'runner-secret'); c.close()"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert listener.stdout is not None
-        assert listener.stdout.readline() == "up\n"
-        body = ("python3 -I -c \"import socket; s = socket.socket(socket.AF_UNIX); "
-                f"s.connect('\\0{name}'); print(s.recv(64))\" > $SEEN/unix 2>&1; true")
+    with runner_service(runner_user, f"\0caa-i48u-abstract-{os.getpid()}") as body:
         done = as_runner(unprivileged, box, runner_user, body, "--network", "open")
-    finally:
-        listener.kill()
-        listener.wait(timeout=10)
     assert done.returncode == 0, done.stdout + done.stderr
     assert TIER in (box.base / "summary.md").read_text()
     assert "runner-secret" not in seen(box, "unix")
@@ -365,24 +374,8 @@ def test_a_socket_of_the_runner_s_own_outside_the_masks_is_out_of_the_agent_s_re
     service = box.base / "runner-service"
     service.mkdir()
     os.chown(service, user.pw_uid, user.pw_gid)
-    path = service / "socket"
-    listener = subprocess.Popen(  # the runner's service, on a socket only it may use
-        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-         sys.executable, "-I", "-c",
-         "import os, socket; s = socket.socket(socket.AF_UNIX); "
-         f"s.bind({str(path)!r}); os.chmod({str(path)!r}, 0o600); s.listen(); "
-         "print('up', flush=True); s.settimeout(60); c, _ = s.accept(); "
-         "c.sendall(b'runner-secret'); c.close()"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert listener.stdout is not None
-        assert listener.stdout.readline() == "up\n"
-        body = ("python3 -I -c \"import socket; s = socket.socket(socket.AF_UNIX); "
-                f"s.connect('{path}'); print(s.recv(64))\" > $SEEN/unix 2>&1; true")
+    with runner_service(runner_user, str(service / "socket")) as body:
         done = as_runner(unprivileged, box, runner_user, body)
-    finally:
-        listener.kill()
-        listener.wait(timeout=10)
     assert done.returncode == 0, done.stdout + done.stderr
     assert TIER in (box.base / "summary.md").read_text()
     assert "runner-secret" not in seen(box, "unix"), seen(box, "unix")
