@@ -32,6 +32,7 @@ from tests.support.standin import processes_of
 from tests.support.users import (
     NO_USER_NAMESPACES,
     TEST_AGENT_USER,
+    WORKER,
     ensure_user,
     remove_user,
 )
@@ -41,8 +42,8 @@ pytestmark = pytest.mark.skipif(
     reason="the runner's user is made by root on Linux (CI here is root)",
 )
 
-RUNNER = "caa-i48u-runner"
-"""The self-hosted runner's user (made and removed by each test)."""
+RUNNER = f"caa-i48u-runner-{WORKER}" if WORKER else "caa-i48u-runner"
+"""The self-hosted runner's user (made and removed by each test; one per xdist worker)."""
 ALLOWED = "caa-i48u-allowed.example"
 HOME_SECRETS = (".ssh/id_ed25519", ".aws/credentials", ".git-credentials", ".netrc",
                 ".config/gh/hosts.yml", ".docker/config.json", ".npmrc", ".pypirc")
