@@ -381,3 +381,23 @@ def test_a_socket_of_the_runner_s_own_outside_the_masks_is_out_of_the_agent_s_re
     assert TIER in (box.base / "summary.md").read_text()
     assert "runner-secret" not in seen(box, "unix"), seen(box, "unix")
     assert "Connection refused" in seen(box, "unix"), seen(box, "unix")
+
+
+def test_where_the_box_in_a_user_namespace_cannot_be_set_up_auto_falls_to_landlock(
+    box: Box, unprivileged: Path, runner_user: str
+) -> None:
+    """The probe made a user namespace, but the box could not be built: RUNNER_TEMP (where the
+    agent's home goes) is reached through a symbolic link the box shows (in the CLI's directory),
+    and the box refuses to make a mount point through a link. ``auto`` runs tier 1b instead,
+    in its own namespaces, the summary saying why; the change comes back."""
+    (box.base / "rt-real").mkdir()
+    (box.base / "rt-link").symlink_to(box.base / "rt-real")
+    done = as_runner(unprivileged, box, runner_user, "echo fell >> README.md", "--preset",
+                     "edit", env={"RUNNER_TEMP": str(box.base / "rt-link" / "temp")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = (box.base / "summary.md").read_text()
+    assert f"**Isolation:** landlock as the runner's own user ({runner_user}; own user, PID, " \
+           "mount and IPC namespaces" in summary, summary
+    assert "and the box in a user namespace could not be set up (" in summary.replace("\n", " ")
+    assert "is a symbolic link" in summary.replace("\n", " ")
+    assert (box.workspace / "README.md").read_text() == "# demo\nfell\n"
