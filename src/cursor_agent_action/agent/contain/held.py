@@ -66,5 +66,5 @@ def user_box_warning(agent_user: str, why: str, fix: str) -> str:
     """Its warning: what holds, what does not, the fix that gives the agent a user of its own."""
     return (f"Running the agent in the box inside a user namespace, as the runner's own user "
             f"({agent_user}), because {why}. It runs in {USER_BOX_HOLDS}, on a private view of "
-            f"the repository with its own home and /tmp, with no access to {HIDDEN}, behind "
-            f"the network wall; not held: {USER_BOX_LACKS}. Fix: {fix}.")
+            f"the repository with its own home and /tmp, with no access to {HIDDEN}; not held: "
+            f"{USER_BOX_LACKS}. Fix: {fix}.")
