@@ -519,3 +519,52 @@ def test_the_agent_cannot_change_the_mcp_servers_the_workflow_gave_it(
     out = _run(box, capsys, 'cat $HOME/.cursor/mcp.json > $SEEN/next 2>/dev/null; true')
     assert out["conclusion"] == "success", out["log"]
     assert _seen(box, "next") == ""
+
+
+@pytest.mark.parametrize("namespaces", [True, False], ids=["user-namespaces", "none-allowed"])
+def test_as_the_runners_user_its_temp_and_runtime_files_stay_out_of_reach(
+    box: Box, unprivileged: Path, namespaces: bool
+) -> None:
+    """Red team (R2-3): as the runner's own user, the agent read the runner's mode-600 files
+    outside the masked places: a registry login in ``$XDG_RUNTIME_DIR/containers/auth.json``
+    (podman's, buildah's and skopeo's default) and files in the real ``/tmp``, ``/var/tmp``
+    and ``/dev/shm``. Now those places are closed (its ``TMPDIR`` is its own), with user
+    namespaces and without."""
+    if landlock.abi() < 1:
+        pytest.skip("this kernel has no Landlock")
+    name = f"{TEST_AGENT_USER}-r23"[:32]
+    user = ensure_user(name)
+    runtime = Path(f"/run/user/{user.pw_uid}")
+    made_runtime = not runtime.exists()
+    planted = {
+        "runtime": runtime / "containers" / "auth.json",
+        "var-tmp": Path(f"/var/tmp/{name}-secret"),
+        "dev-shm": Path(f"/dev/shm/{name}-secret"),
+        "tmp": Path(f"/tmp/{name}-secret"),
+    }
+    try:
+        for label, path in planted.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{TOKEN} {label}\n")
+            os.chown(path, user.pw_uid, user.pw_gid)
+            path.chmod(0o600)
+        for directory in (runtime, runtime / "containers"):
+            os.chown(directory, user.pw_uid, user.pw_gid)
+        runtime.chmod(0o700)
+        reads = "; ".join(f"cat {path} >> $SEEN/read 2>&1" for path in planted.values())
+        done = _as_runner(unprivileged, box, name, "--summary-file",
+                          str(box.base / "summary.md"),
+                          body=f"{reads}; echo ok > $TMPDIR/mine && cat $TMPDIR/mine > $SEEN/own",
+                          env={"XDG_RUNTIME_DIR": str(runtime)},
+                          wrap=[] if namespaces else [sys.executable, "-I", "-c",
+                                                      _NO_USER_NAMESPACES])
+    finally:
+        for path in planted.values():
+            path.unlink(missing_ok=True)
+        if made_runtime:
+            shutil.rmtree(runtime, ignore_errors=True)
+        remove_user(name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    read = _seen(box, "read")
+    assert [label for label in planted if f"{TOKEN} {label}" in read] == [], read
+    assert _seen(box, "own").strip() == "ok"  # its own temporary directory works
