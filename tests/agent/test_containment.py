@@ -557,7 +557,7 @@ def test_as_the_runners_user_its_temp_and_runtime_files_stay_out_of_reach(
                           body=f"{reads}; echo ok > $TMPDIR/mine && cat $TMPDIR/mine > $SEEN/own",
                           env={"XDG_RUNTIME_DIR": str(runtime)},
                           wrap=[] if namespaces else [sys.executable, "-I", "-c",
-                                                      _NO_USER_NAMESPACES])
+                                                      NO_USER_NAMESPACES])
     finally:
         for path in planted.values():
             path.unlink(missing_ok=True)
