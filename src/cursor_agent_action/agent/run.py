@@ -28,7 +28,6 @@ from cursor_agent_action.agent.contain.cancel import interruptible, stop_on_sign
 from cursor_agent_action.agent.contain.isolation import (
     ContainmentFailed,
     Isolation,
-    decide,
 )
 from cursor_agent_action.agent.contain.process import run_agent_process
 from cursor_agent_action.agent.contain.sandbox import AgentExit, EndedBy
@@ -66,6 +65,7 @@ from cursor_agent_action.agent.launch.run_options import (
     add_run_options,
     options_from_args,
 )
+from cursor_agent_action.agent.launch.view import decide_isolation
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.keyscan import KeyScan
 from cursor_agent_action.options import number_text
@@ -216,7 +216,7 @@ class Launch:
 def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> Launch:
     """Everything before the first start: the site, the CLI's options, the checks and the log's
     opening lines."""
-    isolation = decide(options.isolation, options.agent_user)
+    isolation = decide_isolation(options)
     walllog.announce(runner, options.net_policy, network=options.network,
                          contained=isolation.walled)
     if isolation.contained:

@@ -359,7 +359,8 @@ def jail_for(
     files: Mapping[str, str | None] | None = None,
     git: bool = True,
     network: NetPolicy | None = None, storage: str = "auto", max_files: int = BOX_MAX_FILES,
-    credentials: Credentials | None = None,
+    credentials: Credentials | None = None, view_commit: str = "",
+    view_skip: Sequence[str] = (), view_files: Sequence[str] = (),
 ) -> Jail:
     """The box that runs ``argv`` in ``cwd`` as the agent user, on its own view of the work
     tree at ``repo_root``."""
@@ -380,6 +381,7 @@ def jail_for(
         shares=tuple(sorted({str(path) for path in shares if path.is_dir()})),
         files={str(prompt): str(prompt)} if prompt.exists() else {},
         git=git, network=network, storage=storage, namespaces=isolation.namespaces,
-        credentials=credentials,
+        credentials=credentials, view_commit=view_commit, view_skip=tuple(view_skip),
+        view_files=tuple(view_files),
     )
     return Jail(isolation, state_dir, spec)

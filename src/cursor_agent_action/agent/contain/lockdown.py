@@ -72,6 +72,8 @@ class Prepared:
             raise
 
     def _prepare(self, spec: BoxSpec, agent: AgentUser) -> None:
+        if spec.view_commit:  # the helper never asks: a commit's view needs the box
+            raise ValueError("view-commit needs the box; Landlock shows the checkout")
         # The agent passes through to its own directories only.
         os.chmod(self.area, 0o711)  # noqa: S103
         caps = spec.limits

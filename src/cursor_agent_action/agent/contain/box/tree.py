@@ -67,6 +67,7 @@ class Copy:
     note: str = ""  # which storage, and why: one line for the summary
     dirty: dict[str, tuple[str, str]] = field(default_factory=dict)  # the copy's base
     cloned: int = 0  # files cloned (FICLONE: shared blocks, copied on write), not copied
+    skipped_config: int = 0  # a commit's view (:mod:`.commitview`): its own CLI config left out
 
 
 def nested_repositories(copy: Copy) -> list[str]:
