@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.contain import isolation, landlock
+from cursor_agent_action.agent.contain import isolation, landlock, probe
 from cursor_agent_action.agent.contain.box import seccomp
 from cursor_agent_action.agent.contain.probe import ProbeResult
 from cursor_agent_action.errors import SetupError
@@ -74,7 +74,7 @@ def _in_container(box: Box, *args: str, body: str = "echo ran > $SEEN/ran; id -u
 
 @ROOT_ONLY
 def test_the_probe_makes_the_box_s_namespaces_as_root() -> None:
-    assert isolation.probe_box(via_sudo=False).ok
+    assert probe.probe_box(via_sudo=False).ok
 
 
 @ROOT_ONLY
@@ -241,8 +241,8 @@ def test_a_runner_that_is_not_linux_is_named_with_a_linux_fix(
 def test_a_box_refused_despite_cap_sys_admin_blames_the_profile(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(isolation, "has_cap_sys_admin", lambda: True)
-    why, fix = isolation.box_failure(ProbeResult(False, "unshare (mount namespace)", 1,
+    monkeypatch.setattr(probe, "has_cap_sys_admin", lambda: True)
+    why, fix = probe.box_failure(ProbeResult(False, "unshare (mount namespace)", 1,
                                                  "unshare (mount namespace) failed"))
     assert "unshare (mount namespace) failed" in why
     assert "seccomp=unconfined" in fix

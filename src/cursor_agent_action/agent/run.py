@@ -41,6 +41,7 @@ from cursor_agent_action.agent.judge.changes import Applied, ChangeTracker, chec
 from cursor_agent_action.agent.judge.failures import classify, explain_exit, stderr_excerpt
 from cursor_agent_action.agent.judge.outcome import (
     conclude_box,
+    contained_site,
     label_start,
     warn_isolation,
     warn_missing_key,
@@ -219,10 +220,7 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
     walllog.announce(runner, options.net_policy, network=options.network,
                          contained=isolation.walled)
     if isolation.contained:
-        site = agent_site(options, environ, isolation)
-        if isolation.landlock:
-            warn_isolation(runner, isolation, options.isolation,
-                            "agent under Landlock, no box")
+        site = contained_site(options, runner, environ, isolation)
     else:
         site = _uncontained(options, runner, environ, isolation)
     warn_missing_key(runner, environ)
@@ -277,11 +275,15 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             if options.isolation != "auto" or not launch.site.isolation.contained or ran \
                     or exc.cap:
                 raise
-            site = _uncontained(options, runner, run.environ, Isolation(
-                False, why_not=f"the box could not be set up ({exc.reason})",
-                fix=launch.site.isolation.fix))
-            with interruptible(run.stop):  # the real tree is the agent's now: its base
-                run.tracker.uncontained()
+            if launch.site.isolation.user_box:  # tier 1a could not be set up: tier 1b
+                site = contained_site(options, runner, run.environ,
+                                  launch.site.isolation.landlock_fallback(exc.reason))
+            else:
+                site = _uncontained(options, runner, run.environ, Isolation(
+                    False, why_not=f"the box could not be set up ({exc.reason})",
+                    fix=launch.site.isolation.fix))
+                with interruptible(run.stop):  # the real tree is the agent's now: its base
+                    run.tracker.uncontained()
             runner.log(f"Isolation: {site.isolation.label}.")
             launch = dataclasses.replace(launch, site=site)
             continue

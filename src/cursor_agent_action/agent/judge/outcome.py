@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from cursor_agent_action.agent.contain.box.gitconfig import persisted_credentials
 from cursor_agent_action.agent.contain.box.net import walllog
+from cursor_agent_action.agent.contain.held import user_box_warning
 from cursor_agent_action.agent.contain.isolation import (
     Isolation,
     fallback_warning,
@@ -23,7 +24,7 @@ from cursor_agent_action.agent.judge.changes import (
     links_failure,
 )
 from cursor_agent_action.agent.judge.verdict import Verdict
-from cursor_agent_action.agent.launch.invocation import AgentSite
+from cursor_agent_action.agent.launch.invocation import AgentSite, agent_site
 from cursor_agent_action.agent.launch.run_options import RunOptions
 from cursor_agent_action.markdown import shorten
 from cursor_agent_action.runner_io import Runner, listing, one_line
@@ -111,6 +112,15 @@ def warn_isolation(runner: Runner, isolation: Isolation, requested: str, title: 
     runner.log(one_line(isolation_warning(isolation, requested), 4000))
 
 
+def contained_site(options: RunOptions, runner: Runner, environ: Mapping[str, str],
+                   isolation: Isolation) -> AgentSite:
+    """The agent's site in a contained ``isolation``, warned of when it is less than the box."""
+    site = agent_site(options, environ, isolation)
+    if isolation.landlock or isolation.user_box:
+        warn_isolation(runner, isolation, options.isolation, isolation.warning_title)
+    return site
+
+
 def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:
     """The same warning for an API key that is unset, empty or only blanks."""
     value = environ.get("CURSOR_API_KEY")
@@ -137,6 +147,8 @@ def isolation_warning(isolation: Isolation, requested: str) -> str:
     uncontained because it was asked to be)."""
     if isolation.landlock:
         return landlock_warning(isolation)
+    if isolation.user_box:
+        return user_box_warning(isolation.agent_user, isolation.why_not, isolation.fix)
     if not isolation.contained and requested == "auto":
         return fallback_warning(isolation)
     return ""
@@ -145,7 +157,9 @@ def isolation_warning(isolation: Isolation, requested: str) -> str:
 def short_warning(isolation: Isolation) -> str:
     """The annotation for :func:`landlock_warning` and :func:`fallback_warning`: one short
     line (the whole text, with what is lost and the fix, is in the job summary)."""
-    how = ("under Landlock as the runner's own user" if isolation.own_user else
+    how = ("in the box inside a user namespace, as the runner's own user"
+           if isolation.user_box else
+           "under Landlock as the runner's own user" if isolation.own_user else
            "under Landlock instead of the box" if isolation.landlock else
            "without the box, as the runner's user, on the real working tree")
     why = shorten(isolation.why_not, 160)

@@ -41,7 +41,7 @@ def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
     caps = spec.limits
     area = Path(spec.box_dir)
     area.mkdir(mode=0o700, exist_ok=True)
-    os.chown(area, 0, 0)
+    os.chown(area, os.geteuid(), os.getegid())  # root's; in a user namespace, the runner's
     os.chmod(area, 0o700)
     world.make_private()
     real = spec.repo_root
@@ -111,12 +111,14 @@ def _overlay(spec: BoxSpec, agent: AgentUser, area: Path, found: tree.Survey) ->
     overlay.mount_lower(spec.repo_root, str(lower), owner=(info.st_uid, info.st_gid),
                         agent=(agent.uid, agent.gid))
     overlay.mount_overlay(str(lower), str(written), str(work), str(merged))
+    kind = ("an overlay in the box's user namespace" if overlay.unprivileged() else
+            "an id-mapped overlay")
     for special in found.special:  # fifos, sockets, devices: not in the box, as in the copy
         with contextlib.suppress(OSError):
             os.unlink(merged / special)
     return tree.Copy(git_dirs=found.git_dirs, git_files=found.git_files,
                      left_out=found.special, storage="overlay",
-                     note=("an id-mapped overlay over the repository (nothing copied; "
+                     note=(f"{kind} over the repository (nothing copied; "
                            f"{found.entries:,} entries)"))
 
 
