@@ -53,6 +53,7 @@ from tests.support.example_world import (  # noqa: E402
     add_review_pull,
     build_world,
     comment_event,
+    git,
     pull_request_event,
     review_answer,
     serve_cli,
@@ -75,8 +76,11 @@ from tests.support.your_world import (  # noqa: E402
 EXAMPLES: dict[str, str] = {
     "docs-update": "pull_request", "ci-triage": "workflow_run", "monorepo-matrix":
     "workflow_dispatch", "comment-command": "issue_comment", "code-review": "pull_request",
-    "ci-fix": "workflow_run",
+    "ci-fix": "workflow_run", "fork-review": "pull_request_target",
 }  # fmt: skip
+FORK = "someone/widgets"
+"""Where the pull request of a ``pull_request_target`` run comes from: a fork, whose head is
+only in the "GitHub" remote's ``refs/pull/N/head``, as GitHub keeps a fork's head."""
 
 DIAGNOSIS = {"cause": "src/cli.py renamed RETRIES to MAX_RETRIES; tests/test_cli.py still "
              "reads RETRIES", "failing-step": "Run pytest",
@@ -147,7 +151,11 @@ def _payload(world: World, event: str, workflow: dict[str, Any], pull: YourPull 
         number = world.github.add_pull(HEAD_REF, head_sha=world.head_sha)
     if event.startswith("pull_request"):
         head = str(world.github.state.pulls[number]["head"]["sha"])
-        return pull_request_event(world, number, head_sha=head)
+        if event != "pull_request_target":
+            return pull_request_event(world, number, head_sha=head)
+        world.github.state.pulls[number]["head"]["repo"] = {"full_name": FORK}
+        git(world.bare, "update-ref", f"refs/pull/{number}/head", head)
+        return pull_request_event(world, number, FORK, head_sha=head)
     if event == "workflow_run":
         run_id = add_failed_run(world, log, pull_numbers=(number,), step=failure.step)
         return workflow_run_event(world, run_id, pull_numbers=(number,))

@@ -717,6 +717,7 @@ def test_the_local_testing_script_runs_an_example_offline(tmp_path: Path) -> Non
 @pytest.mark.parametrize(("example", "job", "write"), [
     ("code-review", "review", "POST /repos/octo-org/octo-repo/pulls/1/reviews"),
     ("ci-fix", "publish", "POST /repos/octo-org/octo-repo/pulls"),
+    ("fork-review", "review", "POST /repos/octo-org/octo-repo/pulls/1/reviews"),
 ])
 def test_the_local_testing_script_runs_the_review_and_fix_examples(
     tmp_path: Path, example: str, job: str, write: str,

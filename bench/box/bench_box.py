@@ -10,9 +10,11 @@ one edit and one new file:
 1. ``run``: ``cursor-agent-action run`` with ``--isolation none``, contained on the overlay,
    contained on the copy (``CURSOR_AGENT_ACTION_BOX_STORAGE=copy``), and the two tiers without
    a box: ``landlock`` (the helper as root without CAP_SYS_ADMIN, through ``capsh``: a container
-   job) and ``runner`` (the helper as an unprivileged user without sudo: Landlock as that user,
-   from a venv of the system Python as the tests make it); the median of ``--runs`` each (1
-   from 100,000 files: the shared machine). The difference to ``none`` is the overhead.
+   job), ``userns`` (the helper as an unprivileged user without sudo, from a venv of the system
+   Python as the tests make it: the box in a user namespace, tier 1a) and ``runner`` (the same
+   user with user namespaces turned off for the run: Landlock as that user, tier 1b); the
+   median of ``--runs`` each (1 from 100,000 files: the shared machine). The difference to
+   ``none`` is the overhead.
 2. ``RAM``: the largest rise of the machine's ``Shmem`` (tmpfs pages) while the run ran.
 3. ``helper RSS``: the helper's peak resident set (``VmHWM``), read until it exits.
 4. The bare operations: an overlay mount of the tree (no id map) and ``git status`` in it, and
@@ -37,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.support
 from tests.support.helper_venv import make_helper_venv
+from tests.support.users import NO_USER_NAMESPACES
 
 AGENT = """#!/bin/sh
 for arg in "$@"; do [ "$arg" = --help ] && { echo "  --trust"; exit 0; }; done
@@ -52,11 +55,13 @@ CAPSH = shutil.which("capsh") or shutil.which("capsh", path="/usr/sbin:/sbin") o
 TIERS = {  # name: (isolation, storage, how the helper runs)
     "none": ("none", "auto", "root"), "overlay": ("auto", "auto", "root"),
     "copy": ("auto", "copy", "root"), "landlock": ("auto", "auto", "capsh"),
-    "runner": ("auto", "auto", "runner"),
+    "userns": ("auto", "auto", "runner"), "runner": ("auto", "auto", "runner"),
 }
-MARKS = {"overlay": "the tree: an id-mapped overlay", "copy": "the tree: a copy",
+NO_USER_NAMESPACES_TIERS = {"runner"}  # user.max_user_namespaces 0 for the run (tier 1b)
+MARKS = {"overlay": "The tree: an id-mapped overlay", "copy": "The tree: a copy",
          "landlock": "**Isolation:** landlock (user",
-         "runner": "**Isolation:** landlock as the runner's own user"}
+         "runner": "**Isolation:** landlock as the runner's own user",
+         "userns": "**Isolation:** contained in a user namespace"}
 
 
 def make_tree(root: Path, files: int) -> None:
@@ -109,7 +114,9 @@ def run_once(repo: Path, base: Path, tier: str, venv: Path) -> dict[str, float]:
     shmem0 = _shmem_kib()
     peak = {"shmem": 0, "rss": 0}
     started = time.perf_counter()
-    helper = subprocess.Popen(_as(how, [
+    wrap = ([sys.executable, "-I", "-c", NO_USER_NAMESPACES]
+            if tier in NO_USER_NAMESPACES_TIERS else [])
+    helper = subprocess.Popen(wrap + _as(how, [
         sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
         str(base / "agent.sh"), "--working-directory", str(repo), "--prompt", "x",
         "--isolation", isolation, "--preset", "edit", "--output-file", str(out / "out.txt"),
@@ -137,7 +144,7 @@ def run_once(repo: Path, base: Path, tier: str, venv: Path) -> dict[str, float]:
         raise SystemExit(f"the {tier} run failed ({code}): "
                          f"{(out / 'log.txt').read_text()[-2000:]}")
     summary = (out / "summary.md").read_text()
-    if tier in MARKS and MARKS[tier] not in summary:
+    if tier in MARKS and MARKS[tier].lower() not in summary.lower():
         warned = [line for line in (out / "log.txt").read_text().splitlines()
                   if line.startswith("::warning")]
         raise SystemExit(f"the {tier} run did not run as asked: {warned}")
@@ -217,7 +224,7 @@ def _measure(base: Path, files: int, tiers: list[str], runs: int, venv: Path
                              "bare_overlay_status_s": bare_overlay_status(repo, base),
                              "cp_a_s": cp_a(repo)}  # before the tree may become the runner's
     for tier in tiers:
-        if tier == "runner":  # last: the tree becomes the runner's, as on its machine
+        if TIERS[tier][2] == "runner":  # last: the tree becomes the runner's, as on its machine
             user = pwd.getpwnam(RUNNER_USER)
             for path in (repo, base / "runner-home", base / "rt-runner", base / "out-runner"):
                 path.mkdir(exist_ok=True)

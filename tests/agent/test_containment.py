@@ -27,9 +27,9 @@ from tests.support.box import SESSION, TOKEN, Box
 from tests.support.box import agent as _agent
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
-from tests.support.helper_venv import make_helper_venv
-from tests.support.standin import SYSTEM_PYTHON, processes_of
+from tests.support.standin import processes_of
 from tests.support.users import (
+    NO_USER_NAMESPACES,
     SUDOERS,
     TEST_AGENT_USER,
     TEST_RUNNER_USER,
@@ -261,20 +261,6 @@ def test_cancellation_and_timeout_still_end_a_contained_run(
 # -- the fallback: no root, no sudo -------------------------------------------------------------
 
 
-@pytest.fixture
-def unprivileged(tmp_path: Path) -> Path:
-    """A helper venv a user other than root can run, as setup-helper.sh makes it: the system
-    Python, the package, its compiled dependency and h11 copied in, under a world-readable
-    path."""
-    if not SYSTEM_PYTHON:
-        pytest.skip("needs a system Python every user can run")
-    venv = make_helper_venv(tmp_path / "helper-venv", SYSTEM_PYTHON)
-    for path in [tmp_path, *tmp_path.parents]:
-        if path != Path("/"):
-            path.chmod(path.stat().st_mode | 0o001)
-    return venv
-
-
 def _as_runner(
     venv: Path, box: Box, user_name: str, *args: str,
     body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid", env: dict[str, str] | None = None,
@@ -335,10 +321,11 @@ def test_a_runner_user_with_passwordless_sudo_gets_the_agent_contained(
 
 def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) -> None:
     """Sudo installed, no entry for the runner's user: 'asks for a password', with the sudoers
-    line to add (without sudo on the machine: 'not installed', with how to install it); the
-    agent runs under Landlock as the runner's own user (uncontained where the kernel has no
-    Landlock)."""
-    done = _as_runner(unprivileged, box, TEST_RUNNER_USER)
+    line to add (without sudo on the machine: 'not installed', with how to install it); with
+    user namespaces turned off, the agent runs under Landlock as the runner's own user
+    (uncontained where the kernel has no Landlock)."""
+    done = _as_runner(unprivileged, box, TEST_RUNNER_USER,
+                      wrap=[sys.executable, "-I", "-c", NO_USER_NAMESPACES])
     assert done.returncode == 0, done.stdout + done.stderr
     why, fix = (("sudo asks for a password ('sudo -n' answered: a password is required): the "
                  f"runner's user {TEST_RUNNER_USER} has no sudoers entry, or one without NOPASSWD",
@@ -372,32 +359,7 @@ RUNNER_SECRETS = (".ssh/id_ed25519", ".aws/credentials", ".git-credentials", ".n
 RUNNER_ROOT_SECRETS = (".runner", ".credentials", ".credentials_rsaparams", "_diag/Runner_1.log")
 
 
-_NO_USER_NAMESPACES = """
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-ready, go = os.pipe(), os.pipe()
-child = os.fork()
-if child == 0:
-    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
-        os._exit(97)
-    os.write(ready[1], b"x")
-    os.read(go[0], 1)
-    with open("/proc/sys/user/max_user_namespaces", "w") as handle:
-        handle.write("0")
-    os.execvp(sys.argv[1], sys.argv[1:])
-os.read(ready[0], 1)
-for name in ("uid_map", "gid_map"):
-    with open(f"/proc/{child}/{name}", "w") as handle:
-        handle.write("0 0 4294967295")
-os.write(go[1], b"x")
-sys.exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
-"""
-"""Runs its arguments in a user namespace of its own, every id mapped to itself, whose
-user.max_user_namespaces is 0: user namespaces turned off by the sysctl for that command alone
-(the machine's own sysctl is untouched, and root here may lack CAP_SYS_RESOURCE to set it)."""
-
-
-@pytest.mark.parametrize("namespaces", [True, False], ids=["user-namespaces", "none-allowed"])
+@pytest.mark.parametrize("namespaces", [False], ids=["none-allowed"])
 def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
     box: Box, unprivileged: Path, namespaces: bool
 ) -> None:
@@ -409,7 +371,8 @@ def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
     the real tree and did all of it. Now each fails, with user namespaces (then in its own
     user, PID, mount and IPC namespaces) and with them turned off (user.max_user_namespaces 0,
     for this run alone: plain Landlock, the summary saying why); its change to its copy comes
-    back."""
+    back. (Where a user namespace can be made, this runner gets the whole box in it:
+    tests/agent/test_userns_box.py; Landlock in namespaces is its fallback.)"""
     if landlock.abi() < 1:
         pytest.skip("this kernel has no Landlock")
     name = f"{TEST_AGENT_USER}-rnr"[:32]
@@ -447,7 +410,7 @@ def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
                           env={"RUNNER_WORKSPACE": str(work / "repo"), "GITHUB_TOKEN": TOKEN,
                                "GITHUB_ENV": str(github_env)},
                           wrap=[] if namespaces else [sys.executable, "-I", "-c",
-                                                      _NO_USER_NAMESPACES])
+                                                      NO_USER_NAMESPACES])
         alive = runner_process.poll() is None
         left = [line for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
                 if line.split()[7] == str(user.pw_uid)]
@@ -527,7 +490,9 @@ def test_sudo_missing_asking_for_a_password_and_refusing_are_told_apart(
 def test_isolation_user_without_root_or_sudo_fails_before_the_agent_starts(
     box: Box, unprivileged: Path
 ) -> None:
-    done = _as_runner(unprivileged, box, TEST_RUNNER_USER, "--isolation", "user")
+    """No root, no sudo, and no user namespace (turned off for this run alone)."""
+    done = _as_runner(unprivileged, box, TEST_RUNNER_USER, "--isolation", "user",
+                      wrap=[sys.executable, "-I", "-c", NO_USER_NAMESPACES])
     assert done.returncode == 3
     assert "::error title=setup failed::isolation is user, but the agent cannot be contained" \
            in done.stdout
@@ -554,3 +519,52 @@ def test_the_agent_cannot_change_the_mcp_servers_the_workflow_gave_it(
     out = _run(box, capsys, 'cat $HOME/.cursor/mcp.json > $SEEN/next 2>/dev/null; true')
     assert out["conclusion"] == "success", out["log"]
     assert _seen(box, "next") == ""
+
+
+@pytest.mark.parametrize("namespaces", [True, False], ids=["user-namespaces", "none-allowed"])
+def test_as_the_runners_user_its_temp_and_runtime_files_stay_out_of_reach(
+    box: Box, unprivileged: Path, namespaces: bool
+) -> None:
+    """Red team (R2-3): as the runner's own user, the agent read the runner's mode-600 files
+    outside the masked places: a registry login in ``$XDG_RUNTIME_DIR/containers/auth.json``
+    (podman's, buildah's and skopeo's default) and files in the real ``/tmp``, ``/var/tmp``
+    and ``/dev/shm``. Now those places are closed (its ``TMPDIR`` is its own), with user
+    namespaces and without."""
+    if landlock.abi() < 1:
+        pytest.skip("this kernel has no Landlock")
+    name = f"{TEST_AGENT_USER}-r23"[:32]
+    user = ensure_user(name)
+    runtime = Path(f"/run/user/{user.pw_uid}")
+    made_runtime = not runtime.exists()
+    planted = {
+        "runtime": runtime / "containers" / "auth.json",
+        "var-tmp": Path(f"/var/tmp/{name}-secret"),
+        "dev-shm": Path(f"/dev/shm/{name}-secret"),
+        "tmp": Path(f"/tmp/{name}-secret"),
+    }
+    try:
+        for label, path in planted.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{TOKEN} {label}\n")
+            os.chown(path, user.pw_uid, user.pw_gid)
+            path.chmod(0o600)
+        for directory in (runtime, runtime / "containers"):
+            os.chown(directory, user.pw_uid, user.pw_gid)
+        runtime.chmod(0o700)
+        reads = "; ".join(f"cat {path} >> $SEEN/read 2>&1" for path in planted.values())
+        done = _as_runner(unprivileged, box, name, "--summary-file",
+                          str(box.base / "summary.md"),
+                          body=f"{reads}; echo ok > $TMPDIR/mine && cat $TMPDIR/mine > $SEEN/own",
+                          env={"XDG_RUNTIME_DIR": str(runtime)},
+                          wrap=[] if namespaces else [sys.executable, "-I", "-c",
+                                                      NO_USER_NAMESPACES])
+    finally:
+        for path in planted.values():
+            path.unlink(missing_ok=True)
+        if made_runtime:
+            shutil.rmtree(runtime, ignore_errors=True)
+        remove_user(name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    read = _seen(box, "read")
+    assert [label for label in planted if f"{TOKEN} {label}" in read] == [], read
+    assert _seen(box, "own").strip() == "ok"  # its own temporary directory works

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import re
 import shlex
 import shutil
 import socket
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.contain import isolation, landlock
+from cursor_agent_action.agent.contain import isolation, landlock, probe
 from cursor_agent_action.agent.contain.box import seccomp
 from cursor_agent_action.agent.contain.probe import ProbeResult
 from cursor_agent_action.errors import SetupError
@@ -73,7 +74,7 @@ def _in_container(box: Box, *args: str, body: str = "echo ran > $SEEN/ran; id -u
 
 @ROOT_ONLY
 def test_the_probe_makes_the_box_s_namespaces_as_root() -> None:
-    assert isolation.probe_box(via_sudo=False).ok
+    assert probe.probe_box(via_sudo=False).ok
 
 
 @ROOT_ONLY
@@ -118,7 +119,8 @@ def test_a_container_job_is_named_with_a_fix_that_works_there(box: Box) -> None:
     assert "<summary>Network: no wall (Landlock, not the box)</summary>" in summary
     assert "no unix socket (the host's under /run, abstract ones)" in summary
     assert "service-account tokens (/run/secrets, /var/run/secrets)" in summary
-    assert "on disk, under Landlock, made in" in summary  # what the copy cost, and why
+    assert re.search(r"on disk, under Landlock: \d+ files \([\d.]+ MiB\) copied in [\d.]+ s",
+                     summary)  # what the copy cost, and why
     assert "without the box there is no overlay: it needs CAP" in summary, summary
 
 
@@ -174,6 +176,28 @@ def test_under_landlock_the_agent_cannot_read_the_runner_s_home_temp_or_tokens(
 
 
 @ROOT_ONLY
+@needs_capsh
+def test_under_landlock_a_change_made_before_the_run_stays_the_base(box: Box) -> None:
+    """The copy's base (what of the real tree already differed from HEAD, hashed while root
+    copies) keeps changes made before the run out of the agent's: only its own come back."""
+    readme = box.workspace / "README.md"
+    before = readme.read_text() + "before the run\n"
+    readme.write_text(before)
+    (box.workspace / "notes.txt").write_text("untracked, before the run\n")
+    done = _in_container(box, "--preset", "edit",
+                         body="echo by the agent >> README.md; echo n > src/new.txt")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outputs = parse_output_file((box.base / "outputs.txt").read_text())
+    assert outputs["files-changed"] == '["README.md","src/new.txt"]'
+    patch = Path(outputs["patch-file"]).read_text()
+    assert "+by the agent" in patch
+    assert "+before the run" not in patch
+    assert "notes.txt" not in patch
+    assert readme.read_text() == before + "by the agent\n"
+    assert (box.workspace / "notes.txt").read_text() == "untracked, before the run\n"
+
+
+@ROOT_ONLY
 def test_without_landlock_a_root_helper_runs_the_agent_uncontained_and_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -217,8 +241,8 @@ def test_a_runner_that_is_not_linux_is_named_with_a_linux_fix(
 def test_a_box_refused_despite_cap_sys_admin_blames_the_profile(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(isolation, "has_cap_sys_admin", lambda: True)
-    why, fix = isolation.box_failure(ProbeResult(False, "unshare (mount namespace)", 1,
+    monkeypatch.setattr(probe, "has_cap_sys_admin", lambda: True)
+    why, fix = probe.box_failure(ProbeResult(False, "unshare (mount namespace)", 1,
                                                  "unshare (mount namespace) failed"))
     assert "unshare (mount namespace) failed" in why
     assert "seccomp=unconfined" in fix

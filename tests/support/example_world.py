@@ -126,6 +126,8 @@ class World:
                                        f"https://github.com/{self.repository}.git",
                 # The checkout stand-in serves the action's repository from here.
                 "ACT_TEST_REPOSITORIES": str(self.base / "repositories"),
+                # The upload stand-in records each job's workspace here.
+                "ACT_TEST_WORKSPACES": str(self.base / "workspaces.jsonl"),
             },
             local_repositories=self.local_actions(workflow),
             timeout_s=180,

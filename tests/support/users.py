@@ -109,3 +109,28 @@ def remove_suite_users() -> list[str]:
             (SUDOERS / name).unlink(missing_ok=True)
         problems.append(remove_user(name))
     return [problem for problem in problems if problem]
+
+
+NO_USER_NAMESPACES = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ready, go = os.pipe(), os.pipe()
+child = os.fork()
+if child == 0:
+    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+        os._exit(97)
+    os.write(ready[1], b"x")
+    os.read(go[0], 1)
+    with open("/proc/sys/user/max_user_namespaces", "w") as handle:
+        handle.write("0")
+    os.execvp(sys.argv[1], sys.argv[1:])
+os.read(ready[0], 1)
+for name in ("uid_map", "gid_map"):
+    with open(f"/proc/{child}/{name}", "w") as handle:
+        handle.write("0 0 4294967295")
+os.write(go[1], b"x")
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+"""
+"""Runs its arguments in a user namespace of its own, every id mapped to itself, whose
+user.max_user_namespaces is 0: user namespaces turned off by the sysctl for that command alone
+(the machine's own sysctl is untouched, and root here may lack CAP_SYS_RESOURCE to set it)."""

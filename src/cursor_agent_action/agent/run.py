@@ -28,7 +28,6 @@ from cursor_agent_action.agent.contain.cancel import interruptible, stop_on_sign
 from cursor_agent_action.agent.contain.isolation import (
     ContainmentFailed,
     Isolation,
-    decide,
 )
 from cursor_agent_action.agent.contain.process import run_agent_process
 from cursor_agent_action.agent.contain.sandbox import AgentExit, EndedBy
@@ -43,7 +42,7 @@ from cursor_agent_action.agent.judge.failures import classify, explain_exit, std
 from cursor_agent_action.agent.judge.outcome import (
     conclude_box,
     label_start,
-    warn_isolation,
+    tier_site,
     warn_missing_key,
     warn_persisted_credentials,
 )
@@ -54,7 +53,6 @@ from cursor_agent_action.agent.launch.invocation import (
     AgentSite,
     accepts_trust,
     agent_environment,
-    agent_site,
     build_argv,
     cli_help,
     prompt_argument,
@@ -65,6 +63,7 @@ from cursor_agent_action.agent.launch.run_options import (
     add_run_options,
     options_from_args,
 )
+from cursor_agent_action.agent.launch.view import decide_isolation
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.keyscan import KeyScan
 from cursor_agent_action.options import number_text
@@ -113,12 +112,6 @@ def _attempt(run: Run, argv: Sequence[str], site: AgentSite, *,
     return Attempt(verdict, ended, guard.tampered, applied)
 
 
-def _site(options: RunOptions, runner: Runner, environ: Mapping[str, str],
-          isolation: Isolation) -> AgentSite:
-    """The agent's site on ``isolation``'s tier; a tier less contained than the box asked for
-    says so first, in a warning that names what is lost (:func:`warn_isolation`)."""
-    warn_isolation(runner, isolation, options.isolation)
-    return agent_site(options, environ, isolation)
 
 
 
@@ -215,10 +208,10 @@ class Launch:
 def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) -> Launch:
     """Everything before the first start: the site, the CLI's options, the checks and the log's
     opening lines."""
-    isolation = decide(options.isolation, options.agent_user)
+    isolation = decide_isolation(options)
     walllog.announce(runner, options.net_policy, network=options.network,
                          contained=isolation.walled)
-    site = _site(options, runner, environ, isolation)
+    site = tier_site(options, runner, environ, isolation)
     warn_missing_key(runner, environ)
     # The vendor's binary only prints its help: run as the helper, away from the workspace.
     probe_env = agent_environment(environ, options.state_dir / "probe-config")
@@ -271,11 +264,15 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             if options.isolation != "auto" or not launch.site.isolation.contained or ran \
                     or exc.cap:
                 raise
-            site = _site(options, runner, run.environ, Isolation(
-                False, why_not=f"the box could not be set up ({exc.reason})",
-                fix=launch.site.isolation.fix))
-            with interruptible(run.stop):  # the real tree is the agent's now: its base
-                run.tracker.uncontained()
+            if launch.site.isolation.user_box:  # tier 1a could not be set up: tier 1b
+                site = tier_site(options, runner, run.environ,
+                                 launch.site.isolation.landlock_fallback(exc.reason))
+            else:
+                site = tier_site(options, runner, run.environ, Isolation(
+                    False, why_not=f"the box could not be set up ({exc.reason})",
+                    fix=launch.site.isolation.fix))
+                with interruptible(run.stop):  # the real tree is the agent's now: its base
+                    run.tracker.uncontained()
             runner.log(f"Isolation: {site.isolation.label}.")
             launch = dataclasses.replace(launch, site=site)
             continue

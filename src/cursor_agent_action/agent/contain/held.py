@@ -31,6 +31,14 @@ RUNNER_NAMESPACES_LACK = ("its own user (it is the runner's: what that user may 
                           "the masked places it may read), no network namespace or wall (it "
                           "has the runner's network), no process-count limit")
 
+USER_BOX_HOLDS = ("its own user, PID, mount and IPC namespaces; a network namespace behind the "
+                  "wall (the relay runs outside, as the runner's user) unless the network is "
+                  "open, then no unix socket; no capability, no_new_privs, seccomp")
+USER_BOX_LACKS = ("a user of its own (it is the runner's uid, with that user's supplementary "
+                  "groups: nothing of the runner's is writable in its view and the runner's "
+                  "home and directory are masked, but a file outside them that the runner's "
+                  "user alone may read it may read too), a cgroup (memory is bounded per "
+                  "process)")
 
 
 def landlock_lacks(*, own_user: bool = False, namespaces: bool = False) -> str:
@@ -45,3 +53,18 @@ def landlock_lacks(*, own_user: bool = False, namespaces: bool = False) -> str:
         lacks += (f"; no seccomp filter for this machine ({platform.machine()}): unix sockets, "
                   "io_uring, POSIX message queues and kernel keyrings are in reach")
     return lacks
+
+
+def user_box_label(agent_user: str, why: str) -> str:
+    """The label of the box in a user namespace (tier 1a, :mod:`.box.userbox`)."""
+    return (f"contained in a user namespace (the runner's own user {agent_user}; "
+            f"{USER_BOX_HOLDS}; a private view of the repository, home and /tmp; no access to "
+            f"{HIDDEN}; not held: {USER_BOX_LACKS}; {why})")
+
+
+def user_box_warning(agent_user: str, why: str, fix: str) -> str:
+    """Its warning: what holds, what does not, the fix that gives the agent a user of its own."""
+    return (f"Running the agent in the box inside a user namespace, as the runner's own user "
+            f"({agent_user}), because {why}. It runs in {USER_BOX_HOLDS}, on a private view of "
+            f"the repository with its own home and /tmp, with no access to {HIDDEN}; not held: "
+            f"{USER_BOX_LACKS}. Fix: {fix}.")

@@ -12,15 +12,16 @@ container jobs), or ``sudo -n`` works without a password (GitHub-hosted runners)
 throwaway root process (:mod:`.boxprobe`) could make the box's namespaces and mounts (root in a
 container without CAP_SYS_ADMIN cannot). The helper itself stays the runner's user; only the
 box runs as root, started with ``python -I`` from the helper's venv.
+
+Without root or sudo, where the probe makes a user namespace: the box in it (tier 1a,
+:mod:`.box.userbox`); else, with ``auto``, Landlock as the runner's own user (1b, :mod:`.lockdown`).
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import pwd
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,14 +46,14 @@ from cursor_agent_action.agent.contain.held import (
     NAMESPACES_HOLD,
     RUNNER_LANDLOCK_HOLDS,
     landlock_lacks,
+    user_box_label,
 )
-from cursor_agent_action.agent.contain.probe import ProbeResult, has_cap_sys_admin
+from cursor_agent_action.agent.contain.probe import box_failure, probe_box
 from cursor_agent_action.errors import SetupError, UsageError
 from cursor_agent_action.options import setting
 
 MODES = ("auto", "user", "none")
 DEFAULT_AGENT_USER = "cursor-agent"
-SUDO_PROBE_TIMEOUT_S = 10.0
 JAIL_EXIT_WAIT_S = 300.0
 """How long the box may take to compute the patch after the agent ended."""
 BOX_TMP_BYTES = 1 << 30
@@ -92,6 +93,18 @@ class Isolation:
     own_user: bool = False  # Landlock as the runner's own user (no root, no sudo)
     namespaces: bool = False  # own_user, in its own user, PID, mount and IPC namespaces
     no_namespaces: str = ""  # own_user without them: why (from the probe), and the fix
+    user_box: bool = False  # the box in an unprivileged user namespace (box.userbox): tier 1a
+
+    def landlock_fallback(self, reason: str) -> Isolation:
+        """Tier 1b, in namespaces, where tier 1a's box could not be set up."""
+        return Isolation(True, agent_user=self.agent_user, fix=self.fix, landlock=True,
+                         own_user=True, namespaces=True, why_not=f"{self.why_not}, and the box "
+                         f"in a user namespace could not be set up ({reason.rstrip('.')})")
+
+    @property
+    def warning_title(self) -> str:
+        return "agent in a user namespace, no root" if self.user_box else (
+            "agent under Landlock, no box")
 
     @property
     def runner_lacks(self) -> str:
@@ -113,6 +126,8 @@ class Isolation:
     @property
     def label(self) -> str:
         """For the log and the job summary."""
+        if self.user_box:
+            return user_box_label(self.agent_user, self.why_not)
         if self.own_user:
             spaces = (f"own user, PID, mount and IPC namespaces ({NAMESPACES_HOLD}); "
                       if self.namespaces else "")
@@ -127,48 +142,6 @@ class Isolation:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
                     "private view of the repository, home and /tmp)")
         return f"none (the agent ran as the runner's user: {self.why_not})"
-
-
-def probe_box(*, via_sudo: bool, user_namespace: bool = False) -> ProbeResult:
-    """Whether the box can be made here: a throwaway root process tries its namespaces and
-    mounts (:mod:`.probe`); with ``user_namespace``, the runner's user inside a user
-    namespace of its own."""
-    argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.contain.probe",
-            *(["--user-namespace"] if user_namespace else [])]
-    try:
-        done = subprocess.run(["sudo", "-n", "--", *argv] if via_sudo else argv,
-                              capture_output=True, check=False, timeout=SUDO_PROBE_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL, text=True, errors="replace")
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return ProbeResult(False, "the probe", 0, str(exc))
-    return ProbeResult.from_json(done.stdout or done.stderr)
-
-
-CONTAINER_FIX = (
-    "run this job on the runner itself (no container:) on a GitHub-hosted Linux runner; or "
-    "give the container what the box needs: container: options: --cap-add SYS_ADMIN "
-    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (on Kubernetes: "
-    "securityContext.capabilities.add [SYS_ADMIN] with unconfined seccomp and AppArmor "
-    "profiles, or a privileged pod)"
-)
-PROFILE_FIX = (
-    "the process has CAP_SYS_ADMIN, so a seccomp or AppArmor profile (or a user-namespace "
-    "restriction) refuses it: run the container with --security-opt seccomp=unconfined "
-    "--security-opt apparmor=unconfined, or run this job on a GitHub-hosted Linux runner "
-    "without container:"
-)
-
-
-def box_failure(result: ProbeResult) -> tuple[str, str]:
-    """Why the box cannot be made (from the probe), and a fix that works where it failed."""
-    why = f"the box cannot be made here: {result.error or result.step}"
-    if result.errno in (errno.EPERM, errno.EACCES) and not has_cap_sys_admin():
-        return (f"{why} (the helper is root without CAP_SYS_ADMIN: a container job or a "
-                "Kubernetes pod without that capability)", CONTAINER_FIX)
-    if result.errno in (errno.EPERM, errno.EACCES):
-        return why, PROFILE_FIX
-    return why, ("run this job on a GitHub-hosted Linux runner, or on a machine whose kernel "
-                 "allows mount, PID and network namespaces")
 
 
 def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
@@ -192,13 +165,17 @@ def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
     else:
         why = f"the helper is not root and {sudo_check.why_not}"
         fix = f"{sudo_check.fix}, or run the job on a GitHub-hosted Linux runner"
-        if requested == "auto" and landlock.abi() >= 1:
-            spaces = probe_box(via_sudo=False, user_namespace=True)
-            without = "" if spaces.ok else "{} (fix: {})".format(
-                *userns.why_not(spaces.error or spaces.step))
+        spaces = probe_box(via_sudo=False, user_namespace=True)
+        if spaces.ok:  # tier 1a: the box in a user namespace of the runner's user
             return Isolation(True, agent_user=_runner_name(), why_not=why, fix=fix,
-                             landlock=True, own_user=True, namespaces=spaces.ok,
-                             no_namespaces=without)
+                             user_box=True)
+        no_box, no_box_fix = userns.why_not(spaces.error or spaces.step)
+        if requested == "auto" and landlock.abi() >= 1:  # tier 1b: Landlock
+            return Isolation(True, agent_user=_runner_name(), why_not=why, fix=fix,
+                             landlock=True, own_user=True,
+                             no_namespaces=f"{no_box} (fix: {no_box_fix})")
+        why = f"{why}, and {no_box}"
+        fix = f"{fix}; or {no_box_fix}"
     if requested == "user":
         raise SetupError(f"isolation is user, but the agent cannot be contained here: {why}.",
                          f"{fix[0].upper()}{fix[1:]}; or set isolation to auto (run "
@@ -289,6 +266,7 @@ class Jail:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(self.spec.to_json(), handle)
         program = ("cursor_agent_action.agent.contain.lockdown" if self.isolation.landlock
+                   else "cursor_agent_action.agent.contain.box.userbox" if self.isolation.user_box
                    else "cursor_agent_action.agent.contain.box.root")
         argv = [sys.executable, "-I", "-m", program, str(self.spec_file)]
         return ["sudo", "-n", "--", *argv] if self.isolation.via_sudo else argv
@@ -381,7 +359,8 @@ def jail_for(
     files: Mapping[str, str | None] | None = None,
     git: bool = True,
     network: NetPolicy | None = None, storage: str = "auto", max_files: int = BOX_MAX_FILES,
-    credentials: Credentials | None = None,
+    credentials: Credentials | None = None, view_commit: str = "",
+    view_skip: Sequence[str] = (), view_files: Sequence[str] = (),
 ) -> Jail:
     """The box that runs ``argv`` in ``cwd`` as the agent user, on its own view of the work
     tree at ``repo_root``."""
@@ -402,6 +381,7 @@ def jail_for(
         shares=tuple(sorted({str(path) for path in shares if path.is_dir()})),
         files={str(prompt): str(prompt)} if prompt.exists() else {},
         git=git, network=network, storage=storage, namespaces=isolation.namespaces,
-        credentials=credentials,
+        credentials=credentials, view_commit=view_commit, view_skip=tuple(view_skip),
+        view_files=tuple(view_files),
     )
     return Jail(isolation, state_dir, spec)

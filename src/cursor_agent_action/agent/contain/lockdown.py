@@ -42,6 +42,7 @@ import signal
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -72,6 +73,8 @@ class Prepared:
             raise
 
     def _prepare(self, spec: BoxSpec, agent: AgentUser) -> None:
+        if spec.view_commit:  # the helper never asks: a commit's view needs the box
+            raise ValueError("view-commit needs the box; Landlock shows the checkout")
         # The agent passes through to its own directories only.
         os.chmod(self.area, 0o711)  # noqa: S103
         caps = spec.limits
@@ -79,19 +82,18 @@ class Prepared:
         tree.survey(str(real), max_entries=caps.max_files, count_bytes=True,  # caps first
                     max_file_bytes=caps.max_file_bytes, max_total_bytes=caps.max_total_bytes)
         (self.area / "tree").mkdir()
-        started = time.monotonic()
-        self.copy = tree.copy_tree(str(real), str(self.area / "tree"), agent.uid, agent.gid,
-                                   max_file_bytes=caps.max_file_bytes,
-                                   max_total_bytes=caps.max_total_bytes)
-        self.copy.note = copy_note(self.copy, time.monotonic() - started)
         (self.area / storage.OBJECTS_DIR).mkdir(mode=0o700, parents=True)  # storage.finish
-        if spec.git:  # as storage.prepare, from the real repository (no .git here)
+        with ThreadPoolExecutor(1) as pool:  # the copy's base hashed (by git) as root copies
+            base = pool.submit(_base, spec, self.area / storage.OBJECTS_DIR)
+            started = time.monotonic()
+            self.copy = tree.copy_tree(str(real), str(self.area / "tree"), agent.uid, agent.gid,
+                                       max_file_bytes=caps.max_file_bytes,
+                                       max_total_bytes=caps.max_total_bytes)
+            self.copy.note = copy_note(self.copy, time.monotonic() - started)
+            dirty = base.result()
+        if dirty is not None:
+            self.copy.dirty = dirty
             with contextlib.suppress(changeset.ChangesetError):
-                git_dir, common = safegit.git_dirs(real)
-                with changeset.separate_objects(self.area / storage.OBJECTS_DIR,
-                                                common / "objects",
-                                                git_dir=git_dir, work_tree=real):
-                    self.copy.dirty = changeset.baseline(real).dirty  # the copy's base
                 known = {**changeset.head_tree(real), **self.copy.dirty}
                 self.copy.absent = [
                     path
@@ -127,7 +129,8 @@ class Prepared:
                     for name, value in spec.env.items()}
         self.env["TMPDIR"] = str(tmp)
         rules = landlock.agent_rules(
-            masks=[*spec.masks, *landlock.SERVICE_ACCOUNT_SECRETS, str(real), str(self.area)],
+            masks=[*spec.masks, *landlock.SERVICE_ACCOUNT_SECRETS, *shared_temp(),
+                   str(real), str(self.area)],
             writable=[str(self.area / "tree"), str(self.area / "home"), str(tmp), *spec.shares],
             readable=[*spec.reveals, str(files)],
         )
@@ -141,13 +144,44 @@ class Prepared:
         shutil.rmtree(self.area, ignore_errors=True)
 
 
+SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/user")  # noqa: S108 - closed, not used
+"""The machine's shared temporary places and every user's runtime directory: closed to the
+agent (its ``TMPDIR`` is a directory of its own). Without a mount namespace there is no private
+``/tmp`` to give; as the runner's own user, the runner's files there (a registry login in
+``$XDG_RUNTIME_DIR/containers/auth.json``, another step's temporary files) would be the
+agent's to read. A tool that writes to ``/tmp`` by name, not through ``TMPDIR``, fails here."""
+
+
+def shared_temp() -> list[str]:
+    """:data:`SHARED_TEMP`, and the runner's ``XDG_RUNTIME_DIR`` wherever it is."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    return [*SHARED_TEMP, *([runtime] if os.path.isabs(runtime) else [])]
+
+
+def _base(spec: BoxSpec, objects: Path) -> dict[str, tuple[str, str]] | None:
+    """What of the real tree already differs from HEAD: the copy's base, as storage.prepare
+    finds it (``None``: no git, or none found). Runs beside the copy, in a thread: the hashing
+    is git's, in a process of its own."""
+    if not spec.git:
+        return None
+    real = Path(spec.repo_root)
+    try:
+        git_dir, common = safegit.git_dirs(real)
+        with changeset.separate_objects(objects, common / "objects", git_dir=git_dir,
+                                        work_tree=real):
+            return changeset.baseline(real).dirty
+    except changeset.ChangesetError:
+        return None
+
+
 def copy_note(copy: tree.Copy, seconds: float) -> str:
-    """The summary's line on the copy: its size, what it cost, and why there is one."""
+    """The summary's line on the copy: what it cost, and why there is one."""
     how = (f"{copy.cloned:,} of them cloned copy-on-write" if copy.cloned else
-           "its data copied: this file system has no copy-on-write clones")
-    return (f"a copy of the repository ({copy.files:,} files, {copy.bytes / 2**20:,.1f} MiB) "
-            f"on disk, under Landlock, made in {seconds:.1f} s ({how}; without the box there "
-            "is no overlay: it needs CAP_SYS_ADMIN or a user namespace)")
+           "their data copied: this file system has no copy-on-write clones")
+    return (f"a copy of the repository on disk, under Landlock: {copy.files:,} files "
+            f"({copy.bytes / 2**20:,.1f} MiB) copied in {seconds:.1f} s ({how}); without the "
+            "box there is no overlay: it needs CAP_SYS_ADMIN or a user namespace, and a copy "
+            "costs what the disk charges for every file")
 
 
 def _can_run(agent: AgentUser, program: str) -> bool:

@@ -19,8 +19,10 @@ that works there.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -141,6 +143,52 @@ def probe_user_namespace() -> ProbeResult:
     except userns.UserNamespaceError as exc:
         return ProbeResult(False, "unshare (user namespace)", exc.errno or 0, str(exc))
     return probe()
+
+
+
+SUDO_PROBE_TIMEOUT_S = 10.0
+
+
+def probe_box(*, via_sudo: bool, user_namespace: bool = False) -> ProbeResult:
+    """Whether the box can be made here: a throwaway root process tries its namespaces and
+    mounts (this module, run as a program); with ``user_namespace``, the runner's user inside
+    a user namespace of its own."""
+    argv = [sys.executable, "-I", "-m", "cursor_agent_action.agent.contain.probe",
+            *(["--user-namespace"] if user_namespace else [])]
+    try:
+        done = subprocess.run(["sudo", "-n", "--", *argv] if via_sudo else argv,
+                              capture_output=True, check=False, timeout=SUDO_PROBE_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL, text=True, errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return ProbeResult(False, "the probe", 0, str(exc))
+    return ProbeResult.from_json(done.stdout or done.stderr)
+
+
+CONTAINER_FIX = (
+    "run this job on the runner itself (no container:) on a GitHub-hosted Linux runner; or "
+    "give the container what the box needs: container: options: --cap-add SYS_ADMIN "
+    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (on Kubernetes: "
+    "securityContext.capabilities.add [SYS_ADMIN] with unconfined seccomp and AppArmor "
+    "profiles, or a privileged pod)"
+)
+PROFILE_FIX = (
+    "the process has CAP_SYS_ADMIN, so a seccomp or AppArmor profile (or a user-namespace "
+    "restriction) refuses it: run the container with --security-opt seccomp=unconfined "
+    "--security-opt apparmor=unconfined, or run this job on a GitHub-hosted Linux runner "
+    "without container:"
+)
+
+
+def box_failure(result: ProbeResult) -> tuple[str, str]:
+    """Why the box cannot be made (from the probe), and a fix that works where it failed."""
+    why = f"the box cannot be made here: {result.error or result.step}"
+    if result.errno in (errno.EPERM, errno.EACCES) and not has_cap_sys_admin():
+        return (f"{why} (the helper is root without CAP_SYS_ADMIN: a container job or a "
+                "Kubernetes pod without that capability)", CONTAINER_FIX)
+    if result.errno in (errno.EPERM, errno.EACCES):
+        return why, PROFILE_FIX
+    return why, ("run this job on a GitHub-hosted Linux runner, or on a machine whose kernel "
+                 "allows mount, PID and network namespaces")
 
 
 def main() -> int:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from cursor_agent_action.agent.contain.box.gitconfig import persisted_credentials
 from cursor_agent_action.agent.contain.box.net import walllog
+from cursor_agent_action.agent.contain.held import user_box_warning
 from cursor_agent_action.agent.contain.isolation import (
     Isolation,
     fallback_warning,
@@ -23,7 +24,7 @@ from cursor_agent_action.agent.judge.changes import (
     links_failure,
 )
 from cursor_agent_action.agent.judge.verdict import Verdict
-from cursor_agent_action.agent.launch.invocation import AgentSite
+from cursor_agent_action.agent.launch.invocation import AgentSite, agent_site
 from cursor_agent_action.agent.launch.run_options import RunOptions
 from cursor_agent_action.markdown import shorten
 from cursor_agent_action.runner_io import Runner, listing, one_line
@@ -105,15 +106,25 @@ def warn_persisted_credentials(tracker: ChangeTracker, runner: Runner, contained
 
 
 def warn_isolation(runner: Runner, isolation: Isolation, requested: str) -> None:
-    """A less contained run (Landlock, or no box where ``auto`` asked for one): one short
-    annotation; the whole warning (what holds, what does not, the fix) in the log here and in
-    the summary's "How it ran". Nothing for the box, or for a run asked to be uncontained."""
+    """A run less contained than the box (Landlock, the user-namespace box, or no box where
+    ``auto`` asked for one): one short annotation; the whole warning (what holds, what does not,
+    the fix) in the log here and in the summary's "How it ran". Nothing for the box, or for a
+    run asked to be uncontained."""
     warning = isolation_warning(isolation, requested)
     if not warning:
         return
-    title = "agent under Landlock, no box" if isolation.landlock else "agent not contained"
+    title = isolation.warning_title if isolation.contained else "agent not contained"
     runner.warning(short_warning(isolation), title=title)
     runner.log(one_line(warning, 4000))
+
+
+def tier_site(options: RunOptions, runner: Runner, environ: Mapping[str, str],
+              isolation: Isolation) -> AgentSite:
+    """The agent's site on ``isolation``'s tier, whichever it is, warned of when it is less
+    than the box (:func:`warn_isolation`)."""
+    site = agent_site(options, environ, isolation)
+    warn_isolation(runner, isolation, options.isolation)
+    return site
 
 
 def warn_missing_key(runner: Runner, environ: Mapping[str, str]) -> None:
@@ -142,6 +153,8 @@ def isolation_warning(isolation: Isolation, requested: str) -> str:
     uncontained because it was asked to be)."""
     if isolation.landlock:
         return landlock_warning(isolation)
+    if isolation.user_box:
+        return user_box_warning(isolation.agent_user, isolation.why_not, isolation.fix)
     if not isolation.contained and requested == "auto":
         return fallback_warning(isolation)
     return ""
@@ -150,7 +163,9 @@ def isolation_warning(isolation: Isolation, requested: str) -> str:
 def short_warning(isolation: Isolation) -> str:
     """The annotation for :func:`landlock_warning` and :func:`fallback_warning`: one short
     line (the whole text, with what is lost and the fix, is in the job summary)."""
-    how = ("under Landlock as the runner's own user" if isolation.own_user else
+    how = ("in the box inside a user namespace, as the runner's own user"
+           if isolation.user_box else
+           "under Landlock as the runner's own user" if isolation.own_user else
            "under Landlock instead of the box" if isolation.landlock else
            "without the box, as the runner's user, on the real working tree")
     why = shorten(isolation.why_not, 160)

@@ -35,6 +35,8 @@ from cursor_agent_action.agent.guards.cli_sandbox import (
     sandbox_json,
 )
 from cursor_agent_action.agent.guards.cli_sandbox import HOME_FILE as SANDBOX_FILE
+from cursor_agent_action.agent.guards.repo_config import POLICY_FILE
+from cursor_agent_action.agent.guards.repo_config import TABLE as REPO_FILES
 from cursor_agent_action.agent.launch.extra_args import with_extra_args
 from cursor_agent_action.agent.launch.mcp import HOME_FILE
 from cursor_agent_action.agent.launch.run_options import RunOptions
@@ -169,9 +171,15 @@ class AgentSite:
                         cwd=options.workspace.resolve(), home=self.home,
                         argv=[str(agent), *argv[1:]], env=env, masks=self.masks,
                         reveals=[_cli_install(agent)], shares=_shares(), files=files,
-                        git=repo_root is not None, network=network,
+                        git=repo_root is not None and not options.view_commit,
+                        network=network,
                         storage=os.environ.get(STORAGE_VARIABLE, "") or "auto",
-                        max_files=options.max_tree_files, credentials=credentials)
+                        max_files=options.max_tree_files, credentials=credentials,
+                        view_commit=options.view_commit,
+                        # A commit's view holds none of its own configuration or
+                        # instructions: the run's policy file is ours.
+                        view_skip=[entry.path for entry in REPO_FILES],
+                        view_files=[POLICY_FILE] if options.view_commit else [])
 
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cursor_agent_action.agent.contain.box.net.credentials import MASKED
+from cursor_agent_action.agent.contain.box.net.credentials import MASKED, MASKED_OR_FAIL
 from cursor_agent_action.agent.contain.box.net.credentials import MODES as KEY_MASKING_MODES
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy, build_policy
 from cursor_agent_action.agent.contain.isolation import BOX_MAX_FILES, DEFAULT_AGENT_USER, MODES
@@ -82,6 +82,7 @@ class RunOptions:
     network: str = "restricted"  # "restricted": the wall (contained runs only), or "open"
     net_policy: NetPolicy | None = None  # the wall's rules (defaults, allowed-domains, MCP)
     key_masking: str = MASKED  # api-key-masking (agent.contain.box.net.credentials)
+    view_commit: str = ""  # view-commit: the box shows this commit's tree, not the checkout
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -149,6 +150,11 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                "the CLI refuses the relay's certificate before any request reached Cursor, it "
                "runs once more with the key), masked-or-fail (no such fallback) or off (the key "
                "in the agent's environment)")
+    add_option(parser, "--view-commit", default="", metavar="SHA",
+               help="show the contained agent this commit's tree (its objects must be in the "
+               "repository: fetched, never checked out) instead of the checkout: for a fork's "
+               "pull request; needs the box, the network wall, --key-masking masked-or-fail and "
+               "the read-only preset; no patch comes back")
     add_list(parser, "--allowed-domains", metavar="HOST", help="more names a contained agent "
              "may reach: host or *.domain, optional :port (default ports 443 and 80)")
     add_list(parser, "--pass-env", metavar="NAME", help="also give the agent this environment "
@@ -252,6 +258,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         raise UsageError(f"{setting('--key-masking')} must be masked, masked-or-fail or off, "
                          f"not {args.key_masking!r}.", "Use masked (the default: the agent "
                          "sees a placeholder, the relay holds the key), masked-or-fail, or off.")
+    view_commit = _view_commit(args, policy)
     net_policy = build_policy(args.allowed_domains, mcp_config.urls if mcp_config else ())
     agent_bin = find_agent(args.agent_bin)
     state_dir = new_state_dir(os.environ)  # last: nothing is created for a refused request
@@ -271,7 +278,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         max_retries=args.max_retries,
         retry_delay_s=args.retry_delay,
         pass_env=pass_env,
-        isolation=args.isolation,
+        isolation="user" if view_commit else args.isolation,  # the box, or no run at all
         extra_args=extra_args,
         output_schema=output_schema,
         max_tool_calls=args.max_tool_calls or None,
@@ -284,6 +291,41 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         network=args.network,
         net_policy=net_policy,
         key_masking=args.key_masking,  # the input api-key-masking
+        view_commit=view_commit,
     )
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _view_commit(args: argparse.Namespace, policy: Policy) -> str:
+    """``view-commit``: a full commit id, given only with what keeps a fork's tree harmless
+    (the box, the wall, the key held by the relay with no fallback, no writes); "" without."""
+    value = (args.view_commit or "").strip().lower()
+    if not value:
+        return ""
+    name = setting("--view-commit")
+    if not _COMMIT.fullmatch(value):
+        raise UsageError(f"{name} must be a full commit id (40 hexadecimal digits), not "
+                         f"{args.view_commit!r}.", "Give it the pull request's head commit: "
+                         "${{ github.event.pull_request.head.sha }}.")
+    needs = [
+        (args.isolation == "none", f"{setting('--isolation')} none runs the agent outside "
+         "the box", f"leave {setting('--isolation')} unset (auto) or set it to user"),
+        (args.network != "restricted", f"{setting('--network')} open gives the agent the "
+         "runner's network", f"leave {setting('--network')} unset (restricted)"),
+        (args.key_masking != MASKED_OR_FAIL, f"{setting('--key-masking')} "
+         f"{args.key_masking} can put the API key in the agent's box",
+         f"set {setting('--key-masking')} to masked-or-fail"),
+        (policy.allows_writes, f"the {policy.preset} preset lets the agent write, and no change "
+         "comes back from a commit's view", "use the read-only preset"),
+    ]
+    for refused, why, fix in needs:
+        if refused:
+            raise UsageError(f"{name} shows the agent code you do not trust (a fork's pull "
+                             f"request), so the agent runs only in the box, behind the network "
+                             f"wall, with the API key masked; here {why}.",
+                             f"{fix[0].upper()}{fix[1:]}.")
+    return value
 
 

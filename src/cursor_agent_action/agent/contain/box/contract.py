@@ -72,6 +72,14 @@ class BoxSpec:
     """Landlock as the runner's user: inside its own user, PID, mount and IPC namespaces."""
     credentials: Credentials | None = None
     """The key the relay holds (``env`` has its placeholder); None: the key, if any, in env."""
+    view_commit: str = ""
+    """A commit whose tree the box shows instead of the checkout (``view-commit``): written
+    from the objects (:mod:`.commitview`), no patch comes back."""
+    view_skip: tuple[str, ...] = ()
+    """With ``view_commit``: the configuration and instruction files left out at any depth."""
+    view_files: tuple[str, ...] = ()
+    """With ``view_commit``: files of ours (relative to ``cwd``, in the real tree) put at the
+    same place in the view (the run's policy file)."""
     owner: tuple[int, int] = (-1, -1)
     """Who wrote the spec file (the helper): set by the root side from the file's owner."""
 
@@ -96,6 +104,7 @@ class BoxSpec:
             return replace(
                 spec, argv=tuple(map(str, spec.argv)), masks=tuple(spec.masks),
                 reveals=tuple(spec.reveals), shares=tuple(spec.shares),
+                view_skip=tuple(spec.view_skip), view_files=tuple(spec.view_files),
                 owner=(int(spec.owner[0]), int(spec.owner[1])))
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ContractError(f"the box's spec is not of version {VERSION}: {exc}") from exc

@@ -36,6 +36,23 @@ MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV, MOUNT_ATTR_IDMAP = 1, 2,
 CLONE_NEWUSER = 0x10000000
 OPTIONS = "redirect_dir=off,metacopy=off,index=off,xino=off,uuid=off"
 OPAQUE = "trusted.overlay.opaque"
+USER_OPTIONS = "userxattr,redirect_dir=nofollow,metacopy=off,index=off,xino=off,uuid=off"
+"""Inside an unprivileged user namespace (the box of :mod:`.userbox`, Linux 5.11+): the
+overlay's marks are ``user.overlay.*`` xattrs (``trusted.*`` needs the host's CAP_SYS_ADMIN),
+and ``redirect_dir`` is ``nofollow`` (``off`` means ``follow``, which ``userxattr`` refuses):
+no redirect is made either way."""
+USER_OPAQUE = "user.overlay.opaque"
+_FULL_MAP = ["0", "0", "4294967295"]
+
+
+def unprivileged() -> bool:
+    """Whether this process is in a user namespace of its own (its uid map is not the whole
+    range): the overlay is then a ``userxattr`` one."""
+    try:
+        with open("/proc/self/uid_map", encoding="ascii") as handle:
+            return handle.read().split() != _FULL_MAP
+    except OSError:
+        return False
 
 
 class OverlayError(Exception):
@@ -98,21 +115,23 @@ def mount_lower(source: str, target: str, *, owner: tuple[int, int],
     ``nosuid``, ``nodev``, its ``owner`` ids shown as the ``agent``'s."""
     lib = libc()
     clone = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC
+    same = owner == agent  # the agent is the tree's owner (the box in a user namespace)
     tree = lib.syscall(SYS_OPEN_TREE, AT_FDCWD, os.fsencode(source), clone)
     if tree < 0:
         raise _failed("open_tree of the work tree")
     try:
-        userns = _user_namespace(owner, agent)
+        userns = -1 if same else _user_namespace(owner, agent)
         try:
-            flags = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
-            attr = _MountAttr(flags, 0, 0, userns)
+            flags = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+            attr = _MountAttr(flags | (0 if same else MOUNT_ATTR_IDMAP), 0, 0, max(userns, 0))
             set_attr = lib.syscall(
                 SYS_MOUNT_SETATTR, tree, b"", AT_EMPTY_PATH, ctypes.byref(attr), ctypes.sizeof(attr)
             )
             if set_attr != 0:
                 raise _failed("an id-mapped mount (mount_setattr)")
         finally:
-            os.close(userns)
+            if userns >= 0:
+                os.close(userns)
         into = os.fsencode(target)
         moved = lib.syscall(SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, into, MOVE_MOUNT_F_EMPTY_PATH)
         if moved != 0:
@@ -128,7 +147,8 @@ def mount_overlay(lower: str, upper: str, work: str, target: str) -> None:
             raise OverlayError(f"{path} has a comma or colon (overlay options cannot hold it)")
     try:
         mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV,
-              f"lowerdir={lower},upperdir={upper},workdir={work},{OPTIONS}")
+              f"lowerdir={lower},upperdir={upper},workdir={work},"
+              f"{USER_OPTIONS if unprivileged() else OPTIONS}")
     except WorldError as exc:
         raise OverlayError(str(exc)) from exc
 
@@ -141,7 +161,8 @@ def is_whiteout(info: os.stat_result) -> bool:
 
 def _opaque(path: str) -> bool:
     with contextlib.suppress(OSError):
-        return os.getxattr(path, OPAQUE, follow_symlinks=False) == b"y"
+        name = USER_OPAQUE if unprivileged() else OPAQUE
+        return os.getxattr(path, name, follow_symlinks=False) == b"y"
     return False
 
 

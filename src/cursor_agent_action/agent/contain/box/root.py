@@ -117,15 +117,17 @@ def _exec_agent(spec: BoxSpec, agent: AgentUser, box_limits: limits.Limits) -> N
         os.closerange(3, 65536)
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.MAX_PROCESSES, limits.MAX_PROCESSES))
         box_limits.per_process()
-        os.setgroups([])
+        if not agent.keeps_groups:  # a user namespace's setgroups is denied (:mod:`.userbox`)
+            os.setgroups([])
         os.setresgid(agent.gid, agent.gid, agent.gid)
         os.setresuid(agent.uid, agent.uid, agent.uid)
-        if os.getuid() != agent.uid or os.geteuid() != agent.uid or os.getgroups() not in (
-            [], [agent.gid]
+        if os.getuid() != agent.uid or os.geteuid() != agent.uid or (
+            not agent.keeps_groups and os.getgroups() not in ([], [agent.gid])
         ):
             raise SetupError("the agent's identity could not be set")
         _check(libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-        seccomp.install(libc())  # no kernel keyrings (they are not namespaced)
+        # No kernel keyrings; the runner's uid on an open network: no unix socket (the host's)
+        seccomp.install(libc(), host_ipc=not (agent.keeps_groups and spec.network is None))
         os.umask(0o022)
         os.chdir(spec.cwd)
         os.execve(spec.argv[0], spec.argv, dict(spec.env))  # noqa: S606 - no shell wanted
@@ -230,6 +232,7 @@ def _start_namespace(spec: BoxSpec, view: world.World, agent: AgentUser,
         if os.getppid() != jail:
             os._exit(1)
         if net is not None:  # our copies of the wall's sockets would outlive a stopped relay
+            net.join()  # the box's network namespace, when this program is not in it
             net.in_init(None)
         _check(libc().unshare(CLONE_NEWPID), "unshare (PID namespace)")
         init = os.fork()
@@ -283,17 +286,18 @@ def _read_init(report: int, timeout_s: float = 30.0) -> tuple[int | None, bytes]
     return None, answer
 
 
-def _enter_network(spec: BoxSpec) -> BoxNetwork | None:
+def _enter_network(spec: BoxSpec, *, beside: bool = False) -> BoxNetwork | None:
     """With a network policy in the spec: this thread in the box's new network namespace, the
-    wall's sockets bound there, its first refusals reported live into ``network_events``."""
+    wall's sockets bound there, its first refusals reported live into ``network_events``
+    (``beside``: :meth:`BoxNetwork.enter_beside`, for a jail in a user namespace)."""
     if spec.network is None:
         return None
     events = os.open(spec.network_events,
                      os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     os.fchown(events, *spec.owner)
     (Path(spec.box_dir) / "net").mkdir(mode=0o755)
-    return BoxNetwork.enter(spec.network,
-                            on_event=walllog.jsonl_sink(events))
+    enter = BoxNetwork.enter_beside if beside else BoxNetwork.enter
+    return enter(spec.network, on_event=walllog.jsonl_sink(events))
 
 
 class Stopped(Exception):
@@ -304,15 +308,16 @@ def _raise_stopped(signum: int, frame: object) -> None:
     raise Stopped
 
 
-def run(spec: BoxSpec, status: Status) -> int:
+def run(spec: BoxSpec, status: Status, *, own_user: AgentUser | None = None) -> int:
     """Prepare, run and finish (see the module docstring); the exit code of this program.
     SIGTERM, in any phase, ends it within moments: what it started is killed, the cgroup
     removed, and the status says it was stopped (never that the agent did not start, once it
-    may have)."""
+    may have). ``own_user``: the agent is this program's own user, in the user namespace this
+    program is in (:mod:`.userbox`)."""
     state = _Held()
     previous = signal.signal(signal.SIGTERM, _raise_stopped)
     try:
-        return _run(spec, status, state)
+        return _run(spec, status, state, own_user)
     except Stopped:
         if state.net is not None:
             with contextlib.suppress(Exception):
@@ -334,17 +339,17 @@ class _Held:
     net: BoxNetwork | None = None
 
 
-def _run(spec: BoxSpec, status: Status, state: _Held) -> int:
+def _run(spec: BoxSpec, status: Status, state: _Held, own_user: AgentUser | None) -> int:
     box_limits: limits.Limits | None = None
     net: BoxNetwork | None = None
     agent_init = [0]  # the agent's namespace init, once known (a failed key exchange stops it)
     try:
-        agent = agent_user(spec.user)
+        agent = own_user or agent_user(spec.user)
         _check(libc().unshare(CLONE_NEWNS), "unshare (mount namespace)")
         view, copy = storage.prepare(spec, agent)
         box_limits = state.limits = limits.create(f"caa-box-{os.getpid()}",
                                                      spec.limits.memory_bytes)
-        net = state.net = _enter_network(spec)
+        net = state.net = _enter_network(spec, beside=own_user is not None)
         spec, no_ca = hold_key(spec, view, net, agent_init)
     except (CaError, SetupError, UserError, world.WorldError, home.HomeError, tree.CopyTooLarge,
             gitconfig.GitConfigError, OSError, KeyError, ValueError, TypeError) as exc:

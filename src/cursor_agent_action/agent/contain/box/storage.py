@@ -13,7 +13,15 @@ import tempfile
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
-from cursor_agent_action.agent.contain.box import gitconfig, home, overlay, tree, upper, world
+from cursor_agent_action.agent.contain.box import (
+    commitview,
+    gitconfig,
+    home,
+    overlay,
+    tree,
+    upper,
+    world,
+)
 from cursor_agent_action.agent.contain.box.contract import BoxSpec, Finished, Listed
 from cursor_agent_action.agent.contain.box.user import AgentUser
 
@@ -33,11 +41,13 @@ def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
     caps = spec.limits
     area = Path(spec.box_dir)
     area.mkdir(mode=0o700, exist_ok=True)
-    os.chown(area, 0, 0)
+    os.chown(area, os.geteuid(), os.getegid())  # root's; in a user namespace, the runner's
     os.chmod(area, 0o700)
     world.make_private()
     real = spec.repo_root
-    if spec.storage == "copy":
+    if spec.view_commit:
+        copy = _commit(spec, agent, area)
+    elif spec.storage == "copy":
         copy = _copy(spec, agent, area, "the copy was asked for (CURSOR_AGENT_ACTION_BOX_STORAGE)")
     else:
         found = tree.survey(real, max_entries=caps.max_files)  # the cap before anything costs
@@ -46,7 +56,8 @@ def prepare(spec: BoxSpec, agent: AgentUser) -> tuple[world.World, tree.Copy]:
         except (overlay.OverlayError, world.WorldError, OSError) as exc:
             _unmount_all(area)
             copy = _copy(spec, agent, area, f"no id-mapped overlay here ({exc})")
-    _show_git(spec, area, copy)
+    if copy.storage != "commit":  # a commit's view has no repository in it
+        _show_git(spec, area, copy)
     # The finish's own storage (the patch's objects, our temporary files) on a tmpfs of its
     # own, made now: the agent may fill its own.
     (area / FINISH_DIR).mkdir(mode=0o700)
@@ -100,12 +111,14 @@ def _overlay(spec: BoxSpec, agent: AgentUser, area: Path, found: tree.Survey) ->
     overlay.mount_lower(spec.repo_root, str(lower), owner=(info.st_uid, info.st_gid),
                         agent=(agent.uid, agent.gid))
     overlay.mount_overlay(str(lower), str(written), str(work), str(merged))
+    kind = ("an overlay in the box's user namespace" if overlay.unprivileged() else
+            "an id-mapped overlay")
     for special in found.special:  # fifos, sockets, devices: not in the box, as in the copy
         with contextlib.suppress(OSError):
             os.unlink(merged / special)
     return tree.Copy(git_dirs=found.git_dirs, git_files=found.git_files,
                      left_out=found.special, storage="overlay",
-                     note=("an id-mapped overlay over the repository (nothing copied; "
+                     note=(f"{kind} over the repository (nothing copied; "
                            f"{found.entries:,} entries)"))
 
 
@@ -122,6 +135,54 @@ def _copy(spec: BoxSpec, agent: AgentUser, area: Path, why: str) -> tree.Copy:
                           max_file_bytes=caps.max_file_bytes,
                           max_total_bytes=caps.max_total_bytes)
     copy.note = f"a copy of the repository ({copy.files:,} files): {why}"
+    return copy
+
+
+def _commit(spec: BoxSpec, agent: AgentUser, area: Path) -> tree.Copy:
+    """The tree of ``spec.view_commit`` at ``area/tree``, written from the real repository's
+    objects (:mod:`.commitview`): the checkout is not shown at all. The policy file the helper
+    wrote for this run (at the working directory) is put at its place in the view."""
+    caps = spec.limits
+    world.tmpfs(str(area), size=str(caps.max_total_bytes + caps.write_bytes), mode=0o700,
+                inodes=caps.max_files + (caps.max_files >> 1))
+    (area / "tree").mkdir()
+    owner = (agent.uid, agent.gid)
+    copy = commitview.build(Path(spec.repo_root), spec.view_commit, area / "tree", owner,
+                            skip=spec.view_skip, max_file_bytes=caps.max_file_bytes,
+                            max_total_bytes=caps.max_total_bytes, max_files=caps.max_files,
+                            reader=spec.owner)  # the runner's user parses the fork's objects
+    where = os.path.relpath(spec.cwd, spec.repo_root)
+    if where.startswith(".."):
+        raise commitview.ViewError("the working directory is outside the repository")
+    place = commitview.directory(area / "tree", "" if where == "." else where, owner)
+    for relative in spec.view_files:  # ours, from the real tree (regular files only)
+        fd = os.open(Path(spec.cwd) / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise commitview.ViewError(f"{relative} is not a regular file")
+            data = os.read(fd, 1 << 20)
+        finally:
+            os.close(fd)
+        # The commit's own entries on the way (a link or file named .cursor) give way to ours.
+        here = place
+        for part in relative.split("/")[:-1]:
+            here = here / part
+            if here.is_symlink() or (here.exists() and not here.is_dir()):
+                here.unlink()
+        parent = commitview.directory(place, os.path.dirname(relative), owner)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(parent / os.path.basename(relative))
+        made = os.open(parent / os.path.basename(relative),
+                       os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            os.write(made, data)
+        finally:
+            os.close(made)
+    skipped = (f"; {copy.skipped_config:,} configuration and instruction files of its own "
+               "left out" if copy.skipped_config else "")
+    copy.note = (f"commit {spec.view_commit[:12]}'s tree ({copy.files:,} files{skipped}), "
+                 "written from the repository's objects: the checkout is not in the box, and no "
+                 "file of the commit is written on the runner's disk")
     return copy
 
 
@@ -170,7 +231,7 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
     left_out = Listed.of(copy.left_out)
     with contextlib.suppress(OSError, home.HomeError):
         home.keep_chats(area / "home", Path(spec.chats_store), spec.owner)
-    if not spec.git:
+    if not spec.git or spec.view_commit:  # a commit's view hands nothing back
         return Finished(left_out=left_out)
     copied, real = area / "tree", Path(spec.repo_root)
     before = changeset.Baseline(dict(copy.stats), dict(copy.dirty))

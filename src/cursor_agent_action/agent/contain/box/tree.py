@@ -7,31 +7,38 @@ and set-group-ID bits dropped). Not copied:
 - ``.git`` directories at any depth: the box shows the real ones read-only instead
   (:mod:`.world`), with their config files masked (:mod:`.gitconfig`); a ``.git`` *file* (the
   pointer of a submodule or worktree) is copied as root's, read-only;
-- fifos, sockets and devices (never opened);
+- fifos, sockets and devices (never opened), and an entry swapped for one after it was listed
+  (:mod:`.filecopy` checks each file's type on its open descriptor; a directory is checked to
+  be the one listed, by device and inode, before it is read);
 - files larger than ``max_file_bytes`` (by their apparent size: a sparse file counts whole) and
   paths longer than :data:`MAX_PATH_BYTES`: they are named in :attr:`Copy.left_out`, and the
   patch never counts them as deleted.
 
 Each file is cloned where the file system shares blocks copy-on-write (``FICLONE``), else its
-data copied. The walk is iterative (any depth), reads each entry with ``lstat`` (links are
-never followed) and stops with :class:`CopyTooLarge` past ``max_total_bytes``. The ``lstat`` of
-every copied file and link is kept: after the run only entries whose ``lstat`` changed are
-hashed for the patch (the inode change time cannot be set by the agent).
+data copied in the kernel (:mod:`.filecopy`). The walk is iterative (any depth), reads each
+directory's listing (the entries' types from it: no ``lstat`` per file, links never followed),
+works relative to open directory descriptors, and stops with :class:`CopyTooLarge` past
+``max_total_bytes``. One thread: threads copying files at once made it slower on a busy disk
+(their inode creations contend for the journal: bench/README.md). The ``stat`` of every copied
+file and link is kept: after the run only entries whose ``stat`` changed
+are hashed for the patch (the inode change time cannot be set by the agent).
+
+A copy costs what the file system charges for the tree's inodes and data (``cp -a`` costs the
+same: bench/README.md, the box's section): the tiers without an overlay say what it cost.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 from dataclasses import dataclass, field
 
+from cursor_agent_action.agent.contain.box import filecopy
+from cursor_agent_action.agent.contain.box.filecopy import StatKey, stat_key
 from cursor_agent_action.protected import protected_name
 
 MAX_PATH_BYTES = 3072
 """Longer relative paths are left out (Linux takes 4096 bytes for a whole path)."""
-_CHUNK = 1 << 30
-FICLONE = 0x40049409  # <linux/fs.h>: _IOW(0x94, 9, int)
 
 
 def protected(path: str) -> bool:
@@ -43,13 +50,6 @@ def protected(path: str) -> bool:
 
 class CopyTooLarge(Exception):
     """The working tree is larger than the box takes."""
-
-
-StatKey = tuple[int, int, int, int, int]  # as changeset.StatKey: mode, size, inode, mtime, ctime
-
-
-def stat_key(info: os.stat_result) -> StatKey:
-    return (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
 
 
 @dataclass
@@ -67,6 +67,7 @@ class Copy:
     note: str = ""  # which storage, and why: one line for the summary
     dirty: dict[str, tuple[str, str]] = field(default_factory=dict)  # the copy's base
     cloned: int = 0  # files cloned (FICLONE: shared blocks, copied on write), not copied
+    skipped_config: int = 0  # a commit's view (:mod:`.commitview`): its own CLI config left out
 
 
 def nested_repositories(copy: Copy) -> list[str]:
@@ -77,33 +78,98 @@ def nested_repositories(copy: Copy) -> list[str]:
     return sorted({os.path.dirname(path) for path in marks} - {""})
 
 
-def _copy_file(source: str, target: str, info: os.stat_result, *, clone: bool) -> bool:
-    """Copy ``source`` to the new ``target``: a copy-on-write clone (``FICLONE``: no data
-    written, on btrfs, XFS with reflink, bcachefs...) when ``clone``, else (or when the file
-    system has none) by ``sendfile``. Whether it was cloned."""
-    src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                      0o600)
+class _Copier:
+    """One copy's walk, one directory at a time, relative to its open descriptors."""
+
+    def __init__(self, made: Copy, owner: filecopy.Owner, *, max_file_bytes: int,
+                 max_total_bytes: int) -> None:
+        self.made, self.owner = made, owner
+        self.max_file_bytes, self.max_total_bytes = max_file_bytes, max_total_bytes
+        self.data = filecopy.Data()
+        self.directories: list[tuple[str, os.stat_result]] = []
+
+    def walk(self, source: str, target: str) -> None:
+        pending: list[tuple[str, os.stat_result | None]] = [("", None)]
+        while pending:
+            relative, seen = pending.pop()
+            opened = _open_pair(source, target, relative, seen)
+            if opened is None and not relative:
+                raise OSError(f"the working tree {source} cannot be opened as a directory")
+            if opened is None:  # swapped since it was listed: left out, unread
+                self.made.left_out.append(relative)
+                continue
+            try:
+                self._directory(relative, *opened, pending)
+            finally:
+                os.close(opened[0])
+                os.close(opened[1])
+
+    def _directory(self, relative: str, source: int, target: int,
+                   pending: list[tuple[str, os.stat_result | None]]) -> None:
+        with os.scandir(source) as listing:
+            entries = list(listing)
+        for entry in entries:
+            name = entry.name
+            path = f"{relative}/{name}" if relative else name
+            if len(os.fsencode(path)) > MAX_PATH_BYTES:
+                self.made.left_out.append(path)
+            elif entry.is_dir(follow_symlinks=False):
+                if name == ".git":  # the read-only original's place
+                    self.made.git_dirs.append(path)
+                    os.mkdir(name, 0o755, dir_fd=target)
+                    continue
+                os.mkdir(name, 0o700, dir_fd=target)
+                os.chown(name, *self.owner, dir_fd=target, follow_symlinks=False)
+                info = entry.stat(follow_symlinks=False)
+                self.directories.append((path, info))
+                pending.append((path, info))
+            elif entry.is_symlink():
+                os.symlink(os.readlink(name, dir_fd=source), name, dir_fd=target)
+                os.chown(name, *self.owner, dir_fd=target, follow_symlinks=False)
+                self.made.stats[path] = stat_key(os.stat(name, dir_fd=target,
+                                                         follow_symlinks=False))
+            elif entry.is_file(follow_symlinks=False):
+                self._file(source, target, name, path)
+            else:  # fifos, sockets, devices: never opened
+                self.made.left_out.append(path)
+
+    def _file(self, source: int, target: int, name: str, path: str) -> None:
+        owner = None if name == ".git" else self.owner  # a pointer file: root's, read-only
         try:
-            if clone and info.st_size:
-                try:
-                    fcntl.ioctl(dst, FICLONE, src)
-                except OSError:
-                    pass  # ext4, tmpfs, another file system: the data is copied
-                else:
-                    return True
-            left = info.st_size
-            while left > 0:
-                sent = os.sendfile(dst, src, None, min(left, _CHUNK))
-                if sent == 0:  # the file shrank while we copied it
-                    break
-                left -= sent
-        finally:
-            os.close(dst)
-    finally:
-        os.close(src)
-    return False
+            key, size = filecopy.copy_file(source, target, name, data=self.data, owner=owner,
+                                           max_bytes=self.max_file_bytes)
+        except filecopy.Gone:
+            self.made.left_out.append(path)
+            return
+        self.made.stats[path] = key
+        self.made.files += 1
+        self.made.bytes += size
+        if self.made.bytes > self.max_total_bytes:
+            raise CopyTooLarge(
+                f"the working tree holds more than {self.max_total_bytes >> 20} MiB of files")
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_pair(source: str, target: str, relative: str,
+               seen: os.stat_result | None) -> tuple[int, int] | None:
+    """The directory ``relative`` of the tree and of the copy, opened; ``None`` when the
+    tree's is no longer the directory listed (``seen``: its device and inode)."""
+    try:  # the top as named (as the box names it), each directory below never through a link
+        fd = (os.open(os.path.join(source, relative), _DIRECTORY) if relative else
+              os.open(source, _DIRECTORY & ~os.O_NOFOLLOW))
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if seen is not None and (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino):
+        os.close(fd)
+        return None
+    try:
+        return fd, os.open(os.path.join(target, relative) if relative else target, _DIRECTORY)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def copy_tree(source: str, target: str, uid: int, gid: int, *, max_file_bytes: int,
@@ -111,61 +177,16 @@ def copy_tree(source: str, target: str, uid: int, gid: int, *, max_file_bytes: i
     """Copy the work tree at ``source`` into the empty directory ``target`` (see the module
     docstring); everything made is owned by ``uid``:``gid``."""
     made = Copy()
-    clone = True
     os.chown(target, uid, gid)
     os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) & 0o777 | 0o700)
-    pending: list[str] = [""]
-    directories: list[tuple[str, os.stat_result]] = []
-    while pending:
-        relative = pending.pop()
-        here = os.path.join(source, relative) if relative else source
-        with os.scandir(here) as entries:
-            names = [entry.name for entry in entries]
-        for name in names:
-            path = f"{relative}/{name}" if relative else name
-            src, dst = os.path.join(source, path), os.path.join(target, path)
-            if len(os.fsencode(path)) > MAX_PATH_BYTES:
-                made.left_out.append(path)
-                continue
-            info = os.lstat(src)
-            kind = stat.S_IFMT(info.st_mode)
-            if name == ".git" and kind == stat.S_IFDIR:
-                made.git_dirs.append(path)
-                os.mkdir(dst, 0o755)  # the mount point of the read-only original
-                continue
-            if kind == stat.S_IFDIR:
-                os.mkdir(dst, 0o700)
-                os.chown(dst, uid, gid)
-                directories.append((path, info))
-                pending.append(path)
-            elif kind == stat.S_IFLNK:
-                os.symlink(os.readlink(src), dst)
-                os.chown(dst, uid, gid, follow_symlinks=False)
-                made.stats[path] = stat_key(os.lstat(dst))
-            elif kind == stat.S_IFREG and info.st_size <= max_file_bytes:
-                made.bytes += info.st_size
-                if made.bytes > max_total_bytes:
-                    raise CopyTooLarge(
-                        f"the working tree holds more than {max_total_bytes >> 20} MiB of files")
-                if _copy_file(src, dst, info, clone=clone):
-                    made.cloned += 1
-                else:
-                    clone = made.cloned > 0  # one refusal: this file system has no clones
-                mode = stat.S_IMODE(info.st_mode) & 0o1777
-                if name == ".git":  # a submodule's or worktree's pointer: root's, read-only
-                    os.chmod(dst, 0o444)
-                else:
-                    os.chown(dst, uid, gid)
-                    os.chmod(dst, mode)
-                os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
-                made.stats[path] = stat_key(os.lstat(dst))
-                made.files += 1
-            else:
-                made.left_out.append(path)
-    for path, info in reversed(directories):  # after their contents: modes and times as found
+    copier = _Copier(made, filecopy.Owner(uid, gid), max_file_bytes=max_file_bytes,
+                     max_total_bytes=max_total_bytes)
+    copier.walk(source, target)
+    for path, info in reversed(copier.directories):  # after their contents: as found
         dst = os.path.join(target, path)
         os.chmod(dst, stat.S_IMODE(info.st_mode) & 0o1777 | 0o700)
         os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns))
+    made.cloned = copier.data.cloned
     return made
 
 

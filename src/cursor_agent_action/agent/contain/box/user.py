@@ -23,6 +23,7 @@ class AgentUser:
     name: str
     uid: int
     gid: int
+    keeps_groups: bool = False  # the runner's own user in a user namespace (:mod:`.userbox`)
 
 
 def _group_name(gid: int) -> str:

@@ -89,10 +89,13 @@ def make_private(path: str = "/") -> None:
     mount("none", path, None, MS_REC | MS_PRIVATE)
 
 
-def tmpfs(target: str, *, size: str, mode: int, uid: int = 0, gid: int = 0,
-          inodes: int = 0) -> None:
+def tmpfs(target: str, *, size: str, mode: int, uid: int | None = None,
+          gid: int | None = None, inodes: int = 0) -> None:
     """A tmpfs of ``size`` bytes (and at most ``inodes`` files and directories: 0, the
-    kernel's default)."""
+    kernel's default), owned by ``uid`` and ``gid`` (by default this process's: root's, or in
+    the box's user namespace the runner's, the only ids mapped there)."""
+    uid = os.geteuid() if uid is None else uid
+    gid = os.getegid() if gid is None else gid
     count = f",nr_inodes={inodes}" if inodes else ""
     mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
           f"size={size},mode={mode:o},uid={uid},gid={gid}{count}")
@@ -232,7 +235,9 @@ def build(world: World) -> None:
     finally:
         for fd, *_ in [*shown, *private]:
             os.close(fd)
-    _cover_sockets(world.sockets, [*masked, world.tree_target, world.home_target])
+    # Not skipped under a mask: a reveal or share beneath one (the CLI's directory) shows
+    # what is there again, sockets included.
+    _cover_sockets(world.sockets, [world.tree_target, world.home_target])
     writable = [world.tree_target, world.home_target, *TMP_DIRS, *world.shares, "/dev/pts"]
     for point, options in _mountinfo():
         if "ro" in options or _under(point, _SPECIAL) or _under(point, writable):
@@ -259,7 +264,7 @@ def host_sockets(listing: str = "/proc/net/unix") -> list[str]:
 
 def _cover_sockets(paths: Sequence[str], skip: Sequence[str]) -> None:
     """Each of ``paths`` still a socket in this view gets ``/dev/null`` bound over it, so
-    connecting there is refused (``skip``: what is masked or the agent's own)."""
+    connecting there is refused (``skip``: the agent's own)."""
     null = -1
     try:
         for path in paths:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -44,9 +45,10 @@ from cursor_agent_action.stream.wallreport import NetReport
 class BoxNetwork:
     """One box's network: its namespace, the wall in it, the way back."""
 
-    def __init__(self, wall: Wall, previous: int) -> None:
+    def __init__(self, wall: Wall, previous: int, box: int = -1) -> None:
         self.wall = wall
         self._previous = previous
+        self._box = box  # the box's namespace, for :meth:`join` (from :meth:`enter_beside`)
         self.tally: Tally | None = None
         self.ca: RunCa | None = None
 
@@ -61,6 +63,44 @@ class BoxNetwork:
             netns.return_to_netns(previous)
             raise
         return cls(wall, previous)
+
+    @classmethod
+    def enter_beside(cls, policy: NetPolicy, *, on_event: EventSink | None = None,
+                     resolve: Resolve = system_resolve,
+                     limits: Limits | None = None) -> BoxNetwork:
+        """As :meth:`enter`, for a jail in an unprivileged user namespace, which may make a
+        network namespace but never go back to the runner's (owned by the host): a thread of
+        its own makes the box's namespace, binds the wall's sockets there, and ends; the
+        calling thread stays in the runner's (the relay runs there), and the agent's namespace
+        parent moves into the box's with :meth:`join`."""
+        made: list[tuple[Wall, int]] = []
+        failed: list[BaseException] = []
+
+        def make() -> None:
+            try:
+                os.close(netns.enter_new_netns())  # this thread's alone
+                wall = Wall.create(policy, limits=limits, resolve=resolve, on_event=on_event)
+                made.append((wall, netns.open_current()))
+            except BaseException as exc:  # raised again in the caller
+                failed.append(exc)
+
+        thread = threading.Thread(target=make, name="box-network")
+        thread.start()
+        thread.join()
+        if failed or not made:
+            raise failed[0] if failed else netns.NetnsError(0, "the box's network failed")
+        wall, box = made[0]
+        return cls(wall, -1, box)
+
+    def join(self) -> None:
+        """In the agent's namespace parent, forked by a jail that stayed out (:meth:`enter_beside`):
+        into the box's network namespace. Nothing to do after :meth:`enter`."""
+        box, self._box = self._box, -1
+        if box >= 0:
+            try:
+                netns.enter(box)
+            finally:
+                os.close(box)
 
     def hold_credentials(self, credentials: Credentials, ca_dir: Path, files_dir: Path,
                          env: Mapping[str, str],
@@ -85,8 +125,10 @@ class BoxNetwork:
         ``files_dir`` (root's, readable by all), mount the box's resolv.conf and hosts and hide
         the resolvers outside the wall (:func:`.netns.mount_resolver_files`)."""
         self.wall.close_in_child()
-        with contextlib.suppress(OSError):
-            os.close(self._previous)
+        for fd in (self._previous, self._box):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         if files_dir is not None:
             netns.mount_resolver_files(Wall.resolv_conf_text(), HOSTS_TEXT, files_dir)
 
@@ -103,6 +145,9 @@ class BoxNetwork:
     def finish(self) -> NetReport:
         """Stop the relay (every listener and connection closed) and return its report."""
         self.leave()  # in case an error skipped it
+        box, self._box = self._box, -1
+        if box >= 0:
+            os.close(box)
         self.wall.stop()
         if self.ca is not None:
             self.ca.destroy()
