@@ -52,10 +52,9 @@ from cursor_agent_action.agent.judge.withheld import withhold_key
 from cursor_agent_action.agent.launch.invocation import (
     AgentSite,
     accepts_trust,
+    agent_argv,
     agent_environment,
-    build_argv,
     cli_help,
-    prompt_argument,
 )
 from cursor_agent_action.agent.launch.mcp import announce_servers
 from cursor_agent_action.agent.launch.run_options import (
@@ -230,8 +229,7 @@ def _prepare(options: RunOptions, runner: Runner, environ: Mapping[str, str]) ->
     if options.mcp_config is not None:
         announce_servers(options.mcp_config, options.policy, runner, environ)
     prompt = options.prompt + (instruction(options.output_schema) if options.output_schema else "")
-    argv = build_argv(options, prompt_argument(prompt, options.state_dir), trust=trust,
-                      sandbox=sandbox)
+    argv = agent_argv(options, prompt, trust=trust, sandbox=sandbox)
     # Paths and values may hold anything: one line, so none of it can act as a workflow command.
     runner.log(one_line(
         f"Running {shlex.join(argv[:-1])} <prompt: {len(options.prompt)} characters> in "
@@ -264,13 +262,12 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             if options.isolation != "auto" or not launch.site.isolation.contained or ran \
                     or exc.cap:
                 raise
-            if launch.site.isolation.user_box:  # tier 1a could not be set up: tier 1b
-                site = tier_site(options, runner, run.environ,
-                                 launch.site.isolation.landlock_fallback(exc.reason))
-            else:
-                site = tier_site(options, runner, run.environ, Isolation(
-                    False, why_not=f"the box could not be set up ({exc.reason})",
-                    fix=launch.site.isolation.fix))
+            was = launch.site.isolation  # tier 1a could not be set up: tier 1b; else none
+            site = tier_site(options, runner, run.environ, was.landlock_fallback(exc.reason)
+                             if was.user_box else Isolation(
+                                 False, why_not=f"the box could not be set up ({exc.reason})",
+                                 fix=was.fix))
+            if not was.user_box:
                 with interruptible(run.stop):  # the real tree is the agent's now: its base
                     run.tracker.uncontained()
             runner.log(f"Isolation: {site.isolation.label}.")
@@ -297,9 +294,8 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
         if step is Next.CONCLUDE:
             return done, launch
         if step is Next.WITHOUT_CLI_SANDBOX:
-            launch = dataclasses.replace(launch, sandbox="disabled", argv=build_argv(
-                options, prompt_argument(launch.prompt, options.state_dir), trust=launch.trust,
-                sandbox="disabled"))
+            launch = dataclasses.replace(launch, sandbox="disabled", argv=agent_argv(
+                options, launch.prompt, trust=launch.trust, sandbox="disabled"))
             runner.warning("The CLI's own sandbox could not start on this runner; running "
                            "once more with --sandbox disabled (the action's box contains the "
                            "agent either way).", title="CLI sandbox not available")
@@ -387,8 +383,7 @@ def _ask_again(run: Run, launch: Launch, *, first: StreamResult, prompt: str) ->
     calls = (None if options.max_tool_calls is None
              else max(options.max_tool_calls - len(first.tool_calls), 0))
     resumed = dataclasses.replace(options, resume=first.session_id, max_tool_calls=calls)
-    argv = build_argv(resumed, prompt_argument(prompt, options.state_dir), trust=launch.trust,
-                      sandbox=launch.sandbox)
+    argv = agent_argv(resumed, prompt, trust=launch.trust, sandbox=launch.sandbox)
     left = max(options.timeout_minutes * 60 - (time.monotonic() - run.started), 60.0)
     run.runner.log(f"Asking the agent once more, in the same chat (--resume), for a JSON answer "
                f"matching {resumed.output_schema.source if resumed.output_schema else ''}.")

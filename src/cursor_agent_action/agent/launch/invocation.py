@@ -312,6 +312,13 @@ def build_argv(
     return with_extra_args([*argv, "--", prompt_arg], options.extra_args)
 
 
+def agent_argv(options: RunOptions, prompt: str, *, trust: bool, sandbox: str = "") -> list[str]:
+    """The CLI's command line for ``prompt`` (:func:`prompt_argument`, then
+    :func:`build_argv`)."""
+    argument = prompt_argument(prompt, options.state_dir)
+    return build_argv(options, argument, trust=trust, sandbox=sandbox)
+
+
 def prompt_argument(prompt: str, state_dir: Path) -> str:
     """The prompt itself, or for a long one an instruction to read the file it was saved to."""
     if len(prompt.encode("utf-8")) <= PROMPT_ARG_LIMIT:

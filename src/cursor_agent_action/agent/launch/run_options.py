@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cursor_agent_action import safegit
 from cursor_agent_action.agent.contain.box.net.credentials import MASKED, MASKED_OR_FAIL
 from cursor_agent_action.agent.contain.box.net.credentials import MODES as KEY_MASKING_MODES
 from cursor_agent_action.agent.contain.box.net.policy import NetPolicy, build_policy
@@ -258,7 +259,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         raise UsageError(f"{setting('--key-masking')} must be masked, masked-or-fail or off, "
                          f"not {args.key_masking!r}.", "Use masked (the default: the agent "
                          "sees a placeholder, the relay holds the key), masked-or-fail, or off.")
-    view_commit = _view_commit(args, policy)
+    view_commit = _view_commit(args, policy, workspace)
     net_policy = build_policy(args.allowed_domains, mcp_config.urls if mcp_config else ())
     agent_bin = find_agent(args.agent_bin)
     state_dir = new_state_dir(os.environ)  # last: nothing is created for a refused request
@@ -298,9 +299,10 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-def _view_commit(args: argparse.Namespace, policy: Policy) -> str:
+def _view_commit(args: argparse.Namespace, policy: Policy, workspace: Path) -> str:
     """``view-commit``: a full commit id, given only with what keeps a fork's tree harmless
-    (the box, the wall, the key held by the relay with no fallback, no writes); "" without."""
+    (the box, the wall, the key held by the relay with no fallback, no writes), and already in
+    the repository's objects; "" without."""
     value = (args.view_commit or "").strip().lower()
     if not value:
         return ""
@@ -326,6 +328,14 @@ def _view_commit(args: argparse.Namespace, policy: Policy) -> str:
                              f"request), so the agent runs only in the box, behind the network "
                              f"wall, with the API key masked; here {why}.",
                              f"{fix[0].upper()}{fix[1:]}.")
+    try:
+        safegit.git(["cat-file", "-e", f"{value}^{{commit}}"], workspace)
+    except safegit.GitFailed as exc:
+        raise SetupError(f"the commit {value} ({name}) is not in the repository at "
+                         f"{workspace}: {exc.detail or exc}.",
+                         "Fetch it first, as objects only (never check it out): git fetch "
+                         "--no-tags --depth=1 origin <sha>, or the pull request's "
+                         "refs/pull/<number>/head.") from exc
     return value
 
 

@@ -4,15 +4,15 @@ repository's objects, or a plain refusal before anything is installed in the box
 
 from __future__ import annotations
 
-from cursor_agent_action import safegit
 from cursor_agent_action.agent.contain.isolation import Isolation, decide
 from cursor_agent_action.agent.launch.run_options import RunOptions
 from cursor_agent_action.errors import SetupError
 
 
 def decide_isolation(options: RunOptions) -> Isolation:
-    """The isolation the options ask for; with ``view-commit``, the walled box and the commit
-    in the repository's objects, or a plain refusal before anything runs."""
+    """The isolation the options ask for; with ``view-commit``, the walled box or a plain
+    refusal before anything runs (the commit was found in the repository's objects when the
+    options were read)."""
     if not options.view_commit:
         return decide(options.isolation, options.agent_user)
     why = ("view-commit shows the agent a tree you do not trust (a fork's pull request), so "
@@ -27,13 +27,4 @@ def decide_isolation(options: RunOptions) -> Isolation:
     if not isolation.walled:  # decide("user") gives the box or fails; held here all the same
         raise SetupError(f"{why}, and here the agent would run {isolation.label}.",
                          "Run the job on a GitHub-hosted Linux runner.")
-    try:
-        safegit.git(["cat-file", "-e", f"{options.view_commit}^{{commit}}"],
-                    options.workspace)
-    except safegit.GitFailed as exc:
-        raise SetupError(f"the commit {options.view_commit} (view-commit) is not in the "
-                         f"repository at {options.workspace}: {exc.detail or exc}.",
-                         "Fetch it first, as objects only (never check it out): git fetch "
-                         "--no-tags --depth=1 origin <sha>, or the pull request's "
-                         "refs/pull/<number>/head.") from exc
     return isolation
