@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from tests.support.turns import turn
-from tests.support.users import SUITE_USER, suite_users
+from tests.support.users import SUITE_USER, TEST_AGENT_USER, suite_users
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,8 +33,12 @@ def test_a_worker_that_dies_fails_the_run_loudly(tmp_path: Path) -> None:
     test.write_text("import os, signal\n\n"
                     "def test_dies():\n    os.kill(os.getpid(), signal.SIGKILL)\n\n"
                     "def test_lives():\n    pass\n")
+    # A suite name of its own: the inner session's controller removes every user of its suite
+    # when it ends, and under the outer suite's name that was the outer workers' users, in the
+    # middle of their tests (this test took 48 s doing it, and other tests failed at random).
     env = {name: value for name, value in os.environ.items()
            if not name.startswith("PYTEST_XDIST")}
+    env["CAA_TEST_AGENT_USER"] = f"{TEST_AGENT_USER[:20]}-dies"
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                            "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
                            "-n", "2", "--max-worker-restart", "1", str(test)],
