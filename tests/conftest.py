@@ -77,7 +77,8 @@ def helper_venvs(tmp_path_factory: pytest.TempPathFactory) -> Generator[Path, No
         os.environ[HELPER_VENVS] = before
 
 
-ONE_WORKER_MODULES = frozenset({"tests/test_examples_act.py", "tests/test_action_act.py"})
+ONE_WORKER_MODULES = frozenset({"tests/test_examples_act.py", "tests/test_action_act.py",
+                                "tests/test_examples_fork.py"})
 """Modules that run whole on one worker (``--dist loadgroup``, the default): their module
 fixtures are costly (an act world, a shared workflow run of ~40 s) and a second worker would
 build them again. pytest-xdist's own ``xdist_group`` mark cannot do it here: xdist 3.8 appends

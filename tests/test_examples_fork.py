@@ -147,6 +147,8 @@ def _run(fork: Fork, workflow: str, record: str) -> ActRun:
 
 @pytest.fixture(scope="module")
 def fork(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fork]:
+    # One worker runs the whole module (tests/conftest.py ONE_WORKER_MODULES): a second would
+    # build this world and both workflow runs again.
     with build_world(tmp_path_factory.mktemp("act-fork")) as world:
         unsafe = world.repo / ".github" / "workflows" / UNSAFE
         unsafe.write_text((FIXTURES / UNSAFE).read_text())
