@@ -83,6 +83,13 @@ TABLE: tuple[RepoFile, ...] = (
 """Every repository file the CLI reads that can change the agent's rights or run commands,
 and the instruction files (facts of 2026-11; docs/permissions.md has the same table)."""
 
+VIEW_LEFT_OUT = (".cursor", ".claude", ".codex", "CLAUDE.local.md", ".cursorignore",
+                 ".cursorindexingignore")
+"""What a commit's view (``view-commit``: a fork's tree, data only) leaves out beyond
+:data:`TABLE`, at any depth: the agent tools' whole configuration directories (subagents,
+skills, commands, ``BUGBOT.md`` and whatever they read next) and the instruction and ignore
+files the table does not name. None of a fork's tree is the agent's configuration."""
+
 
 def levels(workspace: Path) -> list[Path]:
     """The directories from the git root (the nearest one up with a ``.git``) down to the

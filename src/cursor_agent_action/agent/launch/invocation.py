@@ -35,7 +35,7 @@ from cursor_agent_action.agent.guards.cli_sandbox import (
     sandbox_json,
 )
 from cursor_agent_action.agent.guards.cli_sandbox import HOME_FILE as SANDBOX_FILE
-from cursor_agent_action.agent.guards.repo_config import POLICY_FILE
+from cursor_agent_action.agent.guards.repo_config import POLICY_FILE, VIEW_LEFT_OUT
 from cursor_agent_action.agent.guards.repo_config import TABLE as REPO_FILES
 from cursor_agent_action.agent.launch.extra_args import with_extra_args
 from cursor_agent_action.agent.launch.mcp import HOME_FILE
@@ -178,7 +178,7 @@ class AgentSite:
                         view_commit=options.view_commit,
                         # A commit's view holds none of its own configuration or
                         # instructions: the run's policy file is ours.
-                        view_skip=[entry.path for entry in REPO_FILES],
+                        view_skip=[*(entry.path for entry in REPO_FILES), *VIEW_LEFT_OUT],
                         view_files=[POLICY_FILE] if options.view_commit else [])
 
 

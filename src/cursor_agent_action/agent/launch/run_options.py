@@ -328,14 +328,18 @@ def _view_commit(args: argparse.Namespace, policy: Policy, workspace: Path) -> s
                              f"request), so the agent runs only in the box, behind the network "
                              f"wall, with the API key masked; here {why}.",
                              f"{fix[0].upper()}{fix[1:]}.")
-    try:
-        safegit.git(["cat-file", "-e", f"{value}^{{commit}}"], workspace)
+    try:  # the object itself a commit (a tag's id would show the commit it names)
+        kind = safegit.git(["cat-file", "-t", value], workspace).stdout.decode().strip()
     except safegit.GitFailed as exc:
         raise SetupError(f"the commit {value} ({name}) is not in the repository at "
                          f"{workspace}: {exc.detail or exc}.",
                          "Fetch it first, as objects only (never check it out): git fetch "
                          "--no-tags --depth=1 origin <sha>, or the pull request's "
                          "refs/pull/<number>/head.") from exc
+    if kind != "commit":
+        raise UsageError(f"{name} must name a commit; {value} is a {kind or 'missing'} "
+                         "object.", "Give it the pull request's head commit: "
+                         "${{ github.event.pull_request.head.sha }}.")
     return value
 
 

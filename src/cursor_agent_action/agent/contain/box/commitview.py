@@ -11,9 +11,11 @@ a ``.gitattributes`` filter, ``.gitmodules`` or hook directory is one more file 
 read.
 
 What the view leaves out: the paths the caller names in ``skip`` at any depth, case-folded
-(the helper passes the configuration and instruction files the CLI reads: a fork's
-``.cursor/cli.json``, ``mcp.json``, hooks, rules are never the agent's; the policy the helper
-wrote for this run is put at the working directory instead), counted in
+(the helper passes the configuration and instruction files the CLI reads, and the agent tools'
+whole configuration directories: a fork's ``.cursor/``, ``.claude/``, hooks, rules are never
+the agent's; the policy the helper wrote for this run is put at the working directory
+instead), and every symbolic link named as a directory above one of them (a link ``.claude ->
+cfg`` would show ``cfg/settings.json`` as ``.claude/settings.json``), counted in
 :attr:`tree.Copy.skipped_config`; and, named in :attr:`tree.Copy.left_out`:
 
 - a path with an empty, ``.``, ``..`` or ``.git`` component (git refuses such trees; a forged
@@ -29,6 +31,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,34 +74,68 @@ def _as(reader: tuple[int, int]) -> dict[str, Any]:
     return {"user": reader[0], "group": reader[1], "extra_groups": []}
 
 
-def entries(repo: Path, commit: str, reader: tuple[int, int] = (-1, -1)) -> list[Entry]:
+def entries(repo: Path, commit: str, reader: tuple[int, int] = (-1, -1), *,
+            limit: int | None = None) -> list[Entry]:
     """Every entry of ``commit``'s tree, recursively (directories implied), read as
-    ``reader`` (uid, gid)."""
-    try:
-        done = subprocess.run(
-            safegit.argv(["ls-tree", "-r", "-z", "-l", "--full-tree", f"{commit}^{{tree}}"],
-                         repo), cwd=repo, env=safegit.environment(), capture_output=True,
-            stdin=subprocess.DEVNULL, timeout=_READ_TIMEOUT_S, check=False, **_as(reader))
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ViewError(f"git ls-tree could not read the commit {commit}: {exc}") from exc
-    if done.returncode != 0:
-        raise ViewError(f"the commit {commit} could not be read from the repository's objects "
-                        f"({safegit.words(done.stderr)[:600]}); fetch it first "
-                        f"(git fetch origin {commit})")
-    found = []
-    for record in done.stdout.split(b"\0"):
-        if not record:
-            continue
-        meta, _, raw = record.partition(b"\t")
-        mode, _kind, oid, size = meta.decode("ascii").split()
-        found.append(Entry(mode, oid, -1 if size == "-" else int(size),
-                           raw.decode("utf-8", "surrogateescape")))
+    ``reader`` (uid, gid) as git lists them; past ``limit`` entries, git is stopped and
+    :class:`tree.CopyTooLarge` raised (a tree of a few hundred bytes of objects can list
+    billions of paths: never held whole)."""
+    with tempfile.TemporaryFile() as errors:
+        try:
+            lister = subprocess.Popen(
+                safegit.argv(["ls-tree", "-r", "-z", "-l", "--full-tree",
+                              f"{commit}^{{tree}}"], repo),
+                cwd=repo, env=safegit.environment(), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=errors, **_as(reader))
+        except OSError as exc:
+            raise ViewError(f"git ls-tree could not read the commit {commit}: {exc}") from exc
+        assert lister.stdout is not None  # noqa: S101 - stdout=PIPE
+        watchdog = threading.Timer(_READ_TIMEOUT_S, lister.kill)  # reading is bounded in time
+        watchdog.start()
+        try:
+            found = _listed(lister.stdout, commit, limit)
+            code = lister.wait()
+        finally:
+            watchdog.cancel()
+            if lister.poll() is None:
+                lister.kill()
+                lister.wait()
+            lister.stdout.close()
+        if code != 0:
+            errors.seek(0)
+            raise ViewError(f"the commit {commit} could not be read from the repository's "
+                            f"objects ({safegit.words(errors.read(65536))[:600]}); fetch it "
+                            f"first (git fetch origin {commit})")
+    return found
+
+
+def _listed(out: IO[bytes], commit: str, limit: int | None) -> list[Entry]:
+    """The records ``git ls-tree -z -l`` writes to ``out``, at most ``limit`` of them."""
+    found: list[Entry] = []
+    rest = b""
+    while chunk := out.read(_CHUNK):
+        *records, rest = (rest + chunk).split(b"\0")
+        for record in records:
+            if limit is not None and len(found) >= limit:
+                raise tree.CopyTooLarge(f"the commit {commit[:12]} holds more than "
+                                        f"{limit:,} files (the box's cap)")
+            meta, _, raw = record.partition(b"\t")
+            mode, _kind, oid, size = meta.decode("ascii").split()
+            found.append(Entry(mode, oid, -1 if size == "-" else int(size),
+                               raw.decode("utf-8", "surrogateescape")))
     return found
 
 
 def _unsafe(path: str) -> bool:
     """A component git never checks out: empty, ``.``, ``..`` or ``.git`` in any case."""
     return any(part in ("", ".", "..") or fold(part) == ".git" for part in path.split("/"))
+
+
+def _ancestors(skip: frozenset[str]) -> frozenset[str]:
+    """Every directory above a skipped path (``.claude`` for ``.claude/settings.json``): a
+    link there would make the skipped path lead into the fork's own files."""
+    return frozenset("/".join(parts[:end]) for parts in (path.split("/") for path in skip)
+                     for end in range(1, len(parts)))
 
 
 def _configuration(path: str, skip: frozenset[str]) -> bool:
@@ -116,16 +154,14 @@ def build(repo: Path, commit: str, target: Path, owner: tuple[int, int], *,
     docstring); everything made is owned by ``owner``; git reads the objects as ``reader``.
     :class:`tree.CopyTooLarge` past the caps (checked from the listing, before anything is
     written)."""
-    listed = entries(repo, commit, reader)
-    if len(listed) > max_files:
-        raise tree.CopyTooLarge(f"the commit {commit[:12]} holds more than {max_files:,} files "
-                                "(the box's cap)")
+    listed = entries(repo, commit, reader, limit=max_files)
     skipped = frozenset(fold_path(path) for path in skip)
+    linked = skipped | _ancestors(skipped)  # a link named so would lead into a skipped place
     made = tree.Copy(storage="commit")
     blobs: list[Entry] = []
     links: list[Entry] = []
     for entry in listed:
-        if _configuration(entry.path, skipped):
+        if _configuration(entry.path, linked if entry.mode == LINK_MODE else skipped):
             made.skipped_config += 1
         elif (_unsafe(entry.path) or len(os.fsencode(entry.path)) > tree.MAX_PATH_BYTES
                 or (entry.mode in BLOB_MODES and entry.size > max_file_bytes)):
