@@ -355,3 +355,40 @@ def test_an_echoed_key_cut_by_a_frame_at_the_end_of_a_long_run_comes_down_masked
     out = rewriter.feed(body[:split]) + rewriter.feed(body[split:]) + rewriter.end()
     assert KEY.encode() not in out
     assert out.endswith(vault.placeholder.encode() + b'"}')
+
+
+def _envelope(message: bytes) -> bytes:
+    return b"\x00" + len(message).to_bytes(4, "big") + message
+
+
+def test_a_connect_message_ending_in_value_characters_is_not_held_for_the_next_frame() -> None:
+    """A Connect stream's message whose last bytes could start a credential was held back
+    until the stream's next frame: a service that pauses after it (waiting for the CLI) would
+    stall the CLI. In an enveloped stream a value never crosses a message's end: what is held
+    goes at that end."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    rewriter = response_body(vault, [(b"content-type", b"application/connect+proto")])
+    message = _envelope(b"\x0a\x10run the tool abcdef")
+    assert rewriter.feed(message) == message  # whole, at once
+    # The key inside a message, split across two frames, still comes down masked.
+    secret = _envelope(b"\x12" + bytes([len(KEY)]) + KEY.encode())
+    cut = len(secret) - 20
+    out = rewriter.feed(secret[:cut]) + rewriter.feed(secret[cut:])
+    assert KEY.encode() not in out
+    assert len(out) == len(secret)
+    assert out.endswith(vault.placeholder.encode())
+    # A header split across frames, and an empty message, keep the count.
+    tail = _envelope(b"") + _envelope(b"xyz" + KEY.encode())
+    out = b"".join(rewriter.feed(tail[at:at + 3]) for at in range(0, len(tail), 3))
+    assert out == _envelope(b"") + _envelope(b"xyz" + vault.placeholder.encode())
+    assert rewriter.end() == b""
+
+
+def test_an_answer_that_is_no_enveloped_stream_keeps_its_hold() -> None:
+    """Elsewhere the hold stays (a value may go on in the next frame)."""
+    vault = Vault(KEY, key_placeholder(KEY))
+    rewriter = response_body(vault, [(b"content-type", b"application/proto")])
+    body = b"\x0a\x10run the tool abcdef"
+    first = rewriter.feed(body)
+    assert first != body
+    assert first + rewriter.end() == body

@@ -34,6 +34,7 @@ import string
 import threading
 from collections.abc import Iterable
 
+from cursor_agent_action.agent.contain.box.net.envelopes import ENVELOPED_TYPES, MessageEnds
 from cursor_agent_action.agent.contain.box.net.placeholders import (
     JWT_WHOLE,
     jwt_placeholder,
@@ -198,10 +199,14 @@ def request_body(vault: Vault, path: bytes) -> Rewriter:
 
 
 def response_body(vault: Vault, headers: Iterable[tuple[bytes, bytes]]) -> Rewriter:
-    """The rewriter of an answer's body (its credential fields read when it is JSON)."""
+    """The rewriter of an answer's body (its credential fields read when it is JSON; what it
+    holds let go at each message's end in an enveloped stream)."""
     kind = next((value.lower() for name, value in headers if name.lower() == b"content-type"),
                 b"")
-    return Rewriter(vault, DOWN, fields=any(word in kind for word in JSON_TYPES))
+    fields = any(word in kind for word in JSON_TYPES)
+    if kind.startswith(ENVELOPED_TYPES):
+        return EnvelopedRewriter(vault, DOWN, fields=fields)
+    return Rewriter(vault, DOWN, fields=fields)
 
 
 def _proto_length(data: bytes, start: int) -> int | None:
@@ -366,3 +371,28 @@ class Rewriter:
             return (buffer if cut >= len(buffer) else buffer[:cut]), cut
         pieces.append(buffer[done:cut])
         return b"".join(pieces), cut
+
+
+
+class EnvelopedRewriter(Rewriter):
+    """A :class:`Rewriter` of a stream of length-prefixed messages (:data:`ENVELOPED_TYPES`):
+    what it holds back is let go, replaced, at the end of each message, where no value can go
+    on (a credential is inside one message; placeholders keep every length). Without it, a
+    message ending in value characters waited for the stream's next frame: a service that
+    pauses after such a message (a tool call the CLI must answer first) would stall the CLI."""
+
+    def __init__(self, vault: Vault, direction: str, *, active: bool = True,
+                 fields: bool = False) -> None:
+        super().__init__(vault, direction, active=active, fields=fields)
+        self._ends = MessageEnds()
+
+    def feed(self, data: bytes) -> bytes:
+        if not self.active:
+            return data
+        pieces: list[bytes] = []
+        start = 0
+        for cut in self._ends.cuts(data):
+            pieces += [super().feed(data[start:cut]), super().end()]
+            start = cut
+        pieces.append(super().feed(data[start:]))
+        return b"".join(pieces)
