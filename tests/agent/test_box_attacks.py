@@ -501,3 +501,35 @@ def test_a_runners_unix_socket_outside_run_cannot_be_connected_to(
     assert got == [], "the box reached the runner's socket"
     assert "HOST-SERVICE" not in seen
     assert "Connection refused" in seen or "Errno" in seen, seen
+
+
+def test_a_runners_socket_gone_before_it_is_covered_fails_nothing() -> None:
+    """The runner's sockets are listed before the box's network namespace exists and covered
+    later; one that went in between (another job's, ended) made the box's set-up fail, and
+    ``isolation: auto`` then ran the agent uncontained (seen under CI with four workers: a
+    canary outside the tree changed). Now a socket that is gone is nothing to cover."""
+    from unittest import mock
+
+    from cursor_agent_action.agent.contain.box import world
+    from cursor_agent_action.agent.contain.box.libc import libc
+    from tests.support.forked import in_child
+
+    gone = f"/var/lib/caa-test-gone-{os.getpid()}.sock"
+
+    def enter() -> None:
+        if libc().unshare(0x00020000) != 0:  # CLONE_NEWNS: the mounts stay in this child
+            os._exit(3)
+        world.make_private()
+
+    def cover() -> dict[str, str]:
+        socket_like = os.stat_result((0o140777, 0, 0, 1, 0, 0, 0, 0, 0, 0))
+        real_lstat = os.lstat
+        with mock.patch.object(world.os, "lstat", side_effect=lambda path: (
+                socket_like if path == gone else real_lstat(path))):
+            try:
+                world.cover_sockets([gone], [])
+            except world.WorldError as exc:
+                return {"error": str(exc)}
+        return {"error": ""}
+
+    assert in_child(cover, before=enter) == {"error": ""}

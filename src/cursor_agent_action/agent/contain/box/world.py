@@ -237,7 +237,7 @@ def build(world: World) -> None:
             os.close(fd)
     # Not skipped under a mask: a reveal or share beneath one (the CLI's directory) shows
     # what is there again, sockets included.
-    _cover_sockets(world.sockets, [world.tree_target, world.home_target])
+    cover_sockets(world.sockets, [world.tree_target, world.home_target])
     writable = [world.tree_target, world.home_target, *TMP_DIRS, *world.shares, "/dev/pts"]
     for point, options in _mountinfo():
         if "ro" in options or _under(point, _SPECIAL) or _under(point, writable):
@@ -245,6 +245,10 @@ def build(world: World) -> None:
         _remount_hidden_ok(point, options, hidden_ok=point != "/")
 
 
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ESTALE)
+"""A socket that went between its listing and its cover (the runner's other jobs come and go):
+it is not there to reach, and the box is not failed for it (a failed box set-up runs the agent
+uncontained under ``isolation: auto``)."""
 SOCKETS_LIMIT = 20_000
 """At most this many of the runner's sockets are read (a runner has tens)."""
 
@@ -262,7 +266,7 @@ def host_sockets(listing: str = "/proc/net/unix") -> list[str]:
     return sorted(paths)
 
 
-def _cover_sockets(paths: Sequence[str], skip: Sequence[str]) -> None:
+def cover_sockets(paths: Sequence[str], skip: Sequence[str]) -> None:
     """Each of ``paths`` still a socket in this view gets ``/dev/null`` bound over it, so
     connecting there is refused (``skip``: the agent's own)."""
     null = -1
@@ -277,7 +281,11 @@ def _cover_sockets(paths: Sequence[str], skip: Sequence[str]) -> None:
                 continue
             if null < 0:
                 null = _open("/dev/null")
-            bind(null, path, read_only=False, recursive=False)  # read-only with the rest
+            try:
+                bind(null, path, read_only=False, recursive=False)  # read-only with the rest
+            except WorldError as exc:  # gone or changed since listed: nothing to cover there
+                if exc.errno not in _GONE:
+                    raise
     finally:
         if null >= 0:
             os.close(null)
