@@ -524,7 +524,7 @@ def test_a_runners_socket_gone_before_it_is_covered_fails_nothing() -> None:
     def cover() -> dict[str, str]:
         socket_like = os.stat_result((0o140777, 0, 0, 1, 0, 0, 0, 0, 0, 0))
         real_lstat = os.lstat
-        with mock.patch.object(world.os, "lstat", side_effect=lambda path: (
+        with mock.patch("os.lstat", side_effect=lambda path: (
                 socket_like if path == gone else real_lstat(path))):
             try:
                 world.cover_sockets([gone], [])
