@@ -174,7 +174,7 @@ def head_tree(repo: Path, paths: Iterable[str] | None = None) -> dict[str, tuple
     return entries
 
 
-def _key(info: os.stat_result) -> StatKey:
+def stat_key(info: os.stat_result) -> StatKey:
     return (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
 
 
@@ -197,7 +197,7 @@ def baseline(repo: Path) -> Baseline:
     for path, (mode, oid) in head.items():
         if path not in tree and mode != "160000":
             state[path] = (ABSENT_MODE, "0" * len(oid))
-    return Baseline({path: _key(info) for path, info in tree.items()}, state)
+    return Baseline({path: stat_key(info) for path, info in tree.items()}, state)
 
 
 def mode_of(info: os.stat_result) -> str:
@@ -311,7 +311,8 @@ def compute(repo: Path, before: Baseline | None, *, left_out: Iterable[str] = ()
     if before is None:
         candidates = set(tree)
     else:
-        candidates = {path for path, info in tree.items() if before.stats.get(path) != _key(info)}
+        candidates = {path for path, info in tree.items()
+                      if before.stats.get(path) != stat_key(info)}
     inside_nested = tuple(f"{path}/" for path in unread.nested)
     to_hash = sorted(path for path in candidates if path in tree)
     if max_changed_bytes is not None:  # from lstat, before a byte is read

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from cursor_agent_action import changeset
 from cursor_agent_action.agent.contain.box import filecopy, tree
 
 _REAL_OPEN = os.open
@@ -156,7 +157,7 @@ def test_one_file_copies_whole_when_the_kernel_refuses_copy_file_range(
         os.close(target)
     assert (tmp_path / "dst" / "f").read_bytes() == body
     assert size == len(body)
-    assert key == filecopy.stat_key(os.lstat(tmp_path / "dst" / "f"))
+    assert key == changeset.stat_key(os.lstat(tmp_path / "dst" / "f"))
     assert len(calls) == 1  # learnt once: sendfile after
     assert data.copy_range is False
 

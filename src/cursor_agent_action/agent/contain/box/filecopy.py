@@ -17,17 +17,12 @@ import os
 import stat
 from typing import NamedTuple
 
+from cursor_agent_action.changeset import StatKey, stat_key
+
 FICLONE = 0x40049409  # <linux/fs.h>: _IOW(0x94, 9, int)
 _CHUNK = 1 << 30
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-StatKey = tuple[int, int, int, int, int]  # as changeset.StatKey: mode, size, inode, mtime, ctime
-
-
-def stat_key(info: os.stat_result) -> StatKey:
-    return (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
-
 
 class Gone(Exception):
     """The entry is no longer a regular file of at most the size cap: left out, unread."""

@@ -34,7 +34,7 @@ import stat
 from dataclasses import dataclass, field
 
 from cursor_agent_action.agent.contain.box import filecopy
-from cursor_agent_action.agent.contain.box.filecopy import StatKey, stat_key
+from cursor_agent_action.changeset import StatKey, stat_key
 from cursor_agent_action.protected import protected_name
 
 MAX_PATH_BYTES = 3072
