@@ -129,7 +129,7 @@ class Prepared:
                     for name, value in spec.env.items()}
         self.env["TMPDIR"] = str(tmp)
         rules = landlock.agent_rules(
-            masks=[*spec.masks, *landlock.SERVICE_ACCOUNT_SECRETS, *shared_temp(),
+            masks=[*spec.masks, *landlock.SERVICE_ACCOUNT_SECRETS, *SHARED_TEMP,
                    str(real), str(self.area)],
             writable=[str(self.area / "tree"), str(self.area / "home"), str(tmp), *spec.shares],
             readable=[*spec.reveals, str(files)],
@@ -149,13 +149,8 @@ SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/user")  # noqa: S108 - clos
 agent (its ``TMPDIR`` is a directory of its own). Without a mount namespace there is no private
 ``/tmp`` to give; as the runner's own user, the runner's files there (a registry login in
 ``$XDG_RUNTIME_DIR/containers/auth.json``, another step's temporary files) would be the
-agent's to read. A tool that writes to ``/tmp`` by name, not through ``TMPDIR``, fails here."""
-
-
-def shared_temp() -> list[str]:
-    """:data:`SHARED_TEMP`, and the runner's ``XDG_RUNTIME_DIR`` wherever it is."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    return [*SHARED_TEMP, *([runtime] if os.path.isabs(runtime) else [])]
+agent's to read (the runner's ``XDG_RUNTIME_DIR``, wherever it is, is among the helper's
+masks). A tool that writes to ``/tmp`` by name, not through ``TMPDIR``, fails here."""
 
 
 def _base(spec: BoxSpec, objects: Path) -> dict[str, tuple[str, str]] | None:

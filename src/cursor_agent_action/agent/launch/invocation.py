@@ -184,13 +184,14 @@ class AgentSite:
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:
     """What the contained agent must not read: the runner's home, its own directory and
-    temporary files, the tool cache (the CLI's own install is shown again, read-only), the
-    helper's state."""
+    temporary files, its runtime directory (``XDG_RUNTIME_DIR``: registry logins and the
+    like), the tool cache (the CLI's own install is shown again, read-only), the helper's
+    state."""
     found = [options.state_dir.parent, Path("/root")]
     with contextlib.suppress(KeyError):
         found.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
     for name in ("HOME", "RUNNER_TEMP", "RUNNER_TOOL_CACHE", "AGENT_TOOLSDIRECTORY",
-                 "RUNNER_WORKSPACE"):
+                 "RUNNER_WORKSPACE", "XDG_RUNTIME_DIR"):
         if value := environ.get(name, ""):
             found.append(Path(value))
     found += _runner_roots(environ)
