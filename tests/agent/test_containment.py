@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ import pytest
 from cursor_agent_action.agent.contain import landlock
 from cursor_agent_action.cli import main
 from cursor_agent_action.output_file import parse_output_file
-from tests.support.box import SESSION, TOKEN, Box
+from tests.support.box import SESSION, TOKEN, Box, as_runner
 from tests.support.box import agent as _agent
 from tests.support.box import run as _run
 from tests.support.box import seen as _seen
@@ -261,29 +261,6 @@ def test_cancellation_and_timeout_still_end_a_contained_run(
 # -- the fallback: no root, no sudo -------------------------------------------------------------
 
 
-def _as_runner(
-    venv: Path, box: Box, user_name: str, *args: str,
-    body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid", env: dict[str, str] | None = None,
-    wrap: Sequence[str] = (),
-) -> subprocess.CompletedProcess[str]:
-    user = ensure_user(user_name)
-    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base),
-                    str(box.home)], check=True)  # fmt: skip
-    agent = _agent(box, body)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(box.home),
-           "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_fallback_1234",
-           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
-           "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen), **(env or {})}
-    return subprocess.run(
-        [*wrap, "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-         str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
-         str(agent), "--working-directory", str(box.workspace), "--prompt", "x", "--output-file",
-         str(box.base / "fallback-outputs.txt"), "--summary-file",
-         str(box.base / "fallback-summary.md"), *args],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-
-
 @pytest.fixture
 def sudoer() -> Iterator[str]:
     """A runner user with passwordless sudo, as on GitHub-hosted runners; its sudoers entry
@@ -303,7 +280,7 @@ def test_a_runner_user_with_passwordless_sudo_gets_the_agent_contained(
     box: Box, unprivileged: Path, sudoer: str
 ) -> None:
     """The helper stays the runner's user; only the jail runs as root (sudo -n)."""
-    done = _as_runner(unprivileged, box, sudoer, "--isolation", "user")
+    done = as_runner(unprivileged, box, sudoer, "--isolation", "user")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Isolation: contained" in done.stdout
     runner_uid = ensure_user(sudoer).pw_uid
@@ -324,7 +301,7 @@ def test_auto_without_root_or_sudo_warns_and_runs(box: Box, unprivileged: Path) 
     line to add (without sudo on the machine: 'not installed', with how to install it); with
     user namespaces turned off, the agent runs under Landlock as the runner's own user
     (uncontained where the kernel has no Landlock)."""
-    done = _as_runner(unprivileged, box, TEST_RUNNER_USER,
+    done = as_runner(unprivileged, box, TEST_RUNNER_USER,
                       wrap=[sys.executable, "-I", "-c", NO_USER_NAMESPACES])
     assert done.returncode == 0, done.stdout + done.stderr
     why, fix = (("sudo asks for a password ('sudo -n' answered: a password is required): the "
@@ -405,7 +382,7 @@ def test_as_a_runner_user_without_sudo_the_agent_is_landlocked_as_that_user(
             "ipcmk -M 4096 > $SEEN/shm 2>&1; "
             "echo landlocked >> README.md; id -u > $SEEN/uid")
     try:
-        done = _as_runner(unprivileged, box, name, "--preset", "edit", "--summary-file",
+        done = as_runner(unprivileged, box, name, "--preset", "edit", "--summary-file",
                           str(box.base / "summary.md"), body=body,
                           env={"RUNNER_WORKSPACE": str(work / "repo"), "GITHUB_TOKEN": TOKEN,
                                "GITHUB_ENV": str(github_env)},
@@ -491,7 +468,7 @@ def test_isolation_user_without_root_or_sudo_fails_before_the_agent_starts(
     box: Box, unprivileged: Path
 ) -> None:
     """No root, no sudo, and no user namespace (turned off for this run alone)."""
-    done = _as_runner(unprivileged, box, TEST_RUNNER_USER, "--isolation", "user",
+    done = as_runner(unprivileged, box, TEST_RUNNER_USER, "--isolation", "user",
                       wrap=[sys.executable, "-I", "-c", NO_USER_NAMESPACES])
     assert done.returncode == 3
     assert "::error title=setup failed::isolation is user, but the agent cannot be contained" \
@@ -552,7 +529,7 @@ def test_as_the_runners_user_its_temp_and_runtime_files_stay_out_of_reach(
             os.chown(directory, user.pw_uid, user.pw_gid)
         runtime.chmod(0o700)
         reads = "; ".join(f"cat {path} >> $SEEN/read 2>&1" for path in planted.values())
-        done = _as_runner(unprivileged, box, name, "--summary-file",
+        done = as_runner(unprivileged, box, name, "--summary-file",
                           str(box.base / "summary.md"),
                           body=f"{reads}; echo ok > $TMPDIR/mine && cat $TMPDIR/mine > $SEEN/own",
                           env={"XDG_RUNTIME_DIR": str(runtime)},

@@ -31,13 +31,11 @@ from cursor_agent_action.agent.contain.box import seccomp
 from cursor_agent_action.agent.contain.probe import ProbeResult
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.output_file import parse_output_file
-from tests.support.box import TOKEN, Box, make_box
-from tests.support.box import agent as _agent
+from tests.support.box import CAPSH, TOKEN, Box, in_container, passable_box
 from tests.support.box import seen as _seen
 from tests.support.users import TEST_AGENT_USER, user_exists
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="plays root runners")
-CAPSH = shutil.which("capsh") or shutil.which("capsh", path="/usr/sbin:/sbin") or ""
 needs_capsh = pytest.mark.skipif(not CAPSH, reason="needs capsh (libcap2-bin)")
 
 
@@ -45,31 +43,7 @@ needs_capsh = pytest.mark.skipif(not CAPSH, reason="needs capsh (libcap2-bin)")
 def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
     """The box world in a directory others may pass through, as a runner's work directory
     (pytest's own base directory is 0700, and other sessions make it so again at any time)."""
-    where = Path(tempfile.mkdtemp(prefix=f"{TEST_AGENT_USER}-kinds-"))
-    where.chmod(0o711)
-    try:
-        yield from make_box(where, monkeypatch)
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
-
-
-def _in_container(box: Box, *args: str, body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid",
-                  env: dict[str, str] | None = None, closed: bool = False, prompt: str = "x",
-                  ) -> subprocess.CompletedProcess[str]:
-    """The helper as root without CAP_SYS_ADMIN, as in a container job."""
-    if closed:  # the CLI in a directory others cannot enter
-        box.base.chmod(box.base.stat().st_mode & ~0o001)
-    agent = _agent(box, body)
-    helper = [sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
-              str(agent), "--working-directory", str(box.workspace), "--prompt", prompt,
-              "--output-file", str(box.base / "outputs.txt"), "--summary-file",
-              str(box.base / "summary.md"), "--timeout-minutes", "1", *args]  # fmt: skip
-    return subprocess.run(
-        [CAPSH, "--drop=cap_sys_admin", "--", "-c", shlex.join(helper)],
-        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin",
-             **(env or {})},
-        capture_output=True, text=True, timeout=120, check=False,
-    )
+    yield from passable_box(monkeypatch, "kinds")
 
 
 @ROOT_ONLY
@@ -95,8 +69,9 @@ def test_the_probe_fails_without_cap_sys_admin_at_the_first_namespace() -> None:
 def test_a_container_job_is_named_with_a_fix_that_works_there(box: Box) -> None:
     """Before: the run tried the box, failed inside it and warned 'run ... as root in a
     container job', the very place it failed. Now: the probe's cause, a fix that works there,
-    and the agent under Landlock as its own user."""
-    done = _in_container(box)
+    and the agent under Landlock as its own user (a run that may write: on a copy, whose cost
+    the summary says)."""
+    done = in_container(box, "--preset", "edit")
     assert done.returncode == 0, done.stdout + done.stderr
     warning = next(line for line in done.stdout.splitlines()
                    if line.startswith("::warning title=agent under Landlock%2C no box::"))
@@ -159,7 +134,7 @@ def test_under_landlock_the_agent_cannot_read_the_runner_s_home_temp_or_tokens(
             places["home"].parent / "planted", places["temp"], hook,
             box.workspace / "src" / "app.py"))
         body = f"{reads}; {writes}; echo landlocked >> README.md; id -u > $SEEN/uid"
-        done = _in_container(box, "--preset", "edit", body=body)
+        done = in_container(box, "--preset", "edit", body=body)
     finally:
         places["root"].unlink(missing_ok=True)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -184,7 +159,7 @@ def test_under_landlock_a_change_made_before_the_run_stays_the_base(box: Box) ->
     before = readme.read_text() + "before the run\n"
     readme.write_text(before)
     (box.workspace / "notes.txt").write_text("untracked, before the run\n")
-    done = _in_container(box, "--preset", "edit",
+    done = in_container(box, "--preset", "edit",
                          body="echo by the agent >> README.md; echo n > src/new.txt")
     assert done.returncode == 0, done.stdout + done.stderr
     outputs = parse_output_file((box.base / "outputs.txt").read_text())
@@ -216,7 +191,7 @@ def test_without_landlock_a_root_helper_runs_the_agent_uncontained_and_says_why(
 def test_a_container_job_with_isolation_user_fails_before_the_agent_with_that_fix(
     box: Box,
 ) -> None:
-    done = _in_container(box, "--isolation", "user")
+    done = in_container(box, "--isolation", "user")
     assert done.returncode == 3, done.stdout + done.stderr
     assert "cannot be contained here: the box cannot be made here" in done.stdout
     assert "--cap-add SYS_ADMIN" in done.stdout
@@ -262,7 +237,7 @@ def test_under_landlock_nothing_the_agent_starts_outlives_the_run(box: Box) -> N
     after the run (the box fixture checks no process of that user is left)."""
     body = ('(setsid sh -c "sleep 300 & echo \\$! > $SEEN/sleeper" &); sleep 0.3; '
             "id -u > $SEEN/uid")
-    done = _in_container(box, body=body)
+    done = in_container(box, body=body)
     assert done.returncode == 0, done.stdout + done.stderr
     sleeper = int(_seen(box, "sleeper"))
     assert not Path(f"/proc/{sleeper}").exists()
@@ -275,7 +250,7 @@ def test_under_landlock_a_long_prompt_is_read_from_its_own_copy(box: Box) -> Non
     agent cannot reach: it gets a copy of its own, named in its instruction."""
     body = ('path=$(printf "%s" "$*" | grep -o "[^ ]*prompt\\.md" | head -n 1); '
             'echo "$path" > $SEEN/path; head -c 9 "$path" > $SEEN/head')
-    done = _in_container(box, body=body, prompt="ninebytes" * 12_000)
+    done = in_container(box, body=body, prompt="ninebytes" * 12_000)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "/files/" in _seen(box, "path"), done.stdout
     assert _seen(box, "head") == "ninebytes"
@@ -290,7 +265,7 @@ def test_under_landlock_a_cli_the_agent_user_cannot_run_falls_back_before_it_sta
     """Said before the agent starts (so auto may still run it another way), not as a failed
     start."""
     areas = set(Path(tempfile.gettempdir()).glob("caa-lockdown-*"))
-    done = _in_container(box, body="echo ran > $SEEN/ran", closed=True)
+    done = in_container(box, body="echo ran > $SEEN/ran", closed=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert set(Path(tempfile.gettempdir()).glob("caa-lockdown-*")) <= areas  # none left
     assert "cannot run the CLI at" in done.stdout
@@ -327,7 +302,7 @@ def test_under_landlock_a_planted_service_account_token_is_out_of_reach(box: Box
                 f"cat {COMPOSE_SECRET} > $SEEN/secret 2>/dev/null; "
                 f"ls -R /run/secrets/ /var/run/secrets/ > $SEEN/listing 2>/dev/null; "
                 "id -u > $SEEN/uid")
-        done = _in_container(box, body=body)
+        done = in_container(box, body=body)
     finally:
         for path in made:
             if path.is_symlink():
@@ -395,7 +370,7 @@ def test_under_landlock_no_unix_socket_outside_can_be_reached(box: Box) -> None:
     script.write_text(_CONNECT)
     script.chmod(0o644)
     try:
-        done = _in_container(box, body=f"/usr/bin/python3 -I {script} {path} {name} "
+        done = in_container(box, body=f"/usr/bin/python3 -I {script} {path} {name} "
                                        "> $SEEN/connect 2>&1")
     finally:
         stop.set()
@@ -446,7 +421,7 @@ def test_under_landlock_no_ipc_object_the_agent_made_outlives_the_run(box: Box) 
             "ipcmk -Q > $SEEN/msg 2>&1; "
             f"/usr/bin/python3 -I {script} > $SEEN/mq 2>&1; id -u > $SEEN/uid")
     try:
-        done = _in_container(box, body=body)
+        done = in_container(box, body=body)
         agent_uid = int(_seen(box, "uid") or agent_uid)
         left = _sysv_of(agent_uid)
     finally:

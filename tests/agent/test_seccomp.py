@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import json
 import os
 import shutil
@@ -83,6 +84,52 @@ def test_the_box_s_filter_leaves_unix_sockets_alone() -> None:
     seen = _filtered(True, _sockets)
     assert seen["unix"] == "ok"
     assert seen["socketpair"] == "ok"
+
+
+FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602
+
+
+def _attributes(target: Path) -> Callable[[], dict[str, str]]:
+    """Set and remove an extended attribute, set inode flags (``chattr``) and, for contrast,
+    read them and change the file's mode."""
+    def flags(request: int) -> None:
+        with target.open("rb") as handle:
+            fcntl.ioctl(handle.fileno(), request, b"\0" * 8)
+
+    def probe() -> dict[str, str]:
+        return {
+            "setxattr": _try(lambda: os.setxattr(target, "user.planted", b"x")),
+            "lsetxattr": _try(lambda: os.setxattr(target, "user.planted", b"x",
+                                                  follow_symlinks=False)),
+            "removexattr": _try(lambda: os.removexattr(target, "user.kept")),
+            "listxattr": _try(lambda: os.listxattr(target)),
+            "set_flags": _try(lambda: flags(FS_IOC_SETFLAGS)),
+            "chmod": _try(lambda: target.chmod(0o640)),
+        }
+    return probe
+
+
+def test_without_the_box_no_extended_attribute_or_inode_flag_can_be_set(
+    tmp_path: Path,
+) -> None:
+    """Landlock does not govern a file's attributes: as the runner's own user, the agent could
+    mark the runner's files (its checkout, shown in place to a read-only run). The filter
+    refuses setting and removing extended attributes and setting inode flags as a file system
+    without them would (EOPNOTSUPP); reading them and chmod stay (the latter is checked after
+    a read-only run: agent/contain/inplace.py). Before: each call went through."""
+    target = tmp_path / "file"
+    target.write_text("x")
+    try:
+        os.setxattr(target, "user.kept", b"1")
+    except OSError:
+        pytest.skip("this file system has no user extended attributes")
+    seen = _filtered(False, _attributes(target))
+    unsupported = errno.errorcode[errno.EOPNOTSUPP]
+    assert seen == {"setxattr": unsupported, "lsetxattr": unsupported,
+                    "removexattr": unsupported, "listxattr": "ok", "set_flags": unsupported,
+                    "chmod": "ok"}
+    assert os.listxattr(target) == ["user.kept"]
+    assert _filtered(True, _attributes(target))["setxattr"] == "ok"  # the box: its own files
 
 
 _NODE = """

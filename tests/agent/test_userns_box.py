@@ -26,12 +26,12 @@ from cursor_agent_action.agent.contain import isolation, landlock, sudo, userns
 from cursor_agent_action.agent.contain.probe import ProbeResult
 from cursor_agent_action.errors import SetupError
 from cursor_agent_action.output_file import parse_output_file
-from tests.support.box import TOKEN, Box, agent, seen
+from tests.support.box import TOKEN, Box, seen
+from tests.support.box import as_runner as box_as_runner
 from tests.support.netbox import http_host, loopback_name, servers
 from tests.support.standin import processes_of
 from tests.support.users import (
     NO_USER_NAMESPACES,
-    TEST_AGENT_USER,
     WORKER,
     ensure_user,
     remove_user,
@@ -81,22 +81,9 @@ def as_runner(venv: Path, box: Box, name: str, body: str, *args: str,
               env: dict[str, str] | None = None,
               wrap: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """The helper's ``run`` as the runner's user ``name`` (no sudo), the agent ``body``."""
-    user = ensure_user(name)
-    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base),
-                    str(box.home)], check=True)  # fmt: skip
-    script = agent(box, body)
-    environ = {"PATH": "/usr/bin:/bin", "HOME": str(box.home), "LC_ALL": "C.UTF-8",
-               "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_userns_1234",
-               "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
-               "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen), **(env or {})}
-    return subprocess.run(
-        [*wrap, "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-         str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
-         str(script), "--working-directory", str(box.workspace), "--prompt", "x",
-         "--output-file", str(box.base / "outputs.txt"), "--summary-file",
-         str(box.base / "summary.md"), "--timeout-minutes", "1", *args],
-        env=environ, capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+    return box_as_runner(venv, box, name, "--timeout-minutes", "1", *args, body=body,
+                         env={"LC_ALL": "C.UTF-8", "CURSOR_API_KEY": "k_userns_1234",
+                              **(env or {})}, wrap=wrap, prefix="")
 
 
 def fetch(target: str, port: int) -> str:

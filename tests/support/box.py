@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
-from collections.abc import Iterator
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,8 +22,9 @@ from cursor_agent_action.agent.contain.box.limits import CGROUP_ROOT
 from cursor_agent_action.cli import main
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.standin import processes_of
-from tests.support.users import TEST_AGENT_USER
+from tests.support.users import TEST_AGENT_USER, ensure_user
 
+CAPSH = shutil.which("capsh") or shutil.which("capsh", path="/usr/sbin:/sbin") or ""
 SESSION = "00000000-0000-4000-8000-00000000c0de"
 TOKEN = "ghs_containment_secret_token_0123456789"
 EVENTS = "\n".join(json.dumps(event) for event in (
@@ -71,6 +76,17 @@ def make_box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
     assert processes_of(TEST_AGENT_USER) == [], "an agent process outlived its run"
 
 
+def passable_box(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[Box]:
+    """:func:`make_box` in a directory others may pass through, as a runner's work directory
+    (pytest's own base directory is 0700, and other sessions make it so again at any time)."""
+    where = Path(tempfile.mkdtemp(prefix=f"{TEST_AGENT_USER}-{name}-"))
+    where.chmod(0o711)
+    try:
+        yield from make_box(where, monkeypatch)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
 def agent(box: Box, body: str) -> Path:
     agent = box.base / "agent.sh"
     agent.write_text(
@@ -116,3 +132,49 @@ def left_cgroups(box: Box) -> list[Path]:
              for part in line.split("/") if part.startswith("caa-box-")}
     assert len(names) <= 1, names
     return [path for name in names for path in _cgroup_paths(name) if path.exists()]
+
+
+def in_container(box: Box, *args: str, body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid",
+                 env: dict[str, str] | None = None, closed: bool = False, prompt: str = "x",
+                 ) -> subprocess.CompletedProcess[str]:
+    """The helper as root without CAP_SYS_ADMIN (``capsh --drop``), as in a container job:
+    the Landlock tier, the agent as its own user."""
+    if closed:  # the CLI in a directory others cannot enter
+        box.base.chmod(box.base.stat().st_mode & ~0o001)
+    script = agent(box, body)
+    helper = [sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
+              str(script), "--working-directory", str(box.workspace), "--prompt", prompt,
+              "--output-file", str(box.base / "outputs.txt"), "--summary-file",
+              str(box.base / "summary.md"), "--timeout-minutes", "1", *args]  # fmt: skip
+    return subprocess.run(
+        [CAPSH, "--drop=cap_sys_admin", "--", "-c", shlex.join(helper)],
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin",
+             **(env or {})},
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def as_runner(
+    venv: Path, box: Box, user_name: str, *args: str,
+    body: str = "echo ran > $SEEN/ran; id -u > $SEEN/uid", env: dict[str, str] | None = None,
+    wrap: Sequence[str] = (), prefix: str = "fallback-",
+) -> subprocess.CompletedProcess[str]:
+    """The helper as ``user_name``, a runner user without sudo (from ``venv``, a venv of the
+    system Python), the world made theirs; ``wrap`` runs before it (user namespaces off); its
+    outputs and summary in ``{prefix}outputs.txt`` and ``{prefix}summary.md``."""
+    user = ensure_user(user_name)
+    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base),
+                    str(box.home)], check=True)  # fmt: skip
+    script = agent(box, body)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(box.home),
+           "RUNNER_TEMP": str(box.base / "runner-temp"), "CURSOR_API_KEY": "k_fallback_1234",
+           "CURSOR_AGENT_ACTION_AGENT_USER": TEST_AGENT_USER,
+           "CURSOR_AGENT_ACTION_BOX_SHARE": str(box.seen), **(env or {})}
+    return subprocess.run(
+        [*wrap, "setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
+         str(venv / "bin" / "python"), "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
+         str(script), "--working-directory", str(box.workspace), "--prompt", "x", "--output-file",
+         str(box.base / f"{prefix}outputs.txt"), "--summary-file",
+         str(box.base / f"{prefix}summary.md"), *args],
+        env=env, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip

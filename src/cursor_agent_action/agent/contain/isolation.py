@@ -131,17 +131,22 @@ class Isolation:
         if self.own_user:
             spaces = (f"own user, PID, mount and IPC namespaces ({NAMESPACES_HOLD}); "
                       if self.namespaces else "")
-            return (f"landlock as the runner's own user ({self.agent_user}; {spaces}a private "
-                    f"copy of the repository, home and /tmp; no access to {HIDDEN}; "
+            return (f"landlock as the runner's own user ({self.agent_user}; {spaces}"
+                    f"{LANDLOCK_TREE}, home and /tmp; no access to {HIDDEN}; "
                     f"{RUNNER_LANDLOCK_HOLDS}; not held: {self.runner_lacks}; {self.why_not})")
         if self.landlock:
-            return (f"landlock (user {self.agent_user}; a private copy of the repository, home "
+            return (f"landlock (user {self.agent_user}; {LANDLOCK_TREE}, home "
                     f"and /tmp; no access to {HIDDEN}; {LANDLOCK_HOLDS}; not held: "
                     f"{landlock_lacks()}; {self.why_not})")
         if self.contained:
             return (f"contained (user {self.agent_user}; own PID, mount and IPC namespaces; a "
                     "private view of the repository, home and /tmp)")
         return f"none (the agent ran as the runner's user: {self.why_not})"
+
+
+LANDLOCK_TREE = ("a private copy of the repository (a read-only run: the checkout itself, "
+                 "read-only)")
+"""The tree under Landlock (agent/contain/inplace.py says when a read-only run still copies)."""
 
 
 def decide(requested: str, agent_user: str = DEFAULT_AGENT_USER) -> Isolation:
@@ -196,12 +201,12 @@ def landlock_warning(isolation: Isolation) -> str:
         spaces = (f" in its own user, PID, mount and IPC namespaces ({NAMESPACES_HOLD})"
                   if isolation.namespaces else "")
         return (f"Running the agent under Landlock as the runner's own user{spaces}, because "
-                f"{isolation.why_not}. It runs on a private copy with its own home and /tmp, "
+                f"{isolation.why_not}. It runs on {LANDLOCK_TREE} with its own home and /tmp, "
                 f"with no access to {HIDDEN} (Landlock); {RUNNER_LANDLOCK_HOLDS} (seccomp); "
                 f"not held: {isolation.runner_lacks}: it can reach anything the runner "
                 f"can on the network. Fix: {isolation.fix}.")
     return (f"Running the agent under Landlock instead of the box, because "
-            f"{isolation.why_not}. It runs as its own user on a private copy, with no access "
+            f"{isolation.why_not}. It runs as its own user on {LANDLOCK_TREE}, with no access "
             f"to {HIDDEN} (Landlock); {LANDLOCK_HOLDS} (seccomp); "
             f"not held: {landlock_lacks()}: it can reach anything the runner can (the cloud "
             "metadata address, services on the runner's loopback, any host). Fix: "
@@ -361,9 +366,10 @@ def jail_for(
     network: NetPolicy | None = None, storage: str = "auto", max_files: int = BOX_MAX_FILES,
     credentials: Credentials | None = None, view_commit: str = "",
     view_skip: Sequence[str] = (), view_files: Sequence[str] = (),
+    tree_read_only: bool = False,
 ) -> Jail:
     """The box that runs ``argv`` in ``cwd`` as the agent user, on its own view of the work
-    tree at ``repo_root``."""
+    tree at ``repo_root`` (``tree_read_only``: nothing it writes there can be kept)."""
     prompt = state_dir / "prompt.md"
     spec = BoxSpec(
         user=isolation.agent_user, argv=tuple(argv), env=dict(env), cwd=str(cwd),
@@ -382,6 +388,6 @@ def jail_for(
         files={str(prompt): str(prompt)} if prompt.exists() else {},
         git=git, network=network, storage=storage, namespaces=isolation.namespaces,
         credentials=credentials, view_commit=view_commit, view_skip=tuple(view_skip),
-        view_files=tuple(view_files),
+        view_files=tuple(view_files), tree_read_only=tree_read_only,
     )
     return Jail(isolation, state_dir, spec)

@@ -1,6 +1,7 @@
 """The agent under Landlock, where the box cannot be made: its own user when this program is
 root (a container job, a Kubernetes pod without CAP_SYS_ADMIN), else the runner's own user (a
-self-hosted runner without sudo); a private copy, no namespaces.
+self-hosted runner without sudo); a private copy (a read-only run: the checkout itself,
+read-only), no namespaces.
 
     python -I -m cursor_agent_action.agent.contain.lockdown SPEC.json   (as root, or the runner)
 
@@ -10,7 +11,9 @@ the status written in place into the file the helper made. What holds, and what 
 
 - the agent runs as its own user (no groups, ``no_new_privs``, no kernel keyrings), on a copy
   of the work tree (no ``.git``) in a directory of its own, with a fresh home and ``/tmp``; the
-  copy's patch is made by our hardened git against the real repository, as in the box;
+  copy's patch is made by our hardened git against the real repository, as in the box; a run
+  whose policy allows no write is shown the checkout itself instead, read-only, its ``.git``
+  directories masked, its attributes checked after the run (:mod:`.inplace`);
 - Landlock: it reads everything but the masked places (the runner's home, ``RUNNER_TEMP``, the
   tool cache, ``/root``, the helper's state, the real work tree with its ``.git/config``, the
   service-account tokens in ``/run/secrets`` and ``/var/run/secrets``) and writes only its
@@ -47,15 +50,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from cursor_agent_action import changeset, safegit
-from cursor_agent_action.agent.contain import hostipc, landlock, userns
+from cursor_agent_action.agent.contain import hostipc, inplace, landlock, reap, userns
 from cursor_agent_action.agent.contain.box import finish, home, limits, seccomp, storage, tree
-from cursor_agent_action.agent.contain.box.contract import BoxSpec, BoxStatus
+from cursor_agent_action.agent.contain.box.contract import BoxSpec, BoxStatus, Listed
 from cursor_agent_action.agent.contain.box.libc import die_with_parent, libc, set_subreaper
 from cursor_agent_action.agent.contain.box.root import Status, setup_failed, silence_output
 from cursor_agent_action.agent.contain.box.user import AgentUser, UserError, agent_user
 
 EXIT_SETUP = 125
-KILL_WAIT_S = 5.0
 _POLL_S = 0.2
 
 
@@ -79,6 +81,32 @@ class Prepared:
         os.chmod(self.area, 0o711)  # noqa: S103
         caps = spec.limits
         real = Path(spec.repo_root)
+        surveyed = tree.survey(str(real), max_entries=caps.max_files)  # the cap first
+        self.snapshot: inplace.Snapshot | None = None
+        top = os.path.realpath(real)
+        inside = frozenset(os.path.relpath(mask, top) for mask in map(os.path.realpath,
+                                                                       spec.masks)
+                           if mask.startswith(f"{top}/"))
+        shown = (inplace.take(str(real), surveyed, abi=landlock.abi(),
+                              other_user=os.geteuid() == 0, skip=inside)
+                 if spec.tree_read_only and spec.storage != "copy" else "")
+        if isinstance(shown, inplace.Snapshot) and not _can(agent, spec.cwd, os.R_OK | os.X_OK):
+            shown = "the agent's user cannot reach the working directory (a copy is its own)"
+        if isinstance(shown, inplace.Snapshot):
+            self.snapshot = shown
+            self.copy = tree.Copy(storage="in-place", note=(
+                f"the checkout itself, read-only, not copied (a read-only run: nothing written "
+                f"in the tree could be kept); its {len(shown.entries):,} entries checked after "
+                "the run"))
+            (self.area / storage.FINISH_DIR).mkdir(mode=0o700)  # storage.finish: the chats
+        else:
+            self._copy(spec, agent, why_not_in_place=shown)
+        self._areas(spec, agent)
+
+    def _copy(self, spec: BoxSpec, agent: AgentUser, *, why_not_in_place: str) -> None:
+        """The private copy of the tree, and its base (what already differed from HEAD)."""
+        caps = spec.limits
+        real = Path(spec.repo_root)
         tree.survey(str(real), max_entries=caps.max_files, count_bytes=True,  # caps first
                     max_file_bytes=caps.max_file_bytes, max_total_bytes=caps.max_total_bytes)
         (self.area / "tree").mkdir()
@@ -90,6 +118,8 @@ class Prepared:
                                        max_file_bytes=caps.max_file_bytes,
                                        max_total_bytes=caps.max_total_bytes)
             self.copy.note = copy_note(self.copy, time.monotonic() - started)
+            if why_not_in_place:
+                self.copy.note += f" (a read-only run, not shown in place: {why_not_in_place})"
             dirty = base.result()
         if dirty is not None:
             self.copy.dirty = dirty
@@ -100,13 +130,17 @@ class Prepared:
                     for path, (mode, _) in known.items()
                     if mode not in ("160000", changeset.ABSENT_MODE) and path not in self.copy.stats
                 ]
+        os.chmod(self.area / "tree", 0o700)  # the agent's alone, as its home and /tmp
+
+    def _areas(self, spec: BoxSpec, agent: AgentUser) -> None:
+        """The agent's home, /tmp and files, its working directory, command and rules."""
+        real = Path(spec.repo_root)
         store = Path(spec.chats_store)
         home.make_home(self.area / "home", agent, dict(spec.home_files),
                        store if store.is_dir() else None)
         tmp = self.area / "tmp"
         tmp.mkdir(mode=0o700)
         os.chown(tmp, agent.uid, agent.gid)
-        os.chmod(self.area / "tree", 0o700)  # the agent's alone, as its home and /tmp
         files = self.area / "files"  # root's, readable by the agent's group only
         files.mkdir(mode=0o750)
         root = os.geteuid() == 0
@@ -121,21 +155,29 @@ class Prepared:
             copied.chmod(0o640)
             moved[source] = str(copied)
         inside = os.path.relpath(spec.cwd, real)
-        self.cwd = str(self.area / "tree" / ("" if inside == "." else inside))
+        self.cwd = (spec.cwd if self.snapshot is not None else
+                    str(self.area / "tree" / ("" if inside == "." else inside)))
         self.argv = [moved.get(arg, arg) for arg in spec.argv]
         for source, target in moved.items():  # the long prompt's path, inside the instruction
             self.argv = [arg.replace(source, target) for arg in self.argv]
         self.env = {name: _rehome(value, spec.home, str(self.area / "home"))
                     for name, value in spec.env.items()}
         self.env["TMPDIR"] = str(tmp)
+        if self.snapshot is None:  # its copy, all of it; not the real tree
+            tree_masks, tree_writable, tree_readable = [str(real)], [str(self.area / "tree")], []
+        else:  # the real tree, read only, without its .git directories
+            tree_masks = [str(real / path) for path in self.snapshot.git_dirs]
+            tree_writable, tree_readable = [], [str(real)]
         rules = landlock.agent_rules(
-            masks=[*spec.masks, *landlock.SERVICE_ACCOUNT_SECRETS, *SHARED_TEMP,
-                   str(real), str(self.area)],
-            writable=[str(self.area / "tree"), str(self.area / "home"), str(tmp), *spec.shares],
-            readable=[*spec.reveals, str(files)],
+            masks=[*spec.masks, *landlock.SERVICE_ACCOUNT_SECRETS, *SHARED_TEMP, *tree_masks,
+                   str(self.area)],
+            writable=[*tree_writable, str(self.area / "home"), str(tmp), *spec.shares],
+            readable=[*spec.reveals, str(files), *tree_readable],
         )
+        for place in tree_readable:  # listed too where a .git is masked (names, no contents)
+            rules.allow(place, landlock.READ_DIR)
         self.ruleset = landlock.make_ruleset(rules, landlock.abi())
-        if not _can_run(agent, self.argv[0]):  # said now, while another way is still open
+        if not _can(agent, self.argv[0], os.X_OK):  # said now, while another way is open
             raise OSError(f"the agent's user {agent.name} cannot run the CLI at "
                           f"{self.argv[0]} (a directory on its way is closed to other users)")
 
@@ -179,13 +221,14 @@ def copy_note(copy: tree.Copy, seconds: float) -> str:
             "costs what the disk charges for every file")
 
 
-def _can_run(agent: AgentUser, program: str) -> bool:
-    """Whether ``agent`` may execute ``program`` (asked as that user, in a child)."""
+def _can(agent: AgentUser, path: str, mode: int) -> bool:
+    """Whether ``agent`` may access ``path`` as ``mode`` asks (asked as that user, in a
+    child)."""
     child = os.fork()
     if child == 0:  # pragma: no cover - a forked child, answering by its exit code
         try:
             _become(agent)
-            os._exit(0 if os.access(program, os.X_OK) else 1)
+            os._exit(0 if os.access(path, mode) else 1)
         finally:
             os._exit(1)
     _, status = os.waitpid(child, 0)
@@ -232,69 +275,8 @@ def _exec_agent(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits)
         os._exit(127)
 
 
-def _processes_of(uid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError), open(f"/proc/{entry}/status", "rb") as handle:
-                for line in handle:
-                    if line.startswith(b"Uid:"):
-                        if int(line.split()[1]) == uid:
-                            found.append(int(entry))
-                        break
-    return found
-
-
-def kill_all(uid: int, limit_s: float = KILL_WAIT_S) -> bool:
-    """Every process of ``uid`` killed (a child of ours takes that uid and kills all it may
-    signal, again until none is left); whether none is left, within ``limit_s``."""
-    deadline = time.monotonic() + limit_s
-    while _processes_of(uid):
-        if time.monotonic() > deadline:
-            return False
-        killer = os.fork()
-        if killer == 0:  # pragma: no cover - a forked child
-            try:
-                os.setresuid(uid, uid, uid)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(killer, 0)
-        time.sleep(0.02)
-    return True
-
-
-def _children() -> list[int]:
-    me, found = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError), \
-                    open(f"/proc/{entry}/stat", "rb") as handle:
-                data = handle.read()
-                if int(data[data.rfind(b")") + 2:].split()[1]) == me:
-                    found.append(int(entry))
-    return found
-
-
-def kill_descendants(limit_s: float = KILL_WAIT_S) -> bool:
-    """Every descendant of this program killed (it is their subreaper: each orphan is
-    re-parented to it, so killing and reaping its children, round after round, reaches them
-    all); whether none is left, within ``limit_s``."""
-    deadline = time.monotonic() + limit_s
-    while children := _children():
-        if time.monotonic() > deadline:
-            return False
-        for pid in children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in children:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-    return True
-
-
 def _kill_everything(agent: AgentUser, own_user: bool) -> bool:
-    return kill_descendants() if own_user else kill_all(agent.uid)
+    return reap.kill_descendants() if own_user else reap.kill_all(agent.uid)
 
 
 def _wait(child: int, agent: AgentUser, own_user: bool) -> int:
@@ -349,6 +331,7 @@ def run(spec: BoxSpec, status: Status) -> int:
     code = _wait(child, agent, own_user)
     gone = _kill_everything(agent, own_user)
     kept = hostipc.remove_left(agent.uid, before_ipc)  # as root: its user's alone, all of them
+    put_back = inplace.check(prepared.snapshot) if prepared.snapshot is not None else []
     silence_output()
     errors = [*([] if gone else ["processes of the agent's user were still running after the "
                                  "run"]),
@@ -356,7 +339,8 @@ def run(spec: BoxSpec, status: Status) -> int:
                 if kept else [])]
     result = BoxStatus(
         True, limits=box_limits.label, storage=prepared.copy.note,
-        returncode=os.waitstatus_to_exitcode(code), error="; ".join(errors))
+        returncode=os.waitstatus_to_exitcode(code), error="; ".join(errors),
+        put_back=Listed.of(put_back))
     # The box's own bounded finish: in the cgroup, within its limit, and ended at once when the
     # helper closes the control pipe (an alarm killed this program and left the copy behind).
     result = finish.bounded(prepared.spec, prepared.copy, box_limits).into(result)

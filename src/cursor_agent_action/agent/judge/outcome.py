@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from cursor_agent_action.agent.contain import inplace
 from cursor_agent_action.agent.contain.box.gitconfig import persisted_credentials
 from cursor_agent_action.agent.contain.box.net import walllog
 from cursor_agent_action.agent.contain.held import user_box_warning
@@ -57,6 +58,9 @@ def conclude_box(verdict: Verdict, ended: AgentExit, applied: Applied | None) ->
         verdict.fail(Cause.BOX, " ".join(filter(None, (
             f"The agent's changes could not be computed in its box ({error}); none were "
             "brought back.", fix))))
+    if status is not None and status.put_back.count:  # a read-only run's checkout, in place
+        verdict.fail(Cause.POLICY, inplace.failure(list(status.put_back.paths),
+                                                   status.put_back.count))
     if applied is None:
         return
     verdict.notes.extend(applied.notes)

@@ -179,7 +179,8 @@ class AgentSite:
                         # A commit's view holds none of its own configuration or
                         # instructions: the run's policy file is ours.
                         view_skip=[*(entry.path for entry in REPO_FILES), *VIEW_LEFT_OUT],
-                        view_files=[POLICY_FILE] if options.view_commit else [])
+                        view_files=[POLICY_FILE] if options.view_commit else [],
+                        tree_read_only=not options.policy.allows_writes)
 
 
 def _masks(options: RunOptions, environ: Mapping[str, str]) -> list[Path]:

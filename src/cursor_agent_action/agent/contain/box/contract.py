@@ -25,7 +25,8 @@ LISTED = 50
 """How many paths of a kind the status lists (the counts are whole)."""
 STORAGES = ("auto", "copy")
 """``auto``: an id-mapped overlay over the real tree where the kernel has one, else a copy;
-``copy``: always the copy (tests force the fallback with it)."""
+``copy``: always the copy (tests force the fallback with it; nor is a read-only run shown in
+place under Landlock)."""
 
 
 class ContractError(ValueError):
@@ -80,6 +81,10 @@ class BoxSpec:
     view_files: tuple[str, ...] = ()
     """With ``view_commit``: files of ours (relative to ``cwd``, in the real tree) put at the
     same place in the view (the run's policy file)."""
+    tree_read_only: bool = False
+    """Nothing the agent writes in the tree can be kept (no ``Write()`` rule): the Landlock
+    tiers show it the checkout itself, read-only, instead of a copy
+    (:mod:`cursor_agent_action.agent.contain.inplace`)."""
     owner: tuple[int, int] = (-1, -1)
     """Who wrote the spec file (the helper): set by the root side from the file's owner."""
 
@@ -160,6 +165,7 @@ class BoxStatus:
     left_behind: int = 0  # new or changed files .gitignore ignores, kept in the box
     links_refused: Listed = Listed()  # "path -> target (why)": links out of the repository
     includes_refused: Listed = Listed()  # docs pages that would read outside the repository
+    put_back: Listed = Listed()  # a read-only run's checkout: entries it changed, put back
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -178,7 +184,8 @@ class BoxStatus:
                           self.changed, Listed((), self.protected.count),
                           links_refused=Listed((), self.links_refused.count),
                           includes_refused=Listed(self.includes_refused.paths[:5],
-                                                  self.includes_refused.count))
+                                                  self.includes_refused.count),
+                          put_back=Listed(self.put_back.paths[:5], self.put_back.count))
         return json.dumps(short.to_json(), ensure_ascii=True).encode()
 
     @classmethod
@@ -236,7 +243,7 @@ class Finished:
 def _lists(body: dict[str, Any]) -> None:
     """The :class:`Listed` fields of ``body``, from their JSON, in place."""
     for name in ("protected", "too_large_files", "skipped", "special", "too_long", "left_out",
-                 "links_refused", "includes_refused"):
+                 "links_refused", "includes_refused", "put_back"):
         if name in body:
             value = body[name]
             body[name] = Listed(tuple(str(p) for p in value["paths"]), int(value["count"]))

@@ -21,6 +21,10 @@ view), :func:`install` with ``host_ipc=False`` also refuses:
   sockets and connects them without the system calls a filter sees (libuv falls back);
 - ``mq_open`` (ENOSYS): no POSIX message queue, none left for the next run (their file system
   is rarely mounted, so they could not even be found to remove);
+- setting or removing an extended attribute, and the ``ioctl`` calls that set inode flags
+  (``chattr``) (EOPNOTSUPP, as where a file system has none): Landlock does not govern a
+  file's attributes, and a file the agent may only read (the runner's own, as the runner's
+  user; a read-only run's checkout, shown in place) must not get any of its making;
 - ``kill(-1, ...)`` (EACCES): no signal to every process its user may signal at once (as the
   runner's own user, below Landlock ABI 6, that would be the runner's whole session; a single
   process of the runner's found by its pid stays within reach there, and the summary says so).
@@ -41,7 +45,12 @@ _ALLOW = 0x7FFF0000
 _ERRNO = 0x00050000
 _ENOSYS = _ERRNO | errno.ENOSYS
 _EACCES = _ERRNO | errno.EACCES
+_EOPNOTSUPP = _ERRNO | errno.EOPNOTSUPP
 _ARG0 = 16  # seccomp_data.args[0] (its low 32 bits on a little-endian machine)
+_ARG1 = 24  # seccomp_data.args[1]
+_SET_FLAGS = (0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602)
+"""``ioctl`` requests that set a file's inode flags or attributes: FS_IOC_SETFLAGS (and its
+32-bit form), FS_IOC_FSSETXATTR, FS_IOC_SETVERSION (and its 32-bit form)."""
 AF_UNIX = 1
 KEYCTL_JOIN_SESSION_KEYRING = 1
 
@@ -53,12 +62,17 @@ class _Arch:
     host_ipc: tuple[int, int, int, int]  # io_uring_setup, _enter, _register, mq_open
     socket: int
     kill: int
+    attributes: tuple[int, ...]  # setxattr, lsetxattr, fsetxattr, the three removexattr,
+    # setxattrat, removexattrat (Linux 6.13), file_setattr (6.17)
+    ioctl: int
     x32: int = 0  # the x32 bit, or 0
 
 
 _ARCHES = {
-    "x86_64": _Arch(0xC000003E, (248, 249, 250), (425, 426, 427, 240), 41, 62, 0x40000000),
-    "aarch64": _Arch(0xC00000B7, (217, 218, 219), (425, 426, 427, 180), 198, 129),
+    "x86_64": _Arch(0xC000003E, (248, 249, 250), (425, 426, 427, 240), 41, 62,
+                    (188, 189, 190, 197, 198, 199, 463, 466, 469), 16, 0x40000000),
+    "aarch64": _Arch(0xC00000B7, (217, 218, 219), (425, 426, 427, 180), 198, 129,
+                     (5, 6, 7, 14, 15, 16, 463, 466, 469), 29),
 }
 _ALL_PROCESSES = 0xFFFFFFFF  # kill(-1, ...): every process the caller may signal
 
@@ -99,7 +113,9 @@ def _filter(arch: _Arch, *, host_ipc: bool) -> bytes:
         program.append(("", (_JGE_K, "refuse", 0, arch.x32)))
     program += [("", (_JEQ_K, "refuse", 0, call)) for call in refused]
     if not host_ipc:
+        program += [("", (_JEQ_K, "unsupported", 0, call)) for call in arch.attributes]
         program += [
+            ("", (_JEQ_K, "ioctl", 0, arch.ioctl)),
             ("", (_JEQ_K, "kill", 0, arch.kill)),
             ("", (_JEQ_K, 0, "allow", arch.socket)),
             ("", (_LD_ABS_W, 0, 0, _ARG0)),  # socket(domain, ...)
@@ -107,6 +123,10 @@ def _filter(arch: _Arch, *, host_ipc: bool) -> bytes:
             ("kill", (_LD_ABS_W, 0, 0, _ARG0)),  # kill(pid, ...)
             ("", (_JEQ_K, 0, "allow", _ALL_PROCESSES)),
             ("eacces", (_RET_K, 0, 0, _EACCES)),
+            ("ioctl", (_LD_ABS_W, 0, 0, _ARG1)),  # ioctl(fd, request, ...)
+            *(("", (_JEQ_K, "unsupported", 0, request)) for request in _SET_FLAGS),
+            ("", (_JEQ_K, "allow", "allow", 0)),
+            ("unsupported", (_RET_K, 0, 0, _EOPNOTSUPP)),
         ]
     program += [("allow", (_RET_K, 0, 0, _ALLOW)), ("refuse", (_RET_K, 0, 0, _ENOSYS))]
     return _assemble(program)

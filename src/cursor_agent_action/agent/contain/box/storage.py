@@ -231,7 +231,8 @@ def finish(spec: BoxSpec, copy: tree.Copy) -> Finished:
     left_out = Listed.of(copy.left_out)
     with contextlib.suppress(OSError, home.HomeError):
         home.keep_chats(area / "home", Path(spec.chats_store), spec.owner)
-    if not spec.git or spec.view_commit:  # a commit's view hands nothing back
+    if not spec.git or spec.view_commit or copy.storage == "in-place":
+        # a commit's view, and a read-only run's checkout shown in place, hand nothing back
         return Finished(left_out=left_out)
     copied, real = area / "tree", Path(spec.repo_root)
     before = changeset.Baseline(dict(copy.stats), dict(copy.dirty))

@@ -1,0 +1,174 @@
+"""A read-only run without the box: the checkout itself, shown read-only, never copied.
+
+Where nothing the agent writes in the tree could be kept (no ``Write()`` rule: the
+``read-only`` preset, which the CLI also runs with its ``workspace_readonly`` sandbox), the
+Landlock tiers (:mod:`.lockdown`) show the agent the real tree instead of a copy of it: Landlock
+grants reading there and nothing else (no write, truncate, make, remove, rename or link), and
+masks every ``.git`` directory (contents unreadable, as the copy has none), so a run costs what
+the box's overlay costs, not what the disk charges for a copy of every file.
+
+Landlock does not govern a file's attributes. What of them is the agent's to change is checked
+after the run: every entry's ``lstat`` (``.git`` included) is taken before the agent starts and
+compared once none of its processes is left. An entry whose type, mode, owner, size, times or
+inode change time moved is named, put back (mode, owner, modification time) where it can be,
+and fails the run. Extended attributes and inode flags cannot be set at all (the Landlock
+tiers' seccomp filter).
+
+Not in place (the copy, the summary saying why): a Landlock ABI below 3 (``truncate(2)`` by
+path is not governed there); a fifo, socket or device in the tree (the copy leaves them out,
+never opened); and, the agent being another user than the tree's, an entry it could not read
+or a working directory it could not reach (a copy is the agent's own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cursor_agent_action.agent.contain.box import tree
+
+MIN_ABI = 3
+"""Landlock's first ABI that governs ``truncate(2)``."""
+SHOWN = 5
+"""Entries named in a reason or a failure."""
+
+Key = tuple[int, int, int, int, int, int, int]
+"""An entry's ``lstat``: mode (with type), uid, gid, size, mtime, ctime (ns), inode."""
+
+
+def key_of(info: os.stat_result) -> Key:
+    return (info.st_mode, info.st_uid, info.st_gid, info.st_size, info.st_mtime_ns,
+            info.st_ctime_ns, info.st_ino)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every entry of the tree (relative path -> :data:`Key`), and its ``.git`` directories."""
+
+    root: str
+    entries: dict[str, Key]
+    git_dirs: tuple[str, ...]
+    skip: frozenset[str] = frozenset()  # the runner's places inside the tree (masked)
+
+
+def _walk(root: str, skip: frozenset[str],
+          on_dir: Callable[[str, os.stat_result], None] | None = None) -> dict[str, Key]:
+    """Every entry below ``root`` (``""`` for itself) but ``skip`` and what is below them,
+    from listings: one ``lstat`` each, no link followed. ``on_dir`` sees each directory before
+    it is listed (it may put it back)."""
+    found: dict[str, Key] = {}
+    top = os.lstat(root)
+    if on_dir is not None:
+        on_dir("", top)
+    found[""] = key_of(top)
+    pending = [""]
+    while pending:
+        relative = pending.pop()
+        try:
+            with os.scandir(os.path.join(root, relative) if relative else root) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # unlisted: what is below it is missing, and so compared
+        for entry in entries:
+            path = f"{relative}/{entry.name}" if relative else entry.name
+            if path in skip:
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                if on_dir is not None:
+                    on_dir(path, info)
+                pending.append(path)
+            found[path] = key_of(info)
+    return found
+
+
+def take(root: str, survey: tree.Survey, *, abi: int, other_user: bool,
+         skip: frozenset[str] = frozenset()) -> Snapshot | str:
+    """The tree's snapshot, or why it cannot be shown in place (one line for the summary).
+    ``other_user``: the agent is not the tree's owner (it reads as "others"); ``skip``:
+    relative paths of places masked from the agent that others write during the run (the
+    helper's state, the runner's temporary directory), left out of the snapshot."""
+    if abi < MIN_ABI:
+        return (f"this kernel's Landlock (ABI {abi}) does not govern truncating a file by "
+                f"its path (ABI {MIN_ABI}, Linux 6.2)")
+    if survey.special:
+        return (f"the tree holds fifos, sockets, devices or over-long paths, which the copy "
+                f"leaves out: {_named(survey.special)}")
+    entries = _walk(root, skip)
+    if other_user:
+        inside_git = tuple(f"{path}/" for path in survey.git_dirs)
+        closed = [path or "." for path, key in entries.items()
+                  if not stat.S_ISLNK(key[0]) and path not in survey.git_dirs
+                  and not path.startswith(inside_git)
+                  and key[0] & (0o005 if stat.S_ISDIR(key[0]) else 0o004)
+                  != (0o005 if stat.S_ISDIR(key[0]) else 0o004)]
+        if closed:
+            return (f"the agent's user could not read everything there (the copy is its own): "
+                    f"{_named(sorted(closed))}")
+    return Snapshot(root, entries, tuple(survey.git_dirs), skip)
+
+
+def _named(paths: list[str]) -> str:
+    more = f" and {len(paths) - SHOWN:,} more" if len(paths) > SHOWN else ""
+    return ", ".join(paths[:SHOWN]) + more
+
+
+def check(snapshot: Snapshot) -> list[str]:
+    """After the run (no process of the agent's left): the entries that changed, each put back
+    as it was where it can be (mode, owner, times; a directory before it is listed, so a
+    closed one is entered again). Empty: the tree is as it was."""
+    changed: list[str] = []
+
+    def put_back(path: str, info: os.stat_result) -> None:
+        before = snapshot.entries.get(path)
+        if before is None or key_of(info) == before:
+            return
+        changed.append(path or ".")
+        if (before[6] != info.st_ino or stat.S_IFMT(before[0]) != stat.S_IFMT(info.st_mode)
+                or stat.S_ISLNK(info.st_mode)):
+            return  # another entry now, or a link (no mode of its own): named, not touched
+        with contextlib.suppress(OSError):
+            _restore(os.path.join(snapshot.root, path), info, before)
+
+    after = _walk(snapshot.root, snapshot.skip, on_dir=put_back)
+    for path, key in after.items():
+        if not stat.S_ISDIR(key[0]):
+            with contextlib.suppress(OSError):
+                put_back(path, os.lstat(os.path.join(snapshot.root, path)))
+    changed += [path for path in snapshot.entries if path not in after]
+    changed += [path for path in after if path not in snapshot.entries]
+    return sorted(set(changed))
+
+
+def _restore(path: str, now: os.stat_result, before: Key) -> None:
+    """Mode, owner and times of the entry at ``path`` as they were, through a descriptor of
+    the entry itself (opened without following a link, checked to be the same inode)."""
+    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if os.fstat(fd).st_ino != now.st_ino:
+            return
+        here = f"/proc/self/fd/{fd}"
+        if (now.st_uid, now.st_gid) != before[1:3]:
+            os.chown(here, before[1], before[2])
+        os.chmod(here, stat.S_IMODE(before[0]))  # after chown, which may clear set-id bits
+        os.utime(here, ns=(now.st_atime_ns, before[4]))
+    finally:
+        os.close(fd)
+
+
+def failure(paths: list[str], count: int) -> str:
+    """The run's failure for :func:`check`'s findings (``count`` of them, ``paths`` the first
+    ones), in the user's words."""
+    more = f" and {count - len(paths):,} more" if count > len(paths) else ""
+    return (f"The agent changed {count:,} entr{'y' if count == 1 else 'ies'} of the "
+            f"checkout, which a read-only run shows it read-only, by their attributes (mode, "
+            f"owner or times): {_named(paths)}{more}. Each was put back as it was where it "
+            "could be (mode, owner, modification time). Fix: review what "
+            "the agent ran (the transcript); a run that may change files needs a Write() rule "
+            "(the docs or edit preset), and then works on a copy.")

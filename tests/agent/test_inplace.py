@@ -1,0 +1,239 @@
+"""A read-only run without the box is shown the checkout itself, read-only, not a copy of it
+(agent/contain/inplace.py): nothing is copied, the agent can neither write nor truncate, make,
+remove, rename or link anything there, nor read ``.git``; what Landlock does not govern (a
+file's mode, owner and times) is checked after the run, put back, and fails it; where the
+tree cannot be shown in place (a fifo, an entry the agent's user could not read), it is copied,
+and the summary says why.
+
+The unit tests use a tree of their own; the runs play a container job (root without
+CAP_SYS_ADMIN, ``capsh``) and a self-hosted runner's user without sudo or user namespaces."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_action.agent.contain import inplace, landlock
+from cursor_agent_action.agent.contain.box import tree
+from cursor_agent_action.output_file import parse_output_file
+from tests.support.box import CAPSH, TOKEN, Box, as_runner, in_container, passable_box
+from tests.support.box import seen as _seen
+from tests.support.users import NO_USER_NAMESPACES, TEST_AGENT_USER, ensure_user, remove_user
+
+ROOT_LANDLOCK = pytest.mark.skipif(
+    os.geteuid() != 0 or landlock.abi() < inplace.MIN_ABI or not CAPSH,
+    reason="plays root runners (capsh) on a kernel whose Landlock governs truncate")
+
+
+@pytest.fixture
+def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
+    yield from passable_box(monkeypatch, "inplace")
+
+
+def _tree(root: Path) -> Path:
+    (root / "d").mkdir(parents=True)
+    (root / "a.txt").write_text("a\n")
+    (root / "d" / "b.txt").write_text("b\n")
+    (root / "link").symlink_to("a.txt")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / ".git" / "config").chmod(0o600)
+    return root
+
+
+def _take(root: Path, *, other_user: bool = False, abi: int = inplace.MIN_ABI,
+          skip: frozenset[str] = frozenset()) -> inplace.Snapshot | str:
+    survey = tree.survey(str(root), max_entries=1000)
+    return inplace.take(str(root), survey, abi=abi, other_user=other_user, skip=skip)
+
+
+def test_attributes_changed_are_named_and_put_back(tmp_path: Path) -> None:
+    """A mode, a modification time and a directory's mode changed (what the runner's own user
+    may do under Landlock): each is named and put back; the link and the rest are untouched."""
+    root = _tree(tmp_path / "t")
+    snapshot = _take(root)
+    assert isinstance(snapshot, inplace.Snapshot)
+    before = {path: os.lstat(root / path) for path in ("a.txt", "d", "d/b.txt", ".git/config")}
+    (root / "a.txt").chmod(0o777)
+    os.utime(root / "d" / "b.txt", (0, 0))
+    (root / "d").chmod(0o700)
+    (root / ".git" / "config").chmod(0o644)  # the token's file, made readable to all
+    assert inplace.check(snapshot) == [".git/config", "a.txt", "d", "d/b.txt"]
+    for path, was in before.items():
+        now = os.lstat(root / path)
+        assert (now.st_mode, now.st_mtime_ns) == (was.st_mode, was.st_mtime_ns), path
+    assert inplace.check(_take(root)) == []  # type: ignore[arg-type]
+
+
+def test_an_entry_replaced_made_or_removed_is_named_and_left_alone(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "t")
+    snapshot = _take(root)
+    assert isinstance(snapshot, inplace.Snapshot)
+    (root / "new.txt").write_text("x")
+    (root / "d" / "b.txt").unlink()
+    replacement = root / "swap"
+    replacement.write_text("other\n")
+    replacement.chmod(0o600)
+    replacement.rename(root / "a.txt")
+    assert inplace.check(snapshot) == [".", "a.txt", "d", "d/b.txt", "new.txt"]
+    assert stat.S_IMODE((root / "a.txt").stat().st_mode) == 0o600  # another file: untouched
+
+
+def test_the_runner_s_places_inside_the_tree_are_not_compared(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "t")
+    snapshot = _take(root, skip=frozenset({"d"}))
+    assert isinstance(snapshot, inplace.Snapshot)
+    (root / "d" / "written-by-the-helper").write_text("x")
+    assert inplace.check(snapshot) == []
+
+
+def test_what_keeps_a_tree_from_being_shown_in_place_is_said(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "t")
+    old_kernel = _take(root, abi=2)
+    assert isinstance(old_kernel, str)
+    assert "does not govern truncating a file by its path (ABI 3, Linux 6.2)" in old_kernel
+    assert isinstance(_take(root, other_user=True), inplace.Snapshot)  # .git's 0600: masked
+    (root / "d" / "b.txt").chmod(0o600)
+    closed = _take(root, other_user=True)
+    assert closed == ("the agent's user could not read everything there (the copy is its "
+                      "own): d/b.txt")
+    assert isinstance(_take(root), inplace.Snapshot)  # the owner reads it
+    os.mkfifo(root / "pipe")
+    assert "fifos, sockets, devices or over-long paths, which the copy leaves out: pipe" in str(
+        _take(root))
+
+
+def _state(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    """Every entry's mode, modification time and (for a file) content."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        data = path.read_bytes() if stat.S_ISREG(info.st_mode) else b""
+        found[str(path.relative_to(root))] = (info.st_mode, info.st_mtime_ns, data)
+    return found
+
+
+def _summary(box: Box) -> str:
+    """The job summary as one line (its wrapping, in callouts too, undone), unescaped."""
+    text = (box.base / "summary.md").read_text().replace("\n> ", "\n")
+    return " ".join(text.replace("\\", "").replace("`", "").split())
+
+
+_ATTACKS = {
+    "append": "echo planted >> README.md",
+    "truncate_open": ": > src/app.py",
+    "truncate": "truncate -s 0 README.md",
+    "create": "echo x > new.txt",
+    "mkdir": "mkdir planted",
+    "remove": "rm -f README.md",
+    "rename": "mv src/app.py src/moved.py",
+    "hardlink": "ln README.md src/hard",
+    "symlink": "ln -s /etc/passwd planted-link",
+    "hook": "echo x > .git/hooks/post-checkout",
+    "chmod": "chmod 777 README.md",
+    "touch": "touch -d 2001-01-01 README.md",
+    "xattr": "setfattr -n user.planted -v 1 README.md",
+}
+
+
+def _attacks() -> str:
+    return "; ".join(f"( {command} ) 2>/dev/null && echo {name} >> $SEEN/done"
+                     for name, command in _ATTACKS.items())
+
+
+@ROOT_LANDLOCK
+def test_in_a_container_job_a_read_only_run_reads_the_checkout_and_changes_nothing(
+    box: Box,
+) -> None:
+    """The attack, as the agent of a read-only run in a container job: it writes, truncates
+    (by open and by path), creates, removes, renames and links in the checkout, plants a hook,
+    changes a mode and a time, sets an extended attribute, and reads .git/config's token.
+    Every one fails, the checkout is byte for byte and mode for mode as it was, and no copy
+    was made: the summary says so. Before, the agent ran on a copy and the run handed its
+    changes back (applied, then refused by the policy)."""
+    config = box.workspace / ".git" / "config"
+    with config.open("a") as handle:
+        handle.write(f'[http "https://github.com/"]\n\textraheader = basic {TOKEN}\n')
+    before = _state(box.workspace)
+    body = (f"cat README.md > $SEEN/readme; ls > $SEEN/ls; cat .git/config > $SEEN/config; "
+            f"cat .git/HEAD >> $SEEN/config; pwd > $SEEN/pwd; {_attacks()}")
+    done = in_container(box, body=body)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _seen(box, "readme") == "# demo\n"
+    assert _seen(box, "ls").split() == ["README.md", "src"]
+    assert TOKEN not in _seen(box, "config")
+    assert "ref:" not in _seen(box, "config")
+    assert _seen(box, "pwd").strip() == str(box.workspace)  # the checkout, not a copy
+    assert _seen(box, "done") == ""  # not one attack went through
+    assert _state(box.workspace) == before
+    outputs = parse_output_file((box.base / "outputs.txt").read_text())
+    assert outputs["conclusion"] == "success"
+    assert outputs["files-changed"] == "[]"
+    summary = _summary(box)
+    assert "the checkout itself, read-only, not copied (a read-only run" in summary
+    assert "copied in" not in summary
+
+
+@ROOT_LANDLOCK
+def test_a_tree_the_agent_s_user_cannot_read_whole_is_copied_and_the_summary_says_why(
+    box: Box,
+) -> None:
+    secret = box.workspace / "src" / "private.txt"
+    secret.write_text("runner only\n")
+    secret.chmod(0o600)
+    done = in_container(box, body="cat src/private.txt > $SEEN/private; pwd > $SEEN/pwd")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _seen(box, "private") == "runner only\n"  # its own copy
+    assert _seen(box, "pwd").strip() != str(box.workspace)
+    summary = _summary(box)
+    assert ("a read-only run, not shown in place: the agent's user could not read everything "
+            "there (the copy is its own): src/private.txt") in summary, summary
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or landlock.abi() < inplace.MIN_ABI,
+                    reason="plays a runner user (as root) on a kernel whose Landlock governs "
+                           "truncate")
+def test_as_the_runner_s_own_user_a_changed_mode_or_time_is_put_back_and_fails_the_run(
+    box: Box, unprivileged: Path,
+) -> None:
+    """The attack, as the agent of a read-only run on a self-hosted runner without sudo or user
+    namespaces (Landlock as the runner's own user, who owns the checkout): the writes fail as
+    in a container job; what Landlock does not govern, it does: it makes a file world-writable
+    and executable, back-dates another, closes a directory, makes .git/config readable to all.
+    After the run each is put back as it was, and the run fails, naming them. Before: the
+    agent's copy took the changes, and the run handed the mode change back."""
+    name = f"{TEST_AGENT_USER}-ipl"[:32]
+    before_ls = {}
+    body = (f"{_attacks()}; chmod 777 src/app.py; touch -d 2001-01-01 README.md; "
+            "chmod 700 src; chmod 644 .git/config 2>/dev/null; true")
+    try:
+        user = ensure_user(name)
+        config = box.workspace / ".git" / "config"
+        subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base)],
+                       check=True)
+        config.chmod(0o600)
+        before = _state(box.workspace)
+        before_ls = {path: mode for path, (mode, _, _) in before.items()}
+        done = as_runner(unprivileged, box, name, "--summary-file",
+                         str(box.base / "summary.md"), body=body,
+                         wrap=[sys.executable, "-I", "-c", NO_USER_NAMESPACES])
+    finally:
+        remove_user(name)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert _seen(box, "done").split() == ["chmod", "touch"]  # the rest failed
+    after = _state(box.workspace)
+    assert {path: mode for path, (mode, _, _) in after.items()} == before_ls
+    assert after == before
+    outputs = parse_output_file((box.base / "fallback-outputs.txt").read_text())
+    assert outputs["conclusion"] == "failure"
+    summary = _summary(box)
+    assert "the checkout itself, read-only, not copied" in summary
+    assert "The agent changed 4 entries of the checkout" in summary, summary
+    assert ".git/config, README.md, src, src/app.py. Each was put back" in summary, summary
+    assert "Each was put back as it was" in summary
