@@ -5,7 +5,8 @@ operations of the same tree.
     sudo .venv/bin/python bench/box/bench_box.py [--sizes 1000,20000,100000,300000] [--runs 3]
 
 For each size (files of about 5 KB in directories of 200, committed), the stand-in agent makes
-one edit and one new file:
+one edit and one new file (``--preset read-only``: it reads one file and lists a directory,
+and the Landlock tiers show it the checkout in place):
 
 1. ``run``: ``cursor-agent-action run`` with ``--isolation none``, contained on the overlay,
    contained on the copy (``CURSOR_AGENT_ACTION_BOX_STORAGE=copy``), and the two tiers without
@@ -43,10 +44,13 @@ from tests.support.users import NO_USER_NAMESPACES
 
 AGENT = """#!/bin/sh
 for arg in "$@"; do [ "$arg" = --help ] && { echo "  --trust"; exit 0; }; done
-echo edit >> d000/f0000000.txt; echo new > brand-new.txt
+{work}
 echo '{"type":"system","subtype":"init","session_id":"s","model":"m"}'
 echo '{"type":"result","subtype":"success","is_error":false,"result":"Done.","session_id":"s"}'
 """
+WORK = {"edit": "echo edit >> d000/f0000000.txt; echo new > brand-new.txt",
+        "read-only": "cat d000/f0000000.txt > /dev/null; ls d000 > /dev/null"}
+"""What the stand-in agent does under each ``--preset``: one edit and one new file, or reads."""
 FILE_BYTES = 5000
 BENCH_USER = "caa-bench-agent"
 RUNNER_USER = "caa-bench-runner"
@@ -97,7 +101,8 @@ def _as(how: str, argv: list[str], venv: Path) -> list[str]:
     return argv
 
 
-def run_once(repo: Path, base: Path, tier: str, venv: Path) -> dict[str, float]:
+def run_once(repo: Path, base: Path, tier: str, venv: Path, preset: str = "edit"
+             ) -> dict[str, float]:
     """One run of the helper; its time, the peak rise of Shmem, the helper's peak RSS."""
     isolation, storage, how = TIERS[tier]
     home = {"HOME": str(base / "runner-home")} if how == "runner" else {}
@@ -119,7 +124,7 @@ def run_once(repo: Path, base: Path, tier: str, venv: Path) -> dict[str, float]:
     helper = subprocess.Popen(wrap + _as(how, [
         sys.executable, "-I", "-m", "cursor_agent_action", "run", "--agent-bin",
         str(base / "agent.sh"), "--working-directory", str(repo), "--prompt", "x",
-        "--isolation", isolation, "--preset", "edit", "--output-file", str(out / "out.txt"),
+        "--isolation", isolation, "--preset", preset, "--output-file", str(out / "out.txt"),
         "--summary-file", str(out / "summary.md")], venv),
         env=env, stdout=(out / "log.txt").open("w"), cwd=base)  # fmt: skip
     done = threading.Event()
@@ -179,6 +184,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tiers", default=",".join(TIERS),
                         help="which of: " + ", ".join(TIERS))
+    parser.add_argument("--preset", choices=sorted(WORK), default="edit",
+                        help="the runs' permission preset: edit (the agent edits one file and "
+                             "makes one) or read-only (it reads; the Landlock tiers then show "
+                             "the checkout in place)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error("run it as root: the box needs root")
@@ -192,13 +201,13 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="bench-box-") as tmp:
             base = Path(tmp)
             base.chmod(0o755)
-            (base / "agent.sh").write_text(AGENT)
+            (base / "agent.sh").write_text(AGENT.replace("{work}", WORK[args.preset]))
             (base / "agent.sh").chmod(0o755)
             venv = make_helper_venv(base / "helper-venv", SYSTEM_PYTHON)
             for how in ("root", "capsh"):
                 (base / f"out-{how}").mkdir()
             for files in (int(size) for size in args.sizes.split(",")):
-                rows.append(_measure(base, files, tiers, args.runs, venv))
+                rows.append(_measure(base, files, tiers, args.runs, venv, preset=args.preset))
     finally:
         for user in (BENCH_USER, RUNNER_USER):
             subprocess.run(["userdel", user], check=False, capture_output=True)
@@ -213,7 +222,7 @@ def main() -> int:
     return 0
 
 
-def _measure(base: Path, files: int, tiers: list[str], runs: int, venv: Path
+def _measure(base: Path, files: int, tiers: list[str], runs: int, venv: Path, *, preset: str
              ) -> dict[str, float]:
     repo = base / f"tree-{files}"
     repo.mkdir()
@@ -230,7 +239,7 @@ def _measure(base: Path, files: int, tiers: list[str], runs: int, venv: Path
                 path.mkdir(exist_ok=True)
                 subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(path)],
                                check=True)
-        found = [run_once(repo, base, tier, venv) for _ in range(runs)]
+        found = [run_once(repo, base, tier, venv, preset) for _ in range(runs)]
         for key in ("s", "ram_mib", "rss_mib"):
             row[f"{tier}_{key}"] = statistics.median(item[key] for item in found)
     print(json.dumps({key: round(value, 3) for key, value in row.items()}), flush=True)
