@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.agent.contain import inplace, landlock
-from cursor_agent_action.agent.contain.box import tree
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.box import CAPSH, TOKEN, Box, as_runner, in_container, passable_box
 from tests.support.box import seen as _seen
@@ -48,32 +48,47 @@ def _tree(root: Path) -> Path:
 
 
 def _take(root: Path, *, other_user: bool = False, abi: int = inplace.MIN_ABI,
-          skip: frozenset[str] = frozenset()) -> inplace.Snapshot | str:
-    survey = tree.survey(str(root), max_entries=1000)
-    return inplace.take(str(root), survey, abi=abi, other_user=other_user, skip=skip)
+          skip: frozenset[str] = frozenset(), watched: bool = False,
+          ) -> inplace.Snapshot | str:
+    taken = inplace.take(str(root), max_entries=1000, abi=abi, other_user=other_user,
+                         skip=skip)
+    if watched and isinstance(taken, inplace.Snapshot):
+        taken.watch_start()
+        assert taken.watch is not None
+    return taken
 
 
-def test_attributes_changed_are_named_and_put_back(tmp_path: Path) -> None:
-    """A mode, a modification time and a directory's mode changed (what the runner's own user
-    may do under Landlock): each is named and put back; the link and the rest are untouched."""
+WATCHED = pytest.mark.parametrize("watched", [True, False], ids=["watched", "walked"])
+
+
+@WATCHED
+def test_attributes_changed_are_named_and_put_back(tmp_path: Path, watched: bool) -> None:
+    """A mode, a modification time, a directory's mode and a link's time changed (what the
+    runner's own user may do under Landlock; any user may set a link's times to now): each is
+    named and put back, whether the watch names it or the whole tree is walked again."""
     root = _tree(tmp_path / "t")
-    snapshot = _take(root)
+    snapshot = _take(root, watched=watched)
     assert isinstance(snapshot, inplace.Snapshot)
-    before = {path: os.lstat(root / path) for path in ("a.txt", "d", "d/b.txt", ".git/config")}
+    before = {path: os.lstat(root / path)
+              for path in ("a.txt", "d", "d/b.txt", ".git/config", "link")}
     (root / "a.txt").chmod(0o777)
     os.utime(root / "d" / "b.txt", (0, 0))
     (root / "d").chmod(0o700)
     (root / ".git" / "config").chmod(0o644)  # the token's file, made readable to all
-    assert inplace.check(snapshot) == [".git/config", "a.txt", "d", "d/b.txt"]
+    os.utime(root / "link", None, follow_symlinks=False)
+    assert inplace.check(snapshot) == [".git/config", "a.txt", "d", "d/b.txt", "link"]
     for path, was in before.items():
         now = os.lstat(root / path)
         assert (now.st_mode, now.st_mtime_ns) == (was.st_mode, was.st_mtime_ns), path
     assert inplace.check(_take(root)) == []  # type: ignore[arg-type]
 
 
-def test_an_entry_replaced_made_or_removed_is_named_and_left_alone(tmp_path: Path) -> None:
+@WATCHED
+def test_an_entry_replaced_made_or_removed_is_named_and_left_alone(
+    tmp_path: Path, watched: bool,
+) -> None:
     root = _tree(tmp_path / "t")
-    snapshot = _take(root)
+    snapshot = _take(root, watched=watched)
     assert isinstance(snapshot, inplace.Snapshot)
     (root / "new.txt").write_text("x")
     (root / "d" / "b.txt").unlink()
@@ -85,12 +100,48 @@ def test_an_entry_replaced_made_or_removed_is_named_and_left_alone(tmp_path: Pat
     assert stat.S_IMODE((root / "a.txt").stat().st_mode) == 0o600  # another file: untouched
 
 
-def test_the_runner_s_places_inside_the_tree_are_not_compared(tmp_path: Path) -> None:
+@WATCHED
+def test_the_runner_s_places_inside_the_tree_are_not_compared(
+    tmp_path: Path, watched: bool,
+) -> None:
     root = _tree(tmp_path / "t")
-    snapshot = _take(root, skip=frozenset({"d"}))
+    snapshot = _take(root, skip=frozenset({"d"}), watched=watched)
     assert isinstance(snapshot, inplace.Snapshot)
     (root / "d" / "written-by-the-helper").write_text("x")
     assert inplace.check(snapshot) == []
+
+
+def test_a_change_through_another_link_outside_the_tree_is_seen_by_the_watch(
+    tmp_path: Path,
+) -> None:
+    """A file of the tree with another hard link outside it: a chmod through that link touches
+    no watched directory; the file's own watch reports it."""
+    root = _tree(tmp_path / "t")
+    outside = tmp_path / "elsewhere"
+    os.link(root / "d" / "b.txt", outside)
+    snapshot = _take(root, watched=True)
+    assert isinstance(snapshot, inplace.Snapshot)
+    assert snapshot.linked == ("d/b.txt",)
+    outside.chmod(0o666)
+    assert inplace.check(snapshot) == ["d/b.txt"]
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o644
+
+
+def test_a_watch_that_cannot_say_means_a_whole_walk(tmp_path: Path) -> None:
+    """The kernel's queue overflowed (or an event names no watch of ours): the whole tree is
+    walked again, and the change is found."""
+    root = _tree(tmp_path / "t")
+    snapshot = _take(root, watched=True)
+    assert isinstance(snapshot, inplace.Snapshot)
+    assert snapshot.watch is not None
+    overflow = struct.pack("iIII", -1, 0x4000, 0, 0)
+    assert snapshot.watch.parse(overflow) is None
+    assert snapshot.watch.parse(struct.pack("iIII", 999, 0x4, 0, 0)) is None
+    (root / "a.txt").chmod(0o600)
+    os.close(snapshot.watch.fd)
+    snapshot.watch.changed = lambda: None  # type: ignore[method-assign]
+    assert inplace.check(snapshot) == ["a.txt"]
+    assert stat.S_IMODE((root / "a.txt").stat().st_mode) == 0o644
 
 
 def test_what_keeps_a_tree_from_being_shown_in_place_is_said(tmp_path: Path) -> None:

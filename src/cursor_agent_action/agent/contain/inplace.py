@@ -7,12 +7,14 @@ grants reading there and nothing else (no write, truncate, make, remove, rename 
 masks every ``.git`` directory (contents unreadable, as the copy has none), so a run costs what
 the box's overlay costs, not what the disk charges for a copy of every file.
 
-Landlock does not govern a file's attributes. What of them is the agent's to change is checked
-after the run: every entry's ``lstat`` (``.git`` included) is taken before the agent starts and
-compared once none of its processes is left. An entry whose type, mode, owner, size, times or
-inode change time moved is named, put back (mode, owner, modification time) where it can be,
-and fails the run. Extended attributes and inode flags cannot be set at all (the Landlock
-tiers' seccomp filter).
+Landlock does not govern a file's attributes (mode, owner, times): the runner's own user owns
+the checkout, and any user may set a link's times to now. Every entry's ``lstat`` (``.git``
+included) is taken before the agent starts, and the entries are checked once none of its
+processes is left: those an inotify watch set just before the start reports
+(:mod:`.attrwatch`), or all of them when it cannot say. An entry whose type, mode, owner, size,
+times or inode change time moved is named, put back (mode, owner, modification time) where it
+can be, and fails the run. Extended attributes and inode flags cannot be set at all (the
+Landlock tiers' seccomp filter).
 
 Not in place (the copy, the summary saying why): a Landlock ABI below 3 (``truncate(2)`` by
 path is not governed there); a fifo, socket or device in the tree (the copy leaves them out,
@@ -26,8 +28,9 @@ import contextlib
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from cursor_agent_action.agent.contain.attrwatch import Watch
 from cursor_agent_action.agent.contain.box import tree
 
 MIN_ABI = 3
@@ -44,34 +47,72 @@ def key_of(info: os.stat_result) -> Key:
             info.st_ctime_ns, info.st_ino)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Snapshot:
-    """Every entry of the tree (relative path -> :data:`Key`), and its ``.git`` directories."""
+    """Every entry of the tree (relative path -> :data:`Key`), its ``.git`` directories, and
+    the watch over it (:meth:`watch_start`)."""
 
     root: str
     entries: dict[str, Key]
     git_dirs: tuple[str, ...]
     skip: frozenset[str] = frozenset()  # the runner's places inside the tree (masked)
+    linked: tuple[str, ...] = ()  # files with another link, maybe outside the tree
+    watch: Watch | None = field(default=None, repr=False)
+
+    def watch_start(self) -> None:
+        """Watch the tree, just before the agent starts (None: :func:`check` walks it all)."""
+        directories = [path for path, key in self.entries.items() if stat.S_ISDIR(key[0])]
+        self.watch = Watch.start(self.root, directories, self.linked)
+
+
+@dataclass
+class _Found:
+    entries: dict[str, Key] = field(default_factory=dict)
+    linked: list[str] = field(default_factory=list)
+    git_dirs: list[str] = field(default_factory=list)
+    special: list[str] = field(default_factory=list)
+    counted: int = 0  # entries outside .git, against the cap
+
+    def add(self, path: str, info: os.stat_result, in_git: bool) -> bool:
+        """One entry; whether it is a directory to list."""
+        mode = info.st_mode
+        self.entries[path] = key_of(info)
+        if len(os.fsencode(path)) > tree.MAX_PATH_BYTES or (not in_git and not (
+                stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode))):
+            self.special.append(path)
+        if stat.S_ISDIR(mode):
+            if not in_git and os.path.basename(path) == ".git":
+                self.git_dirs.append(path)
+            return True
+        if info.st_nlink > 1:
+            self.linked.append(path)
+        return False
 
 
 def _walk(root: str, skip: frozenset[str],
-          on_dir: Callable[[str, os.stat_result], None] | None = None) -> dict[str, Key]:
+          on_entry: Callable[[str, os.stat_result], None] | None = None,
+          found: _Found | None = None, max_entries: int = 0) -> dict[str, Key]:
     """Every entry below ``root`` (``""`` for itself) but ``skip`` and what is below them,
-    from listings: one ``lstat`` each, no link followed. ``on_dir`` sees each directory before
-    it is listed (it may put it back)."""
-    found: dict[str, Key] = {}
+    from listings: one ``lstat`` each, no link followed. ``on_entry`` sees each entry as found,
+    a directory before it is listed (it may put it back); ``found`` gathers what :func:`take`
+    needs, stopping past ``max_entries`` outside ``.git`` (:class:`tree.CopyTooLarge`)."""
+    found = found if found is not None else _Found()
     top = os.lstat(root)
-    if on_dir is not None:
-        on_dir("", top)
-    found[""] = key_of(top)
-    pending = [""]
+    if on_entry is not None:
+        on_entry("", top)
+    found.entries[""] = key_of(top)
+    pending: list[tuple[str, bool]] = [("", False)]
     while pending:
-        relative = pending.pop()
+        relative, in_git = pending.pop()
         try:
             with os.scandir(os.path.join(root, relative) if relative else root) as listing:
                 entries = list(listing)
         except OSError:
             continue  # unlisted: what is below it is missing, and so compared
+        if not in_git and max_entries:
+            found.counted += len(entries)
+            if found.counted > max_entries:
+                raise tree.too_many(max_entries)
         for entry in entries:
             path = f"{relative}/{entry.name}" if relative else entry.name
             if path in skip:
@@ -80,38 +121,39 @@ def _walk(root: str, skip: frozenset[str],
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISDIR(info.st_mode):
-                if on_dir is not None:
-                    on_dir(path, info)
-                pending.append(path)
-            found[path] = key_of(info)
-    return found
+            if on_entry is not None:
+                on_entry(path, info)
+            if found.add(path, info, in_git):
+                pending.append((path, in_git or entry.name == ".git"))
+    return found.entries
 
 
-def take(root: str, survey: tree.Survey, *, abi: int, other_user: bool,
+def take(root: str, *, max_entries: int, abi: int, other_user: bool,
          skip: frozenset[str] = frozenset()) -> Snapshot | str:
     """The tree's snapshot, or why it cannot be shown in place (one line for the summary).
-    ``other_user``: the agent is not the tree's owner (it reads as "others"); ``skip``:
-    relative paths of places masked from the agent that others write during the run (the
-    helper's state, the runner's temporary directory), left out of the snapshot."""
+    ``other_user``: the agent is not the tree's owner (it reads as "others"); ``skip``: relative
+    paths of places masked from
+    the agent that others write during the run (the helper's state, the runner's temporary
+    directory). Raises :class:`tree.CopyTooLarge` past ``max_entries`` (``.git`` uncounted)."""
     if abi < MIN_ABI:
         return (f"this kernel's Landlock (ABI {abi}) does not govern truncating a file by "
                 f"its path (ABI {MIN_ABI}, Linux 6.2)")
-    if survey.special:
+    found = _Found()
+    _walk(root, skip, found=found, max_entries=max_entries)
+    if found.special:
         return (f"the tree holds fifos, sockets, devices or over-long paths, which the copy "
-                f"leaves out: {_named(survey.special)}")
-    entries = _walk(root, skip)
+                f"leaves out: {_named(found.special)}")
     if other_user:
-        inside_git = tuple(f"{path}/" for path in survey.git_dirs)
-        closed = [path or "." for path, key in entries.items()
-                  if not stat.S_ISLNK(key[0]) and path not in survey.git_dirs
-                  and not path.startswith(inside_git)
-                  and key[0] & (0o005 if stat.S_ISDIR(key[0]) else 0o004)
-                  != (0o005 if stat.S_ISDIR(key[0]) else 0o004)]
+        inside_git = tuple(f"{path}/" for path in found.git_dirs)
+        closed = [path or "." for path, (mode, *_) in found.entries.items()
+                  if not stat.S_ISLNK(mode)
+                  and mode & (0o005 if stat.S_ISDIR(mode) else 0o004)
+                  != (0o005 if stat.S_ISDIR(mode) else 0o004)
+                  and path not in found.git_dirs and not path.startswith(inside_git)]
         if closed:
             return (f"the agent's user could not read everything there (the copy is its own): "
                     f"{_named(sorted(closed))}")
-    return Snapshot(root, entries, tuple(survey.git_dirs), skip)
+    return Snapshot(root, found.entries, tuple(found.git_dirs), skip, tuple(found.linked))
 
 
 def _named(paths: list[str]) -> str:
@@ -122,33 +164,53 @@ def _named(paths: list[str]) -> str:
 def check(snapshot: Snapshot) -> list[str]:
     """After the run (no process of the agent's left): the entries that changed, each put back
     as it was where it can be (mode, owner, times; a directory before it is listed, so a
-    closed one is entered again). Empty: the tree is as it was."""
+    closed one is entered again). Empty: the tree is as it was. Only what the watch reports
+    is looked at, unless it cannot say."""
+    entries = snapshot.entries
     changed: list[str] = []
 
     def put_back(path: str, info: os.stat_result) -> None:
-        before = snapshot.entries.get(path)
+        before = entries.get(path)
         if before is None or key_of(info) == before:
             return
         changed.append(path or ".")
-        if (before[6] != info.st_ino or stat.S_IFMT(before[0]) != stat.S_IFMT(info.st_mode)
-                or stat.S_ISLNK(info.st_mode)):
-            return  # another entry now, or a link (no mode of its own): named, not touched
+        if before[6] != info.st_ino or stat.S_IFMT(before[0]) != stat.S_IFMT(info.st_mode):
+            return  # another entry now: named, not touched
         with contextlib.suppress(OSError):
-            _restore(os.path.join(snapshot.root, path), info, before)
+            _restore(os.path.join(snapshot.root, path) if path else snapshot.root, info, before)
 
-    after = _walk(snapshot.root, snapshot.skip, on_dir=put_back)
-    for path, key in after.items():
-        if not stat.S_ISDIR(key[0]):
-            with contextlib.suppress(OSError):
-                put_back(path, os.lstat(os.path.join(snapshot.root, path)))
-    changed += [path for path in snapshot.entries if path not in after]
-    changed += [path for path in after if path not in snapshot.entries]
+    reported = snapshot.watch.changed() if snapshot.watch is not None else None
+    if reported is None:
+        after = _walk(snapshot.root, snapshot.skip, on_entry=put_back)
+        changed += [path for path in entries if path not in after]
+        changed += [path for path in after if path not in entries]
+        return sorted(set(changed))
+    # each entry reported, and the directory it is in (whose own times its change moved)
+    reported |= {os.path.dirname(path) for path in reported}
+    for path in sorted(reported):  # a directory before what is in it
+        if any(path == place or path.startswith(f"{place}/") for place in snapshot.skip):
+            continue
+        try:
+            info = os.lstat(os.path.join(snapshot.root, path) if path else snapshot.root)
+        except OSError:
+            if path in entries:
+                changed.append(path or ".")  # gone
+            continue
+        if path not in entries:
+            changed.append(path)  # new
+        put_back(path, info)
     return sorted(set(changed))
 
 
 def _restore(path: str, now: os.stat_result, before: Key) -> None:
     """Mode, owner and times of the entry at ``path`` as they were, through a descriptor of
-    the entry itself (opened without following a link, checked to be the same inode)."""
+    the entry itself (opened without following a link, checked to be the same inode); of a
+    link (no mode of its own), its owner and times, by its name (the agent is gone)."""
+    if stat.S_ISLNK(now.st_mode):
+        if (now.st_uid, now.st_gid) != before[1:3]:
+            os.chown(path, before[1], before[2], follow_symlinks=False)
+        os.utime(path, ns=(now.st_atime_ns, before[4]), follow_symlinks=False)
+        return
     fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         if os.fstat(fd).st_ino != now.st_ino:

@@ -81,13 +81,12 @@ class Prepared:
         os.chmod(self.area, 0o711)  # noqa: S103
         caps = spec.limits
         real = Path(spec.repo_root)
-        surveyed = tree.survey(str(real), max_entries=caps.max_files)  # the cap first
         self.snapshot: inplace.Snapshot | None = None
         top = os.path.realpath(real)
         inside = frozenset(os.path.relpath(mask, top) for mask in map(os.path.realpath,
                                                                        spec.masks)
                            if mask.startswith(f"{top}/"))
-        shown = (inplace.take(str(real), surveyed, abi=landlock.abi(),
+        shown = (inplace.take(str(real), max_entries=caps.max_files, abi=landlock.abi(),
                               other_user=os.geteuid() == 0, skip=inside)
                  if spec.tree_read_only and spec.storage != "copy" else "")
         if isinstance(shown, inplace.Snapshot) and not _can(agent, spec.cwd, os.R_OK | os.X_OK):
@@ -320,6 +319,8 @@ def run(spec: BoxSpec, status: Status) -> int:
         status.write(setup_failed(exc))
         return EXIT_SETUP
     before_ipc = hostipc.objects_of(agent.uid) if own_user else set()  # the runner's stay
+    if prepared.snapshot is not None:  # a read-only run's checkout: watched from now on
+        prepared.snapshot.watch_start()
     child = os.fork()
     if child == 0:
         with contextlib.suppress(OSError):

@@ -52,6 +52,12 @@ class CopyTooLarge(Exception):
     """The working tree is larger than the box takes."""
 
 
+def too_many(max_entries: int) -> CopyTooLarge:
+    """The error for a tree of more than ``max_entries`` entries (``.git``'s uncounted)."""
+    return CopyTooLarge(f"the working tree holds more than {max_entries:,} files and "
+                        "directories (the box's cap)")
+
+
 @dataclass
 class Copy:
     """What :func:`copy_tree` made."""
@@ -215,8 +221,7 @@ def survey(source: str, *, max_entries: int, count_bytes: bool = False,
             entries = [(entry.name, entry) for entry in listing]
         found.entries += len(entries)
         if found.entries > max_entries:
-            raise CopyTooLarge(f"the working tree holds more than {max_entries:,} files and "
-                               "directories (the box's cap)")
+            raise too_many(max_entries)
         for name, entry in entries:
             path = f"{relative}/{name}" if relative else name
             if len(os.fsencode(path)) > MAX_PATH_BYTES:
