@@ -13,9 +13,9 @@ and the Landlock tiers show it the checkout in place):
    a box: ``landlock`` (the helper as root without CAP_SYS_ADMIN, through ``capsh``: a container
    job), ``userns`` (the helper as an unprivileged user without sudo, from a venv of the system
    Python as the tests make it: the box in a user namespace, tier 1a) and ``runner`` (the same
-   user with user namespaces turned off for the run: Landlock as that user, tier 1b); the
-   median of ``--runs`` each (1 from 100,000 files: the shared machine). The difference to
-   ``none`` is the overhead.
+   user with user namespaces turned off for the run: Landlock as that user, tier 1b, on a tree
+   of the runner's own); the median of ``--runs`` interleaved rounds (1 from 300,000 files:
+   the shared machine). The difference to ``none`` is the overhead.
 2. ``RAM``: the largest rise of the machine's ``Shmem`` (tmpfs pages) while the run ran.
 3. ``helper RSS``: the helper's peak resident set (``VmHWM``), read until it exits.
 4. The bare operations: an overlay mount of the tree (no id map) and ``git status`` in it, and
@@ -219,33 +219,61 @@ def main() -> int:
             f"{row[f'{tier}_s'] - row.get('none_s', 0):+.2f} s" for tier in tiers
             if tier != "none") + f" | {row['bare_overlay_status_s']:.2f} s | "
             f"{row['cp_a_s']:.2f} s |")
+    _beyond_start_up(rows, [tier for tier in tiers if tier != "none"])
     return 0
+
+
+def _beyond_start_up(rows: list[dict[str, float]], tiers: list[str]) -> None:
+    """What each tier costs beyond its run at the smallest size (its start-up), and that as a
+    ratio to the box's (``overlay``) where it was run: issue 48's measure for the tiers
+    without a box."""
+    if len(rows) < 2 or "overlay" not in tiers:
+        return
+    first = rows[0]
+    print("\n| files | " + " | ".join(f"{tier} beyond start-up" for tier in tiers) + " |")
+    print("|---|" + "---|" * len(tiers))
+    for row in rows[1:]:
+        box = row["overlay_s"] - first["overlay_s"]
+        cells = []
+        for tier in tiers:
+            beyond = row[f"{tier}_s"] - first[f"{tier}_s"]
+            cells.append(f"{beyond:.2f} s ({beyond / box:.1f}x)" if box > 0 else
+                         f"{beyond:.2f} s")
+        print(f"| {row['files']:,} | " + " | ".join(cells) + " |")
 
 
 def _measure(base: Path, files: int, tiers: list[str], runs: int, venv: Path, *, preset: str
              ) -> dict[str, float]:
+    """One size: the bare operations, then ``runs`` rounds, each running every tier once
+    (interleaved: a busy minute of the shared machine falls on every tier alike). The runner's
+    tiers get a tree of their own, the runner's, as on its machine."""
     repo = base / f"tree-{files}"
     repo.mkdir()
     made = time.perf_counter()
     make_tree(repo, files)
-    runs = runs if files < 100_000 else 1
+    runs = runs if files < 300_000 else 1
     row: dict[str, float] = {"files": files, "made_s": time.perf_counter() - made,
                              "bare_overlay_status_s": bare_overlay_status(repo, base),
-                             "cp_a_s": cp_a(repo)}  # before the tree may become the runner's
+                             "cp_a_s": cp_a(repo)}
+    trees = dict.fromkeys(tiers, repo)
+    if any(TIERS[tier][2] == "runner" for tier in tiers):
+        user = pwd.getpwnam(RUNNER_USER)
+        theirs = base / f"tree-{files}-runner"
+        theirs.mkdir()
+        make_tree(theirs, files)
+        for path in (theirs, base / "runner-home", base / "rt-runner", base / "out-runner"):
+            path.mkdir(exist_ok=True)
+            subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(path)],
+                           check=True)
+        trees.update({tier: theirs for tier in tiers if TIERS[tier][2] == "runner"})
+    found: dict[str, list[dict[str, float]]] = {tier: [] for tier in tiers}
+    for _ in range(runs):
+        for tier in tiers:
+            found[tier].append(run_once(trees[tier], base, tier, venv, preset))
     for tier in tiers:
-        if TIERS[tier][2] == "runner":  # last: the tree becomes the runner's, as on its machine
-            user = pwd.getpwnam(RUNNER_USER)
-            for path in (repo, base / "runner-home", base / "rt-runner", base / "out-runner"):
-                path.mkdir(exist_ok=True)
-                subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(path)],
-                               check=True)
-        found = [run_once(repo, base, tier, venv, preset) for _ in range(runs)]
         for key in ("s", "ram_mib", "rss_mib"):
-            row[f"{tier}_{key}"] = statistics.median(item[key] for item in found)
+            row[f"{tier}_{key}"] = statistics.median(item[key] for item in found[tier])
     print(json.dumps({key: round(value, 3) for key, value in row.items()}), flush=True)
-    shutil.rmtree(repo)
+    for tree in set(trees.values()) | {repo}:
+        shutil.rmtree(tree)
     return row
-
-
-if __name__ == "__main__":
-    sys.exit(main())

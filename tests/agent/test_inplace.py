@@ -47,7 +47,7 @@ def _tree(root: Path) -> Path:
     return root
 
 
-def _take(root: Path, *, other_user: bool = False, abi: int = inplace.MIN_ABI,
+def _take(root: Path, *, other_user: bool = False, abi: int = inplace.OWN_USER_MIN_ABI,
           skip: frozenset[str] = frozenset(), watched: bool = False,
           ) -> inplace.Snapshot | str:
     taken = inplace.take(str(root), max_entries=1000, abi=abi, other_user=other_user,
@@ -146,9 +146,13 @@ def test_a_watch_that_cannot_say_means_a_whole_walk(tmp_path: Path) -> None:
 
 def test_what_keeps_a_tree_from_being_shown_in_place_is_said(tmp_path: Path) -> None:
     root = _tree(tmp_path / "t")
-    old_kernel = _take(root, abi=2)
+    old_kernel = _take(root, abi=2, other_user=True)
     assert isinstance(old_kernel, str)
     assert "does not govern truncating a file by its path (ABI 3, Linux 6.2)" in old_kernel
+    unscoped = _take(root, abi=5)  # the runner's own user: it could kill the checker
+    assert isinstance(unscoped, str)
+    assert "from signalling the program that checks the checkout after it (ABI 6" in unscoped
+    assert isinstance(_take(root, abi=5, other_user=True), inplace.Snapshot)
     assert isinstance(_take(root, other_user=True), inplace.Snapshot)  # .git's 0600: masked
     (root / "d" / "b.txt").chmod(0o600)
     closed = _take(root, other_user=True)
@@ -247,9 +251,9 @@ def test_a_tree_the_agent_s_user_cannot_read_whole_is_copied_and_the_summary_say
             "there (the copy is its own): src/private.txt") in summary, summary
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or landlock.abi() < inplace.MIN_ABI,
-                    reason="plays a runner user (as root) on a kernel whose Landlock governs "
-                           "truncate")
+@pytest.mark.skipif(os.geteuid() != 0 or landlock.abi() < inplace.OWN_USER_MIN_ABI,
+                    reason="plays a runner user (as root) on a kernel whose Landlock scopes "
+                           "signals")
 def test_as_the_runner_s_own_user_a_changed_mode_or_time_is_put_back_and_fails_the_run(
     box: Box, unprivileged: Path,
 ) -> None:

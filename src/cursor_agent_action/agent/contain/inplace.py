@@ -17,9 +17,11 @@ can be, and fails the run. Extended attributes and inode flags cannot be set at 
 Landlock tiers' seccomp filter).
 
 Not in place (the copy, the summary saying why): a Landlock ABI below 3 (``truncate(2)`` by
-path is not governed there); a fifo, socket or device in the tree (the copy leaves them out,
-never opened); and, the agent being another user than the tree's, an entry it could not read
-or a working directory it could not reach (a copy is the agent's own).
+path is not governed there), or below 6 as the runner's own user (the agent could kill the
+program that checks after it: signals are scoped from 6); a fifo, socket or device in the
+tree (the copy leaves them out, never opened); and, the agent being another user than the
+tree's, an entry it could not read or a working directory it could not reach (a copy is the
+agent's own).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from cursor_agent_action.agent.contain.box import tree
 
 MIN_ABI = 3
 """Landlock's first ABI that governs ``truncate(2)``."""
+OWN_USER_MIN_ABI = 6
+"""As the runner's own user: Landlock's first ABI that keeps the agent from signalling the
+runner's processes, the one that checks the checkout after it among them."""
 SHOWN = 5
 """Entries named in a reason or a failure."""
 
@@ -138,6 +143,10 @@ def take(root: str, *, max_entries: int, abi: int, other_user: bool,
     if abi < MIN_ABI:
         return (f"this kernel's Landlock (ABI {abi}) does not govern truncating a file by "
                 f"its path (ABI {MIN_ABI}, Linux 6.2)")
+    if not other_user and abi < OWN_USER_MIN_ABI:
+        return (f"this kernel's Landlock (ABI {abi}) does not keep the agent, as the runner's "
+                "own user, from signalling the program that checks the checkout after it "
+                f"(ABI {OWN_USER_MIN_ABI}, Linux 6.12)")
     found = _Found()
     _walk(root, skip, found=found, max_entries=max_entries)
     if found.special:
