@@ -277,3 +277,7 @@ def _measure(base: Path, files: int, tiers: list[str], runs: int, venv: Path, *,
     for tree in set(trees.values()) | {repo}:
         shutil.rmtree(tree)
     return row
+
+
+if __name__ == "__main__":
+    sys.exit(main())
