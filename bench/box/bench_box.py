@@ -194,7 +194,7 @@ def main() -> int:
     tiers = args.tiers.split(",")
     if unknown := set(tiers) - set(TIERS):
         parser.error(f"unknown tiers: {', '.join(sorted(unknown))}")
-    rows = []
+    rows: list[dict[str, float]] = []
     subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell",
                     "/usr/sbin/nologin", RUNNER_USER], check=False, capture_output=True)
     try:
@@ -206,8 +206,8 @@ def main() -> int:
             venv = make_helper_venv(base / "helper-venv", SYSTEM_PYTHON)
             for how in ("root", "capsh"):
                 (base / f"out-{how}").mkdir()
-            for files in (int(size) for size in args.sizes.split(",")):
-                rows.append(_measure(base, files, tiers, args.runs, venv, preset=args.preset))
+            rows = _measure(base, [int(size) for size in args.sizes.split(",")], tiers,
+                            args.runs, venv, preset=args.preset)
     finally:
         for user in (BENCH_USER, RUNNER_USER):
             subprocess.run(["userdel", user], check=False, capture_output=True)
@@ -215,7 +215,7 @@ def main() -> int:
           + " | bare overlay + git status | cp -a |")
     print("|---|" + "---|" * (len(tiers) + 1))
     for row in rows:
-        print(f"| {row['files']:,} | " + " | ".join(
+        print(f"| {int(row['files']):,} | " + " | ".join(
             f"{row[f'{tier}_s'] - row.get('none_s', 0):+.2f} s" for tier in tiers
             if tier != "none") + f" | {row['bare_overlay_status_s']:.2f} s | "
             f"{row['cp_a_s']:.2f} s |")
@@ -239,22 +239,15 @@ def _beyond_start_up(rows: list[dict[str, float]], tiers: list[str]) -> None:
             beyond = row[f"{tier}_s"] - first[f"{tier}_s"]
             cells.append(f"{beyond:.2f} s ({beyond / box:.1f}x)" if box > 0 else
                          f"{beyond:.2f} s")
-        print(f"| {row['files']:,} | " + " | ".join(cells) + " |")
+        print(f"| {int(row['files']):,} | " + " | ".join(cells) + " |")
 
 
-def _measure(base: Path, files: int, tiers: list[str], runs: int, venv: Path, *, preset: str
-             ) -> dict[str, float]:
-    """One size: the bare operations, then ``runs`` rounds, each running every tier once
-    (interleaved: a busy minute of the shared machine falls on every tier alike). The runner's
-    tiers get a tree of their own, the runner's, as on its machine."""
+def _trees(base: Path, files: int, tiers: list[str]) -> dict[str, Path]:
+    """The tree of ``files`` files each tier runs on: the runner's tiers get one of their own,
+    the runner's, as on its machine."""
     repo = base / f"tree-{files}"
     repo.mkdir()
-    made = time.perf_counter()
     make_tree(repo, files)
-    runs = runs if files < 300_000 else 1
-    row: dict[str, float] = {"files": files, "made_s": time.perf_counter() - made,
-                             "bare_overlay_status_s": bare_overlay_status(repo, base),
-                             "cp_a_s": cp_a(repo)}
     trees = dict.fromkeys(tiers, repo)
     if any(TIERS[tier][2] == "runner" for tier in tiers):
         user = pwd.getpwnam(RUNNER_USER)
@@ -266,18 +259,35 @@ def _measure(base: Path, files: int, tiers: list[str], runs: int, venv: Path, *,
             subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(path)],
                            check=True)
         trees.update({tier: theirs for tier in tiers if TIERS[tier][2] == "runner"})
-    found: dict[str, list[dict[str, float]]] = {tier: [] for tier in tiers}
-    for _ in range(runs):
-        for tier in tiers:
-            found[tier].append(run_once(trees[tier], base, tier, venv, preset))
-    for tier in tiers:
-        for key in ("s", "ram_mib", "rss_mib"):
-            row[f"{tier}_{key}"] = statistics.median(item[key] for item in found[tier])
-    print(json.dumps({key: round(value, 3) for key, value in row.items()}), flush=True)
-    for tree in set(trees.values()) | {repo}:
-        shutil.rmtree(tree)
-    return row
+    return trees
 
+
+def _measure(base: Path, sizes: list[int], tiers: list[str], runs: int, venv: Path, *,
+             preset: str) -> list[dict[str, float]]:
+    """Every size's trees and bare operations first, then ``runs`` rounds, each running every
+    tier at every size once (interleaved: a busy minute of the shared machine falls on every
+    size and tier alike; from 300,000 files, the first round only)."""
+    trees = {files: _trees(base, files, tiers) for files in sizes}
+    rows = {files: {"files": float(files),
+                    "bare_overlay_status_s": bare_overlay_status(trees[files][tiers[0]], base),
+                    "cp_a_s": cp_a(trees[files][tiers[0]])} for files in sizes}
+    found: dict[tuple[int, str], list[dict[str, float]]] = {}
+    for round_ in range(runs):
+        for files in sizes:
+            if round_ and files >= 300_000:
+                continue
+            for tier in tiers:
+                found.setdefault((files, tier), []).append(
+                    run_once(trees[files][tier], base, tier, venv, preset))
+    for (files, tier), items in found.items():
+        for key in ("s", "ram_mib", "rss_mib"):
+            rows[files][f"{tier}_{key}"] = statistics.median(item[key] for item in items)
+    for files in sizes:
+        print(json.dumps({key: round(value, 3) for key, value in rows[files].items()}),
+              flush=True)
+        for tree in set(trees[files].values()):
+            shutil.rmtree(tree)
+    return [rows[files] for files in sizes]
 
 if __name__ == "__main__":
     sys.exit(main())

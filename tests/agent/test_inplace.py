@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_action.agent.contain import inplace, landlock
+from cursor_agent_action.agent.contain.box import tree
 from cursor_agent_action.output_file import parse_output_file
 from tests.support.box import CAPSH, TOKEN, Box, as_runner, in_container, passable_box
 from tests.support.box import seen as _seen
@@ -162,6 +163,49 @@ def test_what_keeps_a_tree_from_being_shown_in_place_is_said(tmp_path: Path) -> 
     os.mkfifo(root / "pipe")
     assert "fifos, sockets, devices or over-long paths, which the copy leaves out: pipe" in str(
         _take(root))
+
+
+def _wide_tree(root: Path) -> Path:
+    """Directories enough for every worker, a nested repository, a fifo and a closed file
+    deep in them."""
+    _tree(root)
+    for index in range(12):
+        deep = root / f"top{index:02d}" / "a" / "b"
+        deep.mkdir(parents=True)
+        (deep / "f.txt").write_text(f"{index}\n")
+    (root / "top03" / "vendored" / ".git" / "refs").mkdir(parents=True)
+    (root / "top05" / "a" / "private.txt").write_text("x")
+    (root / "top05" / "a" / "private.txt").chmod(0o600)
+    return root
+
+
+def test_the_walk_shared_among_workers_finds_what_one_walk_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = _wide_tree(tmp_path / "t")
+    shared = _take(root, other_user=True)
+    assert shared == ("the agent's user could not read everything there (the copy is its "
+                      "own): top05/a/private.txt")
+    shared = _take(root)
+    monkeypatch.setattr(inplace, "MAX_WORKERS", 1)
+    alone = _take(root)
+    assert isinstance(shared, inplace.Snapshot)
+    assert isinstance(alone, inplace.Snapshot)
+    assert shared.entries == alone.entries
+    assert len(shared.entries) == 1 + 6 + 12 * 4 + 3 + 1  # root, _tree's, top*, vendored, private
+    assert sorted(shared.git_dirs) == sorted(alone.git_dirs) == [".git", "top03/vendored/.git"]
+    os.mkfifo(root / "top07" / "a" / "pipe")
+    monkeypatch.setattr(inplace, "MAX_WORKERS", 4)
+    assert _take(root) == ("the tree holds fifos, sockets, devices or over-long paths, which "
+                           "the copy leaves out: top07/a/pipe")
+
+
+def test_the_cap_holds_however_the_walk_is_shared(tmp_path: Path) -> None:
+    root = _wide_tree(tmp_path / "t")
+    with pytest.raises(tree.CopyTooLarge, match="more than 40 files and directories"):
+        inplace.take(str(root), max_entries=40, abi=inplace.OWN_USER_MIN_ABI, other_user=False)
+    assert isinstance(inplace.take(str(root), max_entries=80, abi=inplace.OWN_USER_MIN_ABI,
+                                   other_user=False), inplace.Snapshot)
 
 
 def _state(root: Path) -> dict[str, tuple[int, int, bytes]]:

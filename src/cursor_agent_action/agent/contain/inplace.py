@@ -27,6 +27,7 @@ agent's own).
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import stat
 from collections.abc import Callable
@@ -42,6 +43,8 @@ OWN_USER_MIN_ABI = 6
 runner's processes, the one that checks the checkout after it among them."""
 SHOWN = 5
 """Entries named in a reason or a failure."""
+MAX_WORKERS = 4
+"""Processes that walk the tree before the run, at most."""
 
 Key = tuple[int, int, int, int, int, int, int]
 """An entry's ``lstat``: mode (with type), uid, gid, size, mtime, ctime (ns), inode."""
@@ -70,23 +73,36 @@ class Snapshot:
         self.watch = Watch.start(self.root, directories, self.linked)
 
 
+_KIND = 0o170000  # stat.S_IFMT's mask
+_SHOWN_KINDS = frozenset((stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK))
+_SHORT_PATH = tree.MAX_PATH_BYTES // 4  # characters: no longer in UTF-8 than the cap
+_OTHERS_READ, _OTHERS_LIST = 0o004, 0o005
+
+
 @dataclass
 class _Found:
     entries: dict[str, Key] = field(default_factory=dict)
     linked: list[str] = field(default_factory=list)
     git_dirs: list[str] = field(default_factory=list)
     special: list[str] = field(default_factory=list)
+    closed: list[str] = field(default_factory=list)  # what "others" cannot read (outside .git)
     counted: int = 0  # entries outside .git, against the cap
 
     def add(self, path: str, info: os.stat_result, in_git: bool) -> bool:
-        """One entry; whether it is a directory to list."""
+        """One entry; whether it is a directory to list (called for every entry: kept lean)."""
         mode = info.st_mode
-        self.entries[path] = key_of(info)
-        if len(os.fsencode(path)) > tree.MAX_PATH_BYTES or (not in_git and not (
-                stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode))):
+        kind = mode & _KIND
+        self.entries[path] = (mode, info.st_uid, info.st_gid, info.st_size, info.st_mtime_ns,
+                              info.st_ctime_ns, info.st_ino)
+        if (len(path) > _SHORT_PATH and len(os.fsencode(path)) > tree.MAX_PATH_BYTES) or (
+                not in_git and kind not in _SHOWN_KINDS):
             self.special.append(path)
-        if stat.S_ISDIR(mode):
-            if not in_git and os.path.basename(path) == ".git":
+        needed = _OTHERS_LIST if kind == stat.S_IFDIR else _OTHERS_READ
+        if mode & needed != needed and kind != stat.S_IFLNK and not in_git and not (
+                path.endswith(".git") and os.path.basename(path) == ".git"):
+            self.closed.append(path)
+        if kind == stat.S_IFDIR:
+            if not in_git and path.endswith(".git") and os.path.basename(path) == ".git":
                 self.git_dirs.append(path)
             return True
         if info.st_nlink > 1:
@@ -95,18 +111,25 @@ class _Found:
 
 
 def _walk(root: str, skip: frozenset[str],
-          on_entry: Callable[[str, os.stat_result], None] | None = None,
-          found: _Found | None = None, max_entries: int = 0) -> dict[str, Key]:
+          on_entry: Callable[[str, os.stat_result], None] | None = None) -> dict[str, Key]:
     """Every entry below ``root`` (``""`` for itself) but ``skip`` and what is below them,
     from listings: one ``lstat`` each, no link followed. ``on_entry`` sees each entry as found,
-    a directory before it is listed (it may put it back); ``found`` gathers what :func:`take`
-    needs, stopping past ``max_entries`` outside ``.git`` (:class:`tree.CopyTooLarge`)."""
-    found = found if found is not None else _Found()
+    a directory before it is listed (it may put it back)."""
+    found = _Found()
     top = os.lstat(root)
     if on_entry is not None:
         on_entry("", top)
     found.entries[""] = key_of(top)
-    pending: list[tuple[str, bool]] = [("", False)]
+    _below(root, [("", False)], skip, found, on_entry=on_entry)
+    return found.entries
+
+
+def _below(root: str, pending: list[tuple[str, bool]], skip: frozenset[str], found: _Found, *,
+           on_entry: Callable[[str, os.stat_result], None] | None = None,
+           max_entries: int = 0, level: list[tuple[str, bool]] | None = None) -> None:
+    """What is below the directories ``pending`` (relative, and whether inside a ``.git``)
+    into ``found``, stopping past ``max_entries`` outside ``.git`` (:class:`tree.CopyTooLarge`);
+    with ``level``, only their own entries, the directories among them put there."""
     while pending:
         relative, in_git = pending.pop()
         try:
@@ -129,8 +152,70 @@ def _walk(root: str, skip: frozenset[str],
             if on_entry is not None:
                 on_entry(path, info)
             if found.add(path, info, in_git):
-                pending.append((path, in_git or entry.name == ".git"))
-    return found.entries
+                (pending if level is None else level).append(
+                    (path, in_git or entry.name == ".git"))
+
+
+def _gathered(root: str, skip: frozenset[str], max_entries: int) -> _Found:
+    """The whole tree into a :class:`_Found`: the top level here, the directories below it
+    shared among forked workers, one a processor (at most :data:`MAX_WORKERS`: an ``lstat``
+    costs a system call and the object Python makes of it, and both run on every core)."""
+    found = _Found()
+    found.entries[""] = key_of(os.lstat(root))
+    directories: list[tuple[str, bool]] = []
+    _below(root, [("", False)], skip, found, max_entries=max_entries, level=directories)
+    workers = min(MAX_WORKERS, len(os.sched_getaffinity(0)), len(directories))
+    shares = [directories[index::workers] for index in range(workers)] or [[]]
+    children = [_fork_walker(root, share, skip, max_entries) for share in shares[1:]]
+    _below(root, shares[0], skip, found, max_entries=max_entries)
+    errors = []
+    for pid, reader in children:
+        with os.fdopen(reader, "rb") as pipe:
+            data = pipe.read()
+        os.waitpid(pid, 0)
+        try:
+            # our own forked worker's answer, never the agent's (it has not started)
+            entries, linked, git_dirs, special, closed, counted, error = marshal.loads(  # noqa: S302
+                data)
+        except (EOFError, ValueError, TypeError):
+            entries, linked, git_dirs, special, closed, counted, error = (
+                {}, [], [], [], [], 0, "no answer")
+        found.entries.update(entries)
+        found.linked += linked
+        found.git_dirs += git_dirs
+        found.special += special
+        found.closed += closed
+        found.counted += counted
+        errors += [error] if error else []
+    if found.counted > max_entries or tree.too_many(max_entries).args[0] in errors:
+        raise tree.too_many(max_entries)
+    if errors:
+        raise OSError(f"the tree could not be walked: {errors[0]}")
+    return found
+
+
+def _fork_walker(root: str, share: list[tuple[str, bool]], skip: frozenset[str],
+                 max_entries: int) -> tuple[int, int]:
+    """A forked worker walking below ``share``; its pid and the pipe its answer comes by."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - a forked child, answering through the pipe
+        try:
+            os.close(reader)
+            part = _Found()
+            error = ""
+            try:
+                _below(root, share, skip, part, max_entries=max_entries)
+            except (OSError, tree.CopyTooLarge) as exc:
+                error = str(exc) or type(exc).__name__
+            data = marshal.dumps((part.entries, part.linked, part.git_dirs, part.special,
+                                  part.closed, part.counted, error))
+            while data:
+                data = data[os.write(writer, data):]
+        finally:
+            os._exit(0)
+    os.close(writer)
+    return pid, reader
 
 
 def take(root: str, *, max_entries: int, abi: int, other_user: bool,
@@ -147,21 +232,15 @@ def take(root: str, *, max_entries: int, abi: int, other_user: bool,
         return (f"this kernel's Landlock (ABI {abi}) does not keep the agent, as the runner's "
                 "own user, from signalling the program that checks the checkout after it "
                 f"(ABI {OWN_USER_MIN_ABI}, Linux 6.12)")
-    found = _Found()
-    _walk(root, skip, found=found, max_entries=max_entries)
+    found = _gathered(root, skip, max_entries)
     if found.special:
         return (f"the tree holds fifos, sockets, devices or over-long paths, which the copy "
                 f"leaves out: {_named(found.special)}")
-    if other_user:
-        inside_git = tuple(f"{path}/" for path in found.git_dirs)
-        closed = [path or "." for path, (mode, *_) in found.entries.items()
-                  if not stat.S_ISLNK(mode)
-                  and mode & (0o005 if stat.S_ISDIR(mode) else 0o004)
-                  != (0o005 if stat.S_ISDIR(mode) else 0o004)
-                  and path not in found.git_dirs and not path.startswith(inside_git)]
-        if closed:
-            return (f"the agent's user could not read everything there (the copy is its own): "
-                    f"{_named(sorted(closed))}")
+    top = found.entries[""][0]
+    closed = found.closed + (["."] if top & _OTHERS_LIST != _OTHERS_LIST else [])
+    if other_user and closed:
+        return (f"the agent's user could not read everything there (the copy is its own): "
+                f"{_named(sorted(closed))}")
     return Snapshot(root, found.entries, tuple(found.git_dirs), skip, tuple(found.linked))
 
 
