@@ -51,9 +51,10 @@ def _tree(root: Path) -> Path:
 def _take(root: Path, *, other_user: bool = False, abi: int = inplace.OWN_USER_MIN_ABI,
           skip: frozenset[str] = frozenset(), watched: bool = False,
           ) -> inplace.Snapshot | str:
-    taken = inplace.take(str(root), max_entries=1000, abi=abi, other_user=other_user,
-                         skip=skip)
-    if watched and isinstance(taken, inplace.Snapshot):
+    taken = inplace.take(str(root), max_entries=1000, skip=skip)
+    if why := inplace.refusal(taken, abi=abi, other_user=other_user):
+        return why
+    if watched:
         taken.watch_start()
         assert taken.watch is not None
     return taken
@@ -203,9 +204,31 @@ def test_the_walk_shared_among_workers_finds_what_one_walk_finds(
 def test_the_cap_holds_however_the_walk_is_shared(tmp_path: Path) -> None:
     root = _wide_tree(tmp_path / "t")
     with pytest.raises(tree.CopyTooLarge, match="more than 40 files and directories"):
-        inplace.take(str(root), max_entries=40, abi=inplace.OWN_USER_MIN_ABI, other_user=False)
-    assert isinstance(inplace.take(str(root), max_entries=80, abi=inplace.OWN_USER_MIN_ABI,
-                                   other_user=False), inplace.Snapshot)
+        inplace.take(str(root), max_entries=40)
+    assert len(inplace.take(str(root), max_entries=80).entries) == 59
+
+
+def test_a_directory_that_cannot_be_listed_is_refused_not_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What cannot be read cannot be checked (a process left by an earlier step closed it):
+    the snapshot is refused, and the run with it (no other way of running the agent); the
+    check after the run, which must finish, walks on."""
+    root = _wide_tree(tmp_path / "t")
+    listed = os.scandir
+
+    def closed(path: str) -> Iterator[os.DirEntry[str]]:
+        if str(path).endswith("top04/a"):
+            raise PermissionError(13, "Permission denied")
+        return listed(path)
+
+    monkeypatch.setattr(os, "scandir", closed)
+    monkeypatch.setattr(inplace, "MAX_WORKERS", 1)
+    with pytest.raises(tree.Unreadable, match="top04/a cannot be listed: Permission denied"):
+        inplace.take(str(root), max_entries=1000)
+    monkeypatch.setattr(inplace, "MAX_WORKERS", 4)  # refused by a worker, as well
+    with pytest.raises(tree.Unreadable, match="top04/a cannot be listed: Permission denied"):
+        inplace.take(str(root), max_entries=1000)
 
 
 def _state(root: Path) -> dict[str, tuple[int, int, bytes]]:
@@ -333,6 +356,6 @@ def test_as_the_runner_s_own_user_a_changed_mode_or_time_is_put_back_and_fails_t
     assert outputs["conclusion"] == "failure"
     summary = _summary(box)
     assert "the checkout itself, read-only, not copied" in summary
-    assert "The agent changed 4 entries of the checkout" in summary, summary
+    assert "The agent changed 4 entries of the real checkout" in summary, summary
     assert ".git/config, README.md, src, src/app.py. Each was put back" in summary, summary
     assert "Each was put back as it was" in summary

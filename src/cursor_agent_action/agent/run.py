@@ -260,7 +260,7 @@ def _attempts(run: Run, launch: Launch) -> tuple[Attempt, Launch]:
             done = _attempt(run, launch.argv, launch.site)
         except ContainmentFailed as exc:
             if options.isolation != "auto" or not launch.site.isolation.contained or ran \
-                    or exc.cap:
+                    or exc.final:  # the tree's own reason (its cap, unreadable): no other way
                 raise
             was = launch.site.isolation  # tier 1a could not be set up: tier 1b; else none
             site = tier_site(options, runner, run.environ, was.landlock_fallback(exc.reason)

@@ -65,6 +65,8 @@ class Snapshot:
     git_dirs: tuple[str, ...]
     skip: frozenset[str] = frozenset()  # the runner's places inside the tree (masked)
     linked: tuple[str, ...] = ()  # files with another link, maybe outside the tree
+    special: tuple[str, ...] = ()  # fifos, sockets, devices, over-long paths (outside .git)
+    closed: tuple[str, ...] = ()  # what "others" cannot read (outside .git)
     watch: Watch | None = field(default=None, repr=False)
 
     def watch_start(self) -> None:
@@ -126,17 +128,23 @@ def _walk(root: str, skip: frozenset[str],
 
 def _below(root: str, pending: list[tuple[str, bool]], skip: frozenset[str], found: _Found, *,
            on_entry: Callable[[str, os.stat_result], None] | None = None,
-           max_entries: int = 0, level: list[tuple[str, bool]] | None = None) -> None:
+           max_entries: int = 0, level: list[tuple[str, bool]] | None = None,
+           strict: bool = False) -> None:
     """What is below the directories ``pending`` (relative, and whether inside a ``.git``)
     into ``found``, stopping past ``max_entries`` outside ``.git`` (:class:`tree.CopyTooLarge`);
-    with ``level``, only their own entries, the directories among them put there."""
+    with ``level``, only their own entries, the directories among them put there. A directory
+    that cannot be listed: :class:`tree.Unreadable` with ``strict`` (before the run); else
+    what is below it is missing, and so compared (after it)."""
     while pending:
         relative, in_git = pending.pop()
         try:
             with os.scandir(os.path.join(root, relative) if relative else root) as listing:
                 entries = list(listing)
-        except OSError:
-            continue  # unlisted: what is below it is missing, and so compared
+        except OSError as exc:
+            if strict:
+                raise tree.Unreadable(f"the working tree's {relative or '.'} cannot be "
+                                      f"listed: {exc.strerror or exc}") from exc
+            continue
         if not in_git and max_entries:
             found.counted += len(entries)
             if found.counted > max_entries:
@@ -163,11 +171,12 @@ def _gathered(root: str, skip: frozenset[str], max_entries: int) -> _Found:
     found = _Found()
     found.entries[""] = key_of(os.lstat(root))
     directories: list[tuple[str, bool]] = []
-    _below(root, [("", False)], skip, found, max_entries=max_entries, level=directories)
+    _below(root, [("", False)], skip, found, max_entries=max_entries, level=directories,
+           strict=True)
     workers = min(MAX_WORKERS, len(os.sched_getaffinity(0)), len(directories))
     shares = [directories[index::workers] for index in range(workers)] or [[]]
     children = [_fork_walker(root, share, skip, max_entries) for share in shares[1:]]
-    _below(root, shares[0], skip, found, max_entries=max_entries)
+    _below(root, shares[0], skip, found, max_entries=max_entries, strict=True)
     errors = []
     for pid, reader in children:
         with os.fdopen(reader, "rb") as pipe:
@@ -187,10 +196,11 @@ def _gathered(root: str, skip: frozenset[str], max_entries: int) -> _Found:
         found.closed += closed
         found.counted += counted
         errors += [error] if error else []
-    if found.counted > max_entries or tree.too_many(max_entries).args[0] in errors:
+    if found.counted > max_entries or any(error.startswith("CopyTooLarge:")
+                                          for error in errors):
         raise tree.too_many(max_entries)
-    if errors:
-        raise OSError(f"the tree could not be walked: {errors[0]}")
+    if errors:  # a worker's Unreadable (or it gave no answer)
+        raise tree.Unreadable(errors[0].partition(": ")[2] or errors[0])
     return found
 
 
@@ -205,9 +215,9 @@ def _fork_walker(root: str, share: list[tuple[str, bool]], skip: frozenset[str],
             part = _Found()
             error = ""
             try:
-                _below(root, share, skip, part, max_entries=max_entries)
+                _below(root, share, skip, part, max_entries=max_entries, strict=True)
             except (OSError, tree.CopyTooLarge) as exc:
-                error = str(exc) or type(exc).__name__
+                error = f"{type(exc).__name__}: {exc}"
             data = marshal.dumps((part.entries, part.linked, part.git_dirs, part.special,
                                   part.closed, part.counted, error))
             while data:
@@ -218,13 +228,23 @@ def _fork_walker(root: str, share: list[tuple[str, bool]], skip: frozenset[str],
     return pid, reader
 
 
-def take(root: str, *, max_entries: int, abi: int, other_user: bool,
-         skip: frozenset[str] = frozenset()) -> Snapshot | str:
-    """The tree's snapshot, or why it cannot be shown in place (one line for the summary).
-    ``other_user``: the agent is not the tree's owner (it reads as "others"); ``skip``: relative
-    paths of places masked from
+def take(root: str, *, max_entries: int, skip: frozenset[str] = frozenset()) -> Snapshot:
+    """The tree's snapshot (before every run without the box: the checkout's attributes are
+    checked after it, shown in place or copied). ``skip``: relative paths of places masked from
     the agent that others write during the run (the helper's state, the runner's temporary
-    directory). Raises :class:`tree.CopyTooLarge` past ``max_entries`` (``.git`` uncounted)."""
+    directory). Raises :class:`tree.CopyTooLarge` past ``max_entries`` (``.git`` uncounted),
+    and :class:`tree.Unreadable` for a directory this program cannot list: what it cannot
+    read, it cannot check."""
+    found = _gathered(root, skip, max_entries)
+    top = found.entries[""][0]
+    closed = found.closed + (["."] if top & _OTHERS_LIST != _OTHERS_LIST else [])
+    return Snapshot(root, found.entries, tuple(found.git_dirs), skip, tuple(found.linked),
+                    special=tuple(found.special), closed=tuple(sorted(closed)))
+
+
+def refusal(snapshot: Snapshot, *, abi: int, other_user: bool) -> str:
+    """Why a read-only run cannot be shown the tree in place (one line for the summary), or
+    ``""``. ``other_user``: the agent is not the tree's owner (it reads as "others")."""
     if abi < MIN_ABI:
         return (f"this kernel's Landlock (ABI {abi}) does not govern truncating a file by "
                 f"its path (ABI {MIN_ABI}, Linux 6.2)")
@@ -232,16 +252,13 @@ def take(root: str, *, max_entries: int, abi: int, other_user: bool,
         return (f"this kernel's Landlock (ABI {abi}) does not keep the agent, as the runner's "
                 "own user, from signalling the program that checks the checkout after it "
                 f"(ABI {OWN_USER_MIN_ABI}, Linux 6.12)")
-    found = _gathered(root, skip, max_entries)
-    if found.special:
+    if snapshot.special:
         return (f"the tree holds fifos, sockets, devices or over-long paths, which the copy "
-                f"leaves out: {_named(found.special)}")
-    top = found.entries[""][0]
-    closed = found.closed + (["."] if top & _OTHERS_LIST != _OTHERS_LIST else [])
-    if other_user and closed:
+                f"leaves out: {_named(list(snapshot.special))}")
+    if other_user and snapshot.closed:
         return (f"the agent's user could not read everything there (the copy is its own): "
-                f"{_named(sorted(closed))}")
-    return Snapshot(root, found.entries, tuple(found.git_dirs), skip, tuple(found.linked))
+                f"{_named(list(snapshot.closed))}")
+    return ""
 
 
 def _named(paths: list[str]) -> str:
@@ -316,9 +333,10 @@ def failure(paths: list[str], count: int) -> str:
     """The run's failure for :func:`check`'s findings (``count`` of them, ``paths`` the first
     ones), in the user's words."""
     more = f" and {count - len(paths):,} more" if count > len(paths) else ""
-    return (f"The agent changed {count:,} entr{'y' if count == 1 else 'ies'} of the "
-            f"checkout, which a read-only run shows it read-only, by their attributes (mode, "
-            f"owner or times): {_named(paths)}{more}. Each was put back as it was where it "
-            "could be (mode, owner, modification time). Fix: review what "
-            "the agent ran (the transcript); a run that may change files needs a Write() rule "
-            "(the docs or edit preset), and then works on a copy.")
+    return (f"The agent changed {count:,} entr{'y' if count == 1 else 'ies'} of the real "
+            f"checkout by their attributes (mode, owner or times), which Landlock leaves open "
+            f"but no run may change (its changes come back only as the patch): "
+            f"{_named(paths)}{more}. Each was put back as it was where it could be (mode, "
+            "owner, modification time). Fix: review what the agent ran (the transcript); run "
+            "it where the box can be made (root or passwordless sudo, or a user namespace), "
+            "whose mounts keep the checkout out of its reach.")

@@ -244,6 +244,7 @@ class Jail:
     spec: BoxSpec
     _events: tuple[int, EventLines] = field(  # read so far, the line splitter
         default_factory=lambda: (0, EventLines()))
+    _status_fd: int = -1  # the status file, kept open from its making: read through it
 
     @property
     def spec_file(self) -> Path:
@@ -264,9 +265,13 @@ class Jail:
         self.status_file.unlink(missing_ok=True)
         (self.state_dir / "box-network.jsonl").unlink(missing_ok=True)
         self._events = (0, EventLines())
-        fd = os.open(self.status_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(b" " * STATUS_BYTES)
+        self._close_status()
+        fd = os.open(self.status_file, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                     0o600)
+        os.pwrite(fd, b" " * STATUS_BYTES, 0)
+        # Read back through this descriptor, not by name: as the runner's own user (tier
+        # 1b), the agent may change the file's mode (Landlock does not govern it) but not this.
+        self._status_fd = fd
         fd = os.open(self.spec_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(self.spec.to_json(), handle)
@@ -289,6 +294,11 @@ class Jail:
         self._events = (done + len(data), lines)
         return lines.feed(data)
 
+    def _close_status(self) -> None:
+        if self._status_fd >= 0:
+            os.close(self._status_fd)
+            self._status_fd = -1
+
     @staticmethod
     def send(control: IO[bytes] | None, what: bytes) -> None:
         """``T`` (stop the agent) or ``K`` (kill everything) to the box."""
@@ -306,11 +316,13 @@ class Jail:
         :class:`BoxFailed` for anything else without a status: once the agent may have run,
         the box fails closed."""
         try:
-            status: BoxStatus | None = BoxStatus.from_json(
-                json.loads(self.status_file.read_bytes().strip() or b"{}"))
+            data = (os.pread(self._status_fd, STATUS_BYTES + 1, 0) if self._status_fd >= 0
+                    else self.status_file.read_bytes())
+            status: BoxStatus | None = BoxStatus.from_json(json.loads(data.strip() or b"{}"))
         except (OSError, ValueError, ContractError):
             status = None
         finally:
+            self._close_status()
             self.spec_file.unlink(missing_ok=True)
         if status is not None and not status.started and status.mask is not None and (
                 status.mask.ca_error):  # never a reason to run the agent with less
@@ -320,7 +332,7 @@ class Jail:
                              "key in the box when there is no CA) or off.")
         if status is not None and not status.started and not stopped:
             raise ContainmentFailed(status.error or "the box could not be set up",
-                                    cap=status.too_large)
+                                    cap=status.too_large, final=status.final)
         if status is not None and status.returncode is not None:
             return BoxResult(status.returncode, status)
         reason = (status.error if status is not None else "") or (
@@ -334,17 +346,22 @@ class ContainmentFailed(SetupError):
 
     title = "containment failed"
 
-    def __init__(self, reason: str, *, cap: bool = False) -> None:
+    def __init__(self, reason: str, *, cap: bool = False, final: bool = False) -> None:
         fix = ("Make the working tree smaller, e.g. check out fewer files (a sparse "
                "checkout), or raise the input max-tree-files (default "
                f"{BOX_MAX_FILES:,} files and directories); where the box has no overlay it also "
                f"copies at most {BOX_MAX_TREE_BYTES >> 30} GiB."
                if cap else
+               "Give the runner's user back the modes of the working tree's directories (a "
+               "process of an earlier step may have changed them: `chmod -R u+rwX` on the "
+               "checkout), or check it out again."
+               if final else
                "Check that the runner allows root (or passwordless sudo), PID and mount "
                "namespaces; set isolation to none to run uncontained (unsafe).")
         super().__init__(f"the agent could not be contained: {reason.rstrip('.')}.", fix)
         self.reason = reason
         self.cap = cap
+        self.final = final or cap  # no other way of running the agent is tried
 
 
 class BoxFailed(Exception):

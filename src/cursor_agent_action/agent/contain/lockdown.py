@@ -81,25 +81,27 @@ class Prepared:
         os.chmod(self.area, 0o711)  # noqa: S103
         caps = spec.limits
         real = Path(spec.repo_root)
-        self.snapshot: inplace.Snapshot | None = None
         top = os.path.realpath(real)
         inside = frozenset(os.path.relpath(mask, top) for mask in map(os.path.realpath,
                                                                        spec.masks)
                            if mask.startswith(f"{top}/"))
-        shown = (inplace.take(str(real), max_entries=caps.max_files, abi=landlock.abi(),
-                              other_user=os.geteuid() == 0, skip=inside)
-                 if spec.tree_read_only and spec.storage != "copy" else "")
-        if isinstance(shown, inplace.Snapshot) and not _can(agent, spec.cwd, os.R_OK | os.X_OK):
-            shown = "the agent's user cannot reach the working directory (a copy is its own)"
-        if isinstance(shown, inplace.Snapshot):
-            self.snapshot = shown
+        # Shown in place or copied, the real checkout's attributes are checked after the run
+        # (Landlock does not govern them: the runner's own user owns it).
+        self.snapshot = inplace.take(str(real), max_entries=caps.max_files, skip=inside)
+        self.in_place = spec.tree_read_only and spec.storage != "copy"
+        why = (inplace.refusal(self.snapshot, abi=landlock.abi(), other_user=os.geteuid() == 0)
+               if self.in_place else "")
+        if self.in_place and not why and not _can(agent, spec.cwd, os.R_OK | os.X_OK):
+            why = "the agent's user cannot reach the working directory (a copy is its own)"
+        self.in_place = self.in_place and not why
+        if self.in_place:
             self.copy = tree.Copy(storage="in-place", note=(
                 f"the checkout itself, read-only, not copied (a read-only run: nothing written "
-                f"in the tree could be kept); its {len(shown.entries):,} entries checked after "
-                "the run"))
+                f"in the tree could be kept); its {len(self.snapshot.entries):,} entries "
+                "checked after the run"))
             (self.area / storage.FINISH_DIR).mkdir(mode=0o700)  # storage.finish: the chats
         else:
-            self._copy(spec, agent, why_not_in_place=shown)
+            self._copy(spec, agent, why_not_in_place=why)
         self._areas(spec, agent)
 
     def _copy(self, spec: BoxSpec, agent: AgentUser, *, why_not_in_place: str) -> None:
@@ -154,7 +156,7 @@ class Prepared:
             copied.chmod(0o640)
             moved[source] = str(copied)
         inside = os.path.relpath(spec.cwd, real)
-        self.cwd = (spec.cwd if self.snapshot is not None else
+        self.cwd = (spec.cwd if self.in_place else
                     str(self.area / "tree" / ("" if inside == "." else inside)))
         self.argv = [moved.get(arg, arg) for arg in spec.argv]
         for source, target in moved.items():  # the long prompt's path, inside the instruction
@@ -162,7 +164,7 @@ class Prepared:
         self.env = {name: _rehome(value, spec.home, str(self.area / "home"))
                     for name, value in spec.env.items()}
         self.env["TMPDIR"] = str(tmp)
-        if self.snapshot is None:  # its copy, all of it; not the real tree
+        if not self.in_place:  # its copy, all of it; not the real tree
             tree_masks, tree_writable, tree_readable = [str(real)], [str(self.area / "tree")], []
         else:  # the real tree, read only, without its .git directories
             tree_masks = [str(real / path) for path in self.snapshot.git_dirs]
@@ -319,8 +321,7 @@ def run(spec: BoxSpec, status: Status) -> int:
         status.write(setup_failed(exc))
         return EXIT_SETUP
     before_ipc = hostipc.objects_of(agent.uid) if own_user else set()  # the runner's stay
-    if prepared.snapshot is not None:  # a read-only run's checkout: watched from now on
-        prepared.snapshot.watch_start()
+    prepared.snapshot.watch_start()  # the real checkout, watched from now on
     child = os.fork()
     if child == 0:
         with contextlib.suppress(OSError):
@@ -332,7 +333,7 @@ def run(spec: BoxSpec, status: Status) -> int:
     code = _wait(child, agent, own_user)
     gone = _kill_everything(agent, own_user)
     kept = hostipc.remove_left(agent.uid, before_ipc)  # as root: its user's alone, all of them
-    put_back = inplace.check(prepared.snapshot) if prepared.snapshot is not None else []
+    put_back = inplace.check(prepared.snapshot)
     silence_output()
     errors = [*([] if gone else ["processes of the agent's user were still running after the "
                                  "run"]),

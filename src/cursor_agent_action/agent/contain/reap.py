@@ -45,30 +45,55 @@ def kill_all(uid: int, limit_s: float = KILL_WAIT_S) -> bool:
     return True
 
 
-def _children() -> list[int]:
-    me, found = os.getpid(), []
+def _parents() -> dict[int, int]:
+    """Every process's parent, from ``/proc`` (one pass; a process gone meanwhile is left
+    out)."""
+    found = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(OSError, IndexError, ValueError), \
                     open(f"/proc/{entry}/stat", "rb") as handle:
                 data = handle.read()
-                if int(data[data.rfind(b")") + 2:].split()[1]) == me:
-                    found.append(int(entry))
+                found[int(entry)] = int(data[data.rfind(b")") + 2:].split()[1])
     return found
 
 
+def _descendants(parents: dict[int, int], top: int) -> list[int]:
+    """Every process below ``top`` in ``parents``, at any depth."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    found, pending = [], [top]
+    while pending:
+        for child in children.get(pending.pop(), ()):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def _reap() -> None:
+    """Every child of ours that has ended, waited for (re-parented orphans included)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def kill_descendants(limit_s: float = KILL_WAIT_S) -> bool:
-    """Every descendant of this program killed (it is their subreaper: each orphan is
-    re-parented to it, so killing and reaping its children, round after round, reaches them
-    all); whether none is left, within ``limit_s``."""
+    """Every descendant of this program killed, at any depth and all at once each round (a
+    chain of processes, each the parent of the next, dies in one round, not a generation a
+    round), round after round until none is left: this program is their subreaper, so what
+    one forked meanwhile comes back to it; whether none is left, within ``limit_s``."""
     deadline = time.monotonic() + limit_s
-    while children := _children():
+    while found := _descendants(_parents(), os.getpid()):
         if time.monotonic() > deadline:
             return False
-        for pid in children:
-            with contextlib.suppress(ProcessLookupError):
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        for pid in children:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+        _reap()
+        time.sleep(0.01)
     return True

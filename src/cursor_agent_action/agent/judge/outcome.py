@@ -58,7 +58,13 @@ def conclude_box(verdict: Verdict, ended: AgentExit, applied: Applied | None) ->
         verdict.fail(Cause.BOX, " ".join(filter(None, (
             f"The agent's changes could not be computed in its box ({error}); none were "
             "brought back.", fix))))
-    if status is not None and status.put_back.count:  # a read-only run's checkout, in place
+    if status is not None and status.started and status.error:  # after the run: fails it
+        verdict.fail(Cause.BOX, (
+            f"After the run, the agent's box could not end everything the agent left behind "
+            f"({status.error}). Fix: review what the agent ran (the transcript); run it where "
+            "the box can be made (root or passwordless sudo, or a user namespace), whose PID "
+            "namespace ends all of it."))
+    if status is not None and status.put_back.count:  # the checkout's attributes
         verdict.fail(Cause.POLICY, inplace.failure(list(status.put_back.paths),
                                                    status.put_back.count))
     if applied is None:

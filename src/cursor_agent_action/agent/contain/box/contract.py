@@ -149,6 +149,8 @@ class BoxStatus:
     returncode: int | None = None
     error: str = ""
     too_large: bool = False  # not started: the tree is over the box's cap
+    final: bool = False  # not started for a reason of the tree's (over the cap, unreadable):
+    # the agent is not run another way
     limits: str = ""
     storage: str = ""  # which storage the tree had, and why (one line for the summary)
     network: NetReport | None = None  # the wall's report (box.net.ledger)
@@ -179,7 +181,7 @@ class BoxStatus:
         if len(data) < limit:
             return data
         short = BoxStatus(self.started, self.returncode, self.error[:4096], self.too_large,
-                          self.limits, self.storage, None, self.mask, self.patch,
+                          self.final, self.limits, self.storage, None, self.mask, self.patch,
                           self.patch_error[:4096],
                           self.changed, Listed((), self.protected.count),
                           links_refused=Listed((), self.links_refused.count),

@@ -97,7 +97,7 @@ def setup_failed(exc: BaseException) -> BoxStatus:
         return BoxStatus(False, error=f"the relay could not make the run's certificate "
                          f"authority: {exc}", mask=MaskReport(ca_error=str(exc)))
     return BoxStatus(False, error=str(exc) + (" (the box's cap)" if too_large else ""),
-                     too_large=too_large)
+                     too_large=too_large, final=too_large or isinstance(exc, tree.Unreadable))
 
 
 def silence_output() -> None:

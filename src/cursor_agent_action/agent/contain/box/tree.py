@@ -52,6 +52,11 @@ class CopyTooLarge(Exception):
     """The working tree is larger than the box takes."""
 
 
+class Unreadable(OSError):
+    """A directory of the working tree cannot be listed by the program that checks it: what
+    it cannot read, it cannot check (no other way of running the agent is tried)."""
+
+
 def too_many(max_entries: int) -> CopyTooLarge:
     """The error for a tree of more than ``max_entries`` entries (``.git``'s uncounted)."""
     return CopyTooLarge(f"the working tree holds more than {max_entries:,} files and "
