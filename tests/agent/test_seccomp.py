@@ -13,6 +13,7 @@ import errno
 import fcntl
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -130,6 +131,43 @@ def test_without_the_box_no_extended_attribute_or_inode_flag_can_be_set(
                     "chmod": "ok"}
     assert os.listxattr(target) == ["user.kept"]
     assert _filtered(True, _attributes(target))["setxattr"] == "ok"  # the box: its own files
+
+
+def test_without_the_box_no_other_process_s_limits_or_scheduling_can_be_changed() -> None:
+    """As the runner's own user (tier 1b), Landlock governs neither: red team 5 pinned the
+    program that ends the agent's processes to one processor at the idle priority, and closed
+    its files (``prlimit --nofile 3``) so that it died before its check. The filter refuses
+    those calls on any process but the caller's own (pid 0); on itself they stay (glibc's
+    ``setrlimit`` is ``prlimit64(0, ...)``). Before: each went through."""
+    target = os.getpid()  # the test process: another process than the filtered child
+    affinity = os.sched_getaffinity(0)
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+
+    def probe() -> dict[str, str]:  # each change a no-op (what is there already), if let through
+        return {
+            "affinity_other": _try(lambda: os.sched_setaffinity(target, affinity)),
+            "affinity_self": _try(lambda: os.sched_setaffinity(0, affinity)),
+            "scheduler_other": _try(lambda: os.sched_setscheduler(
+                target, os.SCHED_OTHER, os.sched_param(0))),
+            "prlimit_other": _try(lambda: resource.prlimit(target, resource.RLIMIT_NOFILE,
+                                                           files)),
+            "prlimit_read_other": _try(lambda: resource.prlimit(target, resource.RLIMIT_CORE)),
+            "rlimit_self": _try(lambda: resource.setrlimit(
+                resource.RLIMIT_CORE, resource.getrlimit(resource.RLIMIT_CORE))),
+            "nice_other": _try(lambda: os.setpriority(os.PRIO_PROCESS, target, nice)),
+            "nice_self": _try(lambda: os.setpriority(os.PRIO_PROCESS, 0, nice + 1)),
+        }
+
+    def every_process_of_the_user() -> dict[str, str]:  # only ever run filtered
+        return {**probe(), "nice_user": _try(lambda: os.setpriority(os.PRIO_USER, os.getuid(),
+                                                                    nice))}
+
+    seen = _filtered(False, every_process_of_the_user)
+    assert seen == {"affinity_other": "EPERM", "affinity_self": "ok", "scheduler_other": "EPERM",
+                    "prlimit_other": "EPERM", "prlimit_read_other": "EPERM", "rlimit_self": "ok",
+                    "nice_other": "EPERM", "nice_user": "EPERM", "nice_self": "ok"}
+    assert set(_filtered(True, probe).values()) == {"ok"}  # the box: its own PID namespace
 
 
 _NODE = """

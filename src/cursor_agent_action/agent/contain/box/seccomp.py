@@ -25,6 +25,13 @@ view), :func:`install` with ``host_ipc=False`` also refuses:
   (``chattr``) (EOPNOTSUPP, as where a file system has none): Landlock does not govern a
   file's attributes, and a file the agent may only read (the runner's own, as the runner's
   user; a read-only run's checkout, shown in place) must not get any of its making;
+- ``prlimit64``, ``sched_setaffinity``, ``sched_setscheduler``, ``sched_setparam`` and
+  ``sched_setattr`` on another process than the caller (a pid other than 0), and
+  ``setpriority``/``ioprio_set`` on anything but the caller itself (EPERM): Landlock governs
+  neither, and as the runner's own user the agent could starve the program that ends it and
+  checks the checkout after it, or close its files (``prlimit --nofile``) so that it dies;
+  ``setrlimit``, ``nice``, ``taskset`` of a new command and the like act on the caller (pid 0)
+  and stay;
 - ``kill(-1, ...)`` (EACCES): no signal to every process its user may signal at once (as the
   runner's own user, below Landlock ABI 6, that would be the runner's whole session; a single
   process of the runner's found by its pid stays within reach there, and the summary says so).
@@ -48,6 +55,7 @@ _EACCES = _ERRNO | errno.EACCES
 _EOPNOTSUPP = _ERRNO | errno.EOPNOTSUPP
 _ARG0 = 16  # seccomp_data.args[0] (its low 32 bits on a little-endian machine)
 _ARG1 = 24  # seccomp_data.args[1]
+_EPERM = _ERRNO | errno.EPERM
 _SET_FLAGS = (0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602)
 """``ioctl`` requests that set a file's inode flags or attributes: FS_IOC_SETFLAGS (and its
 32-bit form), FS_IOC_FSSETXATTR, FS_IOC_SETVERSION (and its 32-bit form)."""
@@ -65,15 +73,20 @@ class _Arch:
     attributes: tuple[int, ...]  # setxattr, lsetxattr, fsetxattr, the three removexattr,
     # setxattrat, removexattrat (Linux 6.13), file_setattr (6.17)
     ioctl: int
+    on_pid: tuple[int, ...]  # prlimit64, sched_setaffinity, _setscheduler, _setparam, _setattr
+    on_who: tuple[int, int]  # setpriority, ioprio_set: (which, who, ...)
     x32: int = 0  # the x32 bit, or 0
 
 
 _ARCHES = {
     "x86_64": _Arch(0xC000003E, (248, 249, 250), (425, 426, 427, 240), 41, 62,
-                    (188, 189, 190, 197, 198, 199, 463, 466, 469), 16, 0x40000000),
+                    (188, 189, 190, 197, 198, 199, 463, 466, 469), 16,
+                    (302, 203, 144, 142, 314), (141, 251), 0x40000000),
     "aarch64": _Arch(0xC00000B7, (217, 218, 219), (425, 426, 427, 180), 198, 129,
-                     (5, 6, 7, 14, 15, 16, 463, 466, 469), 29),
+                     (5, 6, 7, 14, 15, 16, 463, 466, 469), 29,
+                     (261, 122, 119, 118, 274), (140, 30)),
 }
+_PRIO_PROCESS, _IOPRIO_WHO_PROCESS = 0, 1  # setpriority's and ioprio_set's "a process"
 _ALL_PROCESSES = 0xFFFFFFFF  # kill(-1, ...): every process the caller may signal
 
 
@@ -114,7 +127,10 @@ def _filter(arch: _Arch, *, host_ipc: bool) -> bytes:
     program += [("", (_JEQ_K, "refuse", 0, call)) for call in refused]
     if not host_ipc:
         program += [("", (_JEQ_K, "unsupported", 0, call)) for call in arch.attributes]
+        program += [("", (_JEQ_K, "self_only", 0, call)) for call in arch.on_pid]
         program += [
+            ("", (_JEQ_K, "priority", 0, arch.on_who[0])),
+            ("", (_JEQ_K, "io_priority", 0, arch.on_who[1])),
             ("", (_JEQ_K, "ioctl", 0, arch.ioctl)),
             ("", (_JEQ_K, "kill", 0, arch.kill)),
             ("", (_JEQ_K, 0, "allow", arch.socket)),
@@ -127,6 +143,15 @@ def _filter(arch: _Arch, *, host_ipc: bool) -> bytes:
             *(("", (_JEQ_K, "unsupported", 0, request)) for request in _SET_FLAGS),
             ("", (_JEQ_K, "allow", "allow", 0)),
             ("unsupported", (_RET_K, 0, 0, _EOPNOTSUPP)),
+            ("self_only", (_LD_ABS_W, 0, 0, _ARG0)),  # (pid, ...): 0 is the caller
+            ("", (_JEQ_K, "allow", "eperm", 0)),
+            ("priority", (_LD_ABS_W, 0, 0, _ARG0)),  # setpriority(which, who, ...)
+            ("", (_JEQ_K, "who_self", "eperm", _PRIO_PROCESS)),
+            ("io_priority", (_LD_ABS_W, 0, 0, _ARG0)),  # ioprio_set(which, who, ...)
+            ("", (_JEQ_K, "who_self", "eperm", _IOPRIO_WHO_PROCESS)),
+            ("who_self", (_LD_ABS_W, 0, 0, _ARG1)),
+            ("", (_JEQ_K, "allow", "eperm", 0)),
+            ("eperm", (_RET_K, 0, 0, _EPERM)),
         ]
     program += [("allow", (_RET_K, 0, 0, _ALLOW)), ("refuse", (_RET_K, 0, 0, _ENOSYS))]
     return _assemble(program)
