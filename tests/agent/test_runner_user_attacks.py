@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cursor_agent_action.agent.contain import inplace, landlock, reap
-from cursor_agent_action.output_file import parse_output_file
-from tests.support.box import Box, as_runner, passable_box
+from cursor_agent_action.agent.contain import inplace, landlock
+from tests.support.attacks import cleanup_user, outputs_of, runner_run, wait_for
+from tests.support.box import Box, passable_box
 from tests.support.box import seen as _seen
 from tests.support.standin import processes_of
-from tests.support.users import NO_USER_NAMESPACES, TEST_AGENT_USER, ensure_user, remove_user
+from tests.support.users import TEST_AGENT_USER
 
 RUNNER_LANDLOCK = pytest.mark.skipif(
     os.geteuid() != 0 or landlock.abi() < inplace.MIN_ABI,
@@ -37,37 +34,12 @@ def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
     yield from passable_box(monkeypatch, "rt4")
 
 
-def _outputs(box: Box, name: str) -> dict[str, str]:
-    path = box.base / name
-    return parse_output_file(path.read_text()) if path.exists() else {}
 
 
-def _wait_for(path: Path, limit_s: float) -> bool:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if path.exists():
-            return True
-        time.sleep(0.2)
-    return path.exists()
 
 
-def _runner_run(box: Box, unprivileged: Path, suffix: str, body: str,
-                prepare: Callable[[], None] | None = None,
-                ) -> tuple[subprocess.CompletedProcess[str], int]:
-    name = f"{TEST_AGENT_USER}-{suffix}"[:32]
-    user = ensure_user(name)
-    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(box.base)], check=True)
-    if prepare is not None:
-        prepare()
-    done = as_runner(unprivileged, box, name, "--summary-file", str(box.base / "summary.md"),
-                     body=body, wrap=[sys.executable, "-I", "-c", NO_USER_NAMESPACES])
-    return done, user.pw_uid
 
 
-def _cleanup_user(suffix: str, uid: int) -> None:
-    name = f"{TEST_AGENT_USER}-{suffix}"[:32]
-    reap.kill_all(uid, limit_s=20)
-    remove_user(name)
 
 
 CHAIN = """
@@ -132,16 +104,16 @@ def test_rt4_runner_a_process_that_outlives_the_reaper_changes_the_checkout_afte
         def prepare() -> None:
             before.update({p: os.lstat(box.workspace / p) for p in
                            ("README.md", ".git/hooks", ".git/config")})
-        done, uid = _runner_run(box, unprivileged, suffix, body, prepare)
-        outputs = _outputs(box, "fallback-outputs.txt")
+        done, uid = runner_run(box, unprivileged, suffix, body, prepare)
+        outputs = outputs_of(box, "fallback-outputs.txt")
         survivors = processes_of(f"{TEST_AGENT_USER}-{suffix}"[:32])
         # a later step of the job writes a file into the checkout
         (box.workspace / "src" / "later.txt").write_text("a later step's secret\n")
-        late = _wait_for(box.seen / "late", 30)
+        late = wait_for(box.seen / "late", 30)
         after = {p: os.lstat(box.workspace / p) for p in before}
     finally:
         if uid >= 0:
-            _cleanup_user(suffix, uid)
+            cleanup_user(suffix, uid)
     assert _seen(box, "started"), done.stdout + done.stderr
     changed = [p for p in before if stat.S_IMODE(before[p].st_mode)
                != stat.S_IMODE(after[p].st_mode)]
@@ -173,12 +145,12 @@ def test_rt4_runner_a_status_file_closed_to_its_owner_hides_the_put_back(
             'chmod 000 "$(dirname "$spec")/box-status.json" && echo closed > $SEEN/closed; '
             "chmod 777 README.md; touch -d 2001-01-01 src/app.py; chmod 700 src")
     try:
-        done, uid = _runner_run(box, unprivileged, suffix, body)
+        done, uid = runner_run(box, unprivileged, suffix, body)
     finally:
         if uid >= 0:
-            _cleanup_user(suffix, uid)
+            cleanup_user(suffix, uid)
     assert _seen(box, "closed"), done.stdout + done.stderr + _seen(box, "spec")
-    outputs = _outputs(box, "fallback-outputs.txt")
+    outputs = outputs_of(box, "fallback-outputs.txt")
     summary = (box.base / "summary.md").read_text()
     assert outputs.get("conclusion") == "failure", (
         f"conclusion {outputs.get('conclusion')}: the agent changed the checkout's modes and "
@@ -228,14 +200,14 @@ def test_rt4_runner_below_abi_6_the_copied_run_leaves_the_real_checkout_s_modes_
     def prepare() -> None:
         before.update({p: os.lstat(box.workspace / p) for p in paths})
     try:
-        done, uid = _runner_run(box, unprivileged, suffix, body, prepare)
+        done, uid = runner_run(box, unprivileged, suffix, body, prepare)
         after = {p: os.lstat(box.workspace / p) for p in before}
     finally:
         if uid >= 0:
-            _cleanup_user(suffix, uid)
+            cleanup_user(suffix, uid)
     assert _seen(box, "pwd").strip() != str(box.workspace), "shown in place: no longer copied"
     assert _seen(box, "done"), done.stdout + done.stderr
-    outputs = _outputs(box, "fallback-outputs.txt")
+    outputs = outputs_of(box, "fallback-outputs.txt")
     changed = [p for p in before if (before[p].st_mode, before[p].st_mtime_ns)
                != (after[p].st_mode, after[p].st_mtime_ns)]
     assert not changed, (
@@ -263,13 +235,13 @@ def test_rt4_runner_a_checkout_it_cannot_read_fails_the_run_instead_of_running_i
     with (box.workspace / ".git" / "config").open("a") as handle:
         handle.write(f'[http "https://github.com/"]\n\textraheader = basic {token}\n')
     try:
-        done, uid = _runner_run(box, unprivileged, suffix,
+        done, uid = runner_run(box, unprivileged, suffix,
                                 "cat .git/config > $SEEN/config2; id -u > $SEEN/uid2",
                                 prepare=lambda: (box.workspace / "src").chmod(0))
     finally:
         (box.workspace / "src").chmod(0o755)
         if uid >= 0:
-            _cleanup_user(suffix, uid)
+            cleanup_user(suffix, uid)
     log = " ".join((done.stdout + done.stderr).split())
     assert token not in _seen(box, "config2"), (
         "the run fell back to no containment and read the token: "

@@ -235,7 +235,13 @@ def take(root: str, *, max_entries: int, skip: frozenset[str] = frozenset()) -> 
     directory). Raises :class:`tree.CopyTooLarge` past ``max_entries`` (``.git`` uncounted),
     and :class:`tree.Unreadable` for a directory this program cannot list: what it cannot
     read, it cannot check."""
-    found = _gathered(root, skip, max_entries)
+    try:
+        found = _gathered(root, skip, max_entries)
+    except (tree.CopyTooLarge, tree.Unreadable):
+        raise
+    except OSError as exc:  # its top, closed or gone (a process an earlier step left)
+        raise tree.Unreadable(f"the working tree {root} cannot be read: "
+                              f"{exc.strerror or exc}") from exc
     top = found.entries[""][0]
     closed = found.closed + (["."] if top & _OTHERS_LIST != _OTHERS_LIST else [])
     return Snapshot(root, found.entries, tuple(found.git_dirs), skip, tuple(found.linked),

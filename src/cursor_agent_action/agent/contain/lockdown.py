@@ -101,7 +101,10 @@ class Prepared:
                 "checked after the run"))
             (self.area / storage.FINISH_DIR).mkdir(mode=0o700)  # storage.finish: the chats
         else:
-            self._copy(spec, agent, why_not_in_place=why)
+            try:
+                self._copy(spec, agent, why_not_in_place=why)
+            except PermissionError as exc:  # the tree's reason, not the runner's
+                raise tree.Unreadable(f"the working tree cannot be copied: {exc}") from exc
         self._areas(spec, agent)
 
     def _copy(self, spec: BoxSpec, agent: AgentUser, *, why_not_in_place: str) -> None:
@@ -309,7 +312,9 @@ def run(spec: BoxSpec, status: Status) -> int:
     own_user = os.geteuid() != 0
     try:
         agent = _runner_user() if own_user else agent_user(spec.user)
-        if own_user and not set_subreaper():
+        # What the agent leaves running comes back to this program, which reaps it (under a
+        # job container's init that reaps nothing, its zombies would stay).
+        if not set_subreaper() and own_user:
             raise OSError("this program cannot be the subreaper of the agent's processes")
         prepared = Prepared(spec, agent)
         box_limits = limits.create(f"caa-lockdown-{os.getpid()}",
@@ -330,15 +335,34 @@ def run(spec: BoxSpec, status: Status) -> int:
             userns.run_as_init(lambda: _exec_agent(prepared, agent, box_limits))
         _exec_agent(prepared, agent, box_limits)
     os.close(prepared.ruleset)
+    try:
+        result = _after(prepared, agent, child, before_ipc=before_ipc, box_limits=box_limits)
+    except BaseException as exc:  # never no status once the agent ran: the helper fails it
+        status.write(BoxStatus(True, error=f"the box failed after the run: "
+                                           f"{type(exc).__name__}: {exc}"))
+        raise
+    status.write(result)
+    return 0
+
+
+def _after(prepared: Prepared, agent: AgentUser, child: int, *,
+           before_ipc: set[hostipc.IpcObject], box_limits: limits.Limits) -> BoxStatus:
+    """Once the agent has started: wait for it, end what it left, check the checkout, finish;
+    the status."""
+    own_user = os.geteuid() != 0
     code = _wait(child, agent, own_user)
     gone = _kill_everything(agent, own_user)
     kept = hostipc.remove_left(agent.uid, before_ipc)  # as root: its user's alone, all of them
-    put_back = inplace.check(prepared.snapshot)
-    silence_output()
     errors = [*([] if gone else ["processes of the agent's user were still running after the "
                                  "run"]),
               *([f"System V IPC objects of the agent's user could not be removed: {kept}"]
                 if kept else [])]
+    try:
+        put_back = inplace.check(prepared.snapshot)
+    except OSError as exc:  # its top, closed or gone: what cannot be read cannot be checked
+        put_back = []
+        errors.append(f"the checkout could not be checked after the run: {exc}")
+    silence_output()
     result = BoxStatus(
         True, limits=box_limits.label, storage=prepared.copy.note,
         returncode=os.waitstatus_to_exitcode(code), error="; ".join(errors),
@@ -348,8 +372,7 @@ def run(spec: BoxSpec, status: Status) -> int:
     result = finish.bounded(prepared.spec, prepared.copy, box_limits).into(result)
     box_limits.remove()
     prepared.remove()
-    status.write(result)
-    return 0
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,11 +38,14 @@ def conclude_box(verdict: Verdict, ended: AgentExit, applied: Applied | None) ->
     status = ended.box.status if ended.box is not None else None
     if status is not None and status.network is not None:
         verdict.network = status.network
-    if ended.box_error and verdict.stream.has_result:  # the agent's own conclusion stands
-        verdict.notes.append(
+    if ended.box_error and verdict.stream.has_result:  # not even then: fails closed
+        verdict.fail(Cause.BOX, (
             f"The agent's box ended without a proper status after the agent's result "
-            f"({ended.box_error}): nothing the agent changed was brought back, and it was not "
-            "run again.")
+            f"({ended.box_error}): nothing the agent changed was brought back, it was not run "
+            "again, and its result does not stand: what the box checks after the run (what "
+            "the agent left running, the checkout's attributes) was never reported. Fix: look "
+            "at the agent's stderr and the transcript; a box killed for memory needs a smaller "
+            "task."))
         return
     if ended.box_error:
         verdict.fail(Cause.BOX, (
