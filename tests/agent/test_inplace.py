@@ -333,7 +333,8 @@ def test_as_the_runner_s_own_user_a_changed_mode_or_time_is_put_back_and_fails_t
     name = f"{TEST_AGENT_USER}-ipl"[:32]
     before_ls = {}
     body = (f"{_attacks()}; chmod 777 src/app.py; touch -d 2001-01-01 README.md; "
-            "chmod 700 src; chmod 644 .git/config 2>/dev/null; true")
+            "chmod 700 src; chmod 644 .git/config 2>/dev/null; "
+            'mkdir -p "$HOME/.cursor/chats/chat-1"; echo db > "$HOME/.cursor/chats/chat-1/s"; true')
     try:
         user = ensure_user(name)
         config = box.workspace / ".git" / "config"
@@ -359,3 +360,5 @@ def test_as_the_runner_s_own_user_a_changed_mode_or_time_is_put_back_and_fails_t
     assert "The agent changed 4 entries of the real checkout" in summary, summary
     assert ".git/config, README.md, src, src/app.py. Each was put back" in summary, summary
     assert "Each was put back as it was" in summary
+    kept = list(box.base.glob("runner-temp/cursor-agent-action/agent-chats/.cursor/chats/*"))
+    assert [path.name for path in kept] == ["chat-1"]  # --resume's store, as the runner's user

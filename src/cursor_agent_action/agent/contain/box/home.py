@@ -115,8 +115,8 @@ def keep_chats(home: Path, store: Path, owner: tuple[int, int]) -> None:
             parents_ok = all(
                 not (home / p).is_symlink() for p in Path(kept).parents if str(p) != "."
             )
-            if parents_ok:
-                carry(str(source), str(store / kept), 0, 0)
+            if parents_ok:  # as this program (root, or the runner's own user: tier 1b)
+                carry(str(source), str(store / kept), os.geteuid(), os.getegid())
     for directory, dirs, files in os.walk(store):  # our own files, just made
         for name in [directory, *(os.path.join(directory, n) for n in [*dirs, *files])]:
             os.lchown(name, *owner)
