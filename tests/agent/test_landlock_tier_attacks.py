@@ -40,23 +40,6 @@ def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
     yield from passable_box(monkeypatch, "rt5")
 
 
-
-
-
-
-
-
-
-
-
-
-def _script(box: Box, name: str, text: str) -> Path:
-    path = box.base / name
-    path.write_text(text)
-    path.chmod(0o755)
-    return path
-
-
 HOPPER_C = Path(__file__).parent.parent / "fixtures" / "redteam5" / "hopk.c"
 """The hopper, in C (a fork costs tens of microseconds; in Python, milliseconds). Built by the
 test with the runner's gcc; the agent could as well, or bring it."""

@@ -34,14 +34,6 @@ def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
     yield from passable_box(monkeypatch, "rt4")
 
 
-
-
-
-
-
-
-
-
 CHAIN = """
 import os, sys, time
 seen, depth = sys.argv[1], int(sys.argv[2])

@@ -170,6 +170,34 @@ def test_without_the_box_no_other_process_s_limits_or_scheduling_can_be_changed(
     assert set(_filtered(True, probe).values()) == {"ok"}  # the box: its own PID namespace
 
 
+def test_below_landlock_abi_3_no_file_can_be_emptied_by_its_path(tmp_path: Path) -> None:
+    """Landlock governs truncation from ABI 3 (Linux 6.2): red team 6 emptied the real checkout
+    and the runner's files by path as the runner's own user (``truncate(2)``, or an open for
+    reading with ``O_TRUNC``). With ``truncate_by_path`` the filter refuses both; writing and
+    ``ftruncate`` through a descriptor opened for writing (which Landlock governs) stay."""
+    target = tmp_path / "file"
+
+    def probe() -> dict[str, str]:
+        target.write_text("kept\n")
+        found = {
+            "truncate": _try(lambda: os.truncate(target, 0)),
+            "open_read_trunc": _try(lambda: os.close(os.open(target, os.O_RDONLY | os.O_TRUNC))),
+            "open_read": _try(lambda: os.close(os.open(target, os.O_RDONLY))),
+            "open_write_trunc": _try(lambda: os.close(os.open(target, os.O_WRONLY | os.O_TRUNC))),
+        }
+        return {**found, "left": target.read_text()}
+
+    def restricted() -> None:
+        lib = libc()
+        lib.prctl(38, 1, 0, 0, 0)
+        seccomp.install(lib, host_ipc=False, truncate_by_path=True)
+
+    seen = in_child(probe, before=restricted)
+    assert seen == {"truncate": "EACCES", "open_read_trunc": "EACCES", "open_read": "ok",
+                    "open_write_trunc": "ok", "left": ""}
+    assert _filtered(False, probe)["truncate"] == "ok"  # from ABI 3, Landlock's own
+
+
 _NODE = """
 const cp = require('child_process'), fs = require('fs'), net = require('net');
 const out = {};

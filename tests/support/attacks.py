@@ -31,6 +31,14 @@ def wait_for(path: Path, limit_s: float) -> bool:
     return path.exists()
 
 
+def script(box: Box, name: str, text: str) -> Path:
+    """``text`` as an executable file of the test's world."""
+    path = box.base / name
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
 def user_name(suffix: str) -> str:
     return f"{TEST_AGENT_USER}-{suffix}"[:32]
 

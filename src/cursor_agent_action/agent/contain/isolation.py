@@ -352,9 +352,10 @@ class ContainmentFailed(SetupError):
                f"{BOX_MAX_FILES:,} files and directories); where the box has no overlay it also "
                f"copies at most {BOX_MAX_TREE_BYTES >> 30} GiB."
                if cap else
-               "Give the runner's user back the modes of the working tree's directories (a "
-               "process of an earlier step may have changed them: `chmod -R u+rwX` on the "
-               "checkout), or check it out again."
+               "Look for what an earlier step may have left: a directory of the checkout or of "
+               "the action's chats store (under RUNNER_TEMP) closed to the runner's user; give "
+               "it back (`chmod -R u+rwX`) or check out again. After such a failure the agent "
+               "is never run another way."
                if final else
                "Check that the runner allows root (or passwordless sudo), PID and mount "
                "namespaces; set isolation to none to run uncontained (unsafe).")

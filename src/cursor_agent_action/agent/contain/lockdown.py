@@ -58,6 +58,13 @@ from cursor_agent_action.agent.contain.box.root import Status, setup_failed, sil
 from cursor_agent_action.agent.contain.box.user import AgentUser, UserError, agent_user
 
 EXIT_SETUP = 125
+
+
+class Unsupported(OSError):
+    """What this tier needs, the runner cannot give (a subreaper, a CLI its user may run): the
+    runner's reason, after which another way of running the agent may be tried. Any other
+    failure before the start is final: it may be an earlier agent's doing (a closed directory
+    of the checkout or of the chats store: red teams 4 to 6)."""
 _POLL_S = 0.2
 
 
@@ -182,7 +189,7 @@ class Prepared:
             rules.allow(place, landlock.READ_DIR)
         self.ruleset = landlock.make_ruleset(rules, landlock.abi())
         if not _can(agent, self.argv[0], os.X_OK):  # said now, while another way is open
-            raise OSError(f"the agent's user {agent.name} cannot run the CLI at "
+            raise Unsupported(f"the agent's user {agent.name} cannot run the CLI at "
                           f"{self.argv[0]} (a directory on its way is closed to other users)")
 
     def remove(self) -> None:
@@ -268,7 +275,8 @@ def _exec_agent(prepared: Prepared, agent: AgentUser, box_limits: limits.Limits)
         # After the change of identity (which clears it): the CLI dies if we do.
         die_with_parent()
         landlock.restrict_self(prepared.ruleset)  # sets no_new_privs first
-        seccomp.install(libc(), host_ipc=False)  # no unix socket, io_uring or mqueue
+        seccomp.install(libc(), host_ipc=False,  # no unix socket, io_uring or mqueue
+                        truncate_by_path=landlock.abi() < inplace.MIN_ABI)
         os.closerange(3, 65536)
         os.umask(0o022)
         os.chdir(prepared.cwd)
@@ -315,7 +323,7 @@ def run(spec: BoxSpec, status: Status) -> int:
         # What the agent leaves running comes back to this program, which reaps it (under a
         # job container's init that reaps nothing, its zombies would stay).
         if not set_subreaper() and own_user:
-            raise OSError("this program cannot be the subreaper of the agent's processes")
+            raise Unsupported("this program cannot be the subreaper of the agent's processes")
         prepared = Prepared(spec, agent)
         box_limits = limits.create(f"caa-lockdown-{os.getpid()}",
                                    spec.limits.memory_bytes)
@@ -323,7 +331,8 @@ def run(spec: BoxSpec, status: Status) -> int:
             KeyError, ValueError, TypeError) as exc:
         if prepared is not None:
             prepared.remove()
-        status.write(setup_failed(exc))
+        status.write(setup_failed(exc, final=not isinstance(
+            exc, (Unsupported, UserError, landlock.LandlockError))))
         return EXIT_SETUP
     before_ipc = hostipc.objects_of(agent.uid) if own_user else set()  # the runner's stay
     prepared.snapshot.watch_start()  # the real checkout, watched from now on

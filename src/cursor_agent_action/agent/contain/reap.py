@@ -14,27 +14,46 @@ KILL_WAIT_S = 5.0
 
 
 def _processes_of(uid: int) -> list[int]:
-    """The live processes of ``uid`` (a zombie is not one: it runs nothing, and under an init
-    that reaps nothing, a job container's, it would stay)."""
+    """The live processes of ``uid``: a zombie is not one (it runs nothing, and under an init
+    that reaps nothing, a job container's, it would stay), unless a thread of it still runs
+    (its first thread ended alone: red team 6)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(OSError), open(f"/proc/{entry}/status", "rb") as handle:
+                zombie = False
                 for line in handle:
-                    if line.startswith(b"State:") and line.split()[1:2] == [b"Z"]:
-                        break
+                    if line.startswith(b"State:"):
+                        zombie = line.split()[1:2] == [b"Z"]
                     if line.startswith(b"Uid:"):
-                        if int(line.split()[1]) == uid:
+                        if int(line.split()[1]) == uid and (not zombie or _threads_run(entry)):
                             found.append(int(entry))
                         break
     return found
+
+
+def _threads_run(pid: str) -> bool:
+    """Whether a thread of process ``pid`` is not a zombie."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        with contextlib.suppress(OSError, IndexError), \
+                open(f"/proc/{pid}/task/{task}/stat", "rb") as handle:
+            data = handle.read()
+            if data[data.rfind(b")") + 2:].split()[0] != b"Z":
+                return True
+    return False
 
 
 def kill_all(uid: int, limit_s: float = KILL_WAIT_S) -> bool:
     """Every process of ``uid`` killed (a child of ours takes that uid and kills all it may
     signal, again until none is left); whether none is left, within ``limit_s``."""
     deadline = time.monotonic() + limit_s
-    while _processes_of(uid):
+    first = True  # once whatever is found: what no count sees still gets the signal
+    while first or _processes_of(uid):
+        first = False
         if time.monotonic() > deadline:
             return False
         killer = os.fork()

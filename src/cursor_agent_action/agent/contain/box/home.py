@@ -79,7 +79,10 @@ def make_home(home: Path, agent: AgentUser, files: Mapping[str, str | None],
         source = store / kept if store is not None else None
         if source is not None and source.is_dir() and not source.is_symlink():
             _agent_dirs(home, Path(kept).parent, agent)
-            carry(str(source), str(home / kept), agent.uid, agent.gid)
+            try:
+                carry(str(source), str(home / kept), agent.uid, agent.gid)
+            except OSError:  # a store an earlier agent closed (its mode: red team 6): not
+                continue  # carried, and never a reason to run the agent another way
     for relative, text in files.items():
         path = home / relative
         if relative.startswith("/") or ".." in Path(relative).parts or path.parent == home:
@@ -101,11 +104,27 @@ def _agent_dirs(home: Path, relative: Path, agent: AgentUser) -> None:
             os.chown(current, agent.uid, agent.gid)
 
 
+def _opened(top: Path) -> None:
+    """Every directory below ``top`` (ours) opened to us again, from the top down, before it is
+    removed: as the runner's own user, the agent could close one (Landlock does not govern a
+    mode), and the store would stay as it left it."""
+    pending = [str(top)]
+    while pending:
+        directory = pending.pop()
+        info = os.lstat(directory)
+        if not stat.S_ISDIR(info.st_mode):
+            continue
+        os.chmod(directory, 0o700)
+        with os.scandir(directory) as listing:
+            pending += [entry.path for entry in listing if entry.is_dir(follow_symlinks=False)]
+
+
 def keep_chats(home: Path, store: Path, owner: tuple[int, int]) -> None:
     """After the run (no agent process left): the chats of ``home`` replace those in
     ``store``, made anew by root and then given to ``owner`` (the runner's user, 0700: it
     cleans its temporary directory; the agent never sees the store)."""
     if store.exists():
+        _opened(store)
         shutil.rmtree(store)
     store.mkdir(mode=0o700, parents=True)
     for kept in KEPT:

@@ -90,14 +90,14 @@ class Status:
             os.fsync(self.fd)
 
 
-def setup_failed(exc: BaseException) -> BoxStatus:
-    """The status of a box whose preparation failed with ``exc`` (the agent never started)."""
+def setup_failed(exc: BaseException, *, final: bool = False) -> BoxStatus:
+    """The status of a box not set up (``exc``); ``final``: the agent is run no other way."""
     too_large = isinstance(exc, tree.CopyTooLarge)
     if isinstance(exc, CaError):
         return BoxStatus(False, error=f"the relay could not make the run's certificate "
                          f"authority: {exc}", mask=MaskReport(ca_error=str(exc)))
     return BoxStatus(False, error=str(exc) + (" (the box's cap)" if too_large else ""),
-                     too_large=too_large, final=too_large or isinstance(exc, tree.Unreadable))
+                     too_large=too_large, final=final or too_large)
 
 
 def silence_output() -> None:

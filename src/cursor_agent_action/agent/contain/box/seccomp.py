@@ -32,6 +32,11 @@ view), :func:`install` with ``host_ipc=False`` also refuses:
   checks the checkout after it, or close its files (``prlimit --nofile``) so that it dies;
   ``setrlimit``, ``nice``, ``taskset`` of a new command and the like act on the caller (pid 0)
   and stay;
+- with ``truncate_by_path`` (Landlock below ABI 3, which does not govern truncation):
+  ``truncate(2)`` by path, an ``open``/``openat`` for reading with ``O_TRUNC`` (which empties
+  a file without asking to write it) and ``openat2`` (whose flags a filter cannot read; libc
+  falls back to ``openat``) (EACCES, ENOSYS for ``openat2``): as the runner's own user the
+  agent could empty any file of the runner's it can name, the real checkout's included;
 - ``kill(-1, ...)`` (EACCES): no signal to every process its user may signal at once (as the
   runner's own user, below Landlock ABI 6, that would be the runner's whole session; a single
   process of the runner's found by its pid stays within reach there, and the summary says so).
@@ -47,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-_LD_ABS_W, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
+_LD_ABS_W, _JEQ_K, _JGE_K, _RET_K, _AND_K = 0x20, 0x15, 0x35, 0x06, 0x54
 _ALLOW = 0x7FFF0000
 _ERRNO = 0x00050000
 _ENOSYS = _ERRNO | errno.ENOSYS
@@ -75,17 +80,22 @@ class _Arch:
     ioctl: int
     on_pid: tuple[int, ...]  # prlimit64, sched_setaffinity, _setscheduler, _setparam, _setattr
     on_who: tuple[int, int]  # setpriority, ioprio_set: (which, who, ...)
+    opens: tuple[tuple[int, int], ...]  # (open or openat, the offset of its flags argument)
+    truncate: tuple[int, int]  # truncate, openat2
     x32: int = 0  # the x32 bit, or 0
 
 
 _ARCHES = {
     "x86_64": _Arch(0xC000003E, (248, 249, 250), (425, 426, 427, 240), 41, 62,
                     (188, 189, 190, 197, 198, 199, 463, 466, 469), 16,
-                    (302, 203, 144, 142, 314), (141, 251), 0x40000000),
+                    (302, 203, 144, 142, 314), (141, 251), ((2, 24), (257, 32)), (76, 437),
+                    0x40000000),
     "aarch64": _Arch(0xC00000B7, (217, 218, 219), (425, 426, 427, 180), 198, 129,
                      (5, 6, 7, 14, 15, 16, 463, 466, 469), 29,
-                     (261, 122, 119, 118, 274), (140, 30)),
+                     (261, 122, 119, 118, 274), (140, 30), ((56, 32),), (45, 437)),
 }
+_O_TRUNC, _O_ACCMODE = 0o1000, 0o3
+"""An open that empties the file without asking to write it: ``O_TRUNC`` with ``O_RDONLY``."""
 _PRIO_PROCESS, _IOPRIO_WHO_PROCESS = 0, 1  # setpriority's and ioprio_set's "a process"
 _ALL_PROCESSES = 0xFFFFFFFF  # kill(-1, ...): every process the caller may signal
 
@@ -113,9 +123,10 @@ def _assemble(program: list[tuple[str, Instruction]]) -> bytes:
     return b"".join(records)
 
 
-def _filter(arch: _Arch, *, host_ipc: bool) -> bytes:
+def _filter(arch: _Arch, *, host_ipc: bool, truncate_by_path: bool = False) -> bytes:
     """The BPF program (see the module docstring)."""
-    refused = [*arch.keyrings, *(() if host_ipc else arch.host_ipc)]
+    refused = [*arch.keyrings, *(() if host_ipc else arch.host_ipc),
+               *((arch.truncate[1],) if truncate_by_path else ())]
     program: list[tuple[str, Instruction]] = [
         ("", (_LD_ABS_W, 0, 0, 4)),  # seccomp_data.arch
         ("", (_JEQ_K, 1, 0, arch.audit)),
@@ -125,6 +136,10 @@ def _filter(arch: _Arch, *, host_ipc: bool) -> bytes:
     if arch.x32:
         program.append(("", (_JGE_K, "refuse", 0, arch.x32)))
     program += [("", (_JEQ_K, "refuse", 0, call)) for call in refused]
+    if truncate_by_path:
+        program.append(("", (_JEQ_K, "emptying", 0, arch.truncate[0])))
+        program += [("", (_JEQ_K, f"open{index}", 0, call))
+                    for index, (call, _) in enumerate(arch.opens)]
     if not host_ipc:
         program += [("", (_JEQ_K, "unsupported", 0, call)) for call in arch.attributes]
         program += [("", (_JEQ_K, "self_only", 0, call)) for call in arch.on_pid]
@@ -153,11 +168,19 @@ def _filter(arch: _Arch, *, host_ipc: bool) -> bytes:
             ("", (_JEQ_K, "allow", "eperm", 0)),
             ("eperm", (_RET_K, 0, 0, _EPERM)),
         ]
+    if truncate_by_path:  # open*(..., flags): reading, with O_TRUNC
+        for index, (_, offset) in enumerate(arch.opens):
+            program += [
+                (f"open{index}", (_LD_ABS_W, 0, 0, offset)),
+                ("", (_AND_K, 0, 0, _O_TRUNC | _O_ACCMODE)),
+                ("", (_JEQ_K, "emptying", "allow", _O_TRUNC)),
+            ]
+        program.append(("emptying", (_RET_K, 0, 0, _EACCES)))
     program += [("allow", (_RET_K, 0, 0, _ALLOW)), ("refuse", (_RET_K, 0, 0, _ENOSYS))]
     return _assemble(program)
 
 
-def install(libc: Any, *, host_ipc: bool = True) -> bool:
+def install(libc: Any, *, host_ipc: bool = True, truncate_by_path: bool = False) -> bool:
     """Join a new session keyring, then refuse the keyring calls from now on (this process
     and what it starts), and without ``host_ipc`` (no box around) unix sockets, io_uring and
     POSIX message queues; False on a machine this does not know (nothing installed). Needs
@@ -166,7 +189,8 @@ def install(libc: Any, *, host_ipc: bool = True) -> bool:
     if arch is None:
         return False
     libc.syscall(arch.keyrings[2], KEYCTL_JOIN_SESSION_KEYRING, None)  # best effort: new, empty
-    program = ctypes.create_string_buffer(_filter(arch, host_ipc=host_ipc))
+    program = ctypes.create_string_buffer(_filter(arch, host_ipc=host_ipc,
+                                                  truncate_by_path=truncate_by_path))
 
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
