@@ -66,6 +66,7 @@ def kill_all(uid: int, limit_s: float = KILL_WAIT_S) -> bool:
         os.waitpid(killer, 0)
         _reap()  # what came back to this program (its subreaper) and died
         time.sleep(0.02)
+    _reap()  # the last of them, dead since: none is left a zombie of ours
     return True
 
 
