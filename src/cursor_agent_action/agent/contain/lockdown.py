@@ -349,6 +349,9 @@ def run(spec: BoxSpec, status: Status) -> int:
     except BaseException as exc:  # never no status once the agent ran: the helper fails it
         status.write(BoxStatus(True, error=f"the box failed after the run: "
                                            f"{type(exc).__name__}: {exc}"))
+        with contextlib.suppress(OSError):
+            box_limits.remove()
+        prepared.remove()  # nothing of the run's area is left behind
         raise
     status.write(result)
     return 0
