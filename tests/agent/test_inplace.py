@@ -208,6 +208,31 @@ def test_the_cap_holds_however_the_walk_is_shared(tmp_path: Path) -> None:
     assert len(inplace.take(str(root), max_entries=80).entries) == 59
 
 
+def test_the_copy_s_byte_cap_is_judged_from_the_snapshot_as_the_survey_judges_it(
+    tmp_path: Path,
+) -> None:
+    """A run that copies checks the copy's byte cap from the sizes its snapshot took (no second
+    walk): the same sum as tree.survey's, files over the per-file cap and .git left out."""
+    root = _tree(tmp_path / "t")
+    (root / "big.bin").write_bytes(b"x" * 5000)
+    (root / ".git" / "pack").write_bytes(b"y" * 9000)
+    snapshot = inplace.take(str(root), max_entries=1000)
+    for max_file, max_total in ((10_000, 5003), (10_000, 5006), (4000, 6), (4000, 5)):
+        survey_error = snapshot_error = ""
+        try:
+            tree.survey(str(root), max_entries=1000, count_bytes=True, max_file_bytes=max_file,
+                        max_total_bytes=max_total)
+        except tree.CopyTooLarge as exc:
+            survey_error = str(exc)
+        try:
+            snapshot.within_bytes(max_file_bytes=max_file, max_total_bytes=max_total)
+        except tree.CopyTooLarge as exc:
+            snapshot_error = str(exc)
+        assert snapshot_error == survey_error, (max_file, max_total)
+    with pytest.raises(tree.CopyTooLarge, match="MiB of files"):
+        snapshot.within_bytes(max_file_bytes=10_000, max_total_bytes=5003)  # 5,004 in all
+
+
 def test_a_directory_that_cannot_be_listed_is_refused_not_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -69,6 +69,17 @@ class Snapshot:
     closed: tuple[str, ...] = ()  # what "others" cannot read (outside .git)
     watch: Watch | None = field(default=None, repr=False)
 
+    def within_bytes(self, *, max_file_bytes: int, max_total_bytes: int) -> None:
+        """:class:`tree.CopyTooLarge` when the tree's regular files of at most
+        ``max_file_bytes`` (outside ``.git``) hold more than ``max_total_bytes``: the copy's
+        cap, as :func:`tree.survey` counts it, from the sizes already taken."""
+        inside_git = tuple(f"{path}/" for path in self.git_dirs)
+        total = sum(size for path, (mode, _, _, size, *_) in self.entries.items()
+                    if stat.S_ISREG(mode) and size <= max_file_bytes
+                    and not path.startswith(inside_git) and os.path.basename(path) != ".git")
+        if total > max_total_bytes:
+            raise tree.too_heavy(max_total_bytes)
+
     def watch_start(self) -> None:
         """Watch the tree, just before the agent starts (None: :func:`check` walks it all)."""
         directories = [path for path, key in self.entries.items() if stat.S_ISDIR(key[0])]
@@ -94,8 +105,7 @@ class _Found:
         """One entry; whether it is a directory to list (called for every entry: kept lean)."""
         mode = info.st_mode
         kind = mode & _KIND
-        self.entries[path] = (mode, info.st_uid, info.st_gid, info.st_size, info.st_mtime_ns,
-                              info.st_ctime_ns, info.st_ino)
+        self.entries[path] = key_of(info)
         if (len(path) > _SHORT_PATH and len(os.fsencode(path)) > tree.MAX_PATH_BYTES) or (
                 not in_git and kind not in _SHOWN_KINDS):
             self.special.append(path)

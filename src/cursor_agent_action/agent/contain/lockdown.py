@@ -107,19 +107,17 @@ class Prepared:
                 f"in the tree could be kept); its {len(self.snapshot.entries):,} entries "
                 "checked after the run"))
             (self.area / storage.FINISH_DIR).mkdir(mode=0o700)  # storage.finish: the chats
-        else:
-            try:
-                self._copy(spec, agent, why_not_in_place=why)
-            except PermissionError as exc:  # the tree's reason, not the runner's
-                raise tree.Unreadable(f"the working tree cannot be copied: {exc}") from exc
+        else:  # an error copying is final too (run): never the runner's reason
+            self._copy(spec, agent, why_not_in_place=why)
         self._areas(spec, agent)
 
     def _copy(self, spec: BoxSpec, agent: AgentUser, *, why_not_in_place: str) -> None:
         """The private copy of the tree, and its base (what already differed from HEAD)."""
         caps = spec.limits
         real = Path(spec.repo_root)
-        tree.survey(str(real), max_entries=caps.max_files, count_bytes=True,  # caps first
-                    max_file_bytes=caps.max_file_bytes, max_total_bytes=caps.max_total_bytes)
+        # The byte cap first, from the snapshot's sizes (its walk held the entries' cap).
+        self.snapshot.within_bytes(max_file_bytes=caps.max_file_bytes,
+                                   max_total_bytes=caps.max_total_bytes)
         (self.area / "tree").mkdir()
         (self.area / storage.OBJECTS_DIR).mkdir(mode=0o700, parents=True)  # storage.finish
         with ThreadPoolExecutor(1) as pool:  # the copy's base hashed (by git) as root copies

@@ -57,6 +57,12 @@ class Unreadable(OSError):
     it cannot read, it cannot check (no other way of running the agent is tried)."""
 
 
+def too_heavy(max_total_bytes: int) -> CopyTooLarge:
+    """The error for a tree whose files (of at most the per-file cap) hold more than
+    ``max_total_bytes``."""
+    return CopyTooLarge(f"the working tree holds more than {max_total_bytes >> 20} MiB of files")
+
+
 def too_many(max_entries: int) -> CopyTooLarge:
     """The error for a tree of more than ``max_entries`` entries (``.git``'s uncounted)."""
     return CopyTooLarge(f"the working tree holds more than {max_entries:,} files and "
@@ -156,8 +162,7 @@ class _Copier:
         self.made.files += 1
         self.made.bytes += size
         if self.made.bytes > self.max_total_bytes:
-            raise CopyTooLarge(
-                f"the working tree holds more than {self.max_total_bytes >> 20} MiB of files")
+            raise too_heavy(self.max_total_bytes)
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -243,6 +248,5 @@ def survey(source: str, *, max_entries: int, count_bytes: bool = False,
                 size = entry.stat(follow_symlinks=False).st_size
                 found.bytes += size if size <= max_file_bytes else 0
                 if found.bytes > max_total_bytes:
-                    raise CopyTooLarge(f"the working tree holds more than "
-                                       f"{max_total_bytes >> 20} MiB of files")
+                    raise too_heavy(max_total_bytes)
     return found
